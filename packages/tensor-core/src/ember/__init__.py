@@ -1,0 +1,62 @@
+"""ember: NumPy-like tensors with GPU acceleration, the core of the ember framework.
+
+    import ember as em
+    x = em.arange(6, dtype=em.float32).reshape(2, 3)
+    (x.T @ x).sum()
+
+This package (ember-tensor-core) is complete on its own; ember.autograd, ember.nn,
+ember.optim, ember.data and ember.multiprocessing come from their own packages and
+install into this namespace.
+"""
+from __future__ import annotations
+
+from ember._version import __version__
+from ember._C import core as _core
+from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
+from ember._dtypes import (  # noqa: F401
+    bool, uint8, int8, int16, int32, int64, float16, float32, float64,
+    half, float, double, short, int, long,
+    finfo, iinfo, result_type, can_cast, promote_types, get_default_dtype, set_default_dtype,
+)
+from ember._tensor import Tensor, Size  # noqa: F401
+from ember._grad_mode import (  # noqa: F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled,
+)
+from ember._elementwise import *  # noqa: F401,F403
+from ember._reduction import *  # noqa: F401,F403
+from ember._creation import *  # noqa: F401,F403
+from ember._views import *  # noqa: F401,F403
+from ember._interop import *  # noqa: F401,F403
+from ember import _registry, _views, _interop, _creation
+
+_core._set_python_types(Size, _creation.as_tensor)
+_views._install_properties(Tensor)
+_interop._install_dunders(Tensor)
+_registry.install(Tensor)
+
+empty_cache = _core.empty_cache
+e = 2.718281828459045
+pi = 3.141592653589793
+inf = __builtins__["float"]("inf") if isinstance(__builtins__, dict) else 1e309
+nan = inf - inf
+newaxis = None
+
+# Components that live in other distributions: `em.nn` works once ember-nn is
+# installed and names the package to install otherwise.
+_PACKAGES = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
+             "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp"}
+
+
+def __getattr__(name):
+    import importlib
+    if name in _PACKAGES:
+        try:
+            return importlib.import_module(f"ember.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"ember.{name}":
+                raise
+            raise ModuleNotFoundError(
+                f"ember.{name} needs the {_PACKAGES[name]} package: "
+                f"pip install {_PACKAGES[name]}", name=f"ember.{name}") from None
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

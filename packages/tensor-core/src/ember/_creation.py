@@ -1,0 +1,287 @@
+"""Creating tensors: from Python data, filled, ranges, and the *_like family.
+(Random creation is in _random.py, NumPy/DLPack in _interop.py.)"""
+from __future__ import annotations
+
+import math
+import numbers
+import struct
+
+from ember._C import core as _core
+from ember._dtypes import as_dtype, bool as bool_, float64, int64
+
+__all__ = ["tensor", "as_tensor", "asarray", "zeros", "ones", "full", "empty", "arange",
+           "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like",
+           "empty_like", "scalar_tensor", "empty_strided"]
+
+_STRUCT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+           "float16": "e", "float32": "f", "float64": "d"}
+
+
+def _shape_arg(size, op):
+    """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)."""
+    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+        size = size[0]
+    try:
+        return tuple(int(s) if not isinstance(s, _core.TensorBase) else int(s.item()) for s in size)
+    except TypeError:
+        raise TypeError(f"{op}: size must be ints or a sequence of ints, got {size!r}") from None
+
+
+def _dtype_arg(dtype):
+    return None if dtype is None else as_dtype(dtype)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, **_):
+    t = _core.empty(_shape_arg(size, "empty"), _dtype_arg(dtype), device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def empty_strided(size, stride, *, dtype=None, device=None):
+    span = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    base = _core.empty((span,), _dtype_arg(dtype), device)
+    return base._view(tuple(size), tuple(stride), 0)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of `size` filled with fill_value; the dtype follows the value when not
+    given (bool, int64, or the default float)."""
+    if isinstance(size, numbers.Integral):
+        size = (size,)
+    if dtype is None:
+        if isinstance(fill_value, _core.TensorBase):
+            dtype = fill_value.dtype
+        else:
+            dtype = _core.weak_result_type(fill_value)
+    t = _core.empty(_shape_arg((size,), "full"), as_dtype(dtype), device)
+    t.fill_(fill_value)
+    return t.requires_grad_() if requires_grad else t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, **_):
+    t = _core.empty(_shape_arg(size, "zeros"), _dtype_arg(dtype), device).fill_(0)
+    return t.requires_grad_() if requires_grad else t
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, **_):
+    t = _core.empty(_shape_arg(size, "ones"), _dtype_arg(dtype), device).fill_(1)
+    return t.requires_grad_() if requires_grad else t
+
+
+def _like(input, dtype, device):
+    return (input.shape, input.dtype if dtype is None else as_dtype(dtype),
+            input.device if device is None else device)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    shape, dtype, device = _like(input, dtype, device)
+    t = _core.empty(shape, dtype, device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    return empty_like(input, dtype=dtype, device=device, requires_grad=False).fill_(0) \
+        .requires_grad_(requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    return empty_like(input, dtype=dtype, device=device).fill_(1).requires_grad_(requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    return empty_like(input, dtype=dtype, device=device).fill_(fill_value) \
+        .requires_grad_(requires_grad)
+
+
+def _flatten(data, op):
+    """(shape, flat list of Python scalars) of nested sequences; ragged input is an error."""
+    if isinstance(data, _core.TensorBase):
+        return tuple(data.shape), _flat_list(data.tolist(), data.ndim)
+    if isinstance(data, (numbers.Number,)) or _is_numpy_scalar(data):
+        return (), [data.item() if hasattr(data, "item") else data]
+    if isinstance(data, (str, bytes, dict, set)):
+        raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__} {data!r}")
+    try:
+        items = list(data)
+    except TypeError:
+        raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__}") from None
+    if not items:
+        return (0,), []
+    shapes, flats = zip(*(_flatten(x, op) for x in items))
+    first = shapes[0]
+    for i, s in enumerate(shapes):
+        if s != first:
+            raise ValueError(f"{op}: ragged nested sequence: item 0 has shape {first} but "
+                             f"item {i} has shape {s}")
+    flat = [v for f in flats for v in f]
+    return (len(items),) + first, flat
+
+
+def _flat_list(nested, ndim):
+    for _ in range(max(ndim - 1, 0)):
+        nested = [v for sub in nested for v in sub]
+    return nested if ndim else [nested]
+
+
+def _is_numpy_scalar(x):
+    return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
+
+
+def _infer_dtype(flat):
+    kind = 0
+    for v in flat:
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, numbers.Integral):
+            kind = max(kind, 1)
+        elif isinstance(v, numbers.Real):
+            kind = 2
+            break
+        else:
+            raise TypeError(f"tensor: unsupported element {v!r} of type {type(v).__name__}")
+    return (bool_, int64, _core.get_default_dtype())[kind]
+
+
+def _from_python(data, dtype, op):
+    shape, flat = _flatten(data, op)
+    if len(shape) > 16:
+        raise ValueError(f"{op}: {len(shape)} dimensions; ember supports at most 16")
+    dtype = _infer_dtype(flat) if dtype is None else dtype
+    if dtype.kind == "int":
+        info = (0, 255) if dtype.name == "uint8" else (-(1 << (dtype.itemsize * 8 - 1)),
+                                                       (1 << (dtype.itemsize * 8 - 1)) - 1)
+        conv = []
+        for v in flat:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"{op}: cannot convert {v} to {dtype!r}")
+            iv = int(v)
+            if not info[0] <= iv <= info[1]:
+                raise OverflowError(f"{op}: value {v} is out of range for {dtype!r}")
+            conv.append(iv)
+        flat = conv
+    elif dtype.kind == "bool":
+        flat = [bool(v) for v in flat]
+    else:
+        flat = [float(v) for v in flat]
+    t = _core.empty(shape, dtype)
+    try:
+        raw = struct.pack(f"<{len(flat)}{_STRUCT[dtype.name]}", *flat)
+    except (OverflowError, struct.error) as e:
+        raise OverflowError(f"{op}: a value does not fit in {dtype!r}: {e}") from None
+    return _core._fill_from_bytes(t, raw)
+
+
+def _convert(data, dtype, device, copy, op):
+    dtype = _dtype_arg(dtype)
+    if isinstance(data, _core.TensorBase):
+        t = data
+        if dtype is not None and t.dtype is not dtype:
+            t, copy = t.to(dtype), False
+        if device is not None and t.device != _core.as_device(device):
+            t, copy = t.to(device), False
+        return t.clone() if copy else t
+    if hasattr(data, "__dlpack__") and not hasattr(data, "__array_interface__"):
+        from ember._interop import from_dlpack
+        return _convert(from_dlpack(data), dtype, device, copy, op)
+    if hasattr(data, "__array_interface__") and type(data).__module__ == "numpy" \
+            and getattr(data, "ndim", 0) > 0:
+        from ember._interop import from_numpy
+        return _convert(from_numpy(data), dtype, device, copy, op)
+    t = _from_python(data, dtype, op)
+    return t if device is None else t.to(device)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of data (nested sequences, scalars, NumPy arrays,
+    other tensors). dtype is inferred when not given: bool, int64 or the default
+    float (float32)."""
+    t = _convert(data, dtype, device, True, "tensor")
+    if isinstance(data, _core.TensorBase) and t is not data:
+        t = t.detach()
+    return t.requires_grad_() if requires_grad else t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """data as a tensor, sharing memory when it already is one (or a NumPy array) of
+    the requested dtype and device."""
+    return _convert(data, dtype, device, False, "as_tensor")
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """The Array API's asarray: share memory unless copy=True (copy=False forbids
+    copying)."""
+    t = _convert(obj, dtype, device, bool(copy), "asarray")
+    if copy is False and isinstance(obj, _core.TensorBase) and t.data_ptr() != obj.data_ptr():
+        raise ValueError("asarray: copy=False but a copy is needed for the requested "
+                         "dtype or device")
+    return t
+
+
+def scalar_tensor(s, *, dtype=None, device=None):
+    return full((), s, dtype=dtype or _core.get_default_dtype(), device=device)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values start, start + step, ... below end (like range, for floats too)."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, _core.TensorBase) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    for v in vals:
+        if not isinstance(v, numbers.Real) or (isinstance(v, float) and not math.isfinite(v)):
+            raise ValueError(f"arange: start, end and step must be finite numbers, got {v!r}")
+    n = max(0, math.ceil((end - start) / step))
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, numbers.Integral) for v in vals) \
+            else _core.get_default_dtype()
+    dtype = as_dtype(dtype)
+    idx = _core._iota(n)
+    if dtype.kind == "int" and all(isinstance(v, numbers.Integral) for v in vals):
+        r = idx * step + start if (step, start) != (1, 0) else idx
+        r = r.to(dtype)
+    else:
+        r = (idx.to(float64) * float(step) + float(start)).to(dtype)
+    if device is not None:
+        r = r.to(device)
+    return r.requires_grad_() if requires_grad else r
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end, both included."""
+    steps = int(steps)
+    if steps < 0:
+        raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
+    dtype = _core.get_default_dtype() if dtype is None else as_dtype(dtype)
+    start, end = float(start), float(end)
+    i = _core._iota(steps).to(float64)
+    if steps == 1:
+        r = i * 0.0 + start
+    else:
+        step = (end - start) / (steps - 1)
+        # symmetric, as PyTorch: the first half counts up from start, the second
+        # half down from end, so both ends are exact
+        half = steps // 2
+        r = (i * step + start).where(i < half, end - (steps - 1 - i) * step)
+    r = r.to(dtype)
+    if device is not None:
+        r = r.to(device)
+    return r.requires_grad_() if requires_grad else r
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
+    exps = linspace(start, end, steps, dtype=float64)
+    return (float(base) ** exps).to(dtype or _core.get_default_dtype())
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The n x m identity matrix."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: n and m must be non-negative, got {n}, {m}")
+    t = _core.empty((n, m), _dtype_arg(dtype)).fill_(0)
+    if n and m:
+        t._view((min(n, m),), (m + 1,), 0).fill_(1)
+    if device is not None:
+        t = t.to(device)
+    return t.requires_grad_() if requires_grad else t

@@ -1,0 +1,100 @@
+"""dtypes, promotion (the Array API standard's rules), finfo and iinfo."""
+from __future__ import annotations
+
+import builtins
+
+from ember._C import core as _core
+
+bool = _core._dtype_by_name("bool")  # noqa: A001 - the Array API name
+uint8 = _core._dtype_by_name("uint8")
+int8 = _core._dtype_by_name("int8")
+int16 = _core._dtype_by_name("int16")
+int32 = _core._dtype_by_name("int32")
+int64 = _core._dtype_by_name("int64")
+float16 = _core._dtype_by_name("float16")
+float32 = _core._dtype_by_name("float32")
+float64 = _core._dtype_by_name("float64")
+# PyTorch's other spellings
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+
+promote_types = _core.promote_types
+get_default_dtype = _core.get_default_dtype
+set_default_dtype = _core.set_default_dtype
+
+
+def as_dtype(d):
+    """An ember dtype from an ember dtype, a name, a Python type or a NumPy dtype."""
+    r = _core._resolve_dtype(d)
+    if r is None:
+        raise TypeError(f"{d!r} is not a dtype ember supports "
+                        f"({', '.join(x.name for x in ALL_DTYPES)})")
+    return r
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype an op over these tensors / dtypes / Python scalars computes in."""
+    args = [a if isinstance(a, (_core.TensorBase, _core.DType, builtins.bool, builtins.int,
+                                builtins.float)) else as_dtype(a) for a in arrays_and_dtypes]
+    return _core.weak_result_type(*args)
+
+
+_KIND_ORDER = {"bool": 0, "int": 1, "float": 2}
+
+
+def can_cast(from_, to, casting="same_kind"):
+    """Whether from_ (a dtype or tensor) converts to `to` under the Array API rules:
+    never to a lower kind (float -> int, int -> bool)."""
+    src = from_.dtype if isinstance(from_, _core.TensorBase) else as_dtype(from_)
+    dst = as_dtype(to)
+    if casting == "unsafe":
+        return True
+    if casting == "safe":
+        return promote_types(src, dst) is dst
+    return _KIND_ORDER[src.kind] <= _KIND_ORDER[dst.kind]
+
+
+class finfo:
+    """Machine limits of a floating point dtype (like numpy.finfo / torch.finfo)."""
+
+    _TABLE = {
+        "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 2.0 ** -24, 1e-3, 3),
+        "float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126, 2.0 ** -149, 1e-6, 6),
+        "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.0 ** -1022, 2.0 ** -1074, 1e-15, 15),
+    }
+
+    def __init__(self, dtype=None):
+        d = get_default_dtype() if dtype is None else as_dtype(
+            dtype.dtype if isinstance(dtype, _core.TensorBase) else dtype)
+        if d.kind != "float":
+            raise TypeError(f"finfo: {d!r} is not a floating point dtype; use iinfo")
+        self.dtype = d
+        (self.bits, self.eps, self.max, self.smallest_normal, self.smallest_subnormal,
+         self.resolution, self.precision) = self._TABLE[d.name]
+        self.min = -self.max
+        self.tiny = self.smallest_normal
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype.name})")
+
+
+class iinfo:
+    """Limits of an integer dtype (like numpy.iinfo / torch.iinfo)."""
+
+    def __init__(self, dtype):
+        d = as_dtype(dtype.dtype if isinstance(dtype, _core.TensorBase) else dtype)
+        if d.kind != "int":
+            raise TypeError(f"iinfo: {d!r} is not an integer dtype")
+        self.dtype = d
+        self.bits = d.itemsize * 8
+        if d.is_signed:
+            self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+        else:
+            self.min, self.max = 0, 2 ** self.bits - 1
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"

@@ -1,0 +1,235 @@
+"""The elementwise functions: one per op-table row (ops/table.py), made here, plus
+the few that add arguments around a row (alpha, rounding_mode, clamp bounds)."""
+from __future__ import annotations
+
+from ember._C import core as _core
+from ember._registry import METHODS, tensor_method
+from ember.ops import table
+
+_ew = _core.elementwise
+__all__ = []
+
+
+def _make(row):
+    name = row.name
+    if row.arity == 1:
+        def fn(input, *, out=None):
+            return _ew(name, input, out=out)
+    elif row.arity == 2:
+        def fn(input, other, *, out=None):
+            return _ew(name, input, other, out=out)
+    else:
+        def fn(input, b, c, *, out=None):
+            return _ew(name, input, b, c, out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise `{name}` (op table row; broadcasts, promotes dtypes)."
+    return fn
+
+
+def _make_inplace(name):
+    def fn(self, *args):
+        return _ew(name, self, *args, out=self)
+    fn.__name__ = fn.__qualname__ = name + "_"
+    fn.__doc__ = f"In-place `{name}`: writes into self and returns it."
+    return fn
+
+
+_SPECIAL = {"add", "sub", "div", "clamp", "round", "where", "pow", "lerp"}
+
+for _row in table.ELEMENTWISE:
+    if _row.name in _SPECIAL:
+        continue
+    _fn = _make(_row)
+    for _n in (_row.name,) + _row.aliases:
+        globals()[_n] = _fn
+        __all__.append(_n)
+    if _row.method:
+        tensor_method(_fn, names=(_row.name,) + _row.aliases)
+    if _row.inplace:
+        for _n in (_row.name,) + _row.aliases:
+            METHODS[_n + "_"] = _make_inplace(_row.name)
+
+
+def _scaled(other, alpha):
+    return other if alpha is None or alpha == 1 else other * alpha
+
+
+@tensor_method
+def add(input, other, *, alpha=None, out=None):
+    """input + alpha * other."""
+    return _ew("add", input, _scaled(other, alpha), out=out)
+
+
+@tensor_method(names=("sub", "subtract"))
+def sub(input, other, *, alpha=None, out=None):
+    """input - alpha * other."""
+    return _ew("sub", input, _scaled(other, alpha), out=out)
+
+
+subtract = sub
+
+
+@tensor_method(names=("div", "divide", "true_divide"))
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other; rounding_mode None (true division), 'trunc' or 'floor'."""
+    if rounding_mode is None:
+        return _ew("div", input, other, out=out)
+    if rounding_mode == "floor":
+        return _ew("floor_divide", input, other, out=out)
+    if rounding_mode == "trunc":
+        q = _ew("div", input, other)
+        dtype = _core.result_dtype("floor_divide", input, other)
+        r = trunc(q)
+        return r.to(dtype) if out is None else out.copy_(r)
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+divide = true_divide = div
+
+
+@tensor_method(names=("pow", "power"))
+def pow(input, exponent, *, out=None):  # noqa: A001
+    """input ** exponent; integer tensors to negative integer powers are an error."""
+    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
+            isinstance(input, _core.TensorBase) and input.dtype.kind in ("int", "bool"):
+        raise ValueError(f"pow: integers to negative integer powers are not allowed "
+                         f"(exponent {exponent}, dtype {input.dtype!r})")
+    return _ew("pow", input, exponent, out=out)
+
+
+power = pow
+
+
+@tensor_method(names=("clamp", "clip"))
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    """Limit input to [min, max]; either bound may be None (not both)."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if min is None:
+        return _ew("minimum", input, max, out=out)
+    if max is None:
+        return _ew("maximum", input, min, out=out)
+    return _ew("clamp", input, min, max, out=out)
+
+
+clip = clamp
+
+
+@tensor_method
+def clamp_min(input, min):  # noqa: A002
+    return _ew("maximum", input, min)
+
+
+@tensor_method
+def clamp_max(input, max):  # noqa: A002
+    return _ew("minimum", input, max)
+
+
+def _clamp_(self, min=None, max=None):  # noqa: A002
+    return clamp(self, min, max, out=self)
+
+
+METHODS["clamp_"] = METHODS["clip_"] = _clamp_
+METHODS["clamp_min_"] = lambda self, min: _ew("maximum", self, min, out=self)
+METHODS["clamp_max_"] = lambda self, max: _ew("minimum", self, max, out=self)
+for _name in ("add", "sub", "div", "pow"):
+    def _inplace(self, other, _f=globals()[_name], **kw):
+        return _f(self, other, out=self, **kw)
+    _inplace.__name__ = _name + "_"
+    METHODS[_name + "_"] = _inplace
+METHODS["subtract_"] = METHODS["sub_"]
+METHODS["divide_"] = METHODS["true_divide_"] = METHODS["div_"]
+
+
+@tensor_method
+def round(input, decimals=0, *, out=None):  # noqa: A001
+    """Round half to even (like NumPy and PyTorch), to `decimals` decimal places."""
+    if decimals == 0:
+        return _ew("round", input, out=out)
+    scale = 10.0 ** decimals
+    return _ew("div", _ew("round", _ew("mul", input, scale)), scale, out=out)
+
+
+METHODS["round_"] = lambda self, decimals=0: round(self, decimals, out=self)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """Elements of input where condition holds, else of other; where(condition) alone
+    is nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        from ember._indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, _core.TensorBase) or condition.dtype.name != "bool":
+        from ember._creation import as_tensor
+        condition = _ew("ne", as_tensor(condition), 0)
+    return _ew("where", condition, input, other, out=out)
+
+
+@tensor_method(names=("where",))
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+@tensor_method
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replace NaN with `nan` and +-inf with `posinf`/`neginf` (default: the dtype's
+    largest/smallest finite value)."""
+    if input.dtype.kind != "float":
+        return input.clone() if out is None else out.copy_(input)
+    from ember._dtypes import finfo
+    info = finfo(input.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    r = _ew("where", _ew("isnan", input), nan, input)
+    r = _ew("where", _ew("eq", r, float("inf")), posinf, r)
+    return _ew("where", _ew("eq", r, float("-inf")), neginf, r, out=out)
+
+
+METHODS["nan_to_num_"] = lambda self, nan=0.0, posinf=None, neginf=None: \
+    nan_to_num(self, nan, posinf, neginf, out=self)
+
+
+@tensor_method
+def lerp(input, end, weight, *, out=None):
+    """input + weight * (end - input)."""
+    return _ew("lerp", input, end, weight, out=out)
+
+
+METHODS["lerp_"] = lambda self, end, weight: _ew("lerp", self, end, weight, out=self)
+
+
+@tensor_method
+def float_power(input, exponent):
+    from ember._dtypes import float64
+    return _ew("pow", input.to(float64) if isinstance(input, _core.TensorBase) else input,
+               exponent.to(float64) if isinstance(exponent, _core.TensorBase) else float(exponent))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise."""
+    close = _ew("le", abs(_ew("sub", input, other)), _ew("add", atol, _ew("mul", rtol, abs(other))))
+    close = _ew("logical_or", close, _ew("eq", input, other))
+    if equal_nan:
+        close = _ew("logical_or", close, _ew("logical_and", _ew("isnan", input), _ew("isnan", other)))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+tensor_method(isclose)
+tensor_method(allclose)
+
+
+@tensor_method
+def logaddexp(input, other):
+    m = _ew("maximum", input, other)
+    m = _ew("where", _ew("isinf", m), 0.0, m)
+    return _ew("add", m, _ew("log", _ew("add", _ew("exp", _ew("sub", input, m)),
+                                        _ew("exp", _ew("sub", other, m)))))
+
+
+__all__ += ["add", "sub", "subtract", "div", "divide", "true_divide", "pow", "power", "clamp",
+            "clip", "clamp_min", "clamp_max", "round", "where", "nan_to_num", "lerp",
+            "float_power", "isclose", "allclose", "logaddexp"]

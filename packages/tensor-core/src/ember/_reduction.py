@@ -1,0 +1,284 @@
+"""Reductions: the op table's rows (sum, prod, amax, amin, all, any) and the ones
+composed from them (mean, var, std, argmax, logsumexp, norm, ...). Composites are
+written with ember ops only, so they run on every device and autograd differentiates
+them through their parts."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from ember._C import core as _core
+from ember._registry import tensor_method
+
+_reduce = _core.reduce
+_ew = _core.elementwise
+
+__all__ = ["sum", "prod", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "all",
+           "any", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero",
+           "aminmax", "nansum", "nanmean", "median"]
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def dims_of(dim, ndim, op):
+    """Normalise a dim argument (None, int, or a sequence) to a tuple, or None = all."""
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        if len(dim) == 0:
+            return None
+        return tuple(_core.normalize_dim(d, ndim, op) for d in dim)
+    return (_core.normalize_dim(dim, ndim, op),)
+
+
+def _count(x, dims):
+    if dims is None:
+        return x.numel()
+    n = 1
+    for d in dims:
+        n *= x.shape[d] if x.ndim else 1
+    return n
+
+
+def _cast_for(x, dtype):
+    return x if dtype is None or x.dtype is dtype else x.to(dtype)
+
+
+@tensor_method
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001
+    """Sum over dim (all dims when None). bool and integer inputs sum to int64;
+    float32 accumulates in float64 (pairwise above 1024 elements)."""
+    dim = axis if dim is None else dim
+    x = _cast_for(input, _resolve(dtype))
+    return _reduce("sum", x, dims_of(dim, x.ndim, "sum"), keepdim)
+
+
+@tensor_method
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    x = _ew("where", _ew("isnan", input), 0, input) if input.dtype.kind == "float" else input
+    return sum(x, dim, keepdim, dtype=dtype)
+
+
+@tensor_method
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+    dim = axis if dim is None else dim
+    x = _cast_for(input, _resolve(dtype))
+    return _reduce("prod", x, dims_of(dim, x.ndim, "prod"), keepdim)
+
+
+def _resolve(dtype):
+    if dtype is None:
+        return None
+    from ember._dtypes import as_dtype
+    return as_dtype(dtype)
+
+
+def _float_only(x, op, dtype=None):
+    if dtype is not None:
+        return x.to(_resolve(dtype))
+    if x.dtype.kind != "float":
+        raise TypeError(f"{op}: needs a floating point tensor, got dtype {x.dtype!r}; "
+                        f"pass dtype=ember.float32 or convert with .float()")
+    return x
+
+
+@tensor_method
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+    """Arithmetic mean over dim; floating point tensors only (as in PyTorch)."""
+    dim = axis if dim is None else dim
+    x = _float_only(input, "mean", dtype)
+    dims = dims_of(dim, x.ndim, "mean")
+    return _ew("div", _reduce("sum", x, dims, keepdim), _count(x, dims))
+
+
+@tensor_method
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    x = _float_only(input, "nanmean", dtype)
+    keep = _ew("logical_not", _ew("isnan", x))
+    dims = dims_of(dim, x.ndim, "nanmean")
+    total = _reduce("sum", _ew("where", keep, x, 0), dims, keepdim)
+    return _ew("div", total, _reduce("sum", keep, dims, keepdim))
+
+
+@tensor_method
+def amax(input, dim=None, keepdim=False):
+    return _reduce("amax", input, dims_of(dim, input.ndim, "amax"), keepdim)
+
+
+@tensor_method
+def amin(input, dim=None, keepdim=False):
+    return _reduce("amin", input, dims_of(dim, input.ndim, "amin"), keepdim)
+
+
+@tensor_method(names=("all",))
+def all(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+    dim = axis if dim is None else dim
+    return _reduce("all", input, dims_of(dim, input.ndim, "all"), keepdim)
+
+
+@tensor_method(names=("any",))
+def any(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+    dim = axis if dim is None else dim
+    return _reduce("any", input, dims_of(dim, input.ndim, "any"), keepdim)
+
+
+def _arg_extreme(input, dim, keepdim, name, red):
+    """Index of the first max/min along dim (of the flattened tensor when dim is
+    None); the first NaN wins, as in PyTorch."""
+    from ember._creation import arange
+    from ember._dtypes import int64
+    x = input
+    if dim is None:
+        x = x.reshape(-1)
+        d = 0
+    else:
+        d = _core.normalize_dim(dim, x.ndim, name)
+    if x.ndim == 0:
+        r = _core.empty((), int64)
+        r.fill_(0)
+        return r
+    if x.shape[d] == 0:
+        raise ValueError(f"{name}: cannot take the {name} of an empty dim {d} "
+                         f"(shape {tuple(input.shape)})")
+    best = _reduce(red, x, (d,), True)
+    hit = _ew("eq", x, best)
+    if x.dtype.kind == "float":
+        hit = _ew("logical_or", hit, _ew("logical_and", _ew("isnan", x), _ew("isnan", best)))
+    n = x.shape[d]
+    index_shape = [1] * x.ndim
+    index_shape[d] = n
+    pos = arange(n, dtype=int64, device=x.device).reshape(index_shape)
+    r = _reduce("amin", _ew("where", hit, pos, n), (d,), True)
+    if dim is None:
+        return r.reshape(()) if not keepdim else r.reshape([1] * input.ndim)
+    return r if keepdim else r.squeeze(d)
+
+
+@tensor_method
+def argmax(input, dim=None, keepdim=False):
+    return _arg_extreme(input, dim, keepdim, "argmax", "amax")
+
+
+@tensor_method
+def argmin(input, dim=None, keepdim=False):
+    return _arg_extreme(input, dim, keepdim, "argmin", "amin")
+
+
+def _max_min(input, dim, keepdim, other, name):
+    red, pair = ("amax", "maximum") if name == "max" else ("amin", "minimum")
+    if isinstance(dim, _core.TensorBase) and other is None:
+        return _ew(pair, input, dim)
+    if other is not None:
+        return _ew(pair, input, other)
+    if dim is None:
+        return _reduce(red, input, None, False)
+    values = _reduce(red, input, dims_of(dim, input.ndim, name), keepdim)
+    indices = _arg_extreme(input, dim, keepdim, "arg" + name, red)
+    return values_indices(values, indices)
+
+
+@tensor_method
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum."""
+    return _max_min(input, dim, keepdim, other, "max")
+
+
+@tensor_method
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    return _max_min(input, dim, keepdim, other, "min")
+
+
+@tensor_method
+def aminmax(input, *, dim=None, keepdim=False):
+    return namedtuple("aminmax", ["min", "max"])(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+def _var(input, dim, correction, keepdim, unbiased, name):
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    x = _float_only(input, name)
+    dims = dims_of(dim, x.ndim, name)
+    m = _ew("div", _reduce("sum", x, dims, True), _count(x, dims))
+    d = _ew("sub", x, m)
+    denom = _count(x, dims) - correction
+    return _ew("div", _reduce("sum", _ew("mul", d, d), dims, keepdim), denom if denom > 0 else 0.0)
+
+
+@tensor_method
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
+    """Variance over dim with `correction` (1: Bessel's, the default; 0: population)."""
+    if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
+        dim, unbiased = unbiased, None
+    return _var(input, dim, correction, keepdim, unbiased, "var")
+
+
+@tensor_method
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
+    if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
+        dim, unbiased = unbiased, None
+    return _ew("sqrt", _var(input, dim, correction, keepdim, unbiased, "std"))
+
+
+def var_mean(input, dim=None, *, correction=1, keepdim=False):
+    return var(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, *, correction=1, keepdim=False):
+    return std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+@tensor_method
+def logsumexp(input, dim=None, keepdim=False):
+    """log(sum(exp(x))) over dim, without overflow."""
+    x = input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
+    dims = dims_of(dim, x.ndim, "logsumexp")
+    m = _reduce("amax", x, dims, True) if x.numel() else _core.empty([1] * x.ndim, x.dtype).fill_(0)
+    m = _core.elementwise("where", _ew("isinf", m), 0.0, m).detach()
+    s = _ew("log", _reduce("sum", _ew("exp", _ew("sub", x, m)), dims, True))
+    r = _ew("add", s, m)
+    if not keepdim:
+        r = r.reshape([n for i, n in enumerate(r.shape) if not (dims is None or i in dims)])
+    return r
+
+
+@tensor_method
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over dim (all elements when None); 'fro' is the 2-norm."""
+    x = input if dtype is None else input.to(_resolve(dtype))
+    if x.dtype.kind != "float":
+        x = x.to(_core.get_default_dtype())
+    dims = dims_of(dim, x.ndim, "norm")
+    if p in ("fro", 2, 2.0):
+        return _ew("sqrt", _reduce("sum", _ew("mul", x, x), dims, keepdim))
+    a = _ew("abs", x)
+    if p == math.inf:
+        return _reduce("amax", a, dims, keepdim)
+    if p == -math.inf:
+        return _reduce("amin", a, dims, keepdim)
+    if p == 0:
+        return _reduce("sum", _ew("ne", x, 0), dims, keepdim).to(x.dtype)
+    if p == 1:
+        return _reduce("sum", a, dims, keepdim)
+    if not isinstance(p, (int, float)):
+        raise ValueError(f"norm: unsupported p={p!r}")
+    return _ew("pow", _reduce("sum", _ew("pow", a, p), dims, keepdim), 1.0 / p)
+
+
+@tensor_method
+def count_nonzero(input, dim=None):
+    return _reduce("sum", _ew("ne", input, 0), dims_of(dim, input.ndim, "count_nonzero"), False)
+
+
+@tensor_method
+def median(input, dim=None, keepdim=False):
+    """The lower median (like PyTorch); median(x, dim) gives (values, indices)."""
+    if dim is None:
+        flat = input.reshape(-1)
+        return flat.sort().values[(flat.numel() - 1) // 2]
+    d = _core.normalize_dim(dim, input.ndim, "median")
+    s = input.sort(dim=d)
+    k = (input.shape[d] - 1) // 2
+    v, i = s.values.narrow(d, k, 1), s.indices.narrow(d, k, 1)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return values_indices(v, i)

@@ -1,0 +1,99 @@
+"""ember.Tensor: the C core (ember._C.core.TensorBase) plus the Python-level methods
+that topic modules register with ember._registry."""
+from __future__ import annotations
+
+import operator
+
+from ember._C import core as _core
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints (like torch.Size)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        r = super().__getitem__(key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+class Tensor(_core.TensorBase):
+    """A strided n-d array on one device: a view (storage, dtype, shape, strides,
+    offset). Create tensors with ember.tensor, ember.zeros, ember.arange, ..."""
+
+    __module__ = "ember"
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor with {self.numel()} "
+                               f"elements is ambiguous; use .any() or .all()")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in ("int", "bool") or self.numel() != 1:
+            raise TypeError(f"only integer tensors of a single element can be converted to "
+                            f"an index (got dtype {self.dtype!r}, shape {tuple(self.shape)})")
+        return operator.index(self.item())
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return super().__format__(spec)
+
+    def __contains__(self, value):
+        return bool((self == value).any())
+
+    def __matmul__(self, other):
+        from ember import matmul
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from ember import matmul
+        return matmul(other, self)
+
+    item = _core.item
+    tolist = _core.tolist
+    fill_ = _core.fill_
+    copy_ = _core.copy_
+
+    def zero_(self):
+        return _core.fill_(self, 0)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{self.dtype.name}"
+        return self.to(dtype)
+
+
+_core._set_tensor_type(Tensor)

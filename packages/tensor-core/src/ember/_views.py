@@ -1,0 +1,529 @@
+"""Views: new shapes and strides over the same storage, never a copy. Also the
+conversions between layouts, dtypes and devices (contiguous, clone, to).
+
+Every view is recorded for autograd under its own name with the arguments its
+derivative needs."""
+from __future__ import annotations
+
+import numbers
+
+from ember._C import core as _core
+from ember._registry import tensor_method
+
+_record = _core.record
+_norm = _core.normalize_dim
+
+__all__ = ["reshape", "view", "permute", "permute_dims", "transpose", "swapaxes", "swapdims",
+           "expand", "broadcast_to", "squeeze", "unsqueeze", "expand_dims", "narrow",
+           "diagonal", "flatten", "unflatten", "movedim", "moveaxis", "as_strided",
+           "matrix_transpose", "broadcast_shapes", "broadcast_tensors", "t", "ravel",
+           "atleast_1d", "atleast_2d", "atleast_3d", "clone", "contiguous"]
+
+
+def _sizes(shape, op):
+    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+        shape = shape[0]
+    if isinstance(shape, _core.TensorBase):
+        shape = shape.tolist()
+    try:
+        return [int(s) for s in shape]
+    except TypeError:
+        raise TypeError(f"{op}: shape must be ints, got {shape!r}") from None
+
+
+def _infer(shape, numel, op, original):
+    """Resolve one -1 in shape so the element count matches numel."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise ValueError(f"{op}: only one dimension can be -1, got {tuple(shape)}")
+    for s in shape:
+        if s < -1:
+            raise ValueError(f"{op}: invalid size {s} in {tuple(shape)}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise ValueError(f"{op}: shape {tuple(shape)} is invalid for a tensor of "
+                             f"{numel} elements (shape {tuple(original)})")
+        shape = list(shape)
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise ValueError(f"{op}: shape {tuple(shape)} is invalid for a tensor of {numel} "
+                         f"elements (shape {tuple(original)})")
+    return shape
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """Strides that let new_shape view the same elements in the same order, or None
+    when the layout makes that impossible (then reshape copies, view raises)."""
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    if numel == 0 or not old_shape:
+        out, st = [], 1
+        for s in reversed(new_shape):
+            out.append(st)
+            st *= max(s, 1)
+        return out[::-1]
+    # group old dims into contiguous chunks, then split each chunk among new dims
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = old_strides[-1] if old_strides else 1
+    tensor_numel, view_numel = 1, 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = old_strides[d - 1]
+                tensor_numel, view_numel = 1, 1
+    if view_d != -1:
+        return None
+    return new_strides
+
+
+@tensor_method
+def view(input, *shape):
+    """The same elements under a new shape, without copying; an error when the
+    strides don't allow it (use reshape, which copies then)."""
+    if len(shape) == 1 and isinstance(shape[0], _core.DType):
+        return _view_dtype(input, shape[0])
+    shape = _infer(_sizes(shape, "view"), input.numel(), "view", input.shape)
+    storage, dtype, old_shape, old_strides, offset = input._layout()
+    strides = _view_strides(list(old_shape), list(old_strides), shape)
+    if strides is None:
+        raise RuntimeError(f"view: shape {tuple(shape)} is not compatible with the input's "
+                           f"shape {tuple(old_shape)} and strides {tuple(old_strides)} (the "
+                           f"tensor is not contiguous); use .reshape(...) to copy")
+    return _record("view", (input,), input._view(shape, strides, offset), {"shape": tuple(shape)})
+
+
+def _view_dtype(input, dtype):
+    if dtype.itemsize != input.itemsize:
+        raise ValueError(f"view: cannot view {input.dtype!r} as {dtype!r} (different "
+                         f"element sizes)")
+    storage, _, shape, strides, offset = input._layout()
+    return _core.as_strided_from(storage, dtype, shape, strides, offset)
+
+
+@tensor_method
+def reshape(input, *shape):
+    """The elements under a new shape: a view when the strides allow, else a copy."""
+    shape = _infer(_sizes(shape, "reshape"), input.numel(), "reshape", input.shape)
+    storage, dtype, old_shape, old_strides, offset = input._layout()
+    strides = _view_strides(list(old_shape), list(old_strides), shape)
+    if strides is None:
+        return view(contiguous(input), shape)
+    return _record("view", (input,), input._view(shape, strides, offset), {"shape": tuple(shape)})
+
+
+@tensor_method
+def ravel(input):
+    return reshape(input, -1)
+
+
+@tensor_method
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, 1)
+    s, e = _norm(start_dim, input.ndim, "flatten"), _norm(end_dim, input.ndim, "flatten")
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    shape = list(input.shape)
+    n = 1
+    for d in range(s, e + 1):
+        n *= shape[d]
+    return reshape(input, shape[:s] + [n] + shape[e + 1:])
+
+
+@tensor_method
+def unflatten(input, dim, sizes):
+    d = _norm(dim, input.ndim, "unflatten")
+    shape = list(input.shape)
+    sizes = _infer(list(sizes), shape[d], "unflatten", input.shape)
+    return view(input, shape[:d] + list(sizes) + shape[d + 1:]) if input.is_contiguous() else \
+        reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
+
+
+@tensor_method(names=("permute", "permute_dims"))
+def permute(input, *dims):
+    """Reorder the dims: result dim i is input dim dims[i]."""
+    if len(dims) == 1 and not isinstance(dims[0], numbers.Integral):
+        dims = tuple(dims[0])
+    n = input.ndim
+    if len(dims) != n:
+        raise ValueError(f"permute: {len(dims)} dims given for a tensor of {n} dims")
+    dims = tuple(_norm(d, n, "permute") for d in dims)
+    if len(set(dims)) != n:
+        raise ValueError(f"permute: repeated dim in {dims}")
+    storage, dtype, shape, strides, offset = input._layout()
+    out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset)
+    return _record("permute", (input,), out, {"dims": dims})
+
+
+permute_dims = permute
+
+
+@tensor_method(names=("transpose", "swapaxes", "swapdims"))
+def transpose(input, dim0, dim1):
+    n = input.ndim
+    if n == 0:
+        _norm(dim0, n, "transpose"), _norm(dim1, n, "transpose")
+        return permute(input)
+    a, b = _norm(dim0, n, "transpose"), _norm(dim1, n, "transpose")
+    dims = list(range(n))
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(input, dims)
+
+
+swapaxes = swapdims = transpose
+
+
+@tensor_method
+def t(input):
+    if input.ndim > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dims, got {input.ndim}; use "
+                         f"transpose or mT")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def matrix_transpose(x):
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: needs at least 2 dims, got shape {tuple(x.shape)}")
+    return transpose(x, -2, -1)
+
+
+def _T(self):
+    return permute(self, list(range(self.ndim))[::-1])
+
+
+def _mT(self):
+    return matrix_transpose(self)
+
+
+@tensor_method(names=("movedim", "moveaxis"))
+def movedim(input, source, destination):
+    n = input.ndim
+    src = [source] if isinstance(source, numbers.Integral) else list(source)
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"movedim: source {source} and destination {destination} differ "
+                         f"in length")
+    src = [_norm(d, n, "movedim") for d in src]
+    dst = [_norm(d, n, "movedim") for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"movedim: repeated dim in {source} or {destination}")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+def broadcast_shapes(*shapes):
+    """The shape all given shapes broadcast to (NumPy rules)."""
+    shapes = [tuple(s) if not isinstance(s, numbers.Integral) else (s,) for s in shapes]
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for i, n in enumerate(s):
+            j = nd - len(s) + i
+            if n != out[j]:
+                if out[j] == 1:
+                    out[j] = n
+                elif n != 1:
+                    raise ValueError(f"broadcast_shapes: shapes {' and '.join(map(str, shapes))} "
+                                     f"cannot be broadcast")
+    from ember._tensor import Size
+    return Size(out)
+
+
+@tensor_method
+def expand(input, *sizes):
+    """A view repeating size-1 dims (stride 0) to `sizes`; -1 keeps a dim."""
+    sizes = _sizes(sizes, "expand")
+    storage, dtype, shape, strides, offset = input._layout()
+    if len(sizes) < len(shape):
+        raise ValueError(f"expand: the target shape {tuple(sizes)} has fewer dims than the "
+                         f"tensor's shape {shape}")
+    lead = len(sizes) - len(shape)
+    new_shape, new_strides = [], []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise ValueError(f"expand: -1 is not allowed for a new leading dim in {tuple(sizes)}")
+            new_shape.append(s)
+            new_strides.append(0)
+            continue
+        old, st = shape[i - lead], strides[i - lead]
+        if s == -1 or s == old:
+            new_shape.append(old)
+            new_strides.append(st)
+        elif old == 1 and s >= 0:
+            new_shape.append(s)
+            new_strides.append(0)
+        else:
+            raise ValueError(f"expand: shape {shape} cannot be expanded to {tuple(sizes)} "
+                             f"(dim {i} has size {old}, not 1)")
+    out = input._view(new_shape, new_strides, offset)
+    return _record("expand", (input,), out, {"shape": tuple(new_shape)})
+
+
+@tensor_method
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+@tensor_method
+def broadcast_to(input, shape):
+    shape = _sizes((shape,), "broadcast_to")
+    broadcast_shapes(input.shape, shape)
+    return expand(input, shape)
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def broadcast_arrays(*arrays):
+    return list(broadcast_tensors(*arrays))
+
+
+@tensor_method
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all of them, or the given dim(s) when they have size 1)."""
+    storage, dtype, shape, strides, offset = input._layout()
+    if dim is None:
+        drop = {d for d, s in enumerate(shape) if s == 1}
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        drop = {d for d in (_norm(x, input.ndim, "squeeze") for x in dims)
+                if input.ndim and shape[d] == 1}
+    keep = [d for d in range(len(shape)) if d not in drop]
+    out = input._view([shape[d] for d in keep], [strides[d] for d in keep], offset)
+    return _record("view", (input,), out, {"shape": tuple(out.shape)})
+
+
+@tensor_method
+def unsqueeze(input, dim):
+    """Insert a size-1 dim at position dim (in the result)."""
+    storage, dtype, shape, strides, offset = input._layout()
+    d = _norm(dim, input.ndim + 1, "unsqueeze")
+    st = strides[d] * shape[d] if d < len(shape) else 1
+    out = input._view(list(shape[:d]) + [1] + list(shape[d:]),
+                      list(strides[:d]) + [st] + list(strides[d:]), offset)
+    return _record("view", (input,), out, {"shape": tuple(out.shape)})
+
+
+def expand_dims(x, /, *, axis=0):
+    return unsqueeze(x, axis)
+
+
+@tensor_method
+def narrow(input, dim, start, length):
+    """Elements start .. start+length-1 along dim, as a view."""
+    d = _norm(dim, input.ndim, "narrow")
+    storage, dtype, shape, strides, offset = input._layout()
+    start = int(start)
+    if start < 0:
+        start += shape[d]
+    if start < 0 or length < 0 or start + length > shape[d]:
+        raise IndexError(f"narrow: start {start} and length {length} are out of range for "
+                         f"dim {d} of size {shape[d]}")
+    new_shape = list(shape)
+    new_shape[d] = length
+    out = input._view(new_shape, strides, offset + start * strides[d])
+    return _record("narrow", (input,), out, {"dim": d, "start": start, "length": length})
+
+
+@tensor_method
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes as a view; offset > 0 is above."""
+    n = input.ndim
+    if n < 2:
+        raise ValueError(f"diagonal: needs at least 2 dims, got shape {tuple(input.shape)}")
+    a, b = _norm(dim1, n, "diagonal"), _norm(dim2, n, "diagonal")
+    if a == b:
+        raise ValueError(f"diagonal: dim1 and dim2 are both {a}")
+    storage, dtype, shape, strides, off = input._layout()
+    if offset >= 0:
+        length = max(0, min(shape[a], shape[b] - offset))
+        start = off + offset * strides[b] if length else off
+    else:
+        length = max(0, min(shape[a] + offset, shape[b]))
+        start = off - offset * strides[a] if length else off
+    keep = [d for d in range(n) if d not in (a, b)]
+    out = input._view([shape[d] for d in keep] + [length],
+                      [strides[d] for d in keep] + [strides[a] + strides[b]], start)
+    return _record("diagonal", (input,), out, {"offset": offset, "dim1": a, "dim2": b})
+
+
+@tensor_method
+def unfold(input, dimension, size, step):
+    """All windows of `size` elements along `dimension`, `step` apart, as a view with
+    a new last dim of length size."""
+    d = _norm(dimension, input.ndim, "unfold")
+    storage, dtype, shape, strides, off = input._layout()
+    n = shape[d] if shape else 1
+    if size < 0 or size > n:
+        raise ValueError(f"unfold: size {size} is out of range for dim {d} of size {n}")
+    if step <= 0:
+        raise ValueError(f"unfold: step must be positive, got {step}")
+    new_shape = list(shape)
+    new_strides = list(strides)
+    if shape:
+        new_shape[d] = (n - size) // step + 1
+        new_strides[d] = strides[d] * step
+    out = input._view(new_shape + [size], new_strides + [strides[d] if shape else 1], off)
+    return _record("unfold", (input,), out, {"dim": d, "size": size, "step": step})
+
+
+@tensor_method
+def as_strided(input, size, stride, storage_offset=None):
+    storage, dtype, shape, strides, off = input._layout()
+    out = _core.as_strided_from(storage, dtype, tuple(size), tuple(stride),
+                                off if storage_offset is None else storage_offset)
+    return _record("as_strided", (input,), out,
+                   {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset})
+
+
+@tensor_method
+def contiguous(input, memory_format=None):
+    """input itself when its elements are already in row-major order, else a copy."""
+    if input.is_contiguous():
+        return input
+    return clone(input)
+
+
+@tensor_method
+def clone(input, *, memory_format=None):
+    """A copy with its own (contiguous) storage."""
+    return _record("clone", (input,), _core.contiguous_copy(input), None)
+
+
+@tensor_method
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **_):
+    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other)."""
+    for a in args:
+        if isinstance(a, _core.DType):
+            dtype = a
+        elif isinstance(a, _core.TensorBase):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _core.Device)):
+            device = a
+        elif a is not None:
+            from ember._dtypes import as_dtype
+            dtype = as_dtype(a)
+    out = input
+    if device is not None:
+        dev = _core.as_device(device)
+        if dev != input.device:
+            out = _to_device(out, dev)
+    if dtype is not None:
+        from ember._dtypes import as_dtype
+        dtype = as_dtype(dtype)
+        if dtype is not out.dtype:
+            out = _record("to", (out,), _core.astype(out, dtype),
+                          {"dtype": dtype, "from_dtype": out.dtype})
+    if copy and out is input:
+        out = clone(input)
+    return out
+
+
+def _to_device(x, dev):
+    src = x.device
+    if dev.type == "cpu":
+        backend = _core.backend_for(src)
+        out = backend.to_cpu(x)
+    else:
+        backend = _core.backend_for(dev)
+        out = backend.from_cpu(x if src.type == "cpu" else _to_device(x, _core.as_device("cpu")), dev)
+    return _record("to_device", (x,), out, {"device": dev, "from_device": src})
+
+
+@tensor_method
+def cpu(input):
+    return to(input, "cpu")
+
+
+@tensor_method
+def cuda(input, device=None):
+    return to(input, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+
+def _dtype_method(name):
+    def fn(self):
+        from ember import _dtypes
+        return to(self, getattr(_dtypes, name))
+    fn.__name__ = name
+    return fn
+
+
+for _n in ("float", "double", "half", "int", "long", "short", "bool"):
+    tensor_method(_dtype_method(_n), names=(_n,))
+tensor_method(_dtype_method("uint8"), names=("byte",))
+tensor_method(_dtype_method("int8"), names=("char",))
+
+
+@tensor_method
+def astype(input, dtype, /, *, copy=True):
+    from ember._dtypes import as_dtype
+    d = as_dtype(dtype)
+    if d is input.dtype and not copy:
+        return input
+    return to(input, d) if d is not input.dtype else clone(input)
+
+
+@tensor_method
+def type_as(input, other):
+    return to(input, other.dtype)
+
+
+@tensor_method
+def view_as(input, other):
+    return view(input, other.shape)
+
+
+@tensor_method
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+def atleast_1d(*tensors):
+    r = [t if t.ndim >= 1 else reshape(t, 1) for t in tensors]
+    return r[0] if len(r) == 1 else tuple(r)
+
+
+def atleast_2d(*tensors):
+    r = [t if t.ndim >= 2 else reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape)) for t in tensors]
+    return r[0] if len(r) == 1 else tuple(r)
+
+
+def atleast_3d(*tensors):
+    def one(t):
+        if t.ndim >= 3:
+            return t
+        if t.ndim == 2:
+            return unsqueeze(t, -1)
+        return reshape(t, (1,) + ((t.shape[0],) if t.ndim else (1,)) + (1,))
+    r = [one(t) for t in tensors]
+    return r[0] if len(r) == 1 else tuple(r)
+
+
+def _install_properties(cls):
+    cls.T = property(_T, doc="All dims reversed (a view).")
+    cls.mT = property(_mT, doc="The last two dims swapped (a view).")
+    cls.H = cls.T
+    cls.mH = cls.mT

@@ -1,0 +1,53 @@
+/* The CPU backend's kernels, as the Cython core sees them. */
+#ifndef EMBER_CPU_H
+#define EMBER_CPU_H
+#include <stddef.h>
+#include <stdint.h>
+#include "../../include/ember/tensor.h"
+
+/* One inner loop of an op table row for one dtype: ptrs[0] is the output, ptrs[1..]
+ * the inputs; strides are in bytes (0 = broadcast); n elements. */
+typedef void (*em_loop_fn)(char **ptrs, const int64_t *strides, int64_t n);
+
+/* Generated from ops/table.py (build output: generated/ember_cpu_ops.c). */
+int em_num_elementwise_ops(void);
+em_loop_fn em_elementwise_loop(int op, int dtype);
+em_loop_fn em_cast_loop(int src_dtype, int dst_dtype);
+/* Reductions: out = combine(out, run) for a strided run of n inputs ("inner"), or
+ * elementwise out[i] = combine(out[i], in[i]) ("outer"); init writes the identity. */
+typedef void (*em_reduce_inner_fn)(char *out, const char *in, int64_t stride, int64_t n);
+typedef void (*em_reduce_outer_fn)(char *out, int64_t out_stride, const char *in,
+                                   int64_t in_stride, int64_t n);
+typedef void (*em_reduce_init_fn)(char *out, int64_t n);
+em_reduce_inner_fn em_reduce_inner(int op, int dtype);
+em_reduce_outer_fn em_reduce_outer(int op, int dtype);
+em_reduce_init_fn em_reduce_init(int op, int dtype);
+
+/* iterator.c: run `loop` over an n-d broadcast iteration space. strides[op][dim] in
+ * bytes. Reorders and merges dims, tiles transposed 2-d access. */
+void em_iterate(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
+                const int64_t *strides);
+/* Reduce `in` into `out` (out_strides are 0 along reduced dims); out already holds
+ * the identity. */
+void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, char *out,
+               const int64_t *out_strides, const char *in, const int64_t *in_strides,
+               int ndim, const int64_t *shape);
+
+/* alloc.c: host memory. Large blocks are 2 MiB aligned, advised for huge pages and
+ * kept for reuse, so a fresh 40 MB result does not pay 10,000 page faults. */
+void *em_host_alloc(size_t nbytes);
+void em_host_free(void *ptr, size_t nbytes);
+void em_host_empty_cache(void);
+size_t em_host_cached_bytes(void);
+
+/* philox.c: counter-based random numbers (Philox4x32-10). Element i of a request
+ * uses the stream position offset + i, so any device reproduces any element. */
+void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+void em_random_uniform(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offset,
+                       double low, double high);
+void em_random_normal(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offset,
+                      double mean, double std);
+void em_random_int(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offset,
+                   int64_t low, uint64_t range);
+void em_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset);
+#endif

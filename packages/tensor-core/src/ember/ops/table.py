@@ -1,0 +1,197 @@
+"""THE op table: every elementwise and reduction op of ember, one row each.
+
+A row's body is one C expression over the operands ``a``, ``b``, ``c``. C, CUDA C
+and OpenCL C share that syntax, so ``ember.ops.render`` turns the same row into the
+CPU loops (at build time), the CUDA kernels and the OpenCL kernels. ``{T}`` in a
+body is replaced by the compute dtype's name (``int32``), which is how a body calls
+a per-dtype helper from ``kernels/common/ember_scalar.h``.
+
+Bodies are keyed by dtype kind: ``"bool"``, ``"int"`` (signed and unsigned
+integers) and ``"float"`` (float16 is computed in float32). A row runs on exactly
+the kinds it has a body for; ``promote`` says what happens to the other inputs.
+
+Adding an op = one row here (+ one row in ember/autograd/formulas.py when it is
+differentiable). The tests enumerate this table, so a new row is tested without new
+test code; ``numpy`` names the oracle the tests compare against.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    name: str
+    arity: int
+    body: dict            # kind -> C expression
+    out: str = "same"     # "same": result has the compute dtype; "bool": a predicate
+    # How input dtypes become the compute dtype:
+    #   "common": the promoted dtype of the inputs (Array API rules)
+    #   "float":  like "common", then bool/int become the default float (torch.exp(int))
+    promote: str = "common"
+    numpy: str | None = None   # oracle for the tests: a numpy function name
+    domain: str = "all"        # inputs the tests draw: "all", "positive", "unit", "ge1", "nonzero"
+    method: bool = True        # also a Tensor method
+    inplace: bool = True       # has a Tensor.name_ in-place form
+    aliases: tuple = ()
+    differentiable: bool = True
+
+    @property
+    def kinds(self):
+        return tuple(self.body)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """out = post(reduce(identity, map(x_0), map(x_1), ...)) over the reduced dims."""
+    name: str
+    identity: dict        # kind -> C expression of the start value (per compute dtype)
+    combine: str          # C expression of (acc, x) -> acc; x is already mapped
+    out: str = "same"     # "same", "bool", "int64_if_int" (sum/prod promote ints to int64)
+    kinds: tuple = ("bool", "int", "float")
+    numpy: str | None = None
+    differentiable: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+F = "float"
+I = "int"
+B = "bool"
+
+ELEMENTWISE = [
+    # arithmetic ------------------------------------------------------------------
+    Elementwise("add", 2, {B: "a | b", I: "a + b", F: "a + b"}, numpy="add"),
+    Elementwise("sub", 2, {I: "a - b", F: "a - b"}, numpy="subtract", aliases=("subtract",)),
+    Elementwise("mul", 2, {B: "a & b", I: "a * b", F: "a * b"}, numpy="multiply",
+                aliases=("multiply",)),
+    Elementwise("div", 2, {F: "a / b"}, promote="float", numpy="true_divide",
+                aliases=("divide", "true_divide")),
+    Elementwise("floor_divide", 2, {I: "em_floordiv_{T}(a, b)", F: "floor(a / b)"},
+                numpy="floor_divide", domain="nonzero"),
+    Elementwise("remainder", 2, {I: "em_mod_{T}(a, b)", F: "em_fmod_py_{T}(a, b)"},
+                numpy="remainder", domain="nonzero"),
+    Elementwise("fmod", 2, {I: "em_fmod_int_{T}(a, b)", F: "fmod(a, b)"}, numpy="fmod",
+                domain="nonzero"),
+    Elementwise("pow", 2, {I: "em_ipow_{T}(a, b)", F: "pow(a, b)"}, numpy="power",
+                domain="positive", aliases=("power",)),
+    Elementwise("atan2", 2, {F: "atan2(a, b)"}, promote="float", numpy="arctan2",
+                aliases=("arctan2",)),
+    Elementwise("hypot", 2, {F: "hypot(a, b)"}, promote="float", numpy="hypot"),
+    Elementwise("copysign", 2, {F: "copysign(a, b)"}, promote="float", numpy="copysign"),
+    Elementwise("maximum", 2, {B: "a | b", I: "a > b ? a : b", F: "(a > b || a != a) ? a : b"},
+                numpy="maximum"),
+    Elementwise("minimum", 2, {B: "a & b", I: "a < b ? a : b", F: "(a < b || a != a) ? a : b"},
+                numpy="minimum"),
+    Elementwise("fmax", 2, {F: "fmax(a, b)"}, numpy="fmax"),
+    Elementwise("fmin", 2, {F: "fmin(a, b)"}, numpy="fmin"),
+    # comparisons -----------------------------------------------------------------
+    Elementwise("eq", 2, {B: "a == b", I: "a == b", F: "a == b"}, out="bool", numpy="equal",
+                aliases=("equal",), differentiable=False),
+    Elementwise("ne", 2, {B: "a != b", I: "a != b", F: "a != b"}, out="bool", numpy="not_equal",
+                aliases=("not_equal",), differentiable=False),
+    Elementwise("lt", 2, {B: "a < b", I: "a < b", F: "a < b"}, out="bool", numpy="less",
+                aliases=("less",), differentiable=False),
+    Elementwise("le", 2, {B: "a <= b", I: "a <= b", F: "a <= b"}, out="bool",
+                numpy="less_equal", aliases=("less_equal",), differentiable=False),
+    Elementwise("gt", 2, {B: "a > b", I: "a > b", F: "a > b"}, out="bool", numpy="greater",
+                aliases=("greater",), differentiable=False),
+    Elementwise("ge", 2, {B: "a >= b", I: "a >= b", F: "a >= b"}, out="bool",
+                numpy="greater_equal", aliases=("greater_equal",), differentiable=False),
+    # logical and bitwise ---------------------------------------------------------
+    Elementwise("logical_and", 2, {B: "a && b", I: "a && b", F: "a && b"}, out="bool",
+                numpy="logical_and", differentiable=False),
+    Elementwise("logical_or", 2, {B: "a || b", I: "a || b", F: "a || b"}, out="bool",
+                numpy="logical_or", differentiable=False),
+    Elementwise("logical_xor", 2, {B: "(!a) != (!b)", I: "(!a) != (!b)", F: "(!a) != (!b)"},
+                out="bool", numpy="logical_xor", differentiable=False),
+    Elementwise("bitwise_and", 2, {B: "a & b", I: "a & b"}, numpy="bitwise_and",
+                differentiable=False),
+    Elementwise("bitwise_or", 2, {B: "a | b", I: "a | b"}, numpy="bitwise_or",
+                differentiable=False),
+    Elementwise("bitwise_xor", 2, {B: "a ^ b", I: "a ^ b"}, numpy="bitwise_xor",
+                differentiable=False),
+    Elementwise("bitwise_left_shift", 2, {I: "em_shl_{T}(a, b)"}, numpy="left_shift",
+                differentiable=False, domain="shift"),
+    Elementwise("bitwise_right_shift", 2, {I: "em_shr_{T}(a, b)"}, numpy="right_shift",
+                differentiable=False, domain="shift"),
+    # unary -----------------------------------------------------------------------
+    Elementwise("neg", 1, {I: "-a", F: "-a"}, numpy="negative", aliases=("negative",)),
+    Elementwise("positive", 1, {B: "a", I: "a", F: "a"}, numpy="positive", inplace=False),
+    Elementwise("abs", 1, {B: "a", I: "a < 0 ? -a : a", F: "fabs(a)"}, numpy="absolute",
+                aliases=("absolute",)),
+    Elementwise("sign", 1, {B: "a", I: "(a > 0) - (a < 0)",
+                            F: "a != a ? a : ({CT})((a > 0) - (a < 0))"}, numpy="sign"),
+    Elementwise("reciprocal", 1, {F: "1 / a"}, promote="float", numpy="reciprocal",
+                domain="nonzero"),
+    Elementwise("square", 1, {I: "a * a", F: "a * a"}, numpy="square"),
+    Elementwise("sqrt", 1, {F: "sqrt(a)"}, promote="float", numpy="sqrt", domain="positive"),
+    Elementwise("rsqrt", 1, {F: "1 / sqrt(a)"}, promote="float", numpy=None, domain="positive"),
+    Elementwise("exp", 1, {F: "exp(a)"}, promote="float", numpy="exp"),
+    Elementwise("exp2", 1, {F: "exp2(a)"}, promote="float", numpy="exp2"),
+    Elementwise("expm1", 1, {F: "expm1(a)"}, promote="float", numpy="expm1"),
+    Elementwise("log", 1, {F: "log(a)"}, promote="float", numpy="log", domain="positive"),
+    Elementwise("log2", 1, {F: "log2(a)"}, promote="float", numpy="log2", domain="positive"),
+    Elementwise("log10", 1, {F: "log10(a)"}, promote="float", numpy="log10", domain="positive"),
+    Elementwise("log1p", 1, {F: "log1p(a)"}, promote="float", numpy="log1p", domain="positive"),
+    Elementwise("sin", 1, {F: "sin(a)"}, promote="float", numpy="sin"),
+    Elementwise("cos", 1, {F: "cos(a)"}, promote="float", numpy="cos"),
+    Elementwise("tan", 1, {F: "tan(a)"}, promote="float", numpy="tan", domain="unit"),
+    Elementwise("asin", 1, {F: "asin(a)"}, promote="float", numpy="arcsin", domain="unit",
+                aliases=("arcsin",)),
+    Elementwise("acos", 1, {F: "acos(a)"}, promote="float", numpy="arccos", domain="unit",
+                aliases=("arccos",)),
+    Elementwise("atan", 1, {F: "atan(a)"}, promote="float", numpy="arctan", aliases=("arctan",)),
+    Elementwise("sinh", 1, {F: "sinh(a)"}, promote="float", numpy="sinh", domain="unit"),
+    Elementwise("cosh", 1, {F: "cosh(a)"}, promote="float", numpy="cosh", domain="unit"),
+    Elementwise("tanh", 1, {F: "tanh(a)"}, promote="float", numpy="tanh"),
+    Elementwise("asinh", 1, {F: "asinh(a)"}, promote="float", numpy="arcsinh",
+                aliases=("arcsinh",)),
+    Elementwise("acosh", 1, {F: "acosh(a)"}, promote="float", numpy="arccosh", domain="ge1",
+                aliases=("arccosh",)),
+    Elementwise("atanh", 1, {F: "atanh(a)"}, promote="float", numpy="arctanh", domain="unit",
+                aliases=("arctanh",)),
+    Elementwise("sigmoid", 1, {F: "1 / (1 + exp(-a))"}, promote="float", numpy=None),
+    Elementwise("erf", 1, {F: "erf(a)"}, promote="float", numpy=None),
+    Elementwise("erfc", 1, {F: "erfc(a)"}, promote="float", numpy=None),
+    Elementwise("floor", 1, {B: "a", I: "a", F: "floor(a)"}, numpy="floor"),
+    Elementwise("ceil", 1, {B: "a", I: "a", F: "ceil(a)"}, numpy="ceil"),
+    Elementwise("trunc", 1, {B: "a", I: "a", F: "trunc(a)"}, numpy="trunc", aliases=("fix",)),
+    Elementwise("round", 1, {B: "a", I: "a", F: "rint(a)"}, numpy="round"),
+    Elementwise("isnan", 1, {B: "0", I: "0", F: "a != a"}, out="bool", numpy="isnan",
+                inplace=False, differentiable=False),
+    Elementwise("isinf", 1, {B: "0", I: "0", F: "isinf(a)"}, out="bool", numpy="isinf",
+                inplace=False, differentiable=False),
+    Elementwise("isfinite", 1, {B: "1", I: "1", F: "isfinite(a)"}, out="bool",
+                numpy="isfinite", inplace=False, differentiable=False),
+    Elementwise("signbit", 1, {B: "0", I: "a < 0", F: "signbit(a)"}, out="bool",
+                numpy="signbit", inplace=False, differentiable=False),
+    Elementwise("logical_not", 1, {B: "!a", I: "!a", F: "!a"}, out="bool",
+                numpy="logical_not", differentiable=False),
+    Elementwise("bitwise_not", 1, {B: "!a", I: "~a"}, numpy="invert", differentiable=False,
+                aliases=("bitwise_invert",)),
+    # ternary ---------------------------------------------------------------------
+    # clamp(x, lo, hi); NaN in x propagates (both comparisons are false).
+    Elementwise("clamp", 3, {I: "a < b ? b : (a > c ? c : a)",
+                             F: "a < b ? b : (a > c ? c : a)"}, numpy=None,
+                aliases=("clip",)),
+    Elementwise("lerp", 3, {F: "a + c * (b - a)"}, numpy=None),
+    # where(cond, a, b): the condition is operand a, always bool; b and c are promoted.
+    Elementwise("where", 3, {B: "a ? b : c", I: "a ? b : c", F: "a ? b : c"}, numpy="where",
+                method=False, inplace=False),
+]
+
+REDUCTIONS = [
+    Reduction("sum", {B: "0", I: "0", F: "0"}, "acc + x", out="int64_if_int", numpy="sum"),
+    Reduction("prod", {B: "1", I: "1", F: "1"}, "acc * x", out="int64_if_int", numpy="prod"),
+    Reduction("amax", {B: "0", I: "EM_MIN_{T}", F: "-INFINITY"},
+              "(x > acc || x != x) ? x : acc", numpy="max"),
+    Reduction("amin", {B: "1", I: "EM_MAX_{T}", F: "INFINITY"},
+              "(x < acc || x != x) ? x : acc", numpy="min"),
+    Reduction("all", {B: "1", I: "1", F: "1"}, "acc && (x != 0)", out="bool", numpy="all",
+              differentiable=False),
+    Reduction("any", {B: "0", I: "0", F: "0"}, "acc || (x != 0)", out="bool", numpy="any",
+              differentiable=False),
+]
+
+ELEMENTWISE_BY_NAME = {row.name: row for row in ELEMENTWISE}
+REDUCTION_BY_NAME = {row.name: row for row in REDUCTIONS}
