@@ -28,6 +28,10 @@ from ember._reduction import *  # noqa: F401,F403
 from ember._creation import *  # noqa: F401,F403
 from ember._views import *  # noqa: F401,F403
 from ember._interop import *  # noqa: F401,F403
+from ember._shape import *  # noqa: F401,F403
+from ember._indexing import *  # noqa: F401,F403
+from ember._random import *  # noqa: F401,F403
+from ember._printing import *  # noqa: F401,F403
 from ember import _registry, _views, _interop, _creation
 
 _core._set_python_types(Size, _creation.as_tensor)

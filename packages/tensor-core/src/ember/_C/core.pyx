@@ -1,4 +1,4 @@
-# kernels: iterator.c alloc.c philox.c
+# kernels: iterator.c alloc.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, embedsignature=True
 """ember's core: dtypes, devices, storage, the strided Tensor, and dispatch of the
