@@ -39,12 +39,20 @@ _views._install_properties(Tensor)
 _interop._install_dunders(Tensor)
 _registry.install(Tensor)
 
+from ember import cuda, opencl  # noqa: E402,F401
+from ember.array_api import astype, isdtype  # noqa: E402,F401
+
 empty_cache = _core.empty_cache
 e = 2.718281828459045
 pi = 3.141592653589793
 inf = __builtins__["float"]("inf") if isinstance(__builtins__, dict) else 1e309
 nan = inf - inf
 newaxis = None
+
+
+def vecdot(x1, x2, /, *, axis=-1, dim=None):
+    """Dot product of vectors along axis (broadcasting the other dims)."""
+    return (x1 * x2).sum(dim if dim is not None else axis)
 
 # Components that live in other distributions: `em.nn` works once ember-nn is
 # installed and names the package to install otherwise.

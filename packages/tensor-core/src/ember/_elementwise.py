@@ -10,25 +10,37 @@ _ew = _core.elementwise
 __all__ = []
 
 
+_call = _core.ew_call   # positional fast path: (op index, a, b, c, arity, out)
+
+
 def _make(row):
     name = row.name
+    op = _core.OP_INDEX[name]
     if row.arity == 1:
         def fn(input, *, out=None):
-            return _ew(name, input, out=out)
+            return _call(op, input, None, None, 1, out)
     elif row.arity == 2:
         def fn(input, other, *, out=None):
-            return _ew(name, input, other, out=out)
+            return _call(op, input, other, None, 2, out)
     else:
         def fn(input, b, c, *, out=None):
-            return _ew(name, input, b, c, out=out)
+            return _call(op, input, b, c, 3, out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise `{name}` (op table row; broadcasts, promotes dtypes)."
     return fn
 
 
 def _make_inplace(name):
-    def fn(self, *args):
-        return _ew(name, self, *args, out=self)
+    op, arity = _core.OP_INDEX[name], table.ELEMENTWISE_BY_NAME[name].arity
+    if arity == 1:
+        def fn(self):
+            return _call(op, self, None, None, 1, self)
+    elif arity == 2:
+        def fn(self, other):
+            return _call(op, self, other, None, 2, self)
+    else:
+        def fn(self, b, c):
+            return _call(op, self, b, c, 3, self)
     fn.__name__ = fn.__qualname__ = name + "_"
     fn.__doc__ = f"In-place `{name}`: writes into self and returns it."
     return fn

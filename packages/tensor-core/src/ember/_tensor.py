@@ -82,6 +82,12 @@ class Tensor(_core.TensorBase):
         from ember import matmul
         return matmul(other, self)
 
+    __array_priority__ = 1000   # NumPy defers binary ops to ember (ndarray + tensor -> tensor)
+
+    def __array_namespace__(self, *, api_version=None):
+        from ember import array_api
+        return array_api
+
     item = _core.item
     tolist = _core.tolist
     fill_ = _core.fill_

@@ -1,6 +1,6 @@
 # kernels: iterator.c alloc.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-# cython: initializedcheck=False, embedsignature=True
+# cython: initializedcheck=False, embedsignature=True, c_api_binop_methods=True
 """ember's core: dtypes, devices, storage, the strided Tensor, and dispatch of the
 op table's elementwise and reduction rows to the device kernels.
 
@@ -788,114 +788,80 @@ cdef class TensorBase:
             self._shape[i] = other._shape[i]
             self._strides[i] = other._strides[i]
 
-    # arithmetic fast path (the op table's rows through `ew`) ----------------------
-    def __add__(self, other):
-        return ew(OP_ADD, self, other, None, 2, None)
-
-    def __radd__(self, other):
-        return ew(OP_ADD, other, self, None, 2, None)
+    # arithmetic fast path (the op table's rows through `ew`). With the C-API binop
+    # convention each __op__ gets the operands in their written order, whichever
+    # side the tensor is on, so there are no __rop__ methods.
+    def __add__(x, y):
+        return ew(OP_ADD, x, y, None, 2, None)
 
     def __iadd__(self, other):
         return ew(OP_ADD, self, other, None, 2, self)
 
-    def __sub__(self, other):
-        return ew(OP_SUB, self, other, None, 2, None)
-
-    def __rsub__(self, other):
-        return ew(OP_SUB, other, self, None, 2, None)
+    def __sub__(x, y):
+        return ew(OP_SUB, x, y, None, 2, None)
 
     def __isub__(self, other):
         return ew(OP_SUB, self, other, None, 2, self)
 
-    def __mul__(self, other):
-        return ew(OP_MUL, self, other, None, 2, None)
-
-    def __rmul__(self, other):
-        return ew(OP_MUL, other, self, None, 2, None)
+    def __mul__(x, y):
+        return ew(OP_MUL, x, y, None, 2, None)
 
     def __imul__(self, other):
         return ew(OP_MUL, self, other, None, 2, self)
 
-    def __truediv__(self, other):
-        return ew(OP_DIV, self, other, None, 2, None)
-
-    def __rtruediv__(self, other):
-        return ew(OP_DIV, other, self, None, 2, None)
+    def __truediv__(x, y):
+        return ew(OP_DIV, x, y, None, 2, None)
 
     def __itruediv__(self, other):
         return ew(OP_DIV, self, other, None, 2, self)
 
-    def __floordiv__(self, other):
-        return ew(OP_FLOORDIV, self, other, None, 2, None)
-
-    def __rfloordiv__(self, other):
-        return ew(OP_FLOORDIV, other, self, None, 2, None)
+    def __floordiv__(x, y):
+        return ew(OP_FLOORDIV, x, y, None, 2, None)
 
     def __ifloordiv__(self, other):
         return ew(OP_FLOORDIV, self, other, None, 2, self)
 
-    def __mod__(self, other):
-        return ew(OP_MOD, self, other, None, 2, None)
-
-    def __rmod__(self, other):
-        return ew(OP_MOD, other, self, None, 2, None)
+    def __mod__(x, y):
+        return ew(OP_MOD, x, y, None, 2, None)
 
     def __imod__(self, other):
         return ew(OP_MOD, self, other, None, 2, self)
 
-    def __pow__(self, other, mod):
-        return ew(OP_POW, self, other, None, 2, None)
-
-    def __rpow__(self, other, mod):
-        return ew(OP_POW, other, self, None, 2, None)
-
-    def __ipow__(self, other):
-        return ew(OP_POW, self, other, None, 2, self)
-
-    def __and__(self, other):
-        return ew(OP_AND, self, other, None, 2, None)
-
-    def __rand__(self, other):
-        return ew(OP_AND, other, self, None, 2, None)
+    def __and__(x, y):
+        return ew(OP_AND, x, y, None, 2, None)
 
     def __iand__(self, other):
         return ew(OP_AND, self, other, None, 2, self)
 
-    def __or__(self, other):
-        return ew(OP_OR, self, other, None, 2, None)
-
-    def __ror__(self, other):
-        return ew(OP_OR, other, self, None, 2, None)
+    def __or__(x, y):
+        return ew(OP_OR, x, y, None, 2, None)
 
     def __ior__(self, other):
         return ew(OP_OR, self, other, None, 2, self)
 
-    def __xor__(self, other):
-        return ew(OP_XOR, self, other, None, 2, None)
-
-    def __rxor__(self, other):
-        return ew(OP_XOR, other, self, None, 2, None)
+    def __xor__(x, y):
+        return ew(OP_XOR, x, y, None, 2, None)
 
     def __ixor__(self, other):
         return ew(OP_XOR, self, other, None, 2, self)
 
-    def __lshift__(self, other):
-        return ew(OP_SHL, self, other, None, 2, None)
-
-    def __rlshift__(self, other):
-        return ew(OP_SHL, other, self, None, 2, None)
+    def __lshift__(x, y):
+        return ew(OP_SHL, x, y, None, 2, None)
 
     def __ilshift__(self, other):
         return ew(OP_SHL, self, other, None, 2, self)
 
-    def __rshift__(self, other):
-        return ew(OP_SHR, self, other, None, 2, None)
-
-    def __rrshift__(self, other):
-        return ew(OP_SHR, other, self, None, 2, None)
+    def __rshift__(x, y):
+        return ew(OP_SHR, x, y, None, 2, None)
 
     def __irshift__(self, other):
         return ew(OP_SHR, self, other, None, 2, self)
+
+    def __pow__(x, y, mod):
+        return ew(OP_POW, x, y, None, 2, None)
+
+    def __ipow__(self, other):
+        return ew(OP_POW, self, other, None, 2, self)
 
     def __neg__(self):
         return ew(OP_NEG, self, None, None, 1, None)
@@ -1332,6 +1298,15 @@ cdef str _broadcast_error(int op, PyObject **args, int nin):
 
 cdef object _bad_operand(int op, object a):
     raise TypeError(f"{OP_NAMES[op]}: unsupported operand {a!r} of type {type(a).__name__}")
+
+
+def ew_call(int op, a, b, c, int nin, out):
+    """Positional fast entry for the generated functions of ember._elementwise."""
+    r = ew(op, a, b, c, nin, out)
+    if r is NotImplemented:
+        raise TypeError(f"{OP_NAMES[op]}: unsupported operand types "
+                        f"{type(a).__name__}, {type(b).__name__}")
+    return r
 
 
 def elementwise(str name, *args, out=None):
