@@ -2,7 +2,7 @@
 # Sibling extension modules and extension authors cimport this; see ember/__init__.pxd.
 from libc.stdint cimport int64_t, uint64_t
 
-cdef extern from "../include/ember/tensor.h":
+cdef extern from "ember/tensor.h":
     enum:
         EMBER_MAX_DIMS
     ctypedef struct em_tensor_view:

@@ -180,6 +180,9 @@ def _reduction(row, dt: DTypeInfo) -> str:
     st = dt.storage
     ident = _expr(row.identity[dt.kind], dt)
     combine = row.combine
+    # Row-wise accumulation stores every partial result in the output anyway, so it
+    # works in the output's own compute type (float for float32: no double round trip).
+    oacc = acc if acc in ("int", "em_int64") else BY_NAME[out_name].compute
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
     return f"""#define COMBINE(acc, x) ({combine})
@@ -214,14 +217,14 @@ EM_LOOP void em_red_outer_{name}(char *out, int64_t os, const char *in, int64_t 
         {ot} *O = ({ot} *)out;
         const {st} *X = (const {st} *)in;
         for (int64_t i = 0; i < n; i++) {{
-            {acc} acc = ({acc})O[i], x = ({acc})X[i];
-            {acc} r = COMBINE(acc, x);
+            {oacc} acc = ({oacc})O[i], x = ({oacc})X[i];
+            {oacc} r = COMBINE(acc, x);
             O[i] = {store};
         }}
     }} else {{
         for (int64_t i = 0; i < n; i++) {{
-            {acc} acc = ({acc})*({ot} *)(out + i * os), x = ({acc})*(const {st} *)(in + i * is);
-            {acc} r = COMBINE(acc, x);
+            {oacc} acc = ({oacc})*({ot} *)(out + i * os), x = ({oacc})*(const {st} *)(in + i * is);
+            {oacc} r = COMBINE(acc, x);
             *({ot} *)(out + i * os) = {store};
         }}
     }}
