@@ -285,3 +285,52 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     if device is not None:
         t = t.to(device)
     return t.requires_grad_() if requires_grad else t
+
+
+# Tensor.new_*: same dtype and device as self unless given --------------------------
+from ember._registry import tensor_method  # noqa: E402
+
+
+def _new_kw(self, dtype, device):
+    return {"dtype": self.dtype if dtype is None else dtype,
+            "device": self.device if device is None else device}
+
+
+@tensor_method
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+@tensor_method
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+@tensor_method
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+@tensor_method
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+@tensor_method
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+def is_tensor(obj):
+    return isinstance(obj, _core.TensorBase)
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+__all__ += ["is_tensor", "numel", "is_floating_point"]
