@@ -30,6 +30,8 @@ cdef extern from "ember_cpu.h" nogil:
     em_reduce_init_fn em_reduce_init(int op, int dtype)
     void em_iterate(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
                     const int64_t *strides)
+    void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim,
+                          const int64_t *shape, const int64_t *strides, const int *itemsizes)
     void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, char *out,
                    const int64_t *out_strides, const char *inp, const int64_t *in_strides,
                    int ndim, const int64_t *shape)
@@ -1238,11 +1240,15 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
 
     cdef em_loop_fn loop = em_elementwise_loop(op, compute)
     cdef int64_t n = o.numel_c()
+    cdef int sizes[4]
+    sizes[0] = ITEMSIZE[out_dtype]
+    for k in range(nin):
+        sizes[k + 1] = ITEMSIZE[BOOL if (k == 0 and info.is_where) else compute]
     if n >= NBIG:
         with nogil:
-            em_iterate(loop, nin + 1, ptrs, nd, shape, strides)
+            em_iterate_sized(loop, nin + 1, ptrs, nd, shape, strides, sizes)
     else:
-        em_iterate(loop, nin + 1, ptrs, nd, shape, strides)
+        em_iterate_sized(loop, nin + 1, ptrs, nd, shape, strides, sizes)
 
     if out is not None:
         o._storage.version += 1
@@ -1399,11 +1405,14 @@ cpdef TensorBase copy_into(TensorBase dst, TensorBase src):
         j = d - (nd - src._ndim)
         strides[nd + d] = 0 if (j < 0 or src._shape[j] == 1) else src._strides[j] * src._itemsize
     cdef em_loop_fn loop = em_cast_loop(src._dtype, dst._dtype)
+    cdef int sizes[2]
+    sizes[0] = dst._itemsize
+    sizes[1] = src._itemsize
     if dst.numel_c() >= NBIG:
         with nogil:
-            em_iterate(loop, 2, ptrs, nd, dst._shape, strides)
+            em_iterate_sized(loop, 2, ptrs, nd, dst._shape, strides, sizes)
     else:
-        em_iterate(loop, 2, ptrs, nd, dst._shape, strides)
+        em_iterate_sized(loop, 2, ptrs, nd, dst._shape, strides, sizes)
     return dst
 
 

@@ -186,26 +186,26 @@ def _reduction(row, dt: DTypeInfo) -> str:
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
     return f"""#define COMBINE(acc, x) ({combine})
-/* Pairwise above 1024 elements (error O(log n)), 8 independent accumulators below
+/* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
-static {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
+EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
     if (n > 1024) {{
-        int64_t h = (n / 2) & ~(int64_t)7;
+        int64_t h = (n / 2) & ~(int64_t)15;
         {acc} l = em_red_run_{name}(in, s, h), r = em_red_run_{name}(in + h * s, s, n - h);
         return COMBINE(l, r);
     }}
-    {acc} a[8];
-    for (int k = 0; k < 8; k++) a[k] = ({acc})({ident});
+    {acc} a[16];
+    for (int k = 0; k < 16; k++) a[k] = ({acc})({ident});
     int64_t i = 0;
     if (s == sizeof({st})) {{
         const {st} *X = (const {st} *)in;
-        for (; i + 8 <= n; i += 8)
-            for (int k = 0; k < 8; k++) {{ {acc} x = ({acc})X[i + k]; a[k] = COMBINE(a[k], x); }}
+        for (; i + 16 <= n; i += 16)
+            for (int k = 0; k < 16; k++) {{ {acc} x = ({acc})X[i + k]; a[k] = COMBINE(a[k], x); }}
     }}
     for (; i < n; i++) {{ {acc} x = ({acc})*(const {st} *)(in + i * s); a[0] = COMBINE(a[0], x); }}
-    {acc} r = a[0];
-    for (int k = 1; k < 8; k++) r = COMBINE(r, a[k]);
-    return r;
+    for (int w = 8; w >= 1; w /= 2)   /* fold pairwise, too */
+        for (int k = 0; k < w; k++) a[k] = COMBINE(a[k], a[k + w]);
+    return a[0];
 }}
 static void em_red_inner_{name}(char *out, const char *in, int64_t s, int64_t n) {{
     {acc} acc0 = ({acc})*({ot} *)out, x = em_red_run_{name}(in, s, n);

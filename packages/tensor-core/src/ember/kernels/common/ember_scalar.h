@@ -71,4 +71,72 @@ EM_FLOAT_HELPERS(float16, float)
 EM_FLOAT_HELPERS(float32, float)
 EM_FLOAT_HELPERS(float64, double)
 
+/* Transcendentals of the float32 rows. On the CPU, libm's expf/tanhf/logf are one
+ * call per element, which the compiler cannot vectorise; these branch-free Cephes
+ * polynomials (within 2 ulp over the whole range, NaN/inf/subnormal handled by
+ * selects) vectorise with the loops. GPU renderers define EM_NATIVE_MATH and get
+ * their own vector units' functions. float64 always uses the C library. */
+#ifdef EM_NATIVE_MATH
+#define em_exp_float32(x) exp(x)
+#define em_tanh_float32(x) tanh(x)
+#define em_log_float32(x) log(x)
+#else
+typedef union { float f; em_int32 i; } em_f32_bits;
+
+EM_INLINE float em_exp2i_f32(em_int32 n) { /* 2^n for n in [-126, 127] */
+    em_f32_bits b;
+    b.i = (n + 127) << 23;
+    return b.f;
+}
+
+EM_INLINE float em_exp_float32(float x) {
+    float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    float fn = floor(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - fn * 0.693359375f - fn * -2.12194440e-4f;
+    float z = r * r;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+                + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    em_int32 n = (em_int32)fn, h = n >> 1;  /* scale in two steps: subnormals and inf */
+    float y = p * em_exp2i_f32(h) * em_exp2i_f32(n - h);
+    return x != x ? x : y;
+}
+
+EM_INLINE float em_tanh_float32(float x) {
+    float ax = x < 0 ? -x : x, z = x * x;
+    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
+                    + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float big = 1.0f - 2.0f / (em_exp_float32(2.0f * ax) + 1.0f);
+    big = x < 0 ? -big : big;
+    return ax < 0.625f ? small : big;
+}
+
+EM_INLINE float em_log_float32(float x) {
+    int sub = x < 1.17549435e-38f;               /* subnormal: scale into range */
+    em_f32_bits b;
+    b.f = sub ? x * 8388608.0f : x;
+    em_int32 e = ((b.i >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+    b.i = (b.i & (em_int32)0x807fffff) | 0x3f000000;  /* mantissa in [0.5, 1) */
+    float m = b.f;
+    int lowm = m < 0.707106781186547524f;
+    float fe = (float)(e - lowm);
+    m = lowm ? m + m - 1.0f : m - 1.0f;
+    float z = m * m;
+    float y = ((((((((7.0376836292e-2f * m - 1.1514610310e-1f) * m + 1.1676998740e-1f) * m
+                    - 1.2420140846e-1f) * m + 1.4249322787e-1f) * m - 1.6668057665e-1f) * m
+                 + 2.0000714765e-1f) * m - 2.4999993993e-1f) * m + 3.3333331174e-1f) * m * z;
+    y += -2.12194440e-4f * fe - 0.5f * z;
+    float r = m + y + 0.693359375f * fe;
+    r = x == 0 ? -INFINITY : r;
+    r = x < 0 ? NAN : r;
+    return (x != x || x == INFINITY) ? x : r;
+}
+#endif
+#define em_exp_float16 em_exp_float32
+#define em_tanh_float16 em_tanh_float32
+#define em_log_float16 em_log_float32
+#define em_exp_float64(x) exp(x)
+#define em_tanh_float64(x) tanh(x)
+#define em_log_float64(x) log(x)
+
 #endif

@@ -1,6 +1,7 @@
 /* Host memory for CPU storages.
  *
- * Policy: blocks under 1 MiB come from malloc (64-byte aligned, for vector loads).
+ * Policy: blocks under 4 KiB come from malloc, up to 1 MiB from posix_memalign
+ * (64-byte aligned, for vector loads).
  * Larger blocks are mmapped at 2 MiB alignment and advised for transparent huge
  * pages, and a freed large block is kept in a small cache for the next request of
  * a similar size (at least the request, at most twice it). A training loop or
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include "ember_cpu.h"
 
+#define SMALL ((size_t)4096)
 #define LARGE ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define SLOTS 32
@@ -54,9 +56,11 @@ static void *map_large(size_t size) {
 void *em_host_alloc(size_t nbytes) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, init_once);
+    if (nbytes < SMALL)   /* malloc's 16-byte alignment is enough; memalign is slow */
+        return malloc(nbytes ? nbytes : 1);
     if (nbytes < LARGE) {
         void *p = NULL;
-        if (posix_memalign(&p, 64, round_up(nbytes ? nbytes : 1, 64))) return NULL;
+        if (posix_memalign(&p, 64, round_up(nbytes, 64))) return NULL;
         return p;
     }
     size_t size = round_up(nbytes, HUGE_PAGE);

@@ -27,6 +27,10 @@ em_reduce_init_fn em_reduce_init(int op, int dtype);
  * bytes. Reorders and merges dims, tiles transposed 2-d access. */
 void em_iterate(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
                 const int64_t *strides);
+/* The same, told each operand's element size, which lets it copy 4-byte operands
+ * that are read across a tile into a transposed buffer first. */
+void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
+                      const int64_t *strides, const int *itemsizes);
 /* Reduce `in` into `out` (out_strides are 0 along reduced dims); out already holds
  * the identity. */
 void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, char *out,
