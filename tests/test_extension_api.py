@@ -59,7 +59,12 @@ def emext(tmp_path_factory):
     d = tmp_path_factory.mktemp("ext")
     (d / "emext.pyx").write_text(PYX)
     (d / "setup.py").write_text(SETUP)
-    r = subprocess.run([sys.executable, "setup.py"], cwd=d, capture_output=True, text=True)
+    import os
+    env = dict(os.environ)   # the build imports ember: let it find this one
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(em.__file__)), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "setup.py"], cwd=d, capture_output=True, text=True,
+                       env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     sys.path.insert(0, str(d))
     try:

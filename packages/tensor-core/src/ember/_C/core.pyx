@@ -11,6 +11,7 @@ functions, indexing, creation, printing) is Python over the primitives exported
 here, in the sibling modules of the `ember` package.
 """
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_STRIDES, PyBUF_FORMAT, PyBUF_ND
 from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport calloc
@@ -384,6 +385,19 @@ def get_recorder():
     return RECORDER
 
 
+class _no_record:
+    """Suspend recording around internal steps of an op that records itself."""
+
+    def __enter__(self):
+        global em_grad_off
+        self.prev = em_grad_off
+        em_grad_off = 1
+
+    def __exit__(self, *exc):
+        global em_grad_off
+        em_grad_off = self.prev
+
+
 def is_grad_enabled():
     return not em_grad_off
 
@@ -463,14 +477,21 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     cdef int64_t n = 1
     cdef int i
     cdef int itemsize = ITEMSIZE[dtype]
+    cdef int64_t limit = (<int64_t>1 << 60) // itemsize
+    cdef bint empty = False
+    for i in range(ndim):
+        if shape[i] < 0:
+            raise ValueError(f"empty: negative dimension {shape[i]} in shape {shape_str(ndim, shape)}")
+        empty = empty or shape[i] == 0
     for i in range(ndim - 1, -1, -1):
         t._shape[i] = shape[i]
         t._strides[i] = n
-        if shape[i] < 0:
-            raise ValueError(f"empty: negative dimension {shape[i]} in shape {shape_str(ndim, shape)}")
-        n *= shape[i]
-    if n > (<int64_t>1 << 60) // itemsize:
-        raise ValueError(f"empty: shape {shape_str(ndim, shape)} is too large")
+        if not empty and n > limit // shape[i]:
+            raise ValueError(f"empty: shape {shape_str(ndim, shape)} has too many elements "
+                             f"to allocate")
+        n *= shape[i] if shape[i] else 1
+    if empty:
+        n = 0
     t._ndim = ndim
     t._dtype = dtype
     t._itemsize = itemsize
@@ -894,24 +915,29 @@ cdef class TensorBase:
         if self._storage.device.type_id != 0:
             raise BufferError(f"buffer protocol: tensor is on {self._storage.device}; "
                               f"call .cpu() first")
+        cdef bint contiguous = self.contiguous_c()
+        if not contiguous and ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS or
+                               (flags & PyBUF_STRIDES) != PyBUF_STRIDES):
+            raise BufferError(f"buffer protocol: the tensor (shape {tuple(self.shape)}, strides "
+                              f"{self.stride()}) is not contiguous; call .contiguous() first")
         buf.buf = self.ptr()
         buf.obj = self
         buf.len = self.numel_c() * self._itemsize
         buf.readonly = 0
         buf.itemsize = self._itemsize
-        buf.format = BUFFER_FORMATS[self._dtype]
+        buf.format = BUFFER_FORMATS[self._dtype] if (flags & PyBUF_FORMAT) else NULL
         buf.ndim = self._ndim
-        buf.shape = <Py_ssize_t *>self._shape
+        buf.shape = <Py_ssize_t *>self._shape if (flags & PyBUF_ND) == PyBUF_ND else NULL
+        buf.suboffsets = NULL
         # Py_buffer strides are in bytes: hand out a byte copy, freed on release
         buf.strides = NULL
         buf.internal = NULL
-        if self._ndim:
+        if self._ndim and (flags & PyBUF_STRIDES) == PyBUF_STRIDES:
             bstrides = <Py_ssize_t *>em_host_alloc(sizeof(Py_ssize_t) * self._ndim)
             for i in range(self._ndim):
                 bstrides[i] = self._strides[i] * self._itemsize
             buf.strides = bstrides
             buf.internal = <void *>bstrides
-        buf.suboffsets = NULL
 
     def __releasebuffer__(self, Py_buffer *buf):
         if buf.internal != NULL:
@@ -968,6 +994,7 @@ cdef int CMP_OPS[6]
 cdef list RED_NAMES = []
 RED_INDEX = {}
 cdef int RED_OUT[32][NDTYPES]   # output dtype of reduction r over dtype d (-1: unsupported)
+cdef bint RED_WIDE[32]           # the row accumulates float16/float32 in float64
 
 
 cdef _load_table():
@@ -998,6 +1025,7 @@ cdef _load_table():
     for r, row in enumerate(table.REDUCTIONS):
         RED_NAMES.append(row.name)
         RED_INDEX[row.name] = r
+        RED_WIDE[r] = render.reduction_types(row, render.BY_NAME["float32"])[0] == "double"
         for d, info in enumerate(render.DTYPES):
             RED_OUT[r][d] = -1
             if info.kind in row.kinds:
@@ -1203,8 +1231,15 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
             if not can_cast_same_kind(out_dtype, o._dtype):
                 raise TypeError(f"{OP_NAMES[op]}: result dtype {DTYPE_LIST[out_dtype]!r} can't "
                                 f"be cast to the output dtype {DTYPE_LIST[o._dtype]!r}")
-            res = ew(op, x0, x1, x2, nin, None)
+            with _no_record():
+                res = ew(op, x0, x1, x2, nin, None)
             copy_into(o, res)
+            o._storage.version += 1
+            if not em_grad_off and RECORDER is not None and (o._requires_grad or
+                                                             needs_record(None, x0, x1) or
+                                                             needs_record(None, x2, None)):
+                RECORDER(OP_NAMES[op], tuple([<object>args[k] for k in range(nin)]), o,
+                         {"inplace": True})
             return o
 
     # 4. operands: pointers and byte strides over the broadcast shape
@@ -1523,6 +1558,20 @@ def reduce(str name, TensorBase x, dims, bint keepdim=False):
     if x._storage.device.type_id != 0:
         return backend_for(x._storage.device).reduce(name, x, dims, keepdim,
                                                      DTYPE_LIST[out_dtype])
+    cdef int nreduced = 0
+    for d in range(nd):
+        if reduced[d] and x._shape[d] > 1:
+            nreduced += 1
+    if RED_WIDE[r] and KIND[x._dtype] == KIND_FLOAT and x._dtype != FLOAT64 and \
+            (nreduced > 1 or not x.contiguous_c()):
+        # The reduced elements don't form one run per output, so partial results
+        # would round to the output dtype between runs: reduce in float64 instead.
+        with _no_record():
+            narrowed = cast_copy(reduce(name, cast_copy(x, FLOAT64), dims, keepdim), out_dtype)
+        if needs_record(x, None, None):
+            RECORDER(name, (x,), narrowed,
+                     {"dim": tuple([d for d in range(nd) if reduced[d]]), "keepdim": keepdim})
+        return narrowed
     cdef int64_t oshape[MAXD]
     cdef int64_t ostrides[MAXD]
     cdef int64_t istrides[MAXD]

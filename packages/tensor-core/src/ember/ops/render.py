@@ -185,6 +185,9 @@ def _reduction(row, dt: DTypeInfo) -> str:
     oacc = acc if acc in ("int", "em_int64") else BY_NAME[out_name].compute
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
+    # predicates (all/any) test each element in its own type, before any conversion
+    load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
+    oload = (lambda v: f"({oacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({oacc}){v}")
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -200,9 +203,9 @@ EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
     if (s == sizeof({st})) {{
         const {st} *X = (const {st} *)in;
         for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++) {{ {acc} x = ({acc})X[i + k]; a[k] = COMBINE(a[k], x); }}
+            for (int k = 0; k < 16; k++) {{ {acc} x = {load("X[i + k]")}; a[k] = COMBINE(a[k], x); }}
     }}
-    for (; i < n; i++) {{ {acc} x = ({acc})*(const {st} *)(in + i * s); a[0] = COMBINE(a[0], x); }}
+    for (; i < n; i++) {{ {acc} x = {load("*(const " + st + " *)(in + i * s)")}; a[0] = COMBINE(a[0], x); }}
     for (int w = 8; w >= 1; w /= 2)   /* fold pairwise, too */
         for (int k = 0; k < w; k++) a[k] = COMBINE(a[k], a[k + w]);
     return a[0];
@@ -217,13 +220,13 @@ EM_LOOP void em_red_outer_{name}(char *out, int64_t os, const char *in, int64_t 
         {ot} *O = ({ot} *)out;
         const {st} *X = (const {st} *)in;
         for (int64_t i = 0; i < n; i++) {{
-            {oacc} acc = ({oacc})O[i], x = ({oacc})X[i];
+            {oacc} acc = ({oacc})O[i], x = {oload("X[i]")};
             {oacc} r = COMBINE(acc, x);
             O[i] = {store};
         }}
     }} else {{
         for (int64_t i = 0; i < n; i++) {{
-            {oacc} acc = ({oacc})*({ot} *)(out + i * os), x = ({oacc})*(const {st} *)(in + i * is);
+            {oacc} acc = ({oacc})*({ot} *)(out + i * os), x = {oload("*(const " + st + " *)(in + i * is)")};
             {oacc} r = COMBINE(acc, x);
             *({ot} *)(out + i * os) = {store};
         }}

@@ -66,7 +66,7 @@ ELEMENTWISE = [
                 aliases=("multiply",)),
     Elementwise("div", 2, {F: "a / b"}, promote="float", numpy="true_divide",
                 aliases=("divide", "true_divide")),
-    Elementwise("floor_divide", 2, {I: "em_floordiv_{T}(a, b)", F: "floor(a / b)"},
+    Elementwise("floor_divide", 2, {I: "em_floordiv_{T}(a, b)", F: "em_floordiv_f_{T}(a, b)"},
                 numpy="floor_divide", domain="nonzero"),
     Elementwise("remainder", 2, {I: "em_mod_{T}(a, b)", F: "em_fmod_py_{T}(a, b)"},
                 numpy="remainder", domain="nonzero"),
@@ -170,9 +170,9 @@ ELEMENTWISE = [
     Elementwise("bitwise_not", 1, {B: "!a", I: "~a"}, numpy="invert", differentiable=False,
                 aliases=("bitwise_invert",)),
     # ternary ---------------------------------------------------------------------
-    # clamp(x, lo, hi); NaN in x propagates (both comparisons are false).
-    Elementwise("clamp", 3, {I: "a < b ? b : (a > c ? c : a)",
-                             F: "a < b ? b : (a > c ? c : a)"}, numpy=None,
+    # clamp(x, lo, hi) = min(max(x, lo), hi): lo > hi gives hi; NaN propagates.
+    Elementwise("clamp", 3, {I: "(a < b ? b : a) > c ? c : (a < b ? b : a)",
+                             F: "em_clamp_{T}(a, b, c)"}, numpy=None,
                 aliases=("clip",)),
     Elementwise("lerp", 3, {F: "a + c * (b - a)"}, numpy=None),
     # where(cond, a, b): the condition is operand a, always bool; b and c are promoted.

@@ -29,13 +29,13 @@
         return q;                                                                  \
     }                                                                              \
     EM_INLINE CT em_mod_##T(CT a, CT b) {                                          \
-        if (b == 0 || b == (CT)-1) return 0;                                       \
+        if (b == 0 || ((CT)-1 < 0 && b == (CT)-1)) return 0;                       \
         CT r = (CT)(a % b);                                                        \
         if (r != 0 && ((r < 0) != (b < 0))) r = (CT)(r + b);                       \
         return r;                                                                  \
     }                                                                              \
     EM_INLINE CT em_fmod_int_##T(CT a, CT b) {                                     \
-        if (b == 0 || b == (CT)-1) return 0;                                       \
+        if (b == 0 || ((CT)-1 < 0 && b == (CT)-1)) return 0;                       \
         return (CT)(a % b);                                                        \
     }                                                                              \
     EM_INLINE CT em_ipow_##T(CT a, CT b) {                                         \
@@ -65,6 +65,22 @@ EM_INT_HELPERS(int64, em_int64, EM_MIN_int64, 64)
         if (r != 0 && ((r < 0) != (b < 0))) r += b;                                \
         else if (r == 0) r = copysign((CT)0, b);                                   \
         return r;                                                                  \
+    }                                                                              \
+    /* NumPy's floor division: exact where floor(a / b) would round first */      \
+    EM_INLINE CT em_floordiv_f_##T(CT a, CT b) {                                   \
+        if (b == 0) return a / b;                                                  \
+        CT mod = fmod(a, b), div = (a - mod) / b;                                  \
+        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                          \
+        CT fl = floor(div);                                                        \
+        if (div - fl > (CT)0.5) fl += 1;                                           \
+        return div == 0 ? copysign((CT)0, a / b) : fl;                             \
+    }                                                                              \
+    /* clamp = min(max(a, lo), hi), a NaN anywhere gives NaN (PyTorch, NumPy) */   \
+    EM_INLINE CT em_clamp_##T(CT a, CT lo, CT hi) {                                \
+        CT r = (a > lo || a != a) ? a : lo;                                        \
+        r = lo != lo ? lo : r;                                                     \
+        r = (r < hi || r != r) ? r : hi;                                           \
+        return hi != hi ? hi : r;                                                  \
     }
 
 EM_FLOAT_HELPERS(float16, float)
