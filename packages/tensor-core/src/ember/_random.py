@@ -1,2 +1,656 @@
-"""(being written)"""
-__all__ = []
+"""Random numbers: ember.Generator, the random factories and the in-place fills.
+
+Every device draws from one counter-based generator, Philox4x32-10
+(kernels/cpu/philox.c). A Generator is just (seed, offset): its stream of 32-bit
+words w[0], w[1], ... is a pure function of the seed, and the offset counts the words
+earlier calls used. Each call reserves exactly the words it needs, so
+
+* the same seed gives the same numbers, on every device;
+* element i of a call depends only on the seed and its own word position, so a CUDA
+  or OpenCL kernel computes every element independently;
+* calls never overlap: ``rand(3)`` then ``rand(3)`` gives the numbers of ``rand(6)``.
+
+Words per element (formulas in philox.c's header):
+
+=========================================  ==========================================
+uniform: rand, rand_like, uniform_          1 (float16, float32) or 2 (float64);
+                                            float16 is the float32 value rounded,
+                                            clamped to the last float16 below `to`
+normal: randn, randn_like, normal, normal_  2 (float16, float32) or 4 (float64)
+integers: randint, randint_like, random_    1 when high - low <= 2**32, else 2
+bernoulli, bernoulli_                       one float32 uniform u (float64 for float64
+                                            outputs); the result is 1 where u < p
+exponential_                                one uniform u; -log1p(-u) / lambd
+randperm(n)                                 n - 1 (word k picks the swap of n-1-k)
+multinomial                                 2 (a float64 uniform) per draw, or per
+                                            category and row without replacement
+=========================================  ==========================================
+
+Elements are numbered in row-major order of the result, whatever its strides.
+
+A Generator's numbers do not depend on the device, so any Generator can feed any
+device; ``device`` is kept for PyTorch compatibility. A backend for another device
+provides ``random(kind, out, seed, offset, *params)`` with ``kind`` one of
+uniform/normal/integers/randperm/exponential/multinomial and the same parameters as
+the functions of ember._C.random.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import os
+import struct
+
+from ember._C import core as _core
+from ember._C import random as _philox
+from ember._dtypes import as_dtype, float16, float32, float64, int64
+from ember._registry import tensor_method
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
+           "get_rng_state", "set_rng_state", "rand", "randn", "randint", "normal",
+           "bernoulli", "randperm", "rand_like", "randn_like", "randint_like",
+           "multinomial"]
+
+_DEFAULT_SEED = 67280421310721      # PyTorch's default seed
+_U64 = 1 << 64
+
+
+# generators ---------------------------------------------------------------------
+
+def _seed_value(seed, op):
+    """A user's seed as a uint64: ints in [-2**63, 2**64), negatives wrap (as PyTorch)."""
+    try:
+        s = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"{op}: seed must be an int, got {type(seed).__name__}") from None
+    if not -(1 << 63) <= s < _U64:
+        raise ValueError(f"{op}: seed must be in [-2**63, 2**64), got {s}")
+    return s % _U64
+
+
+def _fresh_seed():
+    return int.from_bytes(os.urandom(8), "little")
+
+
+class Generator(_philox.PhiloxGenerator):
+    """A stream of random numbers: Philox4x32-10 at (seed, offset).
+
+        g = ember.Generator().manual_seed(42)
+        ember.rand(3, generator=g)
+
+    The offset counts the 32-bit words used so far; get_state/set_state save and
+    restore both as 16 bytes (a uint8 tensor)."""
+
+    __module__ = "ember"
+
+    def __init__(self, device="cpu"):
+        self._device = _core.as_device(device)
+        self._set(_DEFAULT_SEED, 0)
+
+    @property
+    def device(self):
+        return self._device
+
+    def manual_seed(self, seed):
+        """Restart the stream from `seed`; returns the generator."""
+        self._set(_seed_value(seed, "manual_seed"), 0)
+        return self
+
+    def seed(self):
+        """Restart from a non-deterministic seed (from the OS) and return it."""
+        s = _fresh_seed()
+        self._set(s, 0)
+        return s
+
+    def initial_seed(self):
+        """The seed the stream started from."""
+        return self._get()[0]
+
+    def get_offset(self):
+        """How many 32-bit words of the stream have been used."""
+        return self._get()[1]
+
+    def set_offset(self, offset):
+        offset = operator.index(offset)
+        if not 0 <= offset < _U64:
+            raise ValueError(f"set_offset: offset must be in [0, 2**64), got {offset}")
+        self._set(self._get()[0], offset)
+        return self
+
+    def get_state(self):
+        """(seed, offset) as a uint8 tensor of 16 bytes (two little-endian uint64)."""
+        s, off = self._get()
+        raw = s.to_bytes(8, "little") + off.to_bytes(8, "little")
+        return _core._fill_from_bytes(_core.empty((16,), as_dtype("uint8")), raw)
+
+    def set_state(self, new_state):
+        """Restore a state from get_state(); returns the generator."""
+        if not isinstance(new_state, _core.TensorBase):
+            raise TypeError(f"set_state: expected a uint8 tensor, got "
+                            f"{type(new_state).__name__}")
+        if new_state.dtype.name != "uint8" or new_state.numel() != 16:
+            raise ValueError(f"set_state: expected a uint8 tensor of 16 bytes (seed, offset), "
+                             f"got dtype {new_state.dtype!r} and shape "
+                             f"{tuple(new_state.shape)}")
+        raw = bytes(new_state.reshape(-1).tolist())
+        self._set(int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+        return self
+
+    def __repr__(self):
+        s, off = self._get()
+        return f"<ember.Generator device='{self._device}' seed={s} offset={off}>"
+
+    def __reduce__(self):
+        return (_rebuild_generator, (str(self._device),) + tuple(self._get()))
+
+
+def _rebuild_generator(device, seed, offset):
+    g = Generator(device)
+    g._set(seed, offset)
+    return g
+
+
+default_generator = Generator("cpu")
+_device_defaults = {}       # default generators of other devices, made on first use
+_last_seed = _DEFAULT_SEED
+
+
+def _default_for(device):
+    if device.type == "cpu":
+        return default_generator
+    key = (device.type, max(device.index, 0))
+    g = _device_defaults.get(key)
+    if g is None:
+        g = _device_defaults[key] = Generator(device)
+        g._set(_last_seed, 0)
+    return g
+
+
+def manual_seed(seed):
+    """Seed the default generator of every device; returns ember.default_generator."""
+    global _last_seed
+    _last_seed = _seed_value(seed, "manual_seed")
+    for g in (default_generator, *_device_defaults.values()):
+        g._set(_last_seed, 0)
+    return default_generator
+
+
+def seed():
+    """Seed every default generator from the OS and return that seed."""
+    s = _fresh_seed()
+    manual_seed(s)
+    return s
+
+
+def initial_seed():
+    """The seed of the default CPU generator."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The default CPU generator's state (a uint8 tensor)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restore the default CPU generator's state from get_rng_state()."""
+    default_generator.set_state(new_state)
+
+
+def _generator(generator, device, op):
+    if generator is None:
+        return _default_for(device)
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{op}: generator must be an ember.Generator, got "
+                        f"{type(generator).__name__}")
+    return generator
+
+
+# running a kernel ----------------------------------------------------------------
+
+def _words(kind, dtype, n, span=0):
+    """How many stream words `kind` uses for n elements of dtype (see the table)."""
+    if kind == "uniform" or kind == "exponential":
+        return n * (2 if dtype is float64 else 1)
+    if kind == "normal":
+        return n * (4 if dtype is float64 else 2)
+    if kind == "integers":
+        return n * (2 if span > (1 << 32) else 1)
+    if kind == "randperm":
+        return 0 if n < 2 else (n - 1) * (2 if n - 1 >= (1 << 32) else 1)
+    raise ValueError(kind)
+
+
+def _run(kind, out, generator, op, *params, span=0):
+    """Fill `out` with `kind` numbers from the generator's next words."""
+    n = out.numel()
+    gen = _generator(generator, out.device, op)
+    words = _words(kind, out.dtype, n, span)
+    seed_, offset = gen._reserve(words)
+    if out.device.type != "cpu":
+        backend = _core.backend_for(out.device)
+        fill = getattr(backend, "random", None)
+        if fill is None:
+            raise NotImplementedError(f"{op}: no {out.device.type} kernel for "
+                                      f"{out.dtype.name}")
+        fill(kind, out, seed_, offset, *params)
+        return out
+    if n == 0:
+        return out
+    target = out if out.is_contiguous() else _core.empty(tuple(out.shape), out.dtype)
+    if out.dtype is float16 and kind in ("uniform", "exponential"):
+        target = _core.empty(tuple(out.shape), float32)   # same words as float16
+    getattr(_philox, kind)(target, seed_, offset, *params)
+    if kind == "uniform" and out.dtype is float16 and params[1] > params[0]:
+        # rounding to float16 would turn values just below `to` into `to`
+        target = _core.elementwise("minimum", target, max(_below_f16(params[1]), params[0]))
+    if target is not out:
+        _core.copy_into(out, target)
+    return out
+
+
+def _below_f16(x):
+    """The largest float16 value strictly below x."""
+    try:
+        h = struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return 65504.0
+    if h < x:
+        return h
+    bits = struct.unpack("<H", struct.pack("<e", h))[0]
+    bits = bits - 1 if h > 0 else (0x8001 if h == 0 else bits + 1)
+    return struct.unpack("<e", struct.pack("<H", bits))[0]
+
+
+def _size(args, size, op):
+    """rand(2, 3), rand((2, 3)), rand([2, 3]), rand(size=(2, 3)) all mean (2, 3)."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{op}: size given both positionally and as a keyword")
+        args = (size,)
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral) and \
+            not (isinstance(args[0], _core.TensorBase) and args[0].ndim == 0):
+        args = args[0]
+    try:
+        dims = tuple(operator.index(s) for s in args)
+    except TypeError:
+        raise TypeError(f"{op}: size must be ints or a sequence of ints, got "
+                        f"{args!r}") from None
+    for s in dims:
+        if s < 0:
+            raise ValueError(f"{op}: negative dimension {s} in size {dims}")
+    return dims
+
+
+def _float_dtype(dtype, op):
+    d = _core.get_default_dtype() if dtype is None else as_dtype(dtype)
+    if d.kind != "float":
+        raise TypeError(f"{op}: expected a floating point dtype, got {d!r}")
+    return d
+
+
+def _options(kwargs, op):
+    """The size= keyword of the factories; PyTorch's layout/pin_memory are accepted."""
+    size = kwargs.pop("size", None)
+    for ignored in ("layout", "pin_memory", "memory_format"):
+        kwargs.pop(ignored, None)
+    if kwargs:
+        raise TypeError(f"{op}: unexpected keyword arguments {sorted(kwargs)}")
+    return size
+
+
+def _finish(t, requires_grad):
+    return t.requires_grad_() if requires_grad else t
+
+
+def _number(x, op, name):
+    if isinstance(x, _core.TensorBase):
+        if x.numel() != 1:
+            raise TypeError(f"{op}: {name} must be a number, got a tensor of shape "
+                            f"{tuple(x.shape)}")
+        x = x.item()
+    if not isinstance(x, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a number, got {type(x).__name__}")
+    return x
+
+
+# factories ------------------------------------------------------------------------
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Uniform numbers in [0, 1): rand(2, 3) or rand((2, 3))."""
+    shape = _size(size, _options(kwargs, "rand"), "rand")
+    t = _core.empty(shape, _float_dtype(dtype, "rand"), device)
+    return _finish(_run("uniform", t, generator, "rand", 0.0, 1.0), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Standard normal numbers (mean 0, std 1)."""
+    shape = _size(size, _options(kwargs, "randn"), "randn")
+    t = _core.empty(shape, _float_dtype(dtype, "randn"), device)
+    return _finish(_run("normal", t, generator, "randn", 0.0, 1.0), requires_grad)
+
+
+def _dtype_bounds(dtype):
+    """The inclusive range of integers dtype holds exactly."""
+    if dtype.kind == "bool":
+        return 0, 1
+    if dtype.kind == "float":
+        m = {"float16": 11, "float32": 24, "float64": 53}[dtype.name]
+        return -(1 << m), 1 << m
+    if dtype.name == "uint8":
+        return 0, 255
+    bits = dtype.itemsize * 8
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _fill_integers(out, low, high, generator, op):
+    """Fill out with integers uniform in [low, high) (high exclusive)."""
+    low, high = _number(low, op, "low"), _number(high, op, "high")
+    if isinstance(low, float) or isinstance(high, float):
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError(f"{op}: low and high must be finite, got {low} and {high}")
+        low, high = math.ceil(low), math.ceil(high)
+    if low >= high:
+        raise ValueError(f"{op}: low must be less than high, got low={low}, high={high}")
+    lo, hi = _dtype_bounds(out.dtype)
+    if low < lo or high - 1 > hi:
+        raise ValueError(f"{op}: the range [{low}, {high}) does not fit in "
+                         f"{out.dtype!r}, which holds [{lo}, {hi}]")
+    span = min(high - low, _U64 - 1)
+    return _run("integers", out, generator, op, low, span, span=span)
+
+
+def randint(*args, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False, low=None, high=None):
+    """Integers uniform in [low, high): randint(high, size) or randint(low, high, size).
+    int64 unless dtype says otherwise."""
+    args = list(args)
+    if size is None:
+        if not args:
+            raise TypeError("randint: missing the size argument")
+        size = args.pop()
+    if high is not None:
+        args.append(high)
+    if low is not None:
+        args.insert(0, low)
+    if len(args) == 1:
+        args.insert(0, 0)
+    if len(args) != 2:
+        raise TypeError("randint: expected randint(high, size) or randint(low, high, size)")
+    shape = _size((size,), None, "randint")
+    d = int64 if dtype is None else as_dtype(dtype)
+    t = _fill_integers(_core.empty(shape, d, device), args[0], args[1], generator, "randint")
+    return _finish(t, requires_grad)
+
+
+def _check_std(std, op):
+    if isinstance(std, _core.TensorBase):
+        bad = _core.reduce("any", _core.elementwise("lt", std.detach(), 0), None).item()
+    else:
+        bad = not std >= 0
+    if bad:
+        raise ValueError(f"{op}: std must be non-negative"
+                         + ("" if isinstance(std, _core.TensorBase) else f", got {std}"))
+
+
+def _broadcast_shape(a, b, op):
+    a, b = tuple(a), tuple(b)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal numbers. normal(mean, std, size) with numbers, or normal(mean, std) with
+    tensors (broadcast together; the result is mean + std * z, differentiable in both)."""
+    tm, ts = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
+    if not (tm or ts):
+        if size is None:
+            raise TypeError("normal: size is required when mean and std are numbers")
+        mean, std = _number(mean, "normal", "mean"), _number(std, "normal", "std")
+        _check_std(std, "normal")
+        t = _core.empty(_size((size,), None, "normal"), _float_dtype(dtype, "normal"), device)
+        return _finish(_run("normal", t, generator, "normal", float(mean), float(std)),
+                       requires_grad)
+    if size is not None:
+        raise TypeError("normal: size can't be given with tensor mean or std")
+    ref = mean if tm else std
+    for x in (mean, std):
+        if isinstance(x, _core.TensorBase) and x.dtype.kind != "float":
+            raise TypeError(f"normal: mean and std must be floating point tensors, got "
+                            f"{x.dtype!r}")
+    _check_std(std, "normal")
+    out_dtype = as_dtype(dtype) if dtype is not None else _core.weak_result_type(mean, std)
+    shape = _broadcast_shape(mean.shape if tm else (), std.shape if ts else (), "normal")
+    z = _run("normal", _core.empty(shape, out_dtype, ref.device), generator, "normal", 0.0, 1.0)
+    r = _core.elementwise("add", mean, _core.elementwise("mul", std, z))
+    if r.dtype is not out_dtype:
+        r = _core.astype(r, out_dtype, False)
+    return _finish(r, requires_grad)
+
+
+def _uniform_dtype(dtype):
+    """The uniforms bernoulli compares with p: float64 for float64, else float32."""
+    return float64 if dtype is float64 else float32
+
+
+def _check_probabilities(p, op):
+    if isinstance(p, _core.TensorBase):
+        if p.dtype.kind != "float":
+            raise TypeError(f"{op}: probabilities must be a floating point tensor, got "
+                            f"{p.dtype!r}")
+        p = p.detach()
+        inside = _core.elementwise("logical_and", _core.elementwise("ge", p, 0),
+                                   _core.elementwise("le", p, 1))
+        if not _core.reduce("all", inside, None).item():
+            raise ValueError(f"{op}: p must be in [0, 1], but the tensor has values outside "
+                             f"it (or NaN)")
+    else:
+        p = _number(p, op, "p")
+        if not 0 <= p <= 1:
+            raise ValueError(f"{op}: p must be in [0, 1], got {p}")
+    return p
+
+
+def _bernoulli_mask(shape, udtype, p, device, generator, op):
+    u = _run("uniform", _core.empty(shape, udtype, device), generator, op, 0.0, 1.0)
+    return _core.elementwise("lt", u, p)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability input[i] (or with probability p, in input's shape), else 0;
+    the result has input's dtype."""
+    if p is None:
+        p = _check_probabilities(input, "bernoulli")
+    else:
+        p = _check_probabilities(p, "bernoulli")
+    mask = _bernoulli_mask(tuple(input.shape), _uniform_dtype(input.dtype), p, input.device,
+                           generator, "bernoulli")
+    return _core.astype(mask, input.dtype, False)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0, 1, ..., n - 1 (int64 unless dtype says otherwise)."""
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"randperm: n must be non-negative, got {n}")
+    d = int64 if dtype is None else as_dtype(dtype)
+    if n > 0 and n - 1 > _dtype_bounds(d)[1]:
+        raise ValueError(f"randperm: n={n} is too large for {d!r}")
+    t = _run("randperm", _core.empty((n,), int64, device), generator, "randperm")
+    return _finish(t if d is int64 else _core.astype(t, d, False), requires_grad)
+
+
+def _like(input, dtype, device):
+    return (tuple(input.shape), input.dtype if dtype is None else as_dtype(dtype),
+            input.device if device is None else device)
+
+
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
+    """rand with input's shape, dtype and device."""
+    shape, d, dev = _like(input, dtype, device)
+    return rand(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
+    """randn with input's shape, dtype and device."""
+    shape, d, dev = _like(input, dtype, device)
+    return randn(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None,
+                 requires_grad=False, **_):
+    """randint with input's shape, dtype and device: randint_like(x, high) or
+    randint_like(x, low, high)."""
+    if high is None:
+        low, high = 0, low
+    shape, d, dev = _like(input, dtype, device)
+    return randint(low, high, shape, generator=generator, dtype=d, device=dev,
+                   requires_grad=requires_grad)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Category indices drawn with the probabilities (any non-negative weights) in
+    each row of input (1-d or 2-d); int64, shape (num_samples,) or (rows, num_samples)."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"multinomial: expected a tensor, got {type(input).__name__}")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"multinomial: expected a 1-d or 2-d tensor, got {input.ndim} dims")
+    if input.dtype.kind != "float":
+        raise TypeError(f"multinomial: expected floating point probabilities, got "
+                        f"{input.dtype!r}")
+    k = operator.index(num_samples)
+    if k <= 0:
+        raise ValueError(f"multinomial: num_samples must be positive, got {k}")
+    n = input.shape[-1]
+    if n == 0:
+        raise ValueError("multinomial: the probabilities have no categories")
+    if not replacement and k > n:
+        raise ValueError(f"multinomial: cannot draw {k} samples without replacement from "
+                         f"{n} categories")
+    rows = 1 if input.ndim == 1 else input.shape[0]
+    dev = input.device
+    out = _core.empty((rows, k), int64, dev)
+    gen = _generator(generator, dev, "multinomial")
+    seed_, offset = gen._reserve(2 * rows * (k if replacement else n))
+    if rows:
+        if dev.type != "cpu":
+            fill = getattr(_core.backend_for(dev), "random", None)
+            if fill is None:
+                raise NotImplementedError(f"multinomial: no {dev.type} kernel for "
+                                          f"{input.dtype.name}")
+            fill("multinomial", input, out, seed_, offset, replacement)
+        else:
+            w = _core.astype(input, float64, True).reshape(rows, n)
+            _philox.multinomial(w, out, seed_, offset, replacement)
+    return out.reshape(k) if input.ndim == 1 else out
+
+
+# in-place fills (Tensor methods) ---------------------------------------------------
+
+def _inplace(self, op):
+    """The checks PyTorch makes before writing into a tensor in place."""
+    if not isinstance(self, _core.TensorBase):
+        raise TypeError(f"{op}: expected a tensor, got {type(self).__name__}")
+    if self.requires_grad and _core.is_grad_enabled() and self.is_leaf:
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
+                           f"in-place operation; wrap it in ember.no_grad()")
+
+
+def _written(self, op):
+    """Bump the version and tell autograd (non-leaf tensors that require grad)."""
+    self._bump_version()
+    _core.record(op, (self,), self, {"inplace": True})
+    return self
+
+
+def _from_to(args, kwargs, default, op):
+    if len(args) > 2:
+        raise TypeError(f"{op}: expected at most two positional arguments (from, to)")
+    vals = list(args) + [None] * (2 - len(args))
+    if "from_" in kwargs:
+        vals[0] = kwargs.pop("from_")
+    if "from" in kwargs:
+        vals[0] = kwargs.pop("from")
+    if "to" in kwargs:
+        vals[1] = kwargs.pop("to")
+    if kwargs:
+        raise TypeError(f"{op}: unexpected keyword arguments {sorted(kwargs)}")
+    return [d if v is None else v for v, d in zip(vals, default)]
+
+
+@tensor_method
+def uniform_(self, *args, generator=None, **kwargs):
+    """Fill with numbers uniform in [from, to) (default [0, 1)): uniform_(a, b)."""
+    _inplace(self, "uniform_")
+    low, high = _from_to(args, kwargs, (0.0, 1.0), "uniform_")
+    low, high = float(_number(low, "uniform_", "from")), float(_number(high, "uniform_", "to"))
+    _float_dtype(self.dtype, "uniform_")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"uniform_: from and to must be finite, got {low} and {high}")
+    if low > high:
+        raise ValueError(f"uniform_: expected from <= to, got from={low}, to={high}")
+    _run("uniform", self, generator, "uniform_", low, high)
+    return _written(self, "uniform_")
+
+
+@tensor_method
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with normal numbers of the given mean and std."""
+    _inplace(self, "normal_")
+    mean, std = _number(mean, "normal_", "mean"), _number(std, "normal_", "std")
+    _check_std(std, "normal_")
+    _float_dtype(self.dtype, "normal_")
+    _run("normal", self, generator, "normal_", float(mean), float(std))
+    return _written(self, "normal_")
+
+
+@tensor_method
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill with 1 with probability p (a number or a tensor broadcast to self), else 0."""
+    _inplace(self, "bernoulli_")
+    p = _check_probabilities(p, "bernoulli_")
+    mask = _bernoulli_mask(tuple(self.shape), _uniform_dtype(self.dtype), p, self.device,
+                           generator, "bernoulli_")
+    if mask.shape != self.shape:
+        raise ValueError(f"bernoulli_: p of shape {tuple(p.shape)} can't be broadcast to "
+                         f"the tensor's shape {tuple(self.shape)}")
+    _core.copy_into(self, mask)
+    return _written(self, "bernoulli_")
+
+
+@tensor_method
+def random_(self, *args, generator=None, **kwargs):
+    """Fill with integers: random_() in [0, max] (floats: [0, 2**mantissa]),
+    random_(to) in [0, to), random_(from, to) in [from, to)."""
+    _inplace(self, "random_")
+    hi = _dtype_bounds(self.dtype)[1]
+    if len(args) == 1 and "to" not in kwargs:
+        args = (0, args[0])
+    low, high = _from_to(args, kwargs, (0, None), "random_")
+    high = hi + 1 if high is None else high
+    _fill_integers(self, low, high, generator, "random_")
+    return _written(self, "random_")
+
+
+@tensor_method
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with exponential numbers of rate lambd: -log1p(-u) / lambd."""
+    _inplace(self, "exponential_")
+    lambd = float(_number(lambd, "exponential_", "lambd"))
+    if not lambd > 0:
+        raise ValueError(f"exponential_: lambd must be positive, got {lambd}")
+    _float_dtype(self.dtype, "exponential_")
+    _run("exponential", self, generator, "exponential_", lambd)
+    return _written(self, "exponential_")
+
+
+tensor_method(bernoulli)
+tensor_method(multinomial)

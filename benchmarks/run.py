@@ -1,0 +1,461 @@
+#!/usr/bin/env python
+"""ember beside NumPy and PyTorch: one table of times, ratios and targets.
+
+    python benchmarks/run.py [--quick] [--threads 1,2] [--filter NAME[,NAME...]]
+                             [--reps N] [--json FILE]
+
+Every thread setting runs in its own subprocess (the BLAS/OpenMP thread pools
+read their environment once, at import), and each subprocess times the three
+libraries interleaved, round by round, so that drift on a shared machine hits
+them alike. Times are medians over rounds; ratios are other_time / ember_time
+(> 1: ember is faster). See benchmarks/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+CORE_SRC = REPO / "packages" / "tensor-core" / "src"
+LIBS = ("ember", "numpy", "torch")
+SHORT = {"ember": "em", "numpy": "np", "torch": "pt"}
+
+# Environment of a benchmark subprocess: thread counts for every pool, and the
+# OpenBLAS tuning knobs meant for old OpenBLAS builds removed (they slow the
+# OpenBLAS that current NumPy wheels bundle). Only the subprocess sees this.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "EMBER_NUM_THREADS")
+UNSET_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+IMPORT_FAILED = 3        # worker exit status: `import ember` failed (retried)
+
+
+# --------------------------------------------------------------------------
+# Cases. Each `setup_*` gets the loaded libraries and returns, per library, a
+# statement and its namespace; the statement is what gets timed (compiled into
+# timeit's loop, so no extra Python call per op is charged to anyone).
+# --------------------------------------------------------------------------
+
+def _rand(rng, shape, lo=0.0, hi=1.0):
+    import numpy as np
+    x = rng.random(shape, dtype=np.float32)
+    if lo != 0.0 or hi != 1.0:
+        x *= np.float32(hi - lo)
+        x += np.float32(lo)
+    return x
+
+
+def _convert(mods, lib, arr):
+    """`arr` for `lib`: numpy uses the freshly made array itself, the others get a
+    copy from their own allocator."""
+    if lib == "numpy":
+        return arr
+    if lib == "torch":
+        return mods["torch"].from_numpy(arr).clone()
+    em = mods["ember"]
+    return em.from_numpy(arr).clone()
+
+
+def _to_numpy(x):
+    import numpy as np
+    if hasattr(x, "numpy"):
+        return np.asarray(x.numpy())
+    return np.asarray(x)
+
+
+def _same_stmt(stmt, names):
+    """Case whose statement is the same text in every library."""
+    def setup(mods, rng, quick):
+        arrays = {n: fn(rng) for n, fn in names.items()}
+        return {lib: (stmt, {n: _convert(mods, lib, a) for n, a in arrays.items()})
+                for lib in mods}
+    return setup
+
+
+N_FLAT = 10 ** 7
+N_SQ = 4096
+
+
+def setup_add_1e7(mods, rng, quick):
+    # a + b with a fresh output every call (no out=): the allocator is part of it.
+    return _same_stmt("a + b", {"a": lambda r: _rand(r, N_FLAT),
+                                "b": lambda r: _rand(r, N_FLAT)})(mods, rng, quick)
+
+
+def setup_sum_1e7(mods, rng, quick):
+    return _same_stmt("a.sum()", {"a": lambda r: _rand(r, N_FLAT)})(mods, rng, quick)
+
+
+def _sum_dim(dim):
+    def setup(mods, rng, quick):
+        x = _rand(rng, (N_SQ, N_SQ))
+        out = {}
+        for lib in mods:
+            kw = "axis" if lib == "numpy" else "dim"
+            out[lib] = (f"x.sum({kw}={dim})", {"x": _convert(mods, lib, x)})
+        return out
+    return setup
+
+
+def setup_transpose_add_4096(mods, rng, quick):
+    # a.T is a view (strided read of one operand); b is contiguous.
+    return _same_stmt("a.T + b", {"a": lambda r: _rand(r, (N_SQ, N_SQ)),
+                                  "b": lambda r: _rand(r, (N_SQ, N_SQ))})(mods, rng, quick)
+
+
+def setup_overhead_add_1(mods, rng, quick):
+    return _same_stmt("a + b", {"a": lambda r: _rand(r, (1,)),
+                                "b": lambda r: _rand(r, (1,))})(mods, rng, quick)
+
+
+# 10 elementwise ops: add, mul, sub, div, exp, tanh, neg, abs, maximum, sqrt.
+# Inputs in [0.5, 1.5) keep every intermediate finite and sqrt's input >= 0.5.
+CHAIN_STMT = "sqrt(maximum(abs(-tanh(exp(((a + b) * c - a) / b))), c))"
+CHAIN_OPS = 10
+
+
+def setup_chain10_16x16(mods, rng, quick):
+    arrays = {n: _rand(rng, (16, 16), 0.5, 1.5) for n in "abc"}
+    out = {}
+    for lib, m in mods.items():
+        ns = {n: _convert(mods, lib, a) for n, a in arrays.items()}
+        ns.update(exp=m.exp, tanh=m.tanh, abs=m.abs, maximum=m.maximum, sqrt=m.sqrt)
+        out[lib] = (CHAIN_STMT, ns)
+    return out
+
+
+# name -> (setup, ops per statement (time is reported per op), bytes moved per
+# statement (for GB/s; 0: not shown), target kind, target value, check rtol)
+# Target kinds: "vs_numpy": numpy_time/ember_time >= value;
+#               "vs_best":  min(numpy, torch)_time/ember_time >= value;
+#               "abs_us":   ember time per op <= value microseconds.
+F32 = 4
+CASES = {
+    "add_1e7": (setup_add_1e7, 1, 3 * N_FLAT * F32, "vs_numpy", 1.0, 1e-6),
+    "sum_1e7": (setup_sum_1e7, 1, N_FLAT * F32, "vs_best", 1.0, 1e-4),
+    "sum_dim1_4096": (_sum_dim(1), 1, N_SQ * N_SQ * F32, "vs_best", 1.0, 1e-4),
+    "sum_dim0_4096": (_sum_dim(0), 1, N_SQ * N_SQ * F32, "vs_best", 1.0, 1e-4),
+    "transpose_add_4096": (setup_transpose_add_4096, 1, 3 * N_SQ * N_SQ * F32,
+                           "vs_numpy", 2.0, 1e-6),
+    "overhead_add_1": (setup_overhead_add_1, 1, 0, "abs_us", 1.0, 1e-6),
+    "chain10_16x16": (setup_chain10_16x16, CHAIN_OPS, 0, "vs_numpy", 1.0, 1e-5),
+}
+
+
+# --------------------------------------------------------------------------
+# Worker: one thread setting, one process.
+# --------------------------------------------------------------------------
+
+def load_libs(threads):
+    import numpy
+    mods = {}
+    info = {"numpy": numpy.__version__}
+    try:
+        import ember
+    except ModuleNotFoundError:
+        sys.path.insert(0, str(CORE_SRC))
+        try:
+            import ember
+        except Exception as e:      # e.g. a rebuild in progress: the driver retries
+            print(f"import ember failed: {e!r}", file=sys.stderr)
+            sys.exit(IMPORT_FAILED)
+    except Exception as e:
+        print(f"import ember failed: {e!r}", file=sys.stderr)
+        sys.exit(IMPORT_FAILED)
+    mods["ember"] = ember
+    info["ember"] = getattr(ember, "__version__", "?")
+    if hasattr(ember, "set_num_threads"):
+        ember.set_num_threads(threads)
+        info["ember_threads"] = f"set_num_threads({threads})"
+    else:
+        info["ember_threads"] = "no ember.set_num_threads (env vars only)"
+    mods["numpy"] = numpy
+    try:
+        import torch
+    except ImportError:
+        info["torch"] = None
+    else:
+        torch.set_num_threads(threads)
+        mods["torch"] = torch
+        info["torch"] = torch.__version__
+    return mods, info
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def _timer(stmt, ns, clock="wall"):
+    # timeit compiles stmt into its loop and turns gc off while it times
+    return timeit.Timer(stmt, globals=ns, timer=CLOCKS[clock])
+
+
+def measure(stmts, quick, reps_override, clock="wall", first=None):
+    """Interleaved medians. stmts: lib -> (stmt, ns); first: lib -> seconds one call
+    took already (it saves a calibration call of the slow statements). Returns
+    lib -> stats."""
+    min_sample = 0.01 if quick else 0.025     # seconds per sample (per lib, per round)
+    budget = 0.5 if quick else 3.5            # seconds per case, all libs together
+    timers, number, est = {}, {}, {}
+    for lib, (stmt, ns) in stmts.items():
+        t = _timer(stmt, ns, clock)        # (check() made the warm-up call)
+        dt = (first or {}).get(lib, 0.0)
+        n, dt = (1, dt) if dt >= 4 * min_sample else (1, t.timeit(1))
+        while dt < min_sample and n < 10 ** 7:  # calibrate calls per sample
+            n = max(n * 2, int(n * min_sample / max(dt, 1e-9) * 1.1))
+            dt = t.timeit(n)
+        timers[lib], number[lib], est[lib] = t, n, dt
+    round_s = sum(est.values())
+    lo, hi = (3, 15) if quick else (7, 41)
+    reps = reps_override or max(lo, min(hi, int(budget / max(round_s, 1e-9))))
+    samples = {lib: [] for lib in stmts}
+    order = list(stmts)
+    deadline = time.perf_counter() + 2 * budget   # a busy machine (or --clock cpu) stretches
+    for r in range(reps):                          # rounds; stop at the deadline after `lo`
+        if r >= lo and not reps_override and time.perf_counter() > deadline:
+            break
+        rot = order[r % len(order):] + order[:r % len(order)]   # nobody is always first
+        for lib in rot:
+            samples[lib].append(timers[lib].timeit(number[lib]) / number[lib])
+    out = {}
+    for lib, s in samples.items():
+        s.sort()
+        q1, q3 = s[len(s) // 4], s[(3 * len(s)) // 4]
+        med = statistics.median(s)
+        out[lib] = {"median": med, "min": s[0], "spread": (q3 - q1) / med if med else 0.0,
+                    "reps": len(s), "number": number[lib]}
+    return out
+
+
+def check(stmts, rtol):
+    """Each library's answer beside numpy's (shape, dtype, and the values at up to
+    2**16 sampled positions). Returns (the libraries that disagree, seconds each
+    library's call took: a first call, so an upper bound for calibrating)."""
+    import numpy as np
+    ref_stmt, ref_ns = stmts["numpy"]
+    ref = np.asarray(eval(ref_stmt, dict(ref_ns)))
+    idx = np.random.default_rng(1).integers(0, max(ref.size, 1), min(ref.size, 1 << 16))
+    want = ref.reshape(-1)[idx].astype(np.float64)
+    bad, took = [], {}
+    for lib, (stmt, ns) in stmts.items():
+        t0 = time.perf_counter()
+        got = eval(stmt, dict(ns))
+        took[lib] = time.perf_counter() - t0
+        got = _to_numpy(got)
+        ok = (got.shape == ref.shape and got.dtype == np.float32 and
+              np.allclose(got.reshape(-1)[idx].astype(np.float64), want, rtol=rtol, atol=rtol))
+        if not ok:
+            bad.append(f"{lib}(shape {got.shape} dtype {got.dtype})")
+    return bad, took
+
+
+def worker(args):
+    import numpy as np
+    mods, info = load_libs(args.threads_one)
+    rng = np.random.default_rng(0)
+    results = {}
+    for name in selected(args.filter):
+        setup, nops, nbytes, *_rest = CASES[name]
+        rtol = _rest[-1]
+        t0 = time.perf_counter()
+        stmts = setup(mods, rng, args.quick)
+        t1 = time.perf_counter()
+        bad, took = check(stmts, rtol)    # also the warm-up call of every library
+        t2 = time.perf_counter()
+        stats = measure(stmts, args.quick, args.reps, args.clock,
+                        took if args.clock == "wall" else None)
+        t3 = time.perf_counter()
+        for st in stats.values():
+            st["per_op"] = st["median"] / nops
+        results[name] = {"stats": stats, "bad": bad,
+                         "wall": {"setup": t1 - t0, "check": t2 - t1, "measure": t3 - t2}}
+        del stmts
+        gc.collect()
+    json.dump({"info": info, "results": results}, sys.stdout)
+
+
+# --------------------------------------------------------------------------
+# Driver: one subprocess per thread setting, then one table.
+# --------------------------------------------------------------------------
+
+def selected(filt):
+    if not filt:
+        return list(CASES)
+    keys = [f.strip() for f in filt.split(",") if f.strip()]
+    names = [n for n in CASES if any(k in n for k in keys)]
+    if not names:
+        sys.exit(f"--filter {filt!r} matches no case; cases: {', '.join(CASES)}")
+    return names
+
+
+def child_env(threads):
+    env = dict(os.environ)
+    for v in UNSET_VARS:
+        env.pop(v, None)
+    for v in THREAD_VARS:
+        env[v] = str(threads)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(CORE_SRC) not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([str(CORE_SRC)] + paths)
+    return env
+
+
+def run_child(threads, args):
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker",
+           "--_threads-one", str(threads)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.filter:
+        cmd += ["--filter", args.filter]
+    if args.reps:
+        cmd += ["--reps", str(args.reps)]
+    cmd += ["--clock", "cpu" if args.clock == "cpu" and threads == 1 else "wall"]
+    for attempt in range(6):
+        p = subprocess.run(cmd, env=child_env(threads), stdout=subprocess.PIPE, text=True)
+        if p.returncode != IMPORT_FAILED:
+            break
+        print(f"# import ember failed (a rebuild in progress?); retrying in 10 s",
+              file=sys.stderr)
+        time.sleep(10)
+    if p.returncode != 0:
+        sys.exit(f"benchmark subprocess for {threads} thread(s) failed (exit {p.returncode})")
+    return json.loads(p.stdout)
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def evaluate(name, st):
+    """(target text, achieved/needed score, PASS/FAIL)."""
+    _setup, _nops, _nbytes, kind, value, _rtol = CASES[name]
+    em = st["ember"]["per_op"]
+    if kind == "abs_us":
+        score = value * 1e-6 / em
+        text = f"em <= {value:g} us/op"
+    elif kind == "vs_numpy":
+        score = st["numpy"]["per_op"] / em / value
+        text = f"np/em >= {value:g}"
+    else:
+        others = [st[lib]["per_op"] for lib in ("numpy", "torch") if lib in st]
+        score = min(others) / em / value
+        text = f"best(np,pt)/em >= {value:g}" if "torch" in st else f"np/em >= {value:g} (no torch)"
+    return text, score, "PASS" if score >= 1.0 else "FAIL"
+
+
+def table(runs):
+    has_torch = any("torch" in r["results"][c]["stats"] for r in runs.values()
+                    for c in r["results"])
+    head = ["case", "thr", "ember", "numpy"] + (["torch"] if has_torch else []) + \
+        ["np/em"] + (["pt/em"] if has_torch else []) + \
+        ["target", "score", "result", "spread", "notes"]
+    rows = []
+    for thr, r in runs.items():
+        for name, res in r["results"].items():
+            st = res["stats"]
+            _s, nops, nbytes, *_ = CASES[name]
+            em = st["ember"]["per_op"]
+            row = [name, str(thr), fmt_time(em), fmt_time(st["numpy"]["per_op"])]
+            if has_torch:
+                row.append(fmt_time(st["torch"]["per_op"]) if "torch" in st else "-")
+            row.append(f"{st['numpy']['per_op'] / em:.2f}")
+            if has_torch:
+                row.append(f"{st['torch']['per_op'] / em:.2f}" if "torch" in st else "-")
+            text, score, verdict = evaluate(name, st)
+            spread = max(s["spread"] for s in st.values())
+            notes = []
+            if nops > 1:
+                notes.append(f"per op ({nops} ops/chain)")
+            if nbytes:
+                notes.append("GB/s " + " ".join(
+                    f"{SHORT[lib]} {nbytes / st[lib]['median'] / 1e9:.1f}" for lib in st))
+            if res["bad"]:
+                notes.append("WRONG RESULT: " + ", ".join(res["bad"]))
+                verdict = "FAIL*"
+            row += [text, f"{score:.2f}", verdict, f"{spread * 100:.0f}%", "; ".join(notes)]
+            rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    right = {"thr", "ember", "numpy", "torch", "np/em", "pt/em", "score", "spread"}
+
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) if head[i] in right else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if head[i] in right else "-" * (w + 2)
+                         for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(head), sep] + [line(r) for r in rows])
+
+
+def _loadavg():
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "?"
+
+
+def cpu_name():
+    try:
+        for ln in open("/proc/cpuinfo"):
+            if ln.startswith("model name"):
+                return ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds (< 30 s)")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap.add_argument("--filter", default="", help="run the cases whose name contains any of these")
+    ap.add_argument("--reps", type=int, default=0, help="rounds per case (default: by time budget)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall: elapsed time (default); cpu: the timing thread's CPU time, "
+                         "steadier on a busy machine, used for 1-thread settings only")
+    ap.add_argument("--json", default="", help="also write the raw results to this file")
+    ap.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--_threads-one", dest="threads_one", type=int, default=1,
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args._worker:
+        return worker(args)
+    selected(args.filter)      # fail early on a bad filter
+    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    t0 = time.perf_counter()
+    load0 = _loadavg()
+    runs = {t: run_child(t, args) for t in threads}
+    info = next(iter(runs.values()))["info"]
+    print(f"# ember {info['ember']} | numpy {info['numpy']} | torch {info['torch'] or 'absent'}"
+          f" | Python {platform.python_version()} | {cpu_name()}, {os.cpu_count()} logical CPUs")
+    print(f"# float32; times are medians of interleaved rounds (per op for chains);"
+          f" np/em, pt/em = other time / ember time (> 1: ember faster);"
+          f" score = achieved / target (>= 1: PASS); spread = worst IQR/median")
+    clock = ("thread CPU time at 1 thread, wall time otherwise" if args.clock == "cpu"
+             else "wall time")
+    print(f"# ember threads: {info['ember_threads']}; {'quick' if args.quick else 'full'} run;"
+          f" clock: {clock}")
+    print(table(runs))
+    print(f"# total {time.perf_counter() - t0:.0f} s; 1-min load average {load0} before,"
+          f" {_loadavg()} after (above ~0.5 the machine was busy: trust the ratios,"
+          f" not the absolute times)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
