@@ -16,7 +16,7 @@ __array_api_version__ = "2023.12"
 _SAME = """
 bool uint8 int8 int16 int32 int64 float16 float32 float64 e inf nan pi newaxis
 arange asarray empty empty_like eye from_dlpack full full_like linspace meshgrid ones
-ones_like tril triu zeros zeros_like can_cast finfo iinfo result_type
+ones_like tril triu zeros zeros_like finfo iinfo result_type
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
 bitwise_invert bitwise_or bitwise_right_shift bitwise_xor ceil clip copysign cos cosh
 divide equal exp expm1 floor floor_divide greater greater_equal hypot isfinite isinf
@@ -41,6 +41,13 @@ def __dir__():
 def astype(x, dtype, /, *, copy=True, device=None):
     y = x.astype(dtype, copy=copy)
     return y if device is None else y.to(device)
+
+
+def can_cast(from_, to, /):
+    """The standard's rule: from_ converts to `to` when promoting both gives `to`
+    (ember.can_cast defaults to PyTorch's looser same-kind rule)."""
+    src = from_.dtype if isinstance(from_, _core.TensorBase) else from_
+    return _em.promote_types(src, to) is to
 
 
 def isdtype(dtype, kind):

@@ -10,6 +10,7 @@ generated loop, with no Python objects built on the way. Everything else (shape
 functions, indexing, creation, printing) is Python over the primitives exported
 here, in the sibling modules of the `ember` package.
 """
+cimport cython
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_STRIDES, PyBUF_FORMAT, PyBUF_ND
 from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t
@@ -161,7 +162,7 @@ cdef _make_dtypes():
 _make_dtypes()
 
 
-def promote_types(DType a, DType b):
+def promote_types(DType a not None, DType b not None):
     """The dtype both a and b are converted to in a binary op (Array API rules)."""
     return DTYPE_LIST[PROMOTE[a.num][b.num]]
 
@@ -170,7 +171,7 @@ def get_default_dtype():
     return DTYPE_LIST[DEFAULT_FLOAT]
 
 
-def set_default_dtype(DType d):
+def set_default_dtype(DType d not None):
     """Set the dtype of Python floats and of int -> float promotion (float32 by default)."""
     global DEFAULT_FLOAT
     if KIND[d.num] != KIND_FLOAT:
@@ -561,7 +562,7 @@ def empty(shape, dtype=None, device=None):
     return new_tensor(n, sh, d, as_device(device))
 
 
-def as_strided_from(Storage storage, DType dtype, shape, strides, int64_t offset):
+def as_strided_from(Storage storage not None, DType dtype not None, shape, strides, int64_t offset):
     """A tensor viewing `storage` with the given layout (elements); bounds-checked."""
     cdef int64_t sh[MAXD]
     cdef int64_t st[MAXD]
@@ -601,6 +602,7 @@ cdef int check_bounds(int64_t capacity, int ndim, const int64_t *shape,
     return 0
 
 
+@cython.binding(False)   # methods check that self is a tensor (Tensor.numel(3) raises)
 cdef class TensorBase:
     """The C half of ember.Tensor: layout, dtype, device and the arithmetic fast path.
     Users see ember.Tensor, which adds the Python-level methods."""
@@ -700,6 +702,9 @@ cdef class TensorBase:
     cdef bint contiguous_c(self):
         cdef int64_t expected = 1
         cdef int i
+        for i in range(self._ndim):
+            if self._shape[i] == 0:
+                return True      # no elements: any strides describe them (as NumPy, PyTorch)
         for i in range(self._ndim - 1, -1, -1):
             if self._shape[i] != 1 and self._strides[i] != expected:
                 return False
@@ -729,7 +734,7 @@ cdef class TensorBase:
         check_bounds(self._storage.nbytes // self._itemsize, n, sh, st, offset, "view")
         return view_of(self, n, sh, st, offset)
 
-    def _shares_storage(self, TensorBase other):
+    def _shares_storage(self, TensorBase other not None):
         return self._storage is other._storage
 
     # autograd fields ------------------------------------------------------------
@@ -800,7 +805,7 @@ cdef class TensorBase:
         return self.detach()
 
     @data.setter
-    def data(self, TensorBase other):
+    def data(self, TensorBase other not None):
         """Swap in another tensor's storage and layout (PyTorch's `p.data = t`)."""
         self._storage = other._storage
         self._dtype = other._dtype
@@ -1418,6 +1423,9 @@ cdef TensorBase cast_copy(TensorBase src, int dtype):
 
 cpdef TensorBase copy_into(TensorBase dst, TensorBase src):
     """dst[...] = src, broadcasting src and converting dtype; returns dst."""
+    if dst is None or src is None:
+        raise TypeError(f"copy_: expected tensors, got {'None' if src is None else src!r} "
+                        f"as the source" if src is None else "copy_: the destination is None")
     cdef int nd = dst._ndim, d, j
     if src._ndim > nd:
         raise ValueError(f"copy_: cannot copy a tensor of shape {tuple(src.shape)} into one "
@@ -1460,14 +1468,14 @@ cdef TensorBase _device_copy(TensorBase dst, TensorBase src):
     return dst
 
 
-def copy_(TensorBase dst, TensorBase src):
+def copy_(TensorBase dst not None, TensorBase src not None):
     """In-place copy with broadcasting and dtype conversion; bumps dst's version."""
     copy_into(dst, src)
     dst._storage.version += 1
     return dst
 
 
-def astype(TensorBase x, dtype, bint copy=True):
+def astype(TensorBase x not None, dtype, bint copy=True):
     """x converted to dtype (a new contiguous tensor; x itself if the dtype matches
     and copy is False)."""
     cdef int d = as_dtype_num(dtype, "to")
@@ -1476,11 +1484,11 @@ def astype(TensorBase x, dtype, bint copy=True):
     return cast_copy(x, d)
 
 
-def contiguous_copy(TensorBase x):
+def contiguous_copy(TensorBase x not None):
     return cast_copy(x, x._dtype)
 
 
-def fill_(TensorBase x, value):
+def fill_(TensorBase x not None, value):
     """Write one value into every element of x; bumps its version."""
     cdef ScalarSlot slot
     cdef char *ptrs[2]
@@ -1509,7 +1517,7 @@ def fill_(TensorBase x, value):
     return x
 
 
-def item(TensorBase x):
+def item(TensorBase x not None):
     """The one element of x as a Python number."""
     if x.numel_c() != 1:
         raise ValueError(f"item: a tensor with {x.numel_c()} elements cannot be converted "
@@ -1519,7 +1527,7 @@ def item(TensorBase x):
     return read_scalar(x.ptr(), x._dtype)
 
 
-def tolist(TensorBase x):
+def tolist(TensorBase x not None):
     """Nested Python lists of the elements (a scalar for a 0-d tensor)."""
     if x._storage.device.type_id != 0:
         x = backend_for(x._storage.device).to_cpu(x)
@@ -1537,7 +1545,7 @@ cdef list _tolist(char *p, TensorBase x, int d):
 
 # reductions ---------------------------------------------------------------------
 
-def reduce(str name, TensorBase x, dims, bint keepdim=False):
+def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     """Reduction row `name` over `dims` (a tuple of normalized dims, or None = all)."""
     cdef int r = RED_INDEX[name]
     cdef int nd = x._ndim, d, i
@@ -1618,7 +1626,7 @@ def elementwise_names():
     return list(OP_NAMES)
 
 
-def tensor_view_dict(TensorBase t):
+def tensor_view_dict(TensorBase t not None):
     """The C view of t as a dict (for tests of the C header's contract)."""
     cdef em_tensor_view v = tensor_view(t)
     return {"data": <uintptr_t>v.data, "offset": v.offset, "dtype": v.dtype,
@@ -1627,7 +1635,7 @@ def tensor_view_dict(TensorBase t):
             "strides": tuple([v.strides[i] for i in range(v.ndim)])}
 
 
-def _fill_from_bytes(TensorBase t, const unsigned char[::1] data):
+def _fill_from_bytes(TensorBase t not None, const unsigned char[::1] data):
     """Copy raw bytes into a new contiguous CPU tensor (creation from Python data)."""
     cdef Py_ssize_t n = t.numel_c() * t._itemsize
     if not t.contiguous_c() or t._storage.device.type_id != 0 or data.shape[0] != n:
