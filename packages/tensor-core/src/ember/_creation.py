@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import struct
 
 from ember._C import core as _core
@@ -19,12 +20,17 @@ _STRUCT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "
 
 def _shape_arg(size, op):
     """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)."""
-    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+    if len(size) == 1 and not isinstance(size[0], numbers.Integral) and not (
+            isinstance(size[0], _core.TensorBase) and size[0].ndim == 0):
         size = size[0]
     try:
-        return tuple(int(s) if not isinstance(s, _core.TensorBase) else int(s.item()) for s in size)
+        shape = tuple(operator.index(s) for s in size)
     except TypeError:
         raise TypeError(f"{op}: size must be ints or a sequence of ints, got {size!r}") from None
+    for s in shape:
+        if s < 0:
+            raise ValueError(f"{op}: negative dimension {s} in size {shape}")
+    return shape
 
 
 def _dtype_arg(dtype):
@@ -37,6 +43,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **_):
 
 
 def empty_strided(size, stride, *, dtype=None, device=None):
+    size = _shape_arg((size,), "empty_strided")
     span = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     base = _core.empty((span,), _dtype_arg(dtype), device)
     return base._view(tuple(size), tuple(stride), 0)
@@ -53,7 +60,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         else:
             dtype = _core.weak_result_type(fill_value)
     t = _core.empty(_shape_arg((size,), "full"), as_dtype(dtype), device)
-    t.fill_(fill_value)
+    try:
+        t.fill_(fill_value)
+    except (OverflowError, TypeError) as e:
+        raise type(e)(str(e).replace("fill_:", "full:", 1)) from None
     return t.requires_grad_() if requires_grad else t
 
 
@@ -67,7 +77,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **_):
     return t.requires_grad_() if requires_grad else t
 
 
-def _like(input, dtype, device):
+def _like(input, dtype, device, op="empty_like"):
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"{op}: expected a Tensor as input, got {type(input).__name__}")
     return (input.shape, input.dtype if dtype is None else as_dtype(dtype),
             input.device if device is None else device)
 
@@ -79,15 +91,18 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    _like(input, dtype, device, "zeros_like")
     return empty_like(input, dtype=dtype, device=device, requires_grad=False).fill_(0) \
         .requires_grad_(requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+    _like(input, dtype, device, "ones_like")
     return empty_like(input, dtype=dtype, device=device).fill_(1).requires_grad_(requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+    _like(input, dtype, device, "full_like")
     return empty_like(input, dtype=dtype, device=device).fill_(fill_value) \
         .requires_grad_(requires_grad)
 
@@ -127,6 +142,8 @@ def _is_numpy_scalar(x):
 
 
 def _infer_dtype(flat):
+    if not flat:
+        return _core.get_default_dtype()   # tensor([]) is float, as in PyTorch
     kind = 0
     for v in flat:
         if isinstance(v, bool):
@@ -249,7 +266,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end, both included."""
-    steps = int(steps)
+    try:
+        steps = operator.index(steps)
+    except TypeError:
+        raise TypeError(f"linspace: steps must be an int, got {steps!r}") from None
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _core.get_default_dtype() if dtype is None else as_dtype(dtype)
@@ -277,8 +297,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The n x m identity matrix."""
     m = n if m is None else m
-    if n < 0 or m < 0:
-        raise ValueError(f"eye: n and m must be non-negative, got {n}, {m}")
+    n, m = _shape_arg((n, m), "eye")
     t = _core.empty((n, m), _dtype_arg(dtype)).fill_(0)
     if n and m:
         t._view((min(n, m),), (m + 1,), 0).fill_(1)
@@ -326,10 +345,14 @@ def is_tensor(obj):
 
 
 def numel(input):
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
     return input.numel()
 
 
 def is_floating_point(input):
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"is_floating_point: expected a Tensor, got {type(input).__name__}")
     return input.is_floating_point()
 
 

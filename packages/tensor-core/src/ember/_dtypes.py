@@ -28,6 +28,9 @@ set_default_dtype = _core.set_default_dtype
 def as_dtype(d):
     """An ember dtype from an ember dtype, a name, a Python type or a NumPy dtype."""
     r = _core._resolve_dtype(d)
+    if r is None and isinstance(d, type) and d.__module__ == "numpy":
+        import numpy   # a NumPy scalar type (numpy.float32): numpy is already imported
+        r = _core._resolve_dtype(numpy.dtype(d))
     if r is None:
         raise TypeError(f"{d!r} is not a dtype ember supports "
                         f"({', '.join(x.name for x in ALL_DTYPES)})")

@@ -89,9 +89,20 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode == "floor":
         return _ew("floor_divide", input, other, out=out)
     if rounding_mode == "trunc":
-        q = _ew("div", input, other)
         dtype = _core.result_dtype("floor_divide", input, other)
-        r = trunc(q)
+        if dtype.kind == "float":
+            if dtype.name == "float16":   # one rounding, as in every float16 body
+                input, other = (x.float() if isinstance(x, _core.TensorBase) else x
+                                for x in (input, other))
+            r = trunc(_ew("div", input, other))
+        else:
+            # exact for all integers (a float quotient loses digits, and x / 0 is not
+            # 0): the floor quotient, plus one where the division is inexact and the
+            # signs differ
+            q = _ew("floor_divide", input, other)
+            inexact = _ew("ne", _ew("fmod", input, other), 0)
+            signs = _ew("ne", input < 0, other < 0)
+            r = _ew("add", q, _ew("logical_and", inexact, signs))
         return r.to(dtype) if out is None else out.copy_(r)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
 
@@ -151,6 +162,7 @@ for _name in ("add", "sub", "div", "pow"):
     METHODS[_name + "_"] = _inplace
 METHODS["subtract_"] = METHODS["sub_"]
 METHODS["divide_"] = METHODS["true_divide_"] = METHODS["div_"]
+METHODS["power_"] = METHODS["pow_"]
 
 
 @tensor_method
@@ -169,6 +181,9 @@ def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition holds, else of other; where(condition) alone
     is nonzero(condition, as_tuple=True)."""
     if input is None and other is None:
+        if not isinstance(condition, _core.TensorBase):
+            raise TypeError(f"where: expected a Tensor condition, got "
+                            f"{type(condition).__name__}")
         from ember._indexing import nonzero
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, _core.TensorBase) or condition.dtype.name != "bool":

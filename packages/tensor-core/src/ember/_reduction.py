@@ -9,6 +9,7 @@ from collections import namedtuple
 
 from ember._C import core as _core
 from ember._registry import tensor_method
+from ember._views import _require_tensor
 
 _reduce = _core.reduce
 _ew = _core.elementwise
@@ -282,3 +283,9 @@ def median(input, dim=None, keepdim=False):
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
     return values_indices(v, i)
+
+
+# The module-level functions check that their input is a Tensor (the methods don't
+# need to: their self is one).
+for _name in __all__:
+    globals()[_name] = _require_tensor(globals()[_name])

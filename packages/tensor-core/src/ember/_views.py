@@ -5,7 +5,9 @@ Every view is recorded for autograd under its own name with the arguments its
 derivative needs."""
 from __future__ import annotations
 
+import functools
 import numbers
+import operator
 
 from ember._C import core as _core
 from ember._registry import tensor_method
@@ -26,9 +28,24 @@ def _sizes(shape, op):
     if isinstance(shape, _core.TensorBase):
         shape = shape.tolist()
     try:
-        return [int(s) for s in shape]
+        return [operator.index(s) for s in shape]   # 2.5 is an error, not 2
     except TypeError:
         raise TypeError(f"{op}: shape must be ints, got {shape!r}") from None
+
+
+def _other(other, op):
+    """other's tensor-ness checked for the *_as methods (a TypeError naming op)."""
+    if not isinstance(other, _core.TensorBase):
+        raise TypeError(f"{op}: expected a Tensor as other, got {type(other).__name__}")
+    return other
+
+
+def _int(value, what, op):
+    """value as an int (anything with __index__); a TypeError naming op otherwise."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int, got {value!r}") from None
 
 
 def _infer(shape, numel, op, original):
@@ -131,9 +148,9 @@ def ravel(input):
 
 @tensor_method
 def flatten(input, start_dim=0, end_dim=-1):
+    s, e = _norm(start_dim, input.ndim, "flatten"), _norm(end_dim, input.ndim, "flatten")
     if input.ndim == 0:
         return reshape(input, 1)
-    s, e = _norm(start_dim, input.ndim, "flatten"), _norm(end_dim, input.ndim, "flatten")
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     shape = list(input.shape)
@@ -147,7 +164,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     d = _norm(dim, input.ndim, "unflatten")
     shape = list(input.shape)
-    sizes = _infer(list(sizes), shape[d], "unflatten", input.shape)
+    sizes = _infer(_sizes((sizes,), "unflatten"), shape[d], "unflatten", input.shape)
     return view(input, shape[:d] + list(sizes) + shape[d + 1:]) if input.is_contiguous() else \
         reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
 
@@ -211,8 +228,12 @@ def _mT(self):
 @tensor_method(names=("movedim", "moveaxis"))
 def movedim(input, source, destination):
     n = input.ndim
-    src = [source] if isinstance(source, numbers.Integral) else list(source)
-    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+
+    def dims(x):
+        if isinstance(x, (tuple, list)):
+            return [_int(d, "dims", "movedim") for d in x]
+        return [_int(x, "source and destination", "movedim")]
+    src, dst = dims(source), dims(destination)
     if len(src) != len(dst):
         raise ValueError(f"movedim: source {source} and destination {destination} differ "
                          f"in length")
@@ -282,7 +303,7 @@ def expand(input, *sizes):
 
 @tensor_method
 def expand_as(input, other):
-    return expand(input, other.shape)
+    return expand(input, _other(other, "expand_as").shape)
 
 
 @tensor_method
@@ -336,7 +357,8 @@ def narrow(input, dim, start, length):
     """Elements start .. start+length-1 along dim, as a view."""
     d = _norm(dim, input.ndim, "narrow")
     storage, dtype, shape, strides, offset = input._layout()
-    start = int(start)
+    start = _int(start, "start", "narrow")
+    length = _int(length, "length", "narrow")
     if start < 0:
         start += shape[d]
     if start < 0 or length < 0 or start + length > shape[d]:
@@ -355,6 +377,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if n < 2:
         raise ValueError(f"diagonal: needs at least 2 dims, got shape {tuple(input.shape)}")
     a, b = _norm(dim1, n, "diagonal"), _norm(dim2, n, "diagonal")
+    offset = _int(offset, "offset", "diagonal")
     if a == b:
         raise ValueError(f"diagonal: dim1 and dim2 are both {a}")
     storage, dtype, shape, strides, off = input._layout()
@@ -375,6 +398,7 @@ def unfold(input, dimension, size, step):
     """All windows of `size` elements along `dimension`, `step` apart, as a view with
     a new last dim of length size."""
     d = _norm(dimension, input.ndim, "unfold")
+    size, step = _int(size, "size", "unfold"), _int(step, "step", "unfold")
     storage, dtype, shape, strides, off = input._layout()
     n = shape[d] if shape else 1
     if size < 0 or size > n:
@@ -488,17 +512,17 @@ def astype(input, dtype, /, *, copy=True):
 
 @tensor_method
 def type_as(input, other):
-    return to(input, other.dtype)
+    return to(input, _other(other, "type_as").dtype)
 
 
 @tensor_method
 def view_as(input, other):
-    return view(input, other.shape)
+    return view(input, _other(other, "view_as").shape)
 
 
 @tensor_method
 def reshape_as(input, other):
-    return reshape(input, other.shape)
+    return reshape(input, _other(other, "reshape_as").shape)
 
 
 def atleast_1d(*tensors):
@@ -527,3 +551,22 @@ def _install_properties(cls):
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")
     cls.H = cls.T
     cls.mH = cls.mT
+
+
+def _require_tensor(fn):
+    """The module-level function fn, checking that its input is a Tensor (a clear
+    TypeError naming the op instead of an AttributeError from deep inside). The
+    Tensor methods are registered unwrapped: their self is always a Tensor."""
+    @functools.wraps(fn)
+    def checked(input, *args, **kwargs):
+        if not isinstance(input, _core.TensorBase):
+            raise TypeError(f"{fn.__name__}: expected a Tensor as input, got "
+                            f"{type(input).__name__} {input!r:.60}")
+        return fn(input, *args, **kwargs)
+    return checked
+
+
+for _name in __all__:
+    if _name not in ("broadcast_shapes", "broadcast_tensors", "atleast_1d", "atleast_2d",
+                     "atleast_3d"):
+        globals()[_name] = _require_tensor(globals()[_name])

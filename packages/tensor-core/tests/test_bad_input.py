@@ -1,0 +1,587 @@
+"""Bad input: every mistake is a clear Python exception (IndexError, ValueError,
+TypeError, RuntimeError or OverflowError) whose message names the op and the
+offending values; nothing crashes the interpreter.
+
+The targeted tests draw invalid shapes, dims, sizes, dtypes and values with
+Hypothesis; ``test_fuzz_never_crashes_the_interpreter`` throws random garbage at the
+whole API in a subprocess, so a segfault is a test failure instead of a dead run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import ember as em
+from ember.ops import table
+from ember_testing import (DTYPES, INT_DTYPES, fewer_examples, other_devices,
+                           row_input_dtypes, shapes)
+
+ERRORS = (IndexError, ValueError, TypeError, RuntimeError, OverflowError)
+
+
+def _mentions(message, *values):
+    """Whether message names every value (shapes as tuples, dims as ints, dtypes by
+    name)."""
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            text = str(tuple(v))
+        elif isinstance(v, em.dtype):
+            text = v.name
+        else:
+            text = str(v)
+        if text not in message:
+            return False
+    return True
+
+
+def raises_naming(exc, op, *values):
+    """pytest.raises(exc) that also checks the message names `op` and `values`."""
+    class _Check:
+        def __enter__(self):
+            self.ctx = pytest.raises(exc)
+            self.info = self.ctx.__enter__()
+            return self.info
+
+        def __exit__(self, *a):
+            r = self.ctx.__exit__(*a)
+            msg = str(self.info.value)
+            assert re.search(rf"\b{re.escape(op)}", msg), f"message does not name {op!r}: {msg!r}"
+            assert _mentions(msg, *values), f"message does not name {values}: {msg!r}"
+            return r
+    return _Check()
+
+
+def _broadcastable(*shapes_):
+    try:
+        np.broadcast_shapes(*shapes_)
+        return True
+    except ValueError:
+        return False
+
+
+BINARY = [row for row in table.ELEMENTWISE if row.arity == 2]
+TERNARY = [row for row in table.ELEMENTWISE if row.arity == 3]
+
+
+# ----------------------------------------------------------------------------- shapes
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(1))
+def test_non_broadcastable_shapes(data, device):
+    row = data.draw(st.sampled_from(BINARY + TERNARY))
+    n = row.arity
+    shp = [data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=5)) for _ in range(n)]
+    assume(not _broadcastable(*shp))
+    d = data.draw(st.sampled_from(row_input_dtypes(row)))
+    args = [em.zeros(s, dtype=em.bool if (row.name == "where" and k == 0) else d, device=device)
+            for k, s in enumerate(shp)]
+    with raises_naming(ValueError, row.name, *shp):
+        getattr(em, row.name)(*args)
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_out_with_the_wrong_shape(data, device):
+    row = data.draw(st.sampled_from(BINARY))
+    a = data.draw(shapes(max_dims=3, max_side=3))
+    b = data.draw(shapes(max_dims=3, max_side=3))
+    assume(_broadcastable(a, b))
+    result = np.broadcast_shapes(a, b)
+    wrong = data.draw(shapes(max_dims=3, max_side=3))
+    assume(tuple(wrong) != tuple(result))
+    d = data.draw(st.sampled_from(row_input_dtypes(row)))
+    out = em.zeros(wrong, dtype=em.bool if row.out == "bool" else d, device=device)
+    x, y = em.zeros(a, dtype=d, device=device), em.zeros(b, dtype=d, device=device)
+    with raises_naming(ValueError, row.name, tuple(result), tuple(wrong)):
+        getattr(em, row.name)(x, y, out=out)
+    if row.inplace and tuple(a) != tuple(result):
+        # in place: the result must fit the tensor itself
+        with raises_naming(ValueError, row.name):
+            getattr(x, row.name + "_")(y)
+
+
+@given(shape=shapes(min_dims=2, max_dims=4, min_side=2, max_side=4), data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_view_on_non_contiguous_raises(shape, data, device):
+    x = em.zeros(shape, device=device).transpose(0, -1)
+    with raises_naming(RuntimeError, "view", (int(np.prod(shape)),)):
+        x.view(-1)
+    assert x.reshape(-1).shape == (int(np.prod(shape)),)
+
+
+@given(shape=shapes(max_dims=3), new=shapes(max_dims=3))
+@settings(max_examples=fewer_examples(2))
+def test_reshape_to_a_different_number_of_elements(shape, new, device):
+    assume(int(np.prod(shape)) != int(np.prod(new)))
+    x = em.zeros(shape, device=device)
+    for op in ("reshape", "view"):
+        with raises_naming(ValueError, op, tuple(new), int(np.prod(shape))):
+            getattr(x, op)(*new) if new else getattr(x, op)(())
+
+
+@given(shape=shapes(max_dims=3), target=shapes(max_dims=4))
+@settings(max_examples=fewer_examples(2))
+def test_expand_to_an_incompatible_shape(shape, target, device):
+    ok = len(target) >= len(shape) and all(
+        s == t or s == 1 for s, t in zip(shape[::-1], target[::-1]))
+    assume(not ok)
+    with raises_naming(ValueError, "expand", tuple(target)):
+        em.zeros(shape, device=device).expand(*target) if target else \
+            em.zeros(shape, device=device).expand(())
+
+
+def test_negative_and_huge_sizes(device):
+    for fn in ("zeros", "ones", "empty"):
+        with raises_naming(ValueError, fn, -1):
+            getattr(em, fn)(2, -1, device=device)
+    with raises_naming(ValueError, "full", -3):
+        em.full((-3,), 1.0)
+    with raises_naming(ValueError, "reshape", -2):
+        em.zeros(6).reshape(-2, 3)
+    with raises_naming(ValueError, "reshape"):
+        em.zeros(6).reshape(-1, -1)
+    with raises_naming(ValueError, "empty", 17):
+        em.empty([1] * 17)
+
+
+def _run_isolated(code, device):
+    """Run `code` in a fresh interpreter (ember imported as em, x = ones(2)); returns
+    the CompletedProcess, so a segfault fails one test instead of the whole run."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    prog = f"import ember as em\nx = em.ones(2, device={str(device)!r})\n" + code
+    return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def _how(proc):
+    if proc.returncode < 0:
+        return f"the interpreter died (signal {-proc.returncode})"
+    return f"exited with status {proc.returncode} (an exception of another type)"
+
+
+HUGE = ["em.empty(2 ** 40, 2 ** 40).T.contiguous()", "em.zeros(2 ** 32, 2 ** 32)",
+        "em.empty((2 ** 62, 4)).fill_(1)", "em.eye(2 ** 62)", "em.ones(3, 2 ** 62).sum(0)",
+        "em.full((2 ** 31, 2 ** 31, 4), 1.0)"]
+
+
+@pytest.mark.parametrize("code", HUGE)
+def test_huge_shapes_are_rejected(code, device):
+    """Sizes whose element count overflows int64 are a ValueError (or MemoryError),
+    never a 0-byte tensor that crashes when touched."""
+    r = _run_isolated("try:\n    " + code + "\nexcept (ValueError, MemoryError) as e:\n"
+                      "    print(type(e).__name__, e)\n", device)
+    assert r.returncode == 0, f"{code}: {_how(r)}\n{r.stderr[-1500:]}"
+    assert r.stdout.startswith(("ValueError", "MemoryError")), f"{code}: no error ({r.stdout!r})"
+
+
+# ----------------------------------------------------------------------------- dims
+
+DIM_OPS = {
+    # name: (call, valid dims for a tensor of n dims)
+    "sum": (lambda x, d: em.sum(x, d), lambda n: n),
+    "prod": (lambda x, d: em.prod(x, d), lambda n: n),
+    "amax": (lambda x, d: em.amax(x, d), lambda n: n),
+    "amin": (lambda x, d: em.amin(x, d), lambda n: n),
+    "all": (lambda x, d: em.all(x, d), lambda n: n),
+    "any": (lambda x, d: em.any(x, d), lambda n: n),
+    "mean": (lambda x, d: em.mean(x, d), lambda n: n),
+    "var": (lambda x, d: em.var(x, d), lambda n: n),
+    "std": (lambda x, d: em.std(x, d), lambda n: n),
+    "argmax": (lambda x, d: em.argmax(x, d), lambda n: n),
+    "argmin": (lambda x, d: em.argmin(x, d), lambda n: n),
+    "max": (lambda x, d: em.max(x, d), lambda n: n),
+    "min": (lambda x, d: em.min(x, d), lambda n: n),
+    "logsumexp": (lambda x, d: em.logsumexp(x, d), lambda n: n),
+    "norm": (lambda x, d: em.norm(x, 2, d), lambda n: n),
+    "count_nonzero": (lambda x, d: em.count_nonzero(x, d), lambda n: n),
+    "transpose": (lambda x, d: x.transpose(0 if x.ndim else d, d), lambda n: n),
+    "squeeze": (lambda x, d: x.squeeze(d), lambda n: n),
+    "unsqueeze": (lambda x, d: x.unsqueeze(d), lambda n: n + 1),
+    "narrow": (lambda x, d: x.narrow(d, 0, 0), lambda n: n),
+    "unfold": (lambda x, d: x.unfold(d, 0, 1), lambda n: n),
+    "movedim": (lambda x, d: x.movedim(d, 0), lambda n: n),
+    "flatten": (lambda x, d: x.flatten(d), lambda n: n),
+    "size": (lambda x, d: x.size(d), lambda n: n),
+    "stride": (lambda x, d: x.stride(d), lambda n: n),
+    "diagonal": (lambda x, d: x.diagonal(0, d, 0 if d != 0 else 1), lambda n: n),
+}
+
+
+@pytest.mark.parametrize("op", sorted(DIM_OPS))
+@given(shape=shapes(max_dims=3, min_side=1), data=st.data())
+@settings(max_examples=fewer_examples(8))
+def test_out_of_range_dims(op, shape, data, device):
+    call, valid = DIM_OPS[op]
+    if op == "diagonal" and len(shape) < 2:
+        shape = (2, 2)
+    n = max(valid(len(shape)), 1)
+    dim = data.draw(st.one_of(st.integers(n, n + 5), st.integers(-n - 5, -n - 1)))
+    x = em.ones(shape, device=device)
+    with raises_naming(IndexError, op, dim):
+        call(x, dim)
+    with raises_naming(TypeError, op, 1.5):
+        call(x, 1.5)
+
+
+def test_repeated_dims(device):
+    x = em.ones(2, 3, device=device)
+    with raises_naming(ValueError, "sum", (0, 0)):
+        x.sum((0, -2))
+    with raises_naming(ValueError, "permute"):
+        x.permute(1, 1)
+    with raises_naming(ValueError, "permute", 1, 2):
+        x.permute(0)
+    with raises_naming(ValueError, "diagonal", 1):
+        x.diagonal(0, 1, -1)
+    with raises_naming(ValueError, "movedim"):
+        x.movedim((0, 0), (0, 1))
+
+
+# ----------------------------------------------------------------------------- index values
+
+@given(size=st.integers(0, 5), start=st.integers(-10, 10), length=st.integers(-3, 10))
+@settings(max_examples=fewer_examples(1))
+def test_narrow_out_of_range(size, start, length, device):
+    s0 = start + size if start < 0 else start
+    assume(s0 < 0 or length < 0 or s0 + length > size)
+    with raises_naming(IndexError, "narrow", length):
+        em.zeros(size, device=device).narrow(0, start, length)
+
+
+@given(size=st.integers(0, 5), window=st.integers(-2, 8), step=st.integers(-2, 3))
+@settings(max_examples=fewer_examples(1))
+def test_unfold_out_of_range(size, window, step, device):
+    assume(window < 0 or window > size or step <= 0)
+    with raises_naming(ValueError, "unfold", window if (window < 0 or window > size) else step):
+        em.zeros(size, device=device).unfold(0, window, step)
+
+
+@pytest.mark.parametrize("call,op,value", [
+    (lambda x: x.narrow(0, 0.5, 1), "narrow", 0.5),
+    (lambda x: x.narrow(0, 0, 1.5), "narrow", 1.5),
+    (lambda x: x.reshape(2.5, 2), "reshape", 2.5),
+    (lambda x: x.view(3.0, 2), "view", 3.0),
+    (lambda x: x.expand(2.5, 3), "expand", 2.5),
+    (lambda x: x.unfold(0, 1.5, 1), "unfold", 1.5),
+    (lambda x: x.diagonal(0.5), "diagonal", 0.5),
+    (lambda x: x.movedim(0.0, 1), "movedim", 0.0),
+    (lambda x: x.unflatten(1, (1.5, 2)), "unflatten", 1.5),
+    (lambda x: em.zeros(2.5), "zeros", 2.5),
+    (lambda x: em.ones((2, 1.5)), "ones", 1.5),
+    (lambda x: em.full((2.0,), 1), "full", 2.0),
+    (lambda x: em.empty(1.5), "empty", 1.5),
+    (lambda x: em.eye(2.5), "eye", 2.5),
+    (lambda x: em.linspace(0, 1, 2.5), "linspace", 2.5),
+    (lambda x: x.sum(0.0), "sum", 0.0),
+    (lambda x: x.transpose(0, 1.0), "transpose", 1.0),
+    (lambda x: x.size(1.5), "size", 1.5),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_float_where_int_is_required(call, op, value, device):
+    x = em.zeros(2, 3, device=device)
+    with raises_naming(TypeError, op, value):
+        call(x)
+
+
+def test_item_bool_len_index(device):
+    x = em.ones(2, 3, device=device)
+    with raises_naming(ValueError, "item", 6):
+        x.item()
+    with raises_naming(RuntimeError, "bool", 6):
+        bool(x)
+    with pytest.raises(TypeError, match="len"):
+        len(em.tensor(1.0))
+    with pytest.raises(TypeError, match="integer"):
+        [1, 2][em.tensor(1.0)]
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+def _unsupported():
+    for row in table.ELEMENTWISE:
+        if row.promote == "float" or row.name == "where":
+            continue
+        for d in DTYPES:
+            if d.kind not in row.body:
+                yield pytest.param(row, d, id=f"{row.name}-{d.name}")
+
+
+@pytest.mark.parametrize("row,dtype", list(_unsupported()))
+def test_unsupported_dtype(row, dtype, device):
+    """sub / neg on bool, bitwise ops on floats, fmax on ints, ... name op and dtype."""
+    args = [em.ones(2, dtype=dtype, device=device) for _ in range(row.arity)]
+    with raises_naming(TypeError, row.name, dtype):
+        getattr(em, row.name)(*args)
+
+
+def test_unsupported_reduction_dtype(device):
+    """A reduction row run on a kind it has no loop for (none today) names op and dtype."""
+    for row in table.REDUCTIONS:
+        for d in DTYPES:
+            if d.kind not in row.kinds:
+                with raises_naming(TypeError, row.name, d):
+                    getattr(em, row.name)(em.ones(2, dtype=d, device=device))
+
+
+def test_result_of_a_higher_kind_into_an_integer_output(device):
+    x = em.ones(3, dtype=em.int32, device=device)
+    with raises_naming(TypeError, "add", em.float32, em.int32):
+        x.add_(1.5)
+    with raises_naming(TypeError, "div", em.int32):
+        x /= 2
+    with raises_naming(TypeError, "sqrt", em.int32):
+        em.sqrt(x, out=x)
+    with raises_naming(TypeError, "mean", em.int32):
+        x.mean()
+
+
+@pytest.mark.parametrize("bad", ["complex64", "float128", object(), 3, "int"])
+def test_unknown_dtypes(bad):
+    if bad == "int":   # PyTorch's spelling of int32: valid
+        assert em.zeros(1, dtype=bad).dtype is em.int32
+        return
+    with pytest.raises(TypeError, match="dtype"):
+        em.zeros(2, dtype=bad)
+    with pytest.raises((TypeError, ValueError)):
+        em.ones(2).to(bad)
+
+
+def test_non_numbers(device):
+    x = em.ones(2, device=device)
+    with pytest.raises(TypeError, match="str"):
+        em.tensor("abc")
+    with raises_naming(TypeError, "tensor", "object"):
+        em.tensor([1, object()])
+    with raises_naming(TypeError, "tensor", "dict"):
+        em.tensor({1: 2})
+    for bad in ("a", None, [1, "a"], {1: 2}, object()):
+        with pytest.raises(TypeError):
+            x + bad
+    with raises_naming(TypeError, "fill_", "'a'"):
+        x.fill_("a")
+    with raises_naming(TypeError, "add"):
+        em.add(x, "a")
+    with raises_naming(TypeError, "add"):
+        em.add(1, 2)
+
+
+_NONE_CALLS = {
+    "copy_": "x.copy_(None)",
+    "data": "x.data = None",
+    "add": "x + None",
+    "clone": "em.clone(None)",
+    "sum": "em.sum(None)",
+    "reshape": "em.reshape(None, 2)",
+    "view_as": "x.view_as(None)",
+    "zeros_like": "em.zeros_like(None)",
+    "where": "em.where(x > 0, None, x)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NONE_CALLS))
+def test_none_where_a_tensor_belongs(name, device):
+    """A TypeError, never a crash: run in a subprocess, so a segfault fails one test."""
+    proc = _run_isolated(f"try:\n    {_NONE_CALLS[name]}\nexcept TypeError as e:\n"
+                         f"    print('TypeError', e)\n", device)
+    assert proc.returncode == 0, f"{_NONE_CALLS[name]}: {_how(proc)}\n{proc.stderr[-1500:]}"
+    assert proc.stdout.startswith("TypeError"), f"{_NONE_CALLS[name]}: {proc.stdout!r}"
+
+
+# ----------------------------------------------------------------------------- values
+
+@st.composite
+def ragged(draw):
+    """A nested list with at least one inconsistency in its lengths or depths."""
+    depth = draw(st.integers(2, 3))
+
+    def build(level):
+        n = draw(st.integers(1, 3))
+        if level == depth:
+            return [draw(st.integers(-5, 5)) for _ in range(n)]
+        return [build(level + 1) for _ in range(n)]
+
+    data = build(1)
+    # break it: change one sublist's length, or put a scalar where a list belongs
+    path = data
+    while isinstance(path[0], list) and draw(st.booleans()):
+        path = path[0]
+    if isinstance(path[0], list):
+        if draw(st.booleans()):
+            path[0] = path[0] + [0]
+        else:
+            path[0] = 7
+    else:
+        path.append([1, 2])
+    return data
+
+
+@given(data=ragged())
+@settings(max_examples=fewer_examples(1))
+def test_ragged_nested_lists(data):
+    try:
+        np.array(data, dtype=np.int64)
+        assume(False)   # NumPy found it regular after all
+    except ValueError:
+        pass
+    with raises_naming(ValueError, "tensor", "ragged"):
+        em.tensor(data)
+
+
+@given(dtype=st.sampled_from(INT_DTYPES + (em.bool,)), data=st.data())
+@settings(max_examples=fewer_examples(1))
+def test_python_int_overflow_into_small_dtypes(dtype, data, device):
+    if dtype.kind == "bool":
+        dtype = em.uint8
+    info = np.iinfo(dtype.name)
+    v = data.draw(st.one_of(st.integers(int(info.max) + 1, int(info.max) + 2 ** 70),
+                            st.integers(int(info.min) - 2 ** 70, int(info.min) - 1)))
+    x = em.zeros(3, dtype=dtype, device=device)
+    op, call = data.draw(st.sampled_from([
+        ("add", lambda: x + v), ("add", lambda: v + x), ("mul", lambda: x * v),
+        ("sub", lambda: v - x), ("eq", lambda: x == v), ("maximum", lambda: em.maximum(x, v)),
+        ("add", lambda: x.add_(v)), ("fill_", lambda: x.fill_(v)),
+        ("tensor", lambda: em.tensor([1, v], dtype=dtype)),
+        ("full", lambda: em.full((2,), v, dtype=dtype)),
+        ("where", lambda: em.where(x > 0, x, v)),
+        ("clamp", lambda: x.clamp(0, v)),
+    ]))
+    with raises_naming(OverflowError, op, v, dtype):
+        call()
+
+
+def test_mixing_devices(device):
+    others = other_devices(device)
+    if not others:
+        pytest.skip("only one device is usable here")
+    other = others[0]
+    a, b = em.ones(2, device=device), em.ones(2, device=other)
+    with raises_naming(RuntimeError, "add", str(device), str(other)):
+        a + b
+    with raises_naming(RuntimeError, "add"):
+        em.add(a, a, out=b)
+
+
+def test_unavailable_devices_are_clear_errors():
+    usable = {d.type for d in other_devices(em.device("cpu"))}
+    for name in ("cuda", "opencl"):
+        if name in usable:
+            continue
+        with pytest.raises((RuntimeError, NotImplementedError), match=name):
+            em.ones(2, device=name)
+    with raises_naming(ValueError, "device", "'tpu'"):
+        em.ones(2, device="tpu")
+    with raises_naming(TypeError, "device", 0):
+        em.ones(2, device=0)
+
+
+# ----------------------------------------------------------------------------- the fuzzer
+
+FUZZ = textwrap.dedent(r'''
+    import random, sys, os, math
+    import ember as em
+    from ember.ops import table
+
+    ALLOWED = (IndexError, ValueError, TypeError, RuntimeError, OverflowError,
+               NotImplementedError, MemoryError)
+    dev = os.environ.get("EMBER_TEST_DEVICE", "cpu")
+    rng = random.Random(int(sys.argv[1]))
+    N = int(sys.argv[2])
+    log = open(sys.argv[3], "w", buffering=1)
+
+    INTS = [-3, -2, -1, 0, 1, 2, 3, 5, 2 ** 31, 2 ** 40, 2 ** 62, 2 ** 63, 2 ** 64, -2 ** 63 - 1]
+    OTHER = [0.5, -1.5, math.nan, math.inf, None, "a", True, (), (2, 3), (2, -1), [1, [2]],
+             [[1, 2], [3]], [2 ** 70], (2 ** 40, 2 ** 40), (2 ** 32, 2 ** 32), (3, 0),
+             em.float16, em.int8, em.bool, "float32", slice(1, 2), Ellipsis, object()]
+    pool = []
+    DTYPES = [em.bool, em.uint8, em.int8, em.int32, em.int64, em.float16, em.float32,
+              em.float64]
+
+    def tensor():
+        shape = tuple(rng.choice([0, 1, 2, 3]) for _ in range(rng.randint(0, 3)))
+        t = em.ones(shape, dtype=rng.choice(DTYPES), device=dev)
+        k = rng.random()
+        if k < 0.2 and t.ndim >= 2:
+            t = t.T
+        elif k < 0.3 and t.ndim >= 1 and t.shape[0] == 1:
+            t = t.expand(4, *t.shape[1:])
+        return t
+
+    def value():
+        k = rng.random()
+        if k < 0.35:
+            return rng.choice(pool) if pool and rng.random() < 0.5 else tensor()
+        if k < 0.7:
+            return rng.choice(INTS)
+        return rng.choice(OTHER)
+
+    names = sorted({r.name for r in table.ELEMENTWISE} | {r.name for r in table.REDUCTIONS} |
+                   {"mean", "var", "std", "argmax", "argmin", "max", "min", "logsumexp",
+                    "norm", "count_nonzero", "reshape", "view", "permute", "transpose",
+                    "expand", "squeeze", "unsqueeze", "narrow", "diagonal", "flatten",
+                    "unflatten", "movedim", "broadcast_to", "clone", "contiguous",
+                    "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+                    "tensor", "as_tensor", "asarray", "zeros_like", "full_like",
+                    "as_strided", "unfold", "t", "T", "mT", "to", "fill_", "copy_",
+                    "add_", "mul_", "clamp_", "item", "tolist", "numel", "stride"})
+    unexpected = []
+    for i in range(N):
+        name = rng.choice(names)
+        args = [value() for _ in range(rng.randint(0, 4))]
+        is_method = hasattr(em.Tensor, name)
+        use_method = bool(args) and isinstance(args[0], em.Tensor) and is_method and (
+            rng.random() < 0.5 or not hasattr(em, name))
+        if not use_method and not hasattr(em, name):
+            continue   # a method only: needs a tensor to call it on
+        shown = [type(a).__name__ + (str(tuple(a.shape)) if isinstance(a, em.Tensor)
+                                     else repr(a)[:40]) for a in args]
+        desc = f"{i}: {'method ' if use_method else ''}{name} {shown}"
+        log.write(desc + "\n")
+        try:
+            if use_method:
+                fn = getattr(args[0], name)
+                r = fn(*args[1:]) if callable(fn) else fn
+            else:
+                r = getattr(em, name)(*args)
+            if isinstance(r, em.Tensor):
+                # touch the result: reads every element of small ones
+                if r.numel() <= 64:
+                    r.tolist()
+                if len(pool) < 32:
+                    pool.append(r)
+                else:
+                    pool[rng.randrange(32)] = r
+        except ALLOWED:
+            pass
+        except Exception as e:   # noqa: BLE001 - anything else is a finding
+            unexpected.append(f"{desc} -> {type(e).__name__}: {e}")
+    for u in unexpected[:20]:
+        print("UNEXPECTED", u)
+    print("DONE", N, len(unexpected))
+''')
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fuzz_never_crashes_the_interpreter(seed, tmp_path, device):
+    """Random calls with random garbage (bad shapes, huge sizes, NaN, None, strings,
+    wrong dtypes, results of earlier calls) in a fresh interpreter: every failure is
+    one of the documented exceptions, and the process survives."""
+    script = tmp_path / "fuzz.py"
+    script.write_text(FUZZ)
+    log = tmp_path / "calls.log"
+    env = dict(os.environ, EMBER_TEST_DEVICE=str(device))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    proc = subprocess.run([sys.executable, str(script), str(seed), "1500", str(log)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    last = log.read_text().splitlines()[-1:] if log.exists() else ["(no call logged)"]
+    assert proc.returncode == 0, (
+        f"the interpreter died (exit {proc.returncode}) at call {last}\n{proc.stderr[-2000:]}")
+    found = [line for line in proc.stdout.splitlines() if line.startswith("UNEXPECTED")]
+    assert not found, "unexpected exception types:\n" + "\n".join(found)
+    assert "DONE" in proc.stdout

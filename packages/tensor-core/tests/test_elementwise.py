@@ -1,0 +1,492 @@
+"""Every elementwise row of the op table (ember/ops/table.py) against NumPy.
+
+The tests enumerate ``table.ELEMENTWISE``: a new row is tested without new test
+code. A row's oracle is the NumPy function its ``numpy`` field names; the few rows
+without one (``numpy=None``) have an entry in ``REFERENCE`` below, and
+``test_every_row_has_an_oracle`` fails for a row that has neither. Inputs are drawn
+from the row's ``domain`` over random shapes (0-d, empty, broadcasting), layouts
+(contiguous, transposed, step-sliced, expanded with zero strides, offset) and every
+dtype the row supports; the result's dtype is checked against ember's promotion
+rules as written out in conftest (``expected_promote`` / ``expected_weak``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember as em
+from ember.ops import table
+from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, TOLERANCES, arrays, assert_close,
+                           broadcastable_shapes, elements, fewer_examples, layouts, np_dtype,
+                           realize, row_compute_dtype, row_input_dtypes, row_out_dtype,
+                           row_supports, to_numpy)
+
+# ----------------------------------------------------------------------------- oracles
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+# Rows whose `numpy` is None: the reference, given the operands already converted to
+# the compute dtype.
+REFERENCE = {
+    "rsqrt": lambda a: 1 / np.sqrt(a),
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "erf": lambda a: _erf(a.astype(np.float64)),
+    "erfc": lambda a: _erfc(a.astype(np.float64)),
+    # PyTorch's and NumPy's clamp: max(min_, ...) then min(max_, ...), so min > max
+    # gives max, and NaN anywhere propagates
+    "clamp": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),
+    "lerp": lambda a, b, w: a + w * (b - a),
+}
+
+BY_NAME = {row.name: row for row in table.ELEMENTWISE}
+ROWS = [pytest.param(row, id=row.name) for row in table.ELEMENTWISE]
+BINARY = [pytest.param(row, id=row.name) for row in table.ELEMENTWISE
+          if row.arity == 2]
+INPLACE = [pytest.param(row, id=row.name) for row in table.ELEMENTWISE if row.inplace]
+
+# Python operators that map onto a row (x op y, and x op= y for the in-place form).
+OPERATORS = {
+    "add": (operator.add, operator.iadd), "sub": (operator.sub, operator.isub),
+    "mul": (operator.mul, operator.imul), "div": (operator.truediv, operator.itruediv),
+    "floor_divide": (operator.floordiv, operator.ifloordiv),
+    "remainder": (operator.mod, operator.imod), "pow": (operator.pow, operator.ipow),
+    "bitwise_and": (operator.and_, operator.iand), "bitwise_or": (operator.or_, operator.ior),
+    "bitwise_xor": (operator.xor, operator.ixor),
+    "bitwise_left_shift": (operator.lshift, operator.ilshift),
+    "bitwise_right_shift": (operator.rshift, operator.irshift),
+    "eq": (operator.eq, None), "ne": (operator.ne, None), "lt": (operator.lt, None),
+    "le": (operator.le, None), "gt": (operator.gt, None), "ge": (operator.ge, None),
+}
+UNARY_OPERATORS = {"neg": operator.neg, "abs": abs, "bitwise_not": operator.invert,
+                   "positive": operator.pos}
+
+
+def oracle(row, operands, compute):
+    """NumPy's answer for `row` on numpy operands (arrays or 0-d arrays), computed in
+    the compute dtype (float16 in float32, as ember does) and returned in the row's
+    output dtype."""
+    out = row_out_dtype(row, compute)
+    work = np.float32 if compute.name == "float16" else np_dtype(compute)
+    fn = REFERENCE[row.name] if row.numpy is None else getattr(np, row.numpy)
+    with np.errstate(all="ignore"):
+        args = []
+        for k, a in enumerate(operands):
+            a = np.asarray(a)
+            if row.name == "where" and k == 0:
+                args.append(a.astype(bool))
+            else:
+                args.append(a.astype(np_dtype(compute)).astype(work))
+        try:
+            r = fn(*args)
+        except TypeError:
+            # NumPy has no bool loop for a few rows (sign, positive): compute in int8
+            if compute.kind != "bool":
+                raise
+            r = fn(*[x.astype(np.int8) for x in args])
+        r = np.asarray(r)
+        if compute.kind != "float" and r.dtype.kind == "f" and out.kind != "bool":
+            # NumPy answers in float where ember stays integral (e.g. round of bools)
+            r = np.rint(r)
+        return r.astype(np_dtype(out))
+
+
+def call(row, name, args, method=False):
+    if method:
+        return getattr(args[0], name)(*args[1:])
+    return getattr(em, name)(*args)
+
+
+def operand_domain(row, k):
+    """The domain of operand k: "nonzero" and "shift" constrain the divisor / the
+    shift count only; the other domains hold for every operand."""
+    if row.domain in ("nonzero", "shift") and row.arity >= 2:
+        return row.domain if k == 1 else "all"
+    return row.domain
+
+
+@st.composite
+def row_operands(draw, row, device, inplace=False):
+    """(ember operands, numpy operands, compute dtype, result shape) for a row."""
+    bs = draw(broadcastable_shapes(row.arity))
+    in_shapes = list(bs.input_shapes)
+    if inplace:          # operand 0 has the result's shape
+        in_shapes[0] = bs.result_shape
+    choices = DTYPES if row.name == "where" else row_input_dtypes(row)
+    if draw(st.booleans()):
+        one = draw(st.sampled_from(choices))
+        dts = [one] * row.arity
+    else:
+        dts = [draw(st.sampled_from(choices)) for _ in range(row.arity)]
+    if row.name == "where":
+        dts[0] = em.bool
+    ems, nps = [], []
+    for k in range(row.arity):
+        vals = draw(arrays(dts[k], in_shapes[k], operand_domain(row, k)))
+        t, v = realize(vals, draw(layouts), device)
+        ems.append(t)
+        nps.append(v)
+    compute = row_compute_dtype(row, dts[1:] if row.name == "where" else dts)
+    return ems, nps, compute, tuple(bs.result_shape)
+
+
+# ----------------------------------------------------------------------------- the table
+
+def test_every_row_has_an_oracle():
+    missing = [row.name for row in table.ELEMENTWISE
+               if not ((row.numpy and hasattr(np, row.numpy)) or row.name in REFERENCE)]
+    assert not missing, (f"op-table rows without a NumPy oracle or an entry in "
+                         f"test_elementwise.REFERENCE: {missing}")
+    stale = [n for n in REFERENCE if n not in BY_NAME or BY_NAME[n].numpy is not None]
+    assert not stale, f"REFERENCE entries for rows that are gone or have a numpy oracle: {stale}"
+
+
+def test_every_reduction_row_has_an_oracle():
+    missing = [r.name for r in table.REDUCTIONS if not (r.numpy and hasattr(np, r.numpy))]
+    assert not missing, f"reduction rows without a NumPy oracle: {missing}"
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_row_is_exposed(row):
+    """Each row is a function (and its aliases), a Tensor method and, where the row
+    says so, an in-place method."""
+    for name in (row.name,) + row.aliases:
+        assert callable(getattr(em, name)), name
+        if row.method:
+            assert callable(getattr(em.Tensor, name)), f"Tensor.{name}"
+        if row.inplace:
+            assert callable(getattr(em.Tensor, name + "_")), f"Tensor.{name}_"
+    if not row.inplace:
+        assert not hasattr(em.Tensor, row.name + "_"), f"Tensor.{row.name}_ exists"
+
+
+def test_table_row_domains_and_kinds_are_known():
+    for row in table.ELEMENTWISE:
+        assert row.domain in ("all", "positive", "unit", "ge1", "nonzero", "shift"), row
+        assert set(row.body) <= {"bool", "int", "float"}, row
+        assert row.promote in ("common", "float"), row
+        assert row.out in ("same", "bool"), row
+
+
+# ----------------------------------------------------------------------------- properties
+
+@pytest.mark.parametrize("row", ROWS)
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_row_matches_numpy(row, data, device):
+    """Random shapes (0-d, empty, broadcasting), layouts and dtypes; the function,
+    an alias or the method form."""
+    ems, nps, compute, shape = data.draw(row_operands(row, device))
+    names = (row.name,) + row.aliases
+    name = data.draw(st.sampled_from(names))
+    method = row.method and data.draw(st.booleans())
+    got = call(row, name, ems, method)
+    expected = oracle(row, nps, compute)
+    assert expected.shape == shape
+    assert_close(got, expected, row_out_dtype(row, compute),
+                 msg=f"{name}({', '.join(f'{t.dtype.name}{tuple(t.shape)}' for t in ems)})")
+
+
+@pytest.mark.parametrize("row", BINARY)
+@given(data=st.data())
+@settings(max_examples=fewer_examples(4))
+def test_python_scalar_operand(row, data, device):
+    """x op 2, 2 op x, x / 2.5: Python scalars are weak (they take the tensor's dtype
+    unless of a higher kind), on either side, as functions and as operators."""
+    dt = data.draw(st.sampled_from(row_input_dtypes(row)))
+    side = data.draw(st.sampled_from([0, 1]))           # where the scalar goes
+    kind = data.draw(st.sampled_from(["bool", "int", "float"]))
+    t_domain, s_domain = operand_domain(row, 1 - side), operand_domain(row, side)
+    vals = data.draw(arrays(dt, data.draw(broadcastable_shapes(1)).input_shapes[0], t_domain))
+    t, v = realize(vals, data.draw(layouts), device)
+    if kind == "bool":
+        s = data.draw(elements(em.bool, s_domain))
+    elif kind == "int":
+        s = int(data.draw(elements(dt if dt.kind == "int" else em.int64, s_domain, small=True)))
+    else:
+        s = float(data.draw(elements(em.float64, s_domain)))
+    args = [t, s] if side == 1 else [s, t]
+    compute = row_compute_dtype(row, [dt], [s])
+    use_op = row.name in OPERATORS and data.draw(st.booleans())
+
+    def run():
+        return OPERATORS[row.name][0](*args) if use_op else getattr(em, row.name)(*args)
+
+    if not row_supports(row, compute):
+        with pytest.raises(TypeError, match=row.name):
+            run()
+        return
+    expected = oracle(row, [v, np.array(s)] if side == 1 else [np.array(s), v], compute)
+    out = row_out_dtype(row, compute)
+    msg = f"{row.name} with {'x, ' if side else ''}{s!r}{'' if side else ', x'} " \
+          f"(x {dt.name}{tuple(t.shape)})"
+    assert_close(run(), expected, out, msg=msg)
+    # in place with the scalar on the right: x.op_(2), x op= 2 (into x's dtype)
+    if side == 1 and row.inplace and _KIND[out.kind] <= _KIND[dt.kind]:
+        for form in ("method", "operator"):
+            x = t.clone()
+            if form == "method":
+                r = getattr(x, row.name + "_")(s)
+            elif row.name in OPERATORS and OPERATORS[row.name][1] is not None:
+                r = OPERATORS[row.name][1](x, s)
+            else:
+                continue
+            assert r is x
+            with np.errstate(all="ignore"):
+                assert_close(x, expected.astype(np_dtype(dt)), dt, msg=f"{msg} in place ({form})",
+                             **_tolerance_of(out, dt))
+
+
+_KIND = {"bool": 0, "int": 1, "float": 2}
+
+
+def _tolerance_of(computed, stored):
+    """A result computed in `computed` and stored in `stored` is only as exact as the
+    narrower float of the two."""
+    if computed.kind == "float" and stored.kind == "float" and computed.itemsize < stored.itemsize:
+        return dict(zip(("rtol", "atol"), TOLERANCES[computed.name]))
+    return {}
+
+
+@pytest.mark.parametrize("row", INPLACE)
+@given(data=st.data())
+@settings(max_examples=fewer_examples(4))
+def test_inplace_and_out(row, data, device):
+    """x.op_(y), x op= y and op(x, y, out=o): the result goes into x / o (any layout)
+    converted to its dtype and the call returns that tensor; a result of a higher
+    kind than the destination (float into int) is a TypeError. (The version counter:
+    test_inplace_and_out_bump_the_version.)"""
+    ems, nps, compute, shape = data.draw(row_operands(row, device, inplace=True))
+    out_dt = row_out_dtype(row, compute)
+    form = data.draw(st.sampled_from(["method", "operator", "out"]))
+    if form == "operator" and (row.name not in OPERATORS or OPERATORS[row.name][1] is None):
+        form = "method"
+    if form == "out":
+        dest_dt = data.draw(st.sampled_from(DTYPES))
+        dest, _ = realize(np.zeros(shape, np_dtype(dest_dt)), data.draw(layouts), device)
+        if any(s == 0 for s in dest.stride()) and dest.numel() > 1:
+            dest = dest.contiguous().clone()   # an expanded tensor is not a valid output
+    else:
+        if any(s == 0 for s in ems[0].stride()) and ems[0].numel() > 1:
+            ems[0] = ems[0].clone()   # writing into an expanded tensor: see test_views
+        dest = ems[0]
+        dest_dt = dest.dtype
+    expected = oracle(row, nps, compute)
+
+    def run():
+        if form == "method":
+            return getattr(dest, row.name + "_")(*ems[1:])
+        if form == "operator":
+            return OPERATORS[row.name][1](dest, *ems[1:])
+        return getattr(em, row.name)(*ems, out=dest)
+
+    if _KIND[out_dt.kind] > _KIND[dest_dt.kind]:
+        with pytest.raises(TypeError, match=row.name):
+            run()
+        return
+    r = run()
+    assert r is dest, f"{row.name} ({form}) returned a new tensor"
+    with np.errstate(all="ignore"):
+        assert_close(dest, expected.astype(np_dtype(dest_dt)), dest_dt,
+                     msg=f"{row.name} ({form}) into {dest_dt.name}",
+                     **_tolerance_of(out_dt, dest_dt))
+
+
+def _inplace_operands(row, dtype, device):
+    args = []
+    for k in range(row.arity):
+        v = [0.25, 0.5, 0.75] if operand_domain(row, k) == "unit" else [1, 2, 3]
+        args.append(em.tensor(v, dtype=dtype, device=device))
+    return args
+
+
+@pytest.mark.parametrize("cast", [False, True], ids=["same-dtype", "converting"])
+def test_inplace_and_out_bump_the_version(cast, device):
+    """Every write bumps the destination's version counter (autograd's check that a
+    saved tensor was not modified), also when the result is converted on the way in
+    (float32 into float64, int8 into int64, bool into the destination's dtype)."""
+    missed = []
+    for row in table.ELEMENTWISE:
+        if not row.inplace:
+            continue
+        src = em.float32 if ("float" in row.body or row.promote == "float") else em.int8
+        dst = (em.float64 if src is em.float32 else em.int64) if cast else src
+        args = _inplace_operands(row, src, device)
+        out_dt = em.bool if row.out == "bool" and not cast else dst
+        for form in ("method", "operator", "out"):
+            if form == "operator" and (row.name not in OPERATORS or OPERATORS[row.name][1] is None):
+                continue
+            if form == "out":
+                dest = em.zeros(3, dtype=out_dt, device=device)
+                before = dest._version
+                getattr(em, row.name)(*args, out=dest)
+            else:
+                dest = em.tensor(to_numpy(args[0]).tolist(), dtype=dst, device=device)
+                before = dest._version
+                if form == "method":
+                    getattr(dest, row.name + "_")(*args[1:])
+                else:
+                    OPERATORS[row.name][1](dest, *args[1:])
+            if dest._version <= before:
+                missed.append(f"{row.name} ({form}, {src.name} into {dest.dtype.name})")
+    assert not missed, f"writes that did not bump the version counter: {missed}"
+
+
+# ----------------------------------------------------------------------------- edge values
+
+_FLOAT_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 0.1, 3.0, 7.0, -7.0, 1e-3, 100.0,
+                  math.inf, -math.inf, math.nan]
+
+
+def special_values(d):
+    if d.kind == "bool":
+        return [False, True]
+    if d.kind == "int":
+        info = np.iinfo(np_dtype(d))
+        vals = [0, 1, -1, 2, -2, 3, 7, -7, int(info.min), int(info.max), int(info.min) + 1,
+                int(info.max) - 1]
+        return sorted({v for v in vals if info.min <= v <= info.max})
+    return _FLOAT_SPECIAL + [float(np.finfo(np_dtype(d)).max)]
+
+
+def _edge_cases():
+    for row in table.ELEMENTWISE:
+        if row.name == "where":
+            continue
+        for d in row_input_dtypes(row):
+            yield pytest.param(row, d, id=f"{row.name}-{d.name}")
+
+
+@pytest.mark.parametrize("row,dtype", list(_edge_cases()))
+def test_row_edge_values(row, dtype, device):
+    """Every pair (triple) of edge values: signed zeros, +-inf, NaN, integer extremes,
+    division by zero, MIN // -1. Integer division by zero gives 0 (NumPy's value),
+    never a crash."""
+    vals = special_values(dtype)
+    if row.arity == 3 and dtype.kind == "float":
+        vals = [-1.0, 0.0, 0.5, 2.0, math.inf, -math.inf, math.nan]
+    elif row.arity == 3 and dtype.kind == "int":
+        vals = [v for v in vals if abs(v) <= 7]
+    combos = list(itertools.product(vals, repeat=row.arity))
+    if row.name == "pow" and dtype.kind != "float":
+        combos = [c for c in combos if c[1] >= 0]   # NumPy refuses negative int powers
+    cols = [np.array([c[k] for c in combos], np_dtype(dtype)) for k in range(row.arity)]
+    ems = [em.from_numpy(c.copy()).to(device) for c in cols]
+    compute = row_compute_dtype(row, [dtype] * row.arity)
+    got = getattr(em, row.name)(*ems)
+    expected = oracle(row, cols, compute)
+    out = row_out_dtype(row, compute)
+    try:
+        assert_close(got, expected, out, msg=f"{row.name} on {dtype.name} edge values")
+    except AssertionError:
+        a, e = to_numpy(got), expected
+        def same(x, y):
+            if out.kind != "float":
+                return x == y
+            x, y = float(x), float(y)
+            return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-2,
+                                                                     abs_tol=1e-3)
+
+        bad = [i for i in range(len(combos)) if not same(a[i], e[i])]
+        raise AssertionError(
+            f"{row.name} on {dtype.name}: "
+            + "; ".join(f"{row.name}{combos[i]} = {a[i]!r}, NumPy {e[i]!r}" for i in bad[:8])
+            + f" ({len(bad)} of {len(combos)} differ)") from None
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod", "div_floor", "div_trunc",
+                                "//", "%"])
+def test_integer_division_by_zero_gives_zero(op, dtype, device):
+    x = em.tensor([0, 1, 5, 7], dtype=dtype, device=device)
+    zero = em.zeros(4, dtype=dtype, device=device)
+    for other in (zero, 0):
+        if op == "//":
+            r = x // other
+        elif op == "%":
+            r = x % other
+        elif op.startswith("div_"):
+            r = em.div(x, other, rounding_mode=op[4:])
+        else:
+            r = getattr(em, op)(x, other)
+        assert r.dtype == dtype, (op, r.dtype)
+        assert r.tolist() == [0, 0, 0, 0], (op, other, r.tolist())
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@given(data=st.data())
+def test_div_rounding_modes(mode, data, device):
+    """div(a, b, rounding_mode=...) keeps the inputs' dtype and rounds the exact
+    quotient once (float16 through float32, integers exactly, full range)."""
+    dt = data.draw(st.sampled_from(DTYPES[1:]))
+    a = data.draw(arrays(dt, (6,)))
+    b = data.draw(arrays(dt, (6,), "nonzero"))
+    r = em.div(em.from_numpy(a.copy()).to(device), em.from_numpy(b.copy()).to(device),
+               rounding_mode=mode)
+    with np.errstate(all="ignore"):
+        if dt.kind == "float":
+            work = np.float32 if dt.name == "float16" else np_dtype(dt)
+            q = a.astype(work) / b.astype(work)
+            expected = (np.floor(q) if mode == "floor" else np.trunc(q)).astype(np_dtype(dt))
+        else:
+            expected = np.floor_divide(a, b)
+            if mode == "trunc":
+                expected = expected + ((np.fmod(a, b) != 0) & ((a < 0) != (b < 0)))
+    assert_close(r, expected.astype(np_dtype(dt)), dt, msg=f"div {mode} {dt.name} {a} / {b}")
+
+
+def test_where_with_scalars_and_non_bool_condition(device):
+    x = em.tensor([[1.0, -2.0], [3.0, -4.0]], device=device)
+    assert em.where(x > 0, x, 0.0).tolist() == [[1.0, 0.0], [3.0, 0.0]]
+    assert em.where(x > 0, 1, 2).dtype == em.int64
+    assert em.where(x > 0, 1.5, x).dtype == em.float32
+    assert em.where(em.tensor([1, 0], device=device), 5, 6).tolist() == [5, 6]
+    assert x.where(x < 0, em.zeros(2, device=device)).tolist() == [[0.0, -2.0], [0.0, -4.0]]
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_OPERATORS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_unary_operators(name, dtype, device):
+    row = BY_NAME[name]
+    vals = np.array(special_values(dtype), np_dtype(dtype))
+    t = em.from_numpy(vals.copy()).to(device)
+    compute = row_compute_dtype(row, [dtype])
+    if name == "positive":
+        assert UNARY_OPERATORS[name](t) is t or UNARY_OPERATORS[name](t).tolist() == t.tolist()
+        return
+    if not row_supports(row, compute):
+        with pytest.raises(TypeError, match=name):
+            UNARY_OPERATORS[name](t)
+        return
+    assert_close(UNARY_OPERATORS[name](t), oracle(row, [vals], compute),
+                 row_out_dtype(row, compute))
+
+
+def test_add_sub_alpha(device):
+    x = em.tensor([1.0, 2.0], device=device)
+    y = em.tensor([10.0, 20.0], device=device)
+    assert em.add(x, y, alpha=2).tolist() == [21.0, 42.0]
+    assert em.sub(x, y, alpha=0.5).tolist() == [-4.0, -8.0]
+    assert x.add(y, alpha=-1).tolist() == [-9.0, -18.0]
+    x.sub_(y, alpha=0.1)
+    assert np.allclose(to_numpy(x), [0.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: d.name)
+def test_float16_computes_in_float32(dtype, device):
+    """float16 bodies run in float32 and round once: 2048 + 1 - 2048 is 0 in float16
+    arithmetic done step by step, but each op here is one row, so check one row:
+    the product of two float16s is the float32 product rounded to float16."""
+    a = np.array([1.001, 3.3, 65000.0, 0.0001], np_dtype(dtype))
+    b = np.array([1.999, 7.7, 2.0, 0.0001], np_dtype(dtype))
+    r = em.mul(em.from_numpy(a).to(device), em.from_numpy(b).to(device))
+    with np.errstate(all="ignore"):
+        expected = (a.astype(np.float64) * b.astype(np.float64)).astype(np_dtype(dtype)) \
+            if dtype.name != "float64" else a * b
+    assert_close(r, expected, dtype)

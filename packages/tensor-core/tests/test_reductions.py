@@ -1,0 +1,425 @@
+"""Reductions against NumPy: every row of the op table's REDUCTIONS (enumerated, so a
+new row is tested without new test code) over any dims (int, tuple, negative, None)
+with keepdim, over random shapes, layouts and dtypes; and the composites built on
+them (mean, var/std with correction, argmax/argmin, max/min with dim, logsumexp,
+norm, count_nonzero, nansum, nanmean)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember as em
+from ember.ops import table
+from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, TOLERANCES, arrays, assert_close,
+                           dims_for, fewer_examples, layouts, normalize_dims, np_dtype, realize,
+                           shapes, to_numpy)
+
+ROWS = [pytest.param(row, id=row.name) for row in table.REDUCTIONS]
+
+
+def reduced_dtype(row, d):
+    """The result dtype of reduction row over dtype d (ember's rules, written out):
+    predicates give bool, sum/prod of bool and integers give int64, else d."""
+    if row.out == "bool":
+        return em.bool
+    if row.out == "int64_if_int" and d.kind != "float":
+        return em.int64
+    return d
+
+
+def reduced_oracle(row, vals, axis, keepdims):
+    fn = getattr(np, row.numpy)
+    with np.errstate(all="ignore"):
+        if row.out == "int64_if_int":
+            if vals.dtype.kind == "f":
+                return fn(vals.astype(np.float64), axis=axis, keepdims=keepdims)
+            return fn(vals, axis=axis, keepdims=keepdims, dtype=np.int64)
+        return fn(vals, axis=axis, keepdims=keepdims)
+
+
+def _reduces_empty(shape, axis):
+    if not shape:
+        return False
+    dims = range(len(shape)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    return any(shape[d] == 0 for d in dims)
+
+
+def _float_atol(d, vals, axis, keepdims):
+    """Absolute tolerance of a float sum: the dtype's tolerance scaled by the largest
+    sum of magnitudes that went into one output element."""
+    r, a = TOLERANCES[d.name]
+    mag = np.sum(np.abs(vals.astype(np.float64)), axis=axis, keepdims=keepdims)
+    return a + r * (float(np.max(mag)) if np.size(mag) else 0.0)
+
+
+@st.composite
+def reduction_case(draw, dtypes, device, domain="all"):
+    d = draw(st.sampled_from(dtypes))
+    shape = draw(shapes(max_dims=4))
+    t, vals = realize(draw(arrays(d, shape, domain)), draw(layouts), device)
+    dim = draw(dims_for(len(shape)))
+    keepdim = draw(st.booleans())
+    return t, vals, d, dim, keepdim
+
+
+def _row_dtypes(row):
+    return tuple(d for d in DTYPES if d.kind in row.kinds)
+
+
+@pytest.mark.parametrize("row", ROWS)
+@given(data=st.data())
+def test_reduction_row_matches_numpy(row, data, device):
+    t, vals, d, dim, keepdim = data.draw(reduction_case(_row_dtypes(row), device))
+    axis = normalize_dims(dim, vals.ndim)
+    method = data.draw(st.booleans())
+
+    def run():
+        return getattr(t, row.name)(dim, keepdim) if method else \
+            getattr(em, row.name)(t, dim, keepdim)
+
+    if row.name in ("amax", "amin") and _reduces_empty(vals.shape, axis):
+        with pytest.raises(ValueError, match=row.name):
+            run()
+        return
+    expected = reduced_oracle(row, vals, axis, keepdim)
+    out = reduced_dtype(row, d)
+    msg = f"{row.name}({d.name}{vals.shape}, dim={dim}, keepdim={keepdim})"
+    if out.kind == "float" and row.name == "sum":
+        assert_close(run(), expected, out, atol=_float_atol(d, vals, axis, keepdim), msg=msg)
+    else:
+        assert_close(run(), expected, out, msg=msg)
+
+
+def _red_special(d):
+    if d.kind == "bool":
+        return np.array([[False, True], [True, True], [False, False]])
+    if d.kind == "int":
+        info = np.iinfo(np_dtype(d))
+        return np.array([[info.min, info.max, 0], [-1, 1, info.max], [info.min, 0, 0]],
+                        np_dtype(d)) if info.min < 0 else \
+            np.array([[0, info.max, 1], [info.max, info.max, 0], [0, 0, 0]], np_dtype(d))
+    return np.array([[1.0, np.nan, -np.inf], [np.inf, -np.inf, 0.0], [-0.0, 2.0, np.inf],
+                     [np.nan, 1.0, 3.0]], np_dtype(d))
+
+
+@pytest.mark.parametrize("row", ROWS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_reduction_edge_values(row, dtype, device):
+    """NaN propagates through sum/prod/amax/amin, inf - inf is NaN, NaN is truthy for
+    all/any, integer extremes wrap in int64 sums as in NumPy."""
+    if dtype.kind not in row.kinds:
+        with pytest.raises(TypeError, match=row.name):
+            getattr(em, row.name)(em.zeros(2, dtype=dtype, device=device))
+        return
+    vals = _red_special(dtype)
+    t = em.from_numpy(vals.copy()).to(device)
+    for dim in (None, 0, 1, -1):
+        axis = normalize_dims(dim, vals.ndim)
+        expected = reduced_oracle(row, vals, axis, False)
+        assert_close(getattr(em, row.name)(t, dim), expected, reduced_dtype(row, dtype),
+                     msg=f"{row.name}({dtype.name}, dim={dim})")
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+@pytest.fixture(scope="module")
+def million():
+    rng = np.random.default_rng(0)
+    return rng.random(10 ** 6, dtype=np.float32) + np.float32(0.25)
+
+
+def _rel_err(value, exact):
+    return abs(float(value) - exact) / abs(exact)
+
+
+def test_float32_sum_of_a_million_is_pairwise_accurate(million, device):
+    """A naive float32 loop over 10**6 values drifts by ~1e-4 relative; NumPy's
+    pairwise sum stays near 1e-7. ember must be as good as NumPy (or better)."""
+    exact = float(np.sum(million.astype(np.float64)))
+    ref_err = max(_rel_err(np.sum(million), exact), 1e-7)
+    t = em.from_numpy(million).to(device)
+    cases = {
+        "1-d": t.sum(),
+        "2-d all": t.reshape(1000, 1000).sum(),
+        "transposed all": t.reshape(1000, 1000).T.sum(),
+        "3-d all": t.reshape(100, 100, 100).sum(),
+        "dims (0, 1)": t.reshape(1000, 1000).sum((0, 1)),
+        "dims (1, 0) of T": t.reshape(1000, 1000).T.sum((1, 0)),
+    }
+    for name, value in cases.items():
+        assert value.dtype == em.float32
+        err = _rel_err(value.item(), exact)
+        assert err <= 4 * ref_err, f"{name}: relative error {err:.2e}, NumPy's {ref_err:.2e}"
+
+
+def test_float32_sum_along_a_long_dim_is_accurate(million, device):
+    """Sums over one long dim, contiguous and strided: still no naive drift."""
+    x = million.reshape(4, 250000)
+    t = em.from_numpy(x.copy()).to(device)
+    exact = x.astype(np.float64).sum(axis=1)
+    for name, value in (("dim 1", t.sum(1)), ("dim 0 of T", t.T.sum(0)),
+                        ("every other", t.unfold(1, 1, 2).sum((1, 2)))):
+        ref = exact if name != "every other" else x[:, ::2].astype(np.float64).sum(axis=1)
+        err = np.max(np.abs(to_numpy(value).astype(np.float64) - ref) / ref)
+        assert err <= 1e-6, f"{name}: relative error {err:.2e}"
+
+
+# ----------------------------------------------------------------------------- composites
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_mean_matches_numpy(data, device):
+    t, vals, d, dim, keepdim = data.draw(reduction_case(FLOAT_DTYPES, device))
+    axis = normalize_dims(dim, vals.ndim)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # mean of an empty slice: NaN
+        expected = np.mean(vals.astype(np.float64), axis=axis, keepdims=keepdim)
+    assert_close(em.mean(t, dim, keepdim), expected, d,
+                 atol=_float_atol(d, vals, axis, keepdim) / max(1, vals.size),
+                 msg=f"mean({d.name}{vals.shape}, {dim}, {keepdim})")
+
+
+@pytest.mark.parametrize("dtype", (em.bool,) + INT_DTYPES, ids=lambda d: d.name)
+def test_mean_of_integers_raises(dtype, device):
+    x = em.ones(3, dtype=dtype, device=device)
+    with pytest.raises(TypeError, match=r"mean.*" + dtype.name):
+        em.mean(x)
+    with pytest.raises(TypeError, match="mean"):
+        x.mean(0)
+    assert em.mean(x, dtype=em.float32).item() == 1.0
+
+
+@given(data=st.data(), correction=st.sampled_from([0, 1, 2]))
+@settings(max_examples=fewer_examples(2))
+def test_var_std_with_correction(data, correction, device):
+    t, vals, d, dim, keepdim = data.draw(reduction_case(FLOAT_DTYPES, device))
+    axis = normalize_dims(dim, vals.ndim)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # n - correction <= 0: inf / NaN
+        w = vals.astype(np.float64)
+        ev = np.var(w, axis=axis, ddof=correction, keepdims=keepdim)
+        es = np.std(w, axis=axis, ddof=correction, keepdims=keepdim)
+    r, a = TOLERANCES[d.name]
+    got_v = em.var(t, dim, keepdim=keepdim, correction=correction)
+    assert_close(got_v, ev, d, rtol=10 * r, atol=10 * a * 100,
+                 msg=f"var({d.name}{vals.shape}, {dim}, correction={correction})")
+    assert_close(em.std(t, dim, keepdim=keepdim, correction=correction), es, d, rtol=10 * r,
+                 atol=10 * a * 10, msg=f"std({d.name}{vals.shape}, {dim}, correction={correction})")
+    if correction in (0, 1):
+        assert_close(em.var(t, dim, unbiased=bool(correction), keepdim=keepdim), ev, d,
+                     rtol=10 * r, atol=10 * a * 100, msg="var(unbiased=...)")
+
+
+def test_var_std_forms(device):
+    x = em.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]], device=device)
+    a = np.array([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    assert math.isclose(em.var(x).item(), np.var(a, ddof=1), rel_tol=1e-6)
+    assert math.isclose(x.std(correction=0).item(), np.std(a), rel_tol=1e-6)
+    np.testing.assert_allclose(to_numpy(x.var(1)), np.var(a, axis=1, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(x.var(1, True)), np.var(a, axis=1, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(x.var(1, False)), np.var(a, axis=1), rtol=1e-6)
+    v, m = em.var_mean(x, 0)
+    np.testing.assert_allclose(to_numpy(v), np.var(a, axis=0, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(m), np.mean(a, axis=0), rtol=1e-6)
+    s, m = em.std_mean(x, 1, correction=0, keepdim=True)
+    np.testing.assert_allclose(to_numpy(s), np.std(a, axis=1, keepdims=True), rtol=1e-6)
+    with pytest.raises(TypeError, match="var"):
+        em.var(em.tensor([1, 2], device=device))
+
+
+@st.composite
+def arg_case(draw, device):
+    """Many ties (values from a tiny set) and, for floats, NaNs."""
+    d = draw(st.sampled_from(DTYPES))
+    shape = draw(shapes(min_dims=0, max_dims=3, min_side=1))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    if d.kind == "bool":
+        pool = np.array([False, True])
+    elif d.kind == "int":
+        pool = np.array([-2, 0, 3] if d.is_signed else [0, 3, 255], np_dtype(d))
+    else:
+        pool = np.array([-1.5, 0.0, 2.0, np.nan, -np.inf], np_dtype(d))
+    if d.kind == "float" and not draw(st.booleans()):
+        pool = pool[:3]
+    vals = rng.choice(pool, size=shape).astype(np_dtype(d))
+    t, vals = realize(vals, draw(layouts), device)
+    dim = draw(st.one_of(st.none(), st.integers(-max(len(shape), 1), max(len(shape), 1) - 1)))
+    return t, vals, d, dim, draw(st.booleans())
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_argmax_argmin_first_occurrence_nan_wins(name, data, device):
+    t, vals, d, dim, keepdim = data.draw(arg_case(device))
+    axis = normalize_dims(dim, vals.ndim)
+    if d.kind == "bool":
+        npvals = vals.astype(np.int8)
+    else:
+        npvals = vals
+    expected = getattr(np, name)(npvals, axis=axis, keepdims=keepdim)
+    if dim is None and keepdim:
+        expected = np.reshape(expected, (1,) * vals.ndim)
+    got = getattr(em, name)(t, dim, keepdim)
+    assert_close(got, np.asarray(expected), em.int64,
+                 msg=f"{name}({d.name} {vals.tolist()}, dim={dim}, keepdim={keepdim})")
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_max_min_with_dim_returns_values_and_indices(name, data, device):
+    t, vals, d, dim, keepdim = data.draw(arg_case(device))
+    if dim is None:
+        dim = 0
+    axis = normalize_dims(dim, vals.ndim)
+    r = getattr(em, name)(t, dim, keepdim)
+    values, indices = r
+    assert r.values is values and r.indices is indices
+    npvals = vals.astype(np.int8) if d.kind == "bool" else vals
+    ev = getattr(np, name)(vals, axis=axis, keepdims=keepdim)
+    ei = getattr(np, "arg" + name)(npvals, axis=axis, keepdims=keepdim)
+    assert_close(values, np.asarray(ev), d, msg=f"{name} values")
+    assert_close(indices, np.asarray(ei), em.int64, msg=f"{name} indices")
+    # the method form, and the whole-tensor / elementwise forms
+    assert_close(getattr(t, name)(dim, keepdim=keepdim).values, np.asarray(ev), d)
+    assert_close(getattr(em, name)(t), np.asarray(getattr(np, name)(vals)), d)
+    other = em.from_numpy(vals[::-1].copy()).to(device) if vals.ndim else t
+    assert_close(getattr(em, name)(t, other),
+                 getattr(np, "maximum" if name == "max" else "minimum")(vals, to_numpy(other)), d)
+
+
+def test_argmax_empty_raises_and_0d(device):
+    with pytest.raises(ValueError, match="argmax"):
+        em.argmax(em.zeros(0, device=device))
+    with pytest.raises(ValueError, match="argmin"):
+        em.argmin(em.zeros(2, 0, device=device), 1)
+    assert em.argmax(em.tensor(3.0, device=device)).item() == 0
+    assert em.argmax(em.zeros(0, 3, device=device), 1).shape == (0,)
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_logsumexp(data, device):
+    d = data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(shapes(max_dims=3))
+    vals = data.draw(arrays(d, shape))
+    if d.kind == "float":
+        # large values (no overflow allowed), -inf rows (the result is -inf)
+        vals = vals * data.draw(st.sampled_from([1, 50, 1000] if d.name != "float16" else [1, 5]))
+        if vals.size and data.draw(st.booleans()):
+            vals.reshape(-1)[0] = -np.inf
+    t, vals = realize(vals, data.draw(layouts), device)
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    axis = normalize_dims(dim, vals.ndim)
+    w = vals.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = np.max(w, axis=axis, keepdims=True) if w.size else np.zeros([1] * w.ndim)
+        m = np.where(np.isinf(m), 0.0, m)
+        expected = np.log(np.sum(np.exp(w - m), axis=axis, keepdims=True)) + m
+        if not keepdim:
+            expected = np.squeeze(expected, axis=axis) if axis is not None else expected.reshape(())
+    out = d if d.kind == "float" else em.get_default_dtype()
+    assert_close(em.logsumexp(t, dim, keepdim), expected, out,
+                 msg=f"logsumexp({d.name}{vals.shape}, {dim}, {keepdim})")
+
+
+def _vector_norm(x, p, axis, keepdims):
+    """numpy.linalg.vector_norm (NumPy >= 2) for any NumPy, computed as ember does:
+    |x| ** p elementwise in x's float dtype (float16 through float32), so it
+    overflows where ember's does; the sum in float64."""
+    work = np.float32 if x.dtype == np.float16 else x.dtype
+    with np.errstate(all="ignore"):
+        a = np.abs(x.astype(work)).astype(x.dtype)
+        if p == math.inf:
+            return np.max(a, axis=axis, keepdims=keepdims)
+        if p == -math.inf:
+            return np.min(a, axis=axis, keepdims=keepdims)
+        if p == 0:
+            return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(np.float64)
+        powered = (a.astype(work) ** p).astype(x.dtype).astype(np.float64)
+        return np.sum(powered, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+@pytest.mark.parametrize("p", [1, 2, math.inf, -math.inf, 0, 3, "fro", 0.5])
+@given(data=st.data())
+@settings(max_examples=fewer_examples(4))
+def test_norm_matches_numpy(p, data, device):
+    d = data.draw(st.sampled_from(DTYPES[1:]))
+    shape = data.draw(shapes(max_dims=3, min_side=1 if p in (math.inf, -math.inf) else 0))
+    t, vals = realize(data.draw(arrays(d, shape)), data.draw(layouts), device)
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    axis = normalize_dims(dim, vals.ndim)
+    out = d if d.kind == "float" else em.get_default_dtype()
+    expected = _vector_norm(vals.astype(np_dtype(out)), 2 if p == "fro" else p, axis, keepdim)
+    r, a = TOLERANCES[out.name]
+    assert_close(em.norm(t, p, dim, keepdim), np.asarray(expected), out, rtol=4 * r,
+                 atol=a * 10, msg=f"norm({d.name}{vals.shape}, p={p}, dim={dim})")
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(4))
+def test_count_nonzero_nansum_nanmean(data, device):
+    t, vals, d, dim, keepdim = data.draw(reduction_case(DTYPES, device))
+    axis = normalize_dims(dim, vals.ndim)
+    assert_close(em.count_nonzero(t, dim), np.asarray(np.count_nonzero(vals, axis=axis)),
+                 em.int64)
+    if d.kind == "float":
+        v = vals.copy()
+        if v.size:
+            v.reshape(-1)[::3] = np.nan
+        tv = em.from_numpy(v.copy()).to(device)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            es = np.nansum(v.astype(np.float64), axis=axis, keepdims=keepdim)
+            em_ = np.nanmean(v.astype(np.float64), axis=axis, keepdims=keepdim)
+        assert_close(em.nansum(tv, dim, keepdim), es, d,
+                     atol=_float_atol(d, np.nan_to_num(v), axis, keepdim))
+        assert_close(em.nanmean(tv, dim, keepdim), em_, d, atol=TOLERANCES[d.name][1] * 20)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_sum_prod_dtype_argument(dtype, device):
+    x = em.tensor([[1, 2], [3, 4]], dtype=dtype, device=device)
+    assert em.sum(x).dtype == (dtype if dtype.kind == "float" else em.int64)
+    assert em.sum(x, dtype=em.float64).dtype == em.float64
+    expected = float(np.sum(np.array([[1, 2], [3, 4]]).astype(np_dtype(dtype))))
+    assert em.sum(x, dtype=em.float64).item() == expected
+    assert em.prod(x, 1, dtype=em.float32).dtype == em.float32
+
+
+def test_reduction_of_0d_and_keepdim_shapes(device):
+    x = em.tensor(5.0, device=device)
+    for name in ("sum", "prod", "amax", "amin", "all", "any"):
+        for dim in (None, 0, -1):
+            r = getattr(em, name)(x, dim)
+            assert r.shape == (), (name, dim, r.shape)
+            assert getattr(em, name)(x, dim, True).shape == (), (name, dim)
+    y = em.ones(2, 3, 4, device=device)
+    assert em.sum(y, (0, 2), keepdim=True).shape == (1, 3, 1)
+    assert em.sum(y, (-1, 0)).shape == (3,)
+    assert em.sum(y, keepdim=True).shape == (1, 1, 1)
+    assert em.sum(em.ones(2, 0, device=device), 1).tolist() == [0.0, 0.0]
+    assert em.prod(em.ones(0, 2, device=device), 0).tolist() == [1.0, 1.0]
+    assert em.all(em.ones(0, device=device)).item() is True
+    assert em.any(em.ones(0, device=device)).item() is False
+
+
+def test_multi_dim_reductions_accumulate_in_the_wide_type(device):
+    """Reducing dims (0, 2) with dim 1 kept takes several runs; the partial results
+    must not round to (or overflow) float16 between runs."""
+    a = np.empty((2, 2, 2), np.float16)
+    a[0], a[1] = 300.0, 0.01                      # partial product 90000 > float16 max
+    expected = np.prod(a.astype(np.float64), axis=(0, 2)).astype(np.float16)
+    assert_close(em.prod(em.from_numpy(a).to(device), (0, 2)), expected, em.float16)
+    b = np.empty((2, 2, 2), np.float16)
+    b[0, :, 0], b[0, :, 1], b[1, :, 0], b[1, :, 1] = 1, 2048, 1, 0   # exact sum 2050
+    assert em.sum(em.from_numpy(b).to(device), (0, 2)).tolist() == [2050.0, 2050.0]
