@@ -303,7 +303,8 @@ def child_env(threads):
     for v in THREAD_VARS:
         env[v] = str(threads)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(CORE_SRC) not in paths:
+    in_place_build = any((CORE_SRC / "ember" / "_C").glob("core*.so"))
+    if in_place_build and str(CORE_SRC) not in paths:
         env["PYTHONPATH"] = os.pathsep.join([str(CORE_SRC)] + paths)
     return env
 
