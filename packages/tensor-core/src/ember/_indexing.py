@@ -1,2 +1,1467 @@
-"""(being written)"""
-__all__ = []
+"""Indexing: ``x[key]`` and ``x[key] = value`` with NumPy's semantics, the gather /
+scatter family, masks, nonzero, sorting, top-k, unique and binary search.
+
+Subscripts follow NumPy:
+- ints (negative from the end), slices (any step, negative too), None, Ellipsis
+  give a *view* (basic indexing);
+- bool masks and integer tensors / lists / NumPy arrays are *advanced* indices:
+  they broadcast together, and the result is a copy. When the advanced indices
+  (ints count as advanced next to them) are not side by side, their dims go first;
+  otherwise they replace the indexed dims in place;
+- a 0-d integer tensor is an int (so ``x[i]`` is a view for a tensor i); Python
+  bools add a dim (``x[True]`` has a leading dim of 1, ``x[False]`` of 0).
+
+Writes (``__setitem__``, index_put_, scatter_, index_copy_, ...) broadcast and cast
+the value to the destination's dtype and bump its version. With repeated indices
+the writes run in index order on the CPU, so the last one wins; other devices
+may pick any of them (as in PyTorch and NumPy). Accumulating writes
+(index_put_(accumulate=True), scatter_add_, index_add_) add every contribution.
+
+Every index value is checked before any memory is touched; out-of-range values
+raise IndexError naming the op, the value, the dim and its size.
+
+Autograd records, with the attrs their derivatives need:
+- "index_view" (basic indexing; attrs key = the full basic key of ints, slices and
+  None, shape = the input's shape): backward is ``g = zeros(shape); g[key] = grad``;
+- "index" (advanced; attrs indices = one entry per input dim, None or an int64
+  tensor, the tensors adjacent): backward is
+  ``zeros(shape).index_put_(indices, grad, accumulate=True)``;
+- "setitem" (in place; inputs (x, value), attrs key, accumulate);
+- "gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
+  "index_add", "index_copy", "index_fill" (attrs dim, index, ...). sort, topk,
+  kthvalue and take_along_dim record their values as "gather".
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+import operator
+from collections import namedtuple
+
+from ember._C import core as _core
+from ember._C import index as _kern
+from ember._registry import tensor_method
+from ember._reduction import values_indices
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
+           "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
+           "masked_select", "masked_scatter", "take", "take_along_dim", "nonzero", "argwhere",
+           "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+           "unique_values", "unique_counts", "unique_inverse", "unique_all", "searchsorted",
+           "bucketize", "select", "flatnonzero"]
+
+_ew = _core.elementwise
+_record = _core.record
+_norm = _core.normalize_dim
+_TB = _core.TensorBase
+_int64 = _core._dtype_by_name("int64")
+_bool = _core._dtype_by_name("bool")
+
+
+# helpers ---------------------------------------------------------------------------
+
+def _tensor_input(fn):
+    """Make fn raise a TypeError naming it when its first argument isn't a Tensor
+    (instead of an AttributeError from deep inside)."""
+    op = fn.__name__.lstrip("_").replace("tensor_", "")
+    first = fn.__code__.co_varnames[0]
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        x = args[0] if args else kwargs.get(first)
+        if not isinstance(x, _TB):
+            raise TypeError(f"{op}: expected a Tensor as the input, got {type(x).__name__}")
+        return fn(*args, **kwargs)
+    return checked
+
+
+def _contig_strides(shape):
+    out, st = [], 1
+    for s in reversed(shape):
+        out.append(st)
+        st *= max(s, 1)
+    return out[::-1]
+
+
+def _bcast_strides(t, shape):
+    """Strides (elements) that read tensor t broadcast to shape (0 on new or size-1 dims)."""
+    _, _, tshape, tstrides, _ = t._layout()
+    lead = len(shape) - len(tshape)
+    return [0 if i < lead or tshape[i - lead] == 1 else tstrides[i - lead]
+            for i in range(len(shape))]
+
+
+def _broadcast(shapes, op, what="indexing tensors", err=IndexError):
+    """The broadcast shape (NumPy rules); `err` (IndexError in subscripts, as NumPy)
+    when there is none."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for j, n in enumerate(s, nd - len(s)):
+            if n != out[j]:
+                if out[j] == 1:
+                    out[j] = n
+                elif n != 1:
+                    raise err(f"{op}: shape mismatch: {what} could not be broadcast together "
+                              f"with shapes {', '.join(str(tuple(s)) for s in shapes)}")
+    return tuple(out)
+
+
+def _to_tensor(obj, op, err=IndexError):
+    """A list / tuple / NumPy array used as an index, as a tensor (an empty list is an
+    empty int64 index, as in NumPy); `err` when it can't be one."""
+    from ember._creation import as_tensor
+    try:
+        t = as_tensor(obj)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise err(f"{op}: could not use {type(obj).__name__} as an index: {e}") from None
+    if isinstance(obj, (list, tuple)) and t.numel() == 0:
+        t = _core.empty(tuple(t.shape), _int64)      # [] or [[]]: int64, as NumPy
+    return t
+
+
+def _index_arg(index, op):
+    """An index argument (tensor, list, int) as an integer tensor; TypeError otherwise."""
+    if not isinstance(index, _TB):
+        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+            from ember._creation import tensor
+            return tensor(int(index))
+        index = _to_tensor(index, op, TypeError)
+    if index.dtype.kind != "int":
+        raise TypeError(f"{op}: index tensors must have an integer dtype, got {index.dtype!r}")
+    return index
+
+
+def _prep(index, size, op, where, allow_negative=True):
+    """A contiguous int64 copy of index with every value checked against size (and
+    negatives wrapped when allowed); IndexError naming op, value and dim otherwise."""
+    c = _core.astype(index, _int64)
+    bad = _kern.normalize(c, size, allow_negative)
+    if bad >= 0:
+        v = c._view((), (), bad).item()
+        raise IndexError(f"{op}: index {v} is out of bounds for {where} with size {size}")
+    return c
+
+
+def _scalar_tensor(value, dtype, device, op):
+    """A 0-d tensor of dtype holding value (a Python number or a one-element tensor)."""
+    t = _core.empty((), dtype, device)
+    if isinstance(value, _TB):
+        if value.numel() != 1:
+            raise ValueError(f"{op}: expected a scalar value or a one-element tensor, got "
+                             f"shape {tuple(value.shape)}")
+        return _core.copy_into(t, value.reshape(()))
+    if not isinstance(value, (numbers.Number,)) and not hasattr(value, "item"):
+        raise TypeError(f"{op}: expected a number, got {type(value).__name__}")
+    try:
+        return t.fill_(value.item() if hasattr(value, "item") else value)
+    except (ValueError, OverflowError) as e:     # NaN into an int, 300 into uint8
+        raise type(e)(f"{op}: can't store {value!r} as {dtype!r}: {e}") from None
+
+
+def _check_inplace(x, op):
+    """PyTorch's rule: a leaf that requires grad can't be written in place."""
+    if x.requires_grad and x.grad_fn is None and _core.is_grad_enabled():
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
+                           f"in-place operation; wrap it in ember.no_grad() or use .detach()")
+
+
+def _check_device(op, *tensors):
+    dev = None
+    for t in tensors:
+        if isinstance(t, _TB):
+            if dev is None:
+                dev = t.device
+            elif t.device != dev:
+                raise RuntimeError(f"{op}: expected all tensors on one device, got {dev} and "
+                                   f"{t.device}")
+
+
+# subscripts: parsing ---------------------------------------------------------------
+
+def _parse(ndim, key, op):
+    """The key as entries (kind, value, position in the key); Ellipsis expanded to
+    full slices that keep the Ellipsis' position (it separates advanced indices even
+    when it stands for no dims, as in NumPy)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    entries = []
+    consumed = 0
+    ellipsis_at = None
+    for pos, k in enumerate(key):
+        if k is None:
+            entries.append(("none", None, pos))
+        elif k is Ellipsis:
+            if ellipsis_at is not None:
+                raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+            ellipsis_at = len(entries)
+            entries.append(("ellipsis", None, pos))
+        elif isinstance(k, slice):
+            entries.append(("slice", k, pos))
+            consumed += 1
+        elif isinstance(k, bool) or type(k).__name__ == "bool_":
+            entries.append(("bool", bool(k), pos))
+        elif isinstance(k, numbers.Integral):
+            entries.append(("int", int(k), pos))
+            consumed += 1
+        else:
+            if not isinstance(k, _TB):
+                if isinstance(k, (list, tuple)) or hasattr(k, "__array_interface__"):
+                    k = _to_tensor(k, op)
+                elif isinstance(k, float):
+                    raise IndexError(f"{op}: only integers, slices (:), ellipsis (...), None "
+                                     f"and integer or bool tensors are valid indices (got "
+                                     f"the float {k!r})")
+                elif hasattr(k, "__index__"):
+                    entries.append(("int", operator.index(k), pos))
+                    consumed += 1
+                    continue
+                else:
+                    raise IndexError(f"{op}: only integers, slices (:), ellipsis (...), None "
+                                     f"and integer or bool tensors are valid indices (got "
+                                     f"{type(k).__name__})")
+            kind = k.dtype.kind
+            if kind == "bool":
+                if k.ndim == 0:
+                    entries.append(("bool", bool(k.item()), pos))
+                else:
+                    entries.append(("mask", k, pos))
+                    consumed += k.ndim
+            elif kind == "int":
+                if k.ndim == 0:
+                    entries.append(("int", int(k.item()), pos))
+                else:
+                    entries.append(("array", k, pos))
+                consumed += 1
+            else:
+                raise IndexError(f"{op}: tensors used as indices must have an integer or bool "
+                                 f"dtype, got {k.dtype!r}")
+    if consumed > ndim:
+        raise IndexError(f"{op}: too many indices for a tensor of {ndim} dims ({consumed} "
+                         f"were indexed)")
+    rest = ndim - consumed          # dims the key leaves to full slices
+    if ellipsis_at is None:
+        return entries + [("slice", slice(None), len(key) + i) for i in range(rest)]
+    pos = entries[ellipsis_at][2]
+    return (entries[:ellipsis_at] + [("ellipsis", None, pos)] +
+            [("slice", slice(None), pos)] * rest + entries[ellipsis_at + 1:])
+
+
+def _int_at(v, n, d, op):
+    """An int index into a dim of size n, wrapped; IndexError when out of range."""
+    if not -n <= v < n:
+        raise IndexError(f"{op}: index {v} is out of bounds for dim {d} with size {n}")
+    return v + n if v < 0 else v
+
+
+def _slice_at(v, n, stride, op):
+    """(start, length, new stride) of a slice of a dim of size n."""
+    try:
+        start, stop, step = v.indices(n)
+    except (TypeError, ValueError) as e:      # a zero step, float bounds
+        raise type(e)(f"{op}: {e}") from None
+    length = len(range(start, stop, step))
+    return (start if length else 0), length, stride * step
+
+
+_BASIC_TYPES = (int, slice, type(None), type(Ellipsis))
+
+
+def _basic_getitem(x, key, op):
+    """x[key] for a tuple of ints, slices, None and at most one Ellipsis: a view."""
+    _, _, shape, strides, offset = x._layout()
+    nd = len(shape)
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > nd:
+        raise IndexError(f"{op}: too many indices for a tensor of {nd} dims ({consumed} were "
+                         f"indexed)")
+    vshape, vstrides, basic = [], [], []
+    d = 0
+    seen_ellipsis = False
+    for k in key:
+        if type(k) is int:
+            i = _int_at(k, shape[d], d, op)
+            offset += i * strides[d]
+            basic.append(i)
+            d += 1
+        elif type(k) is slice:
+            start, n, st = _slice_at(k, shape[d], strides[d], op)
+            offset += start * strides[d]
+            vshape.append(n)
+            vstrides.append(st)
+            basic.append(k)
+            d += 1
+        elif k is None:
+            vshape.append(1)
+            vstrides.append(0)
+            basic.append(None)
+        else:
+            if seen_ellipsis:
+                raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            for _ in range(nd - consumed):
+                vshape.append(shape[d])
+                vstrides.append(strides[d])
+                basic.append(slice(None))
+                d += 1
+    vshape += shape[d:]
+    vstrides += strides[d:]
+    out = x._view(vshape, vstrides, offset)
+    return _record("index_view", (x,), out, {"key": tuple(basic) + (slice(None),) * (nd - d),
+                                             "shape": shape})
+
+
+def _walk(x, entries, op):
+    """Apply the basic part of the key: returns (shape, strides, offset) of the view,
+    the advanced indices as [(kind, view dim, tensor, input dim)] (kind "array" or
+    "mask"; a mask spans mask.ndim view dims), the basic key that makes the view (for
+    autograd) and whether the advanced indices are adjacent."""
+    _, _, shape, strides, offset = x._layout()
+    vshape, vstrides, adv, basic = [], [], [], []
+    adv_pos = set()
+    d = 0
+    for kind, v, pos in entries:
+        if kind == "slice":
+            start, n, st = _slice_at(v, shape[d], strides[d], op)
+            offset += start * strides[d]
+            vshape.append(n)
+            vstrides.append(st)
+            basic.append(v)
+            d += 1
+        elif kind == "int":
+            i = _int_at(v, shape[d], d, op)
+            offset += i * strides[d]
+            basic.append(i)
+            adv_pos.add(pos)
+            d += 1
+        elif kind == "none":
+            vshape.append(1)
+            vstrides.append(0)
+            basic.append(None)
+        elif kind == "array":
+            adv.append(("array", len(vshape), v, d))
+            vshape.append(shape[d])
+            vstrides.append(strides[d])
+            basic.append(slice(None))
+            adv_pos.add(pos)
+            d += 1
+        elif kind == "mask":
+            k = v.ndim
+            # NumPy lets a mask dim of size 0 stand against any dim (it selects nothing)
+            if len(shape[d:d + k]) != k or any(m not in (0, n) for m, n in
+                                                zip(v.shape, shape[d:d + k])):
+                raise IndexError(f"{op}: the mask of shape {tuple(v.shape)} does not match the "
+                                 f"indexed dims {tuple(shape[d:d + k])} at dim {d}")
+            adv.append(("mask", len(vshape), v, d))
+            vshape += shape[d:d + k]
+            vstrides += strides[d:d + k]
+            basic += [slice(None)] * k
+            d += k
+            adv_pos.add(pos)
+        elif kind == "bool":
+            # a new size-1 dim, indexed by [0] (True) or [] (False)
+            adv.append(("array", len(vshape), _core.empty((1 if v else 0,), _int64).fill_(0),
+                        None))
+            vshape.append(1)
+            vstrides.append(0)
+            basic.append(None)
+            adv_pos.add(pos)
+    adjacent = max(adv_pos) - min(adv_pos) + 1 == len(adv_pos) if adv else True
+    return vshape, vstrides, offset, adv, tuple(basic), adjacent
+
+
+def _mergeable(shape, strides, start, k):
+    """Whether dims start .. start+k-1 read like one dim (row-major, no gaps)."""
+    return all(strides[j] == strides[j + 1] * shape[j + 1] for j in range(start, start + k - 1))
+
+
+class _Plan:
+    """What a subscript does. shape0/strides0: the basic view; shape1/strides1: the
+    same with each multi-dim mask's dims merged into one where the layout allows
+    (the mask becomes one list of flat positions); perm: moves separated advanced
+    dims to the front; then vshape/vstrides (the moved layout), the validated
+    indices, the dims they index (vdims), their broadcast shape and its place p."""
+    __slots__ = ("shape0", "strides0", "shape1", "strides1", "vshape", "vstrides", "offset",
+                 "indices", "vdims", "bshape", "p", "perm", "basic")
+
+
+def _plan(x, key, op):
+    entries = _parse(x.ndim, key, op)
+    vshape, vstrides, offset, adv, basic, adjacent = _walk(x, entries, op)
+    pl = _Plan()
+    pl.basic, pl.perm, pl.indices, pl.offset = basic, None, [], offset
+    pl.shape0, pl.strides0 = vshape, vstrides
+    shape1, strides1 = list(vshape), list(vstrides)
+    if adv:
+        vdims = []
+        shift = 0   # view dims removed by merges so far
+        # NumPy checks no index values when the broadcast result is empty
+        empty = 0 in _broadcast([t.shape for kind, _, t, _ in adv if kind == "array"], op)
+        for kind, vd, t, d in adv:
+            vd -= shift
+            if kind == "array":
+                where = f"dim {d}" if d is not None else "a new dim"
+                pl.indices.append(_prep(t, shape1[vd], op, where) if not empty else
+                                  _core.astype(t, _int64))
+                vdims.append(vd)
+                continue
+            k = t.ndim
+            m = t if t.is_contiguous() else _core.contiguous_copy(t)
+            if k == 1 or _mergeable(shape1, strides1, vd, k):
+                size = 1
+                for j in range(vd, vd + k):
+                    size *= shape1[j]
+                shape1[vd:vd + k] = [size]
+                strides1[vd:vd + k] = [strides1[vd + k - 1]]
+                shift += k - 1
+                pl.indices.append(_kern.nonzero(m.reshape(-1)).reshape(-1))
+                vdims.append(vd)
+            else:
+                coords = _kern.nonzero(m)
+                for j in range(k):
+                    pl.indices.append(_core.contiguous_copy(coords[:, j]))
+                    vdims.append(vd + j)
+        pl.bshape = _broadcast([t.shape for t in pl.indices], op)
+        if not adjacent:
+            # NumPy: separated advanced indices put their dims first
+            pl.perm = vdims + [i for i in range(len(shape1)) if i not in vdims]
+            vdims = list(range(len(vdims)))
+        pl.vdims = vdims
+        pl.p = vdims[0]
+    pl.shape1, pl.strides1 = shape1, strides1
+    if pl.perm is None:
+        pl.vshape, pl.vstrides = shape1, strides1
+    else:
+        pl.vshape = [shape1[i] for i in pl.perm]
+        pl.vstrides = [strides1[i] for i in pl.perm]
+    return pl
+
+
+def _index_args(pl, res_ndim):
+    """The kernel's index arguments: each index broadcast to bshape, placed at p."""
+    args = []
+    for t, vd in zip(pl.indices, pl.vdims):
+        st = [0] * res_ndim
+        bst = _bcast_strides(t, pl.bshape)
+        st[pl.p:pl.p + len(pl.bshape)] = bst
+        args.append((t, tuple(st), pl.vstrides[vd], pl.vshape[vd]))
+    return args
+
+
+def _result_layout(pl):
+    """Result shape and the strides that read the (permuted) view along it."""
+    k = len(pl.vdims)
+    shape = pl.vshape[:pl.p] + list(pl.bshape) + pl.vshape[pl.p + k:]
+    strides = pl.vstrides[:pl.p] + [0] * len(pl.bshape) + pl.vstrides[pl.p + k:]
+    return shape, strides
+
+
+# subscripts: get and set --------------------------------------------------------------
+
+def _getitem(x, key, op="getitem"):
+    if type(key) is int:   # the fast path: x[i] (iteration, loops)
+        _, _, shape, strides, offset = x._layout()
+        if not shape:
+            raise IndexError(f"{op}: too many indices for a tensor of 0 dims (1 were indexed)")
+        i = _int_at(key, shape[0], 0, op)
+        out = x._view(shape[1:], strides[1:], offset + i * strides[0])
+        return _record("index_view", (x,), out, {"key": (i,), "shape": tuple(shape)})
+    if type(key) is slice:
+        key = (key,)
+    if type(key) is tuple and all(type(k) in _BASIC_TYPES for k in key):
+        return _basic_getitem(x, key, op)
+    if isinstance(key, _TB) and key.ndim and x.ndim and key.dtype.kind == "int":
+        return _take_rows(x, key, op)       # x[idx]: rows picked by an index tensor
+    if isinstance(key, _TB) and key.dtype is _bool and key.ndim and \
+            tuple(key.shape) == tuple(x.shape) and not _core.any_requires_grad((x,)):
+        _, _, shape, strides, _ = x._layout()
+        if _mergeable(shape, strides, 0, len(shape)):   # x[mask] in one pass
+            m = key if key.is_contiguous() else _core.contiguous_copy(key)
+            return _kern.compress(x, strides[-1], m)
+    pl = _plan(x, key, op)
+    if tuple(pl.shape0) == tuple(x.shape) and tuple(pl.strides0) == x.stride() and \
+            pl.offset == x.storage_offset():
+        view = x          # nothing basic to do (x[idx], x[..., idx], x[mask])
+    else:
+        view = x._view(pl.shape0, pl.strides0, pl.offset)
+        _record("index_view", (x,), view, {"key": pl.basic, "shape": tuple(x.shape)})
+    if not pl.indices:
+        return view
+    if pl.shape1 != pl.shape0:   # masks over mergeable dims: one flat dim each
+        from ember._views import reshape
+        view = reshape(view, pl.shape1)
+    if pl.perm is not None:
+        from ember._views import permute
+        view = permute(view, pl.perm)
+    pl.vshape, pl.vstrides = list(view.shape), list(view.stride())
+    shape, src_strides = _result_layout(pl)
+    out = _core.empty(shape, x.dtype, x.device)
+    _kern.gather(out, view, tuple(src_strides), _index_args(pl, len(shape)))
+    indices = [None] * len(pl.vshape)
+    for t, vd in zip(pl.indices, pl.vdims):
+        indices[vd] = t
+    return _record("index", (view,), out, {"indices": tuple(indices)})
+
+
+def _take_rows(x, index, op):
+    """x[index] for an integer tensor index (what the general path does, with less
+    bookkeeping): the result has shape index.shape + x.shape[1:]."""
+    _, _, shape, strides, _ = x._layout()
+    idx = _prep(index, shape[0], op, "dim 0")
+    ishape = tuple(idx.shape)
+    out = _core.empty(ishape + shape[1:], x.dtype, x.device)
+    rest = len(shape) - 1
+    _kern.gather(out, x, (0,) * len(ishape) + strides[1:],
+                 [(idx, tuple(_contig_strides(ishape)) + (0,) * rest, strides[0], shape[0])])
+    return _record("index", (x,), out, {"indices": (idx,) + (None,) * rest})
+
+
+def _value_tensor(value, x, op):
+    """value as a tensor of x's dtype (Python scalars become 0-d)."""
+    if isinstance(value, _TB):
+        _check_device(op, x, value)
+        return value if value.dtype is x.dtype else value.to(x.dtype)
+    if isinstance(value, (numbers.Number,)) or type(value).__module__ == "numpy" and \
+            getattr(value, "ndim", 1) == 0:
+        return _scalar_tensor(value, x.dtype, x.device, op)
+    from ember._creation import as_tensor
+    try:
+        return as_tensor(value).to(x.dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{op}: can't assign a {type(value).__name__}: {e}") from None
+
+
+def _strip_ones(v, ndim):
+    """Drop leading size-1 dims of v beyond ndim (NumPy lets x[0] = ones(1, n))."""
+    while v.ndim > ndim and v.shape[0] == 1:
+        v = v.reshape(tuple(v.shape)[1:])
+    return v
+
+
+def _setitem(x, key, value, accumulate=False, op="setitem"):
+    """x[key] = value (or += with accumulate, adding every repeated index)."""
+    _check_inplace(x, op)
+    if not isinstance(value, _TB) and type(value).__module__ == "numpy" and \
+            getattr(value, "ndim", 1) == 0:
+        value = value.item()     # a NumPy scalar
+    pl = _plan(x, key, op)
+    if not pl.indices:
+        view = x._view(pl.vshape, pl.vstrides, pl.offset)
+        if accumulate:
+            _ew("add", view, value if not isinstance(value, _TB) else
+                _strip_ones(value, view.ndim), out=view)
+        elif isinstance(value, _TB) or not isinstance(value, numbers.Number):
+            v = _strip_ones(_value_tensor(value, x, op), view.ndim)
+            _broadcast_value(v, view.shape, op)
+            _core.copy_(view, v)
+        else:
+            view.fill_(value)
+    else:
+        shape, dst_strides = _result_layout(pl)
+        v = _strip_ones(_value_tensor(value, x, op), len(shape))
+        _broadcast_value(v, shape, op)
+        if v._shares_storage(x):
+            v = _core.contiguous_copy(v)
+        dst = x._view(pl.vshape, pl.vstrides, pl.offset)
+        _kern.scatter(dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)), tuple(shape),
+                      _index_args(pl, len(shape)), "add" if accumulate else None)
+        x._bump_version()
+    return _record("setitem", (x, value), x, {"key": key, "accumulate": accumulate,
+                                               "inplace": True})
+
+
+def _broadcast_value(v, shape, op):
+    nd = len(shape)
+    ok = v.ndim <= nd and all(s in (1, t) for s, t in zip(tuple(v.shape)[::-1], shape[::-1]))
+    if not ok:
+        raise ValueError(f"{op}: shape mismatch: a value of shape {tuple(v.shape)} can't be "
+                         f"broadcast to the indexing result of shape {tuple(shape)}")
+
+
+@tensor_method(names=("__getitem__",))
+def _tensor_getitem(self, key):
+    """x[key]: a view for ints, slices, None and Ellipsis; a copy for advanced
+    indices (integer tensors / lists, bool masks), with NumPy's rules."""
+    return _getitem(self, key)
+
+
+@tensor_method(names=("__setitem__",))
+def _tensor_setitem(self, key, value):
+    """x[key] = value: value broadcasts and is cast to x's dtype; writes through views."""
+    _setitem(self, key, value)
+
+
+@tensor_method
+@_tensor_input
+def select(input, dim, index):
+    """The slice at `index` along `dim`, as a view with that dim removed."""
+    d = _norm(dim, input.ndim, "select")
+    if input.ndim == 0:
+        raise IndexError("select: cannot select from a 0-d tensor")
+    return _getitem(input, (slice(None),) * d + (operator.index(index),), "select")
+
+
+@tensor_method
+@_tensor_input
+def index_put_(input, indices, values, accumulate=False):
+    """input[indices] = values in place (indices: a tuple of index tensors or None
+    for full dims); accumulate=True adds, summing repeated indices."""
+    key = tuple(slice(None) if i is None else i for i in indices)
+    return _setitem(input, key, values, accumulate, "index_put_")
+
+
+@tensor_method
+@_tensor_input
+def index_put(input, indices, values, accumulate=False):
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+# gather / scatter -------------------------------------------------------------------
+
+def _dim_and_index(input, dim, index, op):
+    index = _index_arg(index, op)
+    _check_device(op, input, index)
+    d = _norm(dim, input.ndim, op)
+    if index.ndim != input.ndim and not (input.ndim <= 1 and index.ndim <= 1):
+        raise ValueError(f"{op}: index has {index.ndim} dims but input has {input.ndim}; "
+                         f"they must match")
+    return d, index
+
+
+def _as1d(t):
+    return t.reshape(1) if t.ndim == 0 else t
+
+
+def _gather(input, d, index, op, allow_negative=False):
+    """out[p] = input[p with dim d replaced by index[p]] over index's shape."""
+    x, ix = _as1d(input), _as1d(index)
+    n = x.shape[d]
+    for k in range(x.ndim):
+        if k != d and ix.shape[k] > x.shape[k]:
+            raise ValueError(f"{op}: index has size {ix.shape[k]} in dim {k} but the input "
+                             f"only {x.shape[k]} (shapes {tuple(index.shape)} and "
+                             f"{tuple(input.shape)})")
+    idx = _prep(ix, n, op, f"dim {d}", allow_negative)
+    strides = list(x.stride())
+    strides[d] = 0
+    out = _core.empty(tuple(ix.shape), x.dtype, x.device)
+    _kern.gather(out, x, tuple(strides), [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
+    if index.ndim == 0:
+        out = out.reshape(())
+    return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape))})
+
+
+@tensor_method
+@_tensor_input
+def gather(input, dim, index, *, sparse_grad=False):
+    """out[i][j] = input[index[i][j]][j] (dim 0): pick along dim by index, same
+    number of dims, index no bigger than input off dim. Negative indices are an error."""
+    d, index = _dim_and_index(input, dim, index, "gather")
+    return _gather(input, d, index, "gather")
+
+
+@tensor_method
+@_tensor_input
+def take_along_dim(input, indices, dim=None):
+    """NumPy's take_along_axis: gather after broadcasting input and indices off dim;
+    with dim None, over the flattened input. Negative indices count from the end."""
+    indices = _index_arg(indices, "take_along_dim")
+    if dim is None:
+        return _gather(input.reshape(-1), 0, indices.reshape(-1), "take_along_dim", True)
+    d = _norm(dim, input.ndim, "take_along_dim")
+    if indices.ndim != input.ndim:
+        raise ValueError(f"take_along_dim: indices have {indices.ndim} dims but input has "
+                         f"{input.ndim}")
+    xs, ixs = list(input.shape), list(indices.shape)
+    xs[d] = ixs[d] = 1
+    b = list(_broadcast([xs, ixs], "take_along_dim", "input and indices", ValueError))
+    xb, ib = list(b), list(b)
+    xb[d], ib[d] = input.shape[d], indices.shape[d]
+    return _gather(input.expand(xb), d, indices.expand(ib), "take_along_dim", True)
+
+
+def _scatter_into(out, d, index, src, reduce, op):
+    """out[p with dim d replaced by index[p]] (reduce)= src[p] over index's shape."""
+    x, ix = _as1d(out), _as1d(index)
+    s = src.expand(tuple(ix.shape)) if src.ndim == 0 else _as1d(src)
+    n = x.shape[d]
+    for k in range(x.ndim):
+        if ix.shape[k] > s.shape[k] or (k != d and ix.shape[k] > x.shape[k]):
+            raise ValueError(f"{op}: index of shape {tuple(index.shape)} is too big for the "
+                             f"input of shape {tuple(out.shape)} or the source of shape "
+                             f"{tuple(src.shape)} at dim {k}")
+    idx = _prep(ix, n, op, f"dim {d}", allow_negative=False)
+    strides = list(x.stride())
+    strides[d] = 0
+    if s._shares_storage(out):
+        s = _core.contiguous_copy(s)
+    _kern.scatter(x, tuple(strides), s, tuple(s.stride()), tuple(ix.shape),
+                  [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)], reduce)
+    out._bump_version()
+    return idx.reshape(tuple(index.shape))
+
+
+def _src_or_value(out, src, value, op):
+    """The source as a tensor of out's dtype (a 0-d one for a number)."""
+    if src is None and value is None:
+        raise TypeError(f"{op}: expected a src tensor or a value")
+    if isinstance(src, _TB):
+        _check_device(op, out, src)
+        if src.ndim != out.ndim and not (out.ndim <= 1 and src.ndim <= 1):
+            raise ValueError(f"{op}: src has {src.ndim} dims but input has {out.ndim}")
+        return src if src.dtype is out.dtype else src.to(out.dtype)
+    return _scalar_tensor(src if src is not None else value, out.dtype, out.device, op)
+
+
+_SCATTER_REDUCE = {None: None, "add": "add", "multiply": "multiply"}
+
+
+@tensor_method
+@_tensor_input
+def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
+    """In place: input[index[i][j]][j] = src[i][j] (dim 0); src may be a number.
+    reduce='add' / 'multiply' combine instead of overwrite."""
+    if reduce not in _SCATTER_REDUCE:
+        raise ValueError(f"scatter_: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    _check_inplace(input, "scatter_")
+    d, index = _dim_and_index(input, dim, index, "scatter_")
+    s = _src_or_value(input, src, value, "scatter_")
+    idx = _scatter_into(input, d, index, s, reduce, "scatter_")
+    srcs = (input, src) if isinstance(src, _TB) else (input,)
+    return _record("scatter", srcs, input, {"dim": d, "index": idx, "reduce": reduce,
+                                            "value": None if isinstance(src, _TB) else
+                                            (src if src is not None else value),
+                                            "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """scatter_ on a copy of input."""
+    if reduce not in _SCATTER_REDUCE:
+        raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    d, index = _dim_and_index(input, dim, index, "scatter")
+    out = _core.contiguous_copy(input)
+    s = _src_or_value(out, src, value, "scatter")
+    idx = _scatter_into(out, d, index, s, reduce, "scatter")
+    srcs = (input, src) if isinstance(src, _TB) else (input,)
+    return _record("scatter", srcs, out, {"dim": d, "index": idx, "reduce": reduce,
+                                          "value": None if isinstance(src, _TB) else
+                                          (src if src is not None else value)})
+
+
+@tensor_method
+@_tensor_input
+def scatter_add_(input, dim, index, src):
+    """In place: input[index[i][j]][j] += src[i][j] (dim 0), adding every repeat."""
+    _check_inplace(input, "scatter_add_")
+    d, index = _dim_and_index(input, dim, index, "scatter_add_")
+    s = _src_or_value(input, src, None, "scatter_add_")
+    idx = _scatter_into(input, d, index, s, "add", "scatter_add_")
+    return _record("scatter_add", (input, src), input, {"dim": d, "index": idx, "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def scatter_add(input, dim, index, src):
+    d, index = _dim_and_index(input, dim, index, "scatter_add")
+    out = _core.contiguous_copy(input)
+    s = _src_or_value(out, src, None, "scatter_add")
+    idx = _scatter_into(out, d, index, s, "add", "scatter_add")
+    return _record("scatter_add", (input, src), out, {"dim": d, "index": idx})
+
+
+_REDUCE_OPS = {"sum": "add", "prod": "multiply", "amax": "amax", "amin": "amin", "mean": "add"}
+
+
+def _identity(dtype, reduce):
+    """The start value of a reduction that leaves any element unchanged."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "float":
+        return float("-inf") if reduce == "amax" else float("inf")
+    if dtype.kind == "bool":
+        return reduce == "amin"
+    from ember._dtypes import iinfo
+    info = iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_reduce_into(out, d, index, s, reduce, include_self, op):
+    if reduce not in _REDUCE_OPS:
+        raise ValueError(f"{op}: reduce must be one of {', '.join(_REDUCE_OPS)}, got {reduce!r}")
+    if not include_self:
+        ident = _scalar_tensor(_identity(out.dtype, reduce), out.dtype, out.device, op)
+        _scatter_into(out, d, index, ident, None, op)
+    idx = _scatter_into(out, d, index, s, _REDUCE_OPS[reduce], op)
+    if reduce == "mean":
+        from ember._creation import ones_like
+        count = _core.empty(tuple(out.shape), _int64, out.device).fill_(1 if include_self else 0)
+        _scatter_into(count, d, index, ones_like(index, dtype=_int64), "add", op)
+        count = _ew("maximum", count, 1)
+        if out.dtype.kind == "float":
+            mean = _ew("div", out, count)
+        else:
+            mean = _ew("floor_divide", out, count)
+        _core.copy_(out, mean)
+    return idx
+
+
+@tensor_method
+@_tensor_input
+def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
+    """In place: input[index[i][j]][j] = reduce(input[...], src[i][j]...) with reduce
+    'sum', 'prod', 'mean', 'amax' or 'amin' over every element scattered to a
+    position (and the input's own value unless include_self=False)."""
+    _check_inplace(input, "scatter_reduce_")
+    d, index = _dim_and_index(input, dim, index, "scatter_reduce_")
+    s = _src_or_value(input, src, None, "scatter_reduce_")
+    idx = _scatter_reduce_into(input, d, index, s, reduce, include_self, "scatter_reduce_")
+    return _record("scatter_reduce", (input, src), input,
+                   {"dim": d, "index": idx, "reduce": reduce, "include_self": include_self,
+                    "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    d, index = _dim_and_index(input, dim, index, "scatter_reduce")
+    out = _core.contiguous_copy(input)
+    s = _src_or_value(out, src, None, "scatter_reduce")
+    idx = _scatter_reduce_into(out, d, index, s, reduce, include_self, "scatter_reduce")
+    return _record("scatter_reduce", (input, src), out,
+                   {"dim": d, "index": idx, "reduce": reduce, "include_self": include_self})
+
+
+# index_* along one dim ---------------------------------------------------------------
+
+def _dim_index1d(input, dim, index, op):
+    """(dim, validated 1-d int64 index) for the index_* family (no negatives)."""
+    index = _index_arg(index, op)
+    _check_device(op, input, index)
+    if index.ndim > 1:
+        raise ValueError(f"{op}: index must be 0-d or 1-d, got shape {tuple(index.shape)}")
+    d = _norm(dim, input.ndim, op)
+    n = input.shape[d] if input.ndim else 1
+    return d, _prep(index.reshape(-1), n, op, f"dim {d}", allow_negative=False)
+
+
+def _along(x, d, idx):
+    """Layout of x with dim d driven by the index: (strides with d -> 0, index arg)."""
+    strides = list(x.stride())
+    st = [0] * x.ndim
+    st[d] = 1
+    strides[d] = 0
+    return tuple(strides), [(idx, tuple(st), x.stride(d), x.shape[d])]
+
+
+@tensor_method
+@_tensor_input
+def index_select(input, dim, index):
+    """The entries of input at positions index along dim (a copy)."""
+    d, idx = _dim_index1d(input, dim, index, "index_select")
+    x = _as1d(input)
+    shape = list(x.shape)
+    shape[d] = idx.shape[0]
+    out = _core.empty(shape, x.dtype, x.device)
+    strides, args = _along(x, d, idx)
+    _kern.gather(out, x, strides, args)
+    if input.ndim == 0 and out.numel() == 1:
+        out = out.reshape(())
+    return _record("index_select", (input,), out, {"dim": d, "index": idx})
+
+
+def _index_write(input, d, idx, source, reduce, op):
+    x = _as1d(input)
+    s = _as1d(source)
+    expect = list(x.shape)
+    expect[d] = idx.shape[0]
+    if list(s.shape) != expect:
+        raise ValueError(f"{op}: source has shape {tuple(source.shape)} but {tuple(expect)} "
+                         f"was expected (the input's shape with dim {d} the index's length)")
+    if s._shares_storage(x):
+        s = _core.contiguous_copy(s)
+    strides, args = _along(x, d, idx)
+    _kern.scatter(x, strides, s, tuple(s.stride()), tuple(expect), args, reduce)
+    input._bump_version()
+    return input
+
+
+def _source(input, source, op):
+    if not isinstance(source, _TB):
+        raise TypeError(f"{op}: source must be a tensor, got {type(source).__name__}")
+    _check_device(op, input, source)
+    return source if source.dtype is input.dtype else source.to(input.dtype)
+
+
+@tensor_method
+@_tensor_input
+def index_add_(input, dim, index, source, *, alpha=1):
+    """In place: input[..., index[i], ...] += alpha * source[..., i, ...] along dim;
+    repeated indices add up."""
+    _check_inplace(input, "index_add_")
+    d, idx = _dim_index1d(input, dim, index, "index_add_")
+    s = _source(input, source if alpha == 1 else _ew("mul", source, alpha), "index_add_")
+    _index_write(input, d, idx, s, "add", "index_add_")
+    return _record("index_add", (input, source), input,
+                   {"dim": d, "index": idx, "alpha": alpha, "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def index_add(input, dim, index, source, *, alpha=1):
+    d, idx = _dim_index1d(input, dim, index, "index_add")
+    out = _core.contiguous_copy(input)
+    s = _source(out, source if alpha == 1 else _ew("mul", source, alpha), "index_add")
+    _index_write(out, d, idx, s, "add", "index_add")
+    return _record("index_add", (input, source), out, {"dim": d, "index": idx, "alpha": alpha})
+
+
+@tensor_method
+@_tensor_input
+def index_copy_(input, dim, index, source):
+    """In place: input[..., index[i], ...] = source[..., i, ...] along dim."""
+    _check_inplace(input, "index_copy_")
+    d, idx = _dim_index1d(input, dim, index, "index_copy_")
+    _index_write(input, d, idx, _source(input, source, "index_copy_"), None, "index_copy_")
+    return _record("index_copy", (input, source), input, {"dim": d, "index": idx,
+                                                          "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def index_copy(input, dim, index, source):
+    d, idx = _dim_index1d(input, dim, index, "index_copy")
+    out = _core.contiguous_copy(input)
+    _index_write(out, d, idx, _source(out, source, "index_copy"), None, "index_copy")
+    return _record("index_copy", (input, source), out, {"dim": d, "index": idx})
+
+
+def _index_fill_into(x, d, idx, value, op):
+    v = _scalar_tensor(value, x.dtype, x.device, op)
+    shape = list(_as1d(x).shape)
+    shape[d] = idx.shape[0]
+    _index_write(x, d, idx, v.expand(shape), None, op)
+
+
+@tensor_method
+@_tensor_input
+def index_fill_(input, dim, index, value):
+    """In place: input[..., index[i], ...] = value along dim."""
+    _check_inplace(input, "index_fill_")
+    d, idx = _dim_index1d(input, dim, index, "index_fill_")
+    _index_fill_into(input, d, idx, value, "index_fill_")
+    ins = (input, value) if isinstance(value, _TB) else (input,)
+    return _record("index_fill", ins, input, {"dim": d, "index": idx, "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def index_fill(input, dim, index, value):
+    d, idx = _dim_index1d(input, dim, index, "index_fill")
+    out = _core.contiguous_copy(input)
+    _index_fill_into(out, d, idx, value, "index_fill")
+    ins = (input, value) if isinstance(value, _TB) else (input,)
+    return _record("index_fill", ins, out, {"dim": d, "index": idx})
+
+
+@tensor_method
+@_tensor_input
+def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
+    """In place: reduce ('prod', 'mean', 'amax', 'amin') source's slices into input
+    along dim at index (like scatter_reduce_ with a 1-d index)."""
+    _check_inplace(input, "index_reduce_")
+    d, idx = _dim_index1d(input, dim, index, "index_reduce_")
+    s = _source(input, source, "index_reduce_")
+    shape = [1] * max(input.ndim, 1)
+    shape[d] = idx.shape[0]
+    full = list(_as1d(s).shape)
+    big = idx.reshape(shape).expand(full)
+    _scatter_reduce_into(input, d, big, s, reduce, include_self, "index_reduce_")
+    return _record("scatter_reduce", (input, source), input,
+                   {"dim": d, "index": big, "reduce": reduce, "include_self": include_self,
+                    "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    return index_reduce_(_core.contiguous_copy(input) if not input.requires_grad else
+                         input.clone(), dim, index, source, reduce, include_self=include_self)
+
+
+# masks ---------------------------------------------------------------------------------
+
+def _mask_arg(mask, op):
+    if not isinstance(mask, _TB):
+        from ember._creation import as_tensor
+        mask = as_tensor(mask)
+    if mask.dtype is not _bool:
+        raise TypeError(f"{op}: mask must be a bool tensor, got {mask.dtype!r}")
+    return mask
+
+
+def _fill_value(input, value, op):
+    if isinstance(value, _TB):
+        if value.ndim != 0:
+            raise ValueError(f"{op}: value must be a number or a 0-d tensor, got a tensor "
+                             f"of shape {tuple(value.shape)}")
+        return value if value.dtype is input.dtype else value.to(input.dtype)
+    return _scalar_tensor(value, input.dtype, input.device, op)
+
+
+@tensor_method
+@_tensor_input
+def masked_fill(input, mask, value):
+    """value where mask is True, input elsewhere (mask and input broadcast)."""
+    mask = _mask_arg(mask, "masked_fill")
+    return _ew("where", mask, _fill_value(input, value, "masked_fill"), input)
+
+
+@tensor_method
+@_tensor_input
+def masked_fill_(input, mask, value):
+    """In place: input[mask] = value, mask broadcast to input's shape."""
+    mask = _mask_arg(mask, "masked_fill_")
+    _broadcast_to_input(mask, input, "masked_fill_")
+    _check_inplace(input, "masked_fill_")
+    return _ew("where", mask, _fill_value(input, value, "masked_fill_"), input, out=input)
+
+
+def _broadcast_to_input(mask, input, op):
+    shape = _broadcast([mask.shape, input.shape], op, "mask and input", ValueError)
+    if tuple(shape) != tuple(input.shape):
+        raise ValueError(f"{op}: mask of shape {tuple(mask.shape)} can't be broadcast to the "
+                         f"input's shape {tuple(input.shape)}")
+
+
+@tensor_method
+@_tensor_input
+def masked_select(input, mask):
+    """The elements of input where mask is True, as a 1-d tensor (both broadcast)."""
+    mask = _mask_arg(mask, "masked_select")
+    shape = _broadcast([input.shape, mask.shape], "masked_select", "input and mask", ValueError)
+    x = input.expand(shape) if tuple(input.shape) != shape else input
+    m = mask.expand(shape) if tuple(mask.shape) != shape else mask
+    if x.ndim == 0:
+        x, m = x.reshape(1), m.reshape(1)
+    return _getitem(x, m, "masked_select")
+
+
+@tensor_method
+@_tensor_input
+def masked_scatter_(input, mask, source):
+    """In place: the True positions of mask (in row-major order) take consecutive
+    elements of source."""
+    mask = _mask_arg(mask, "masked_scatter_")
+    _broadcast_to_input(mask, input, "masked_scatter_")
+    m = mask.expand(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    count = int(_core.reduce("sum", m, None, False).item())
+    if not isinstance(source, _TB):
+        raise TypeError(f"masked_scatter_: source must be a tensor, got {type(source).__name__}")
+    if source.numel() < count:
+        raise ValueError(f"masked_scatter_: the mask selects {count} elements but source has "
+                         f"only {source.numel()}")
+    if input.ndim == 0:
+        if count:
+            _setitem(input, (), source.reshape(-1)[0], op="masked_scatter_")
+        return input
+    return _setitem(input, m, source.reshape(-1)[:count], op="masked_scatter_")
+
+
+@tensor_method
+@_tensor_input
+def masked_scatter(input, mask, source):
+    shape = _broadcast([input.shape, _mask_arg(mask, "masked_scatter").shape],
+                       "masked_scatter", "input and mask", ValueError)
+    return masked_scatter_(input.expand(shape).clone(), mask, source)
+
+
+# take / put ----------------------------------------------------------------------------
+
+@tensor_method
+@_tensor_input
+def take(input, index, *, axis=None):
+    """Elements of the flattened input at index (result has index's shape); negative
+    indices count from the end. With axis (the Array API), index_select along it."""
+    index = _index_arg(index, "take")
+    if axis is not None:
+        if index.ndim != 1:
+            raise ValueError(f"take: with axis, indices must be 1-d, got shape "
+                             f"{tuple(index.shape)}")
+        d = _norm(axis, input.ndim, "take")
+        n = input.shape[d] if input.ndim else 1
+        idx = _prep(index, n, "take", f"dim {d}")
+        return index_select(input, d, idx)
+    flat = input.reshape(-1)
+    if index.ndim == 0:
+        return _getitem(flat, (index.reshape(1),), "take").reshape(())
+    return _getitem(flat, (index,), "take")
+
+
+@tensor_method
+@_tensor_input
+def put_(input, index, source, accumulate=False):
+    """In place: the flattened input's elements at index take source's (in order);
+    accumulate=True adds instead, summing repeated indices."""
+    index = _index_arg(index, "put_")
+    if not isinstance(source, _TB):
+        raise TypeError(f"put_: source must be a tensor, got {type(source).__name__}")
+    if source.numel() != index.numel():
+        raise ValueError(f"put_: index has {index.numel()} elements but source has "
+                         f"{source.numel()}")
+    _check_inplace(input, "put_")
+    n = input.numel()
+    idx = _prep(index.reshape(-1), n, "put_", "the flattened input")
+    if input.ndim == 0:
+        _setitem(input.reshape(1), (idx,), source.reshape(-1), accumulate, "put_")
+        return input
+    # unravel the flat positions into one index per dim (works for any layout)
+    coords, rest = [], idx
+    for size in reversed(tuple(input.shape)):
+        coords.append(_ew("remainder", rest, size))
+        rest = _ew("floor_divide", rest, size)
+    return _setitem(input, tuple(reversed(coords)), source.reshape(-1), accumulate, "put_")
+
+
+@tensor_method
+@_tensor_input
+def put(input, index, source, accumulate=False):
+    return put_(input.clone(), index, source, accumulate)
+
+
+# nonzero --------------------------------------------------------------------------------
+
+def _as_bool_contiguous(input):
+    if input.dtype is _bool:
+        return input if input.is_contiguous() else _core.contiguous_copy(input)
+    return _ew("ne", input, 0)
+
+
+@tensor_method
+@_tensor_input
+def nonzero(input, *, as_tuple=False):
+    """Coordinates of the nonzero elements in row-major order: a (count, ndim) int64
+    tensor, or with as_tuple a tuple of ndim 1-d tensors (one per dim)."""
+    m = _as_bool_contiguous(input)
+    if as_tuple and m.ndim == 0:
+        m = m.reshape(1)
+    coords = _kern.nonzero(m)
+    if not as_tuple:
+        return coords
+    return tuple(_core.contiguous_copy(coords[:, j]) for j in range(m.ndim))
+
+
+@tensor_method
+@_tensor_input
+def argwhere(input):
+    """nonzero(input): a (count, ndim) tensor of coordinates."""
+    return nonzero(input)
+
+
+@_tensor_input
+def flatnonzero(input):
+    """Positions of the nonzero elements of the flattened input."""
+    return nonzero(input.reshape(-1))[:, 0]
+
+
+# sorting -------------------------------------------------------------------------------
+
+def _sort(input, dim, descending, op):
+    """(values, indices) sorted along dim: stable, NaN the largest value."""
+    if input.ndim == 0:
+        return _core.contiguous_copy(input), _core.empty((), _int64, input.device).fill_(0)
+    d = _norm(dim, input.ndim, op)
+    x = input.detach()
+    last = d == input.ndim - 1
+    if not last:
+        x = x.movedim(d, -1)
+    vals = _core.contiguous_copy(x)
+    idx = _core.empty(tuple(vals.shape), _int64, input.device)
+    _kern.sort_rows(vals, idx, vals.shape[-1], bool(descending))
+    if not last:
+        vals = _core.contiguous_copy(vals.movedim(-1, d))
+        idx = _core.contiguous_copy(idx.movedim(-1, d))
+    return vals, idx
+
+
+@tensor_method
+@_tensor_input
+def sort(input, dim=-1, descending=False, stable=False, *, axis=None):
+    """(values, indices) of input sorted along dim. Always stable (equal elements keep
+    their order); NaN sorts as the largest value (last, or first when descending)."""
+    if axis is not None:
+        dim = axis
+    values, indices = _sort(input, dim, descending, "sort")
+    if input.ndim:
+        _record("gather", (input,), values, {"dim": _norm(dim, input.ndim, "sort"),
+                                             "index": indices})
+    else:
+        _record("clone", (input,), values, None)
+    return values_indices(values, indices)
+
+
+@tensor_method
+@_tensor_input
+def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
+    """The indices that sort input along dim (stable)."""
+    if axis is not None:
+        dim = axis
+    return _sort(input, dim, descending, "argsort")[1]
+
+
+@tensor_method
+@_tensor_input
+def msort(input):
+    """input sorted along its first dim."""
+    return sort(input, 0).values
+
+
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+@tensor_method
+@_tensor_input
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+    """The k largest (or smallest) elements along dim and their indices, in sorted
+    order; NaN counts as the largest value."""
+    d = _norm(dim, input.ndim, "topk")
+    n = input.shape[d] if input.ndim else 1
+    k = operator.index(k)
+    if not 0 <= k <= n:
+        raise IndexError(f"topk: k {k} is out of range for dim {d} of size {n}")
+    if input.ndim == 0:
+        s = sort(input)
+        return topk_result(s.values, s.indices) if k else \
+            topk_result(s.values.reshape(1)[:0], s.indices.reshape(1)[:0])
+    idx = _sort(input, d, largest, "topk")[1].narrow(d, 0, k).contiguous()
+    values = _gather(input, d, idx, "topk")
+    return topk_result(values, idx)
+
+
+@tensor_method
+@_tensor_input
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along dim (k from 1) and its index."""
+    d = _norm(dim, input.ndim, "kthvalue")
+    n = input.shape[d] if input.ndim else 1
+    k = operator.index(k)
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue: k {k} is out of range for dim {d} of size {n}")
+    if input.ndim == 0:
+        return values_indices(input.clone(), _core.empty((), _int64).fill_(0))
+    idx = _sort(input, d, False, "kthvalue")[1].narrow(d, k - 1, 1).contiguous()
+    values = _gather(input, d, idx, "kthvalue")
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return values_indices(values, idx)
+
+
+# unique --------------------------------------------------------------------------------
+
+def _distinct(a, b):
+    """a != b elementwise, with NaN equal to NaN (NumPy's unique)."""
+    ne = _ew("ne", a, b)
+    if a.dtype.kind == "float":
+        ne = _ew("logical_and", ne, _ew("logical_not",
+                                         _ew("logical_and", _ew("isnan", a), _ew("isnan", b))))
+    return ne
+
+
+def _groups(first, perm, n, shape, return_inverse, return_counts):
+    """inverse (positions -> group) and counts from the group-start mask."""
+    out = []
+    if return_inverse:
+        gid = _ew("sub", _cumsum_int(first), 1)
+        inverse = _core.empty((n,), _int64, first.device)
+        if n:
+            _setitem(inverse, (perm,), gid)
+        out.append(inverse.reshape(shape))
+    if return_counts:
+        starts = nonzero(first)[:, 0]
+        from ember._shape import cat
+        end = _core.empty((1,), _int64, first.device).fill_(n)
+        bounds = cat([starts, end])
+        out.append(_ew("sub", bounds[1:], bounds[:-1]))
+    return out
+
+
+def _cumsum_int(mask):
+    from ember._shape import cumsum
+    return cumsum(mask, 0)
+
+
+def _first_mask(distinct, n, device):
+    from ember._shape import cat
+    head = _core.empty((1 if n else 0,), _bool, device).fill_(True)
+    return cat([head, distinct])
+
+
+def _unique_rows(input, d, sort_rows, return_inverse, return_counts):
+    """unique along dim d: the distinct slices, as rows of (n, -1)."""
+    from ember._creation import arange
+    x = input.detach().movedim(d, 0)
+    n = x.shape[0]
+    m = 1
+    for s in tuple(x.shape)[1:]:
+        m *= s
+    rows = x.reshape(n, m)
+    perm = arange(n, device=input.device)
+    if sort_rows:
+        for c in range(rows.shape[1] - 1, -1, -1):   # LSD: stable sorts, last column first
+            perm = perm[argsort(rows[perm, c])]
+    srt = rows[perm]
+    if rows.shape[1] == 0:
+        distinct = _core.empty((max(n - 1, 0),), _bool, input.device).fill_(False)
+    else:
+        distinct = _core.reduce("any", _distinct(srt[1:], srt[:-1]), (1,), False)
+    first = _first_mask(distinct, n, input.device)
+    count = int(_core.reduce("sum", first, None, False).item())
+    uniq = srt[first].reshape((count,) + tuple(x.shape)[1:]).movedim(0, d)
+    if return_inverse or return_counts:
+        return (uniq, *_groups(first, perm, n, (n,), return_inverse, return_counts))
+    return uniq
+
+
+def _unique_flat(input, sort_values, return_inverse, return_counts):
+    flat = input.detach().reshape(-1)
+    n = flat.numel()
+    if sort_values:
+        v, perm = _sort(flat, 0, False, "unique")
+    else:
+        from ember._creation import arange
+        v, perm = flat, arange(n, device=input.device)
+    distinct = _distinct(v[1:], v[:-1]) if n else _core.empty((0,), _bool)
+    first = _first_mask(distinct, n, input.device)
+    uniq = v[first]
+    if return_inverse or return_counts:
+        return (uniq, *_groups(first, perm, n, tuple(input.shape), return_inverse,
+                               return_counts))
+    return uniq
+
+
+@tensor_method
+@_tensor_input
+def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+           dim=None):
+    """The distinct elements (sorted; NaNs count as one, as in NumPy), or with dim the
+    distinct slices along dim. return_inverse adds, for each input element (slice),
+    the position of its value in the result; return_counts how often each occurs."""
+    if dim is None:
+        return _unique_flat(input, True, return_inverse, return_counts)
+    d = _norm(dim, input.ndim, "unique")
+    return _unique_rows(input, d, True, return_inverse, return_counts)
+
+
+@tensor_method
+@_tensor_input
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive elements (slices along dim) to one."""
+    if dim is None:
+        return _unique_flat(input, False, return_inverse, return_counts)
+    d = _norm(dim, input.ndim, "unique_consecutive")
+    return _unique_rows(input, d, False, return_inverse, return_counts)
+
+
+UniqueAll = namedtuple("UniqueAll", ["values", "indices", "inverse_indices", "counts"])
+UniqueCounts = namedtuple("UniqueCounts", ["values", "counts"])
+UniqueInverse = namedtuple("UniqueInverse", ["values", "inverse_indices"])
+
+
+@_tensor_input
+def unique_values(x, /):
+    """The Array API's unique_values: the distinct elements (sorted)."""
+    return unique(x)
+
+
+@_tensor_input
+def unique_counts(x, /):
+    return UniqueCounts(*unique(x, return_counts=True))
+
+
+@_tensor_input
+def unique_inverse(x, /):
+    return UniqueInverse(*unique(x, return_inverse=True))
+
+
+@_tensor_input
+def unique_all(x, /):
+    """values, the flat index of each value's first occurrence, inverse, counts."""
+    values, inverse, counts = unique(x, return_inverse=True, return_counts=True)
+    flat_inv = inverse.reshape(-1)
+    from ember._creation import arange
+    n = flat_inv.numel()
+    first = _core.empty((values.numel(),), _int64).fill_(n)
+    if n:
+        pos = arange(n)
+        first = scatter_reduce(first, 0, flat_inv, pos, "amin")
+    return UniqueAll(values, first, inverse, counts)
+
+
+# binary search -------------------------------------------------------------------------
+
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Insertion points of values in sorted_sequence (along its last dim): the first
+    position with an element >= value ('left') or > value (right=True / 'right').
+    NaN sorts last. A 1-d sequence serves every value; an n-d one must match values'
+    leading dims."""
+    from ember._dtypes import result_type
+    op = "searchsorted"
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"{op}: side must be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise ValueError(f"{op}: right=True contradicts side='left'")
+        right = side == "right"
+    seq = sorted_sequence
+    if not isinstance(seq, _TB):
+        from ember._creation import as_tensor
+        seq = as_tensor(seq)
+    if seq.ndim == 0:
+        raise ValueError(f"{op}: the sorted sequence must have at least 1 dim")
+    scalar = not isinstance(values, _TB)
+    if scalar:
+        if not isinstance(values, numbers.Number):
+            from ember._creation import as_tensor
+            values = as_tensor(values)
+            scalar = False
+        elif seq.ndim != 1:
+            raise ValueError(f"{op}: a scalar value needs a 1-d sorted sequence, got shape "
+                             f"{tuple(seq.shape)}")
+    _check_device(op, seq, values)
+    if sorter is not None:
+        sorter = _index_arg(sorter, op)
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise ValueError(f"{op}: sorter of shape {tuple(sorter.shape)} doesn't match the "
+                             f"sequence's shape {tuple(seq.shape)}")
+        seq = _gather(seq, seq.ndim - 1, sorter, op)
+    dtype = result_type(seq, values)
+    if scalar:
+        values = _scalar_tensor(values, dtype, seq.device, op)
+    vshape = tuple(values.shape)
+    if seq.ndim > 1 and (values.ndim != seq.ndim or vshape[:-1] != tuple(seq.shape)[:-1]):
+        raise ValueError(f"{op}: the leading dims of the sequence {tuple(seq.shape)} and of "
+                         f"the values {vshape} must match")
+    s = seq.detach().to(dtype).contiguous()
+    v = values.detach().to(dtype)
+    v = v.reshape(1, -1) if seq.ndim == 1 else v
+    v = v if v.is_contiguous() else _core.contiguous_copy(v)
+    out = _core.empty(vshape, _int64, seq.device)
+    _kern.searchsorted(s, seq.ndim == 1, v, out, bool(right))
+    if out_int32:
+        out = out.to(_core._dtype_by_name("int32"))
+    return out
+
+
+@tensor_method
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each input element among the 1-d sorted boundaries: i such that
+    boundaries[i-1] < x <= boundaries[i] (right=False) or boundaries[i-1] <= x <
+    boundaries[i] (right=True)."""
+    if not isinstance(boundaries, _TB) or boundaries.ndim != 1:
+        raise ValueError("bucketize: boundaries must be a 1-d tensor")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+

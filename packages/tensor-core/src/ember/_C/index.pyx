@@ -1,0 +1,300 @@
+# kernels: index.c sort.c scan.c
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The CPU kernels behind indexing, sorting and scans (kernels/cpu/index.c, sort.c,
+scan.c), for ember/_indexing.py and ember/_shape.py.
+
+The Python modules decide shapes, dtypes and layouts; the functions here check that
+every pointer the C loops will form stays inside its storage before they run (index
+values are checked by the loops themselves), so a wrong layout from the Python side
+raises instead of corrupting memory.
+"""
+from libc.stdint cimport int64_t, uint8_t
+from ember._C.core cimport TensorBase, new_tensor
+
+cdef extern from "ember_index.h" nogil:
+    enum:
+        EM_MAX_INDICES
+    ctypedef struct em_index_arg:
+        const int64_t *data
+        int64_t strides[16]
+        int64_t step
+        int64_t size
+    int64_t em_index_normalize(int64_t *idx, int64_t n, int64_t size, int allow_negative)
+    int em_index_gather(int itemsize, int ndim, const int64_t *shape,
+                        char *out, const int64_t *out_strides,
+                        const char *src, const int64_t *src_strides,
+                        int nidx, const em_index_arg *idx)
+    int em_index_scatter(int dtype, int op, int ndim, const int64_t *shape,
+                         char *dst, const int64_t *dst_strides,
+                         const char *src, const int64_t *src_strides,
+                         int nidx, const em_index_arg *idx)
+    int64_t em_count_true(const uint8_t *mask, int64_t n)
+    void em_compress(int itemsize, const char *src, int64_t ss, const uint8_t *mask, int64_t n,
+                     int64_t count, char *out)
+    void em_nonzero(const uint8_t *mask, int ndim, const int64_t *shape, int64_t count,
+                    int64_t *out)
+    int em_sort_rows(int dtype, char *vals, int64_t *idx, int64_t nrows, int64_t n,
+                     int descending)
+    void em_searchsorted(int dtype, const char *seq, int64_t seq_row_stride, int64_t n,
+                         const char *vals, int64_t nrows, int64_t m, int64_t *out, int right)
+    int em_scan(int op, int dtype, char *data, int64_t outer, int64_t n, int64_t inner)
+
+DEF MAXD = 16
+DEF NBIG = 1 << 16      # release the GIL above this many elements
+DEF INT64 = 5
+DEF BOOL = 0
+
+SCATTER_OPS = {None: 0, "assign": 0, "add": 1, "sum": 1, "multiply": 2, "prod": 2,
+               "amax": 3, "amin": 4}
+
+
+cdef inline bint dense(TensorBase t):
+    """Row-major without gaps (an empty tensor always is: nothing is read)."""
+    return t.numel_c() == 0 or t.contiguous_c()
+
+
+cdef int cpu_only(TensorBase t, str op) except -1:
+    if t._storage.device.type_id != 0:
+        raise NotImplementedError(f"{op}: no {t._storage.device.type} kernel for "
+                                  f"{t.dtype!r}")
+    return 0
+
+
+cdef int check_span(TensorBase t, int ndim, const int64_t *shape, const int64_t *strides,
+                    int64_t lo_extra, int64_t hi_extra, str op) except -1:
+    """Every element base + sum(p[d] * strides[d]) (+ an index term in [lo_extra,
+    hi_extra]) must lie inside t's storage, for p in shape (elements)."""
+    cdef int64_t lo = t._offset + lo_extra, hi = t._offset + hi_extra
+    cdef int d
+    for d in range(ndim):
+        if shape[d] == 0:
+            return 0
+        if strides[d] > 0:
+            hi += strides[d] * (shape[d] - 1)
+        else:
+            lo += strides[d] * (shape[d] - 1)
+    if lo < 0 or hi >= t._storage.nbytes // t._itemsize:
+        raise RuntimeError(f"{op}: internal error: an indexing loop would reach elements "
+                           f"[{lo}, {hi}] of a storage of "
+                           f"{t._storage.nbytes // t._itemsize} elements")
+    return 0
+
+
+cdef int fill_args(list indices, int ndim, const int64_t *shape, em_index_arg *args,
+                   int itemsize, int64_t *lo, int64_t *hi, str op) except -1:
+    """indices: [(int64 tensor, strides over the iteration dims, step in elements of
+    the indexed tensor, size)] -> C args; lo/hi: the extent the index terms add."""
+    cdef TensorBase t
+    cdef int k, d
+    cdef int64_t st[MAXD]
+    if len(indices) > EM_MAX_INDICES:
+        raise IndexError(f"{op}: at most {EM_MAX_INDICES} index tensors are supported")
+    lo[0] = 0
+    hi[0] = 0
+    for k, (tensor, strides, step, size) in enumerate(indices):
+        t = <TensorBase?>tensor
+        cpu_only(t, op)
+        if t._dtype != INT64:
+            raise TypeError(f"{op}: internal error: index tensors must be int64")
+        if len(strides) != ndim:
+            raise ValueError(f"{op}: internal error: {len(strides)} index strides for "
+                             f"{ndim} dims")
+        for d in range(MAXD):
+            args[k].strides[d] = 0
+        for d in range(ndim):
+            st[d] = strides[d]
+            args[k].strides[d] = strides[d]
+        check_span(t, ndim, shape, st, 0, 0, op)
+        args[k].data = <const int64_t *>t.ptr()
+        args[k].step = <int64_t>step * itemsize
+        args[k].size = size
+        if size > 0:
+            if step > 0:
+                hi[0] += <int64_t>step * (size - 1)
+            else:
+                lo[0] += <int64_t>step * (size - 1)
+    return 0
+
+
+def normalize(TensorBase idx, int64_t size, bint allow_negative):
+    """Check a contiguous int64 index against size and wrap its negative values in
+    place; returns the position of the first bad value, or -1."""
+    cpu_only(idx, "index")
+    if idx._dtype != INT64 or not dense(idx):
+        raise TypeError("normalize: expects a contiguous int64 tensor")
+    return em_index_normalize(<int64_t *>idx.ptr(), idx.numel_c(), size, allow_negative)
+
+
+def gather(TensorBase out, TensorBase src, tuple src_strides, list indices):
+    """out[p] = src[base + p . src_strides + sum_k index_k[p] * step_k] over out's
+    shape (elements); see kernels/cpu/index.c."""
+    cdef int nd = out._ndim, d
+    cdef int64_t sst[MAXD]
+    cdef int64_t ost[MAXD]
+    cdef em_index_arg args[MAXD]
+    cdef int64_t lo, hi
+    cpu_only(out, "index")
+    cpu_only(src, "index")
+    if out._dtype != src._dtype or len(src_strides) != nd:
+        raise TypeError("gather: internal error: dtype or stride mismatch")
+    for d in range(nd):
+        sst[d] = src_strides[d]
+    fill_args(indices, nd, out._shape, args, src._itemsize, &lo, &hi, "index")
+    check_span(src, nd, out._shape, sst, lo, hi, "index")
+    check_span(out, nd, out._shape, out._strides, 0, 0, "index")
+    for d in range(nd):
+        sst[d] *= src._itemsize
+        ost[d] = out._strides[d] * out._itemsize
+    cdef int nidx = len(indices), rc
+    cdef int itemsize = src._itemsize
+    cdef char *op_ = out.ptr()
+    cdef const char *sp = src.ptr()
+    if out.numel_c() >= NBIG:
+        with nogil:
+            rc = em_index_gather(itemsize, nd, out._shape, op_, ost, sp, sst, nidx, args)
+    else:
+        rc = em_index_gather(itemsize, nd, out._shape, op_, ost, sp, sst, nidx, args)
+    if rc:
+        raise IndexError("index: an index value is out of range")
+    return out
+
+
+def scatter(TensorBase dst, tuple dst_strides, TensorBase src, tuple src_strides, tuple shape,
+            list indices, reduce=None):
+    """dst[base + p . dst_strides + sum_k index_k[p] * step_k] (op)= src[base + p .
+    src_strides] for p in shape; op: None/'assign', 'add', 'multiply', 'amax', 'amin'.
+    Runs in order, so with repeated indices the last write wins."""
+    cdef int nd = len(shape), d
+    cdef int64_t sh[MAXD]
+    cdef int64_t dst_[MAXD]
+    cdef int64_t sst[MAXD]
+    cdef em_index_arg args[MAXD]
+    cdef int64_t lo, hi, n = 1
+    cdef int op = SCATTER_OPS[reduce]
+    cpu_only(dst, "index_put")
+    cpu_only(src, "index_put")
+    if dst._dtype != src._dtype or len(dst_strides) != nd or len(src_strides) != nd:
+        raise TypeError("scatter: internal error: dtype or stride mismatch")
+    for d in range(nd):
+        sh[d] = shape[d]
+        dst_[d] = dst_strides[d]
+        sst[d] = src_strides[d]
+        n *= sh[d]
+    fill_args(indices, nd, sh, args, dst._itemsize, &lo, &hi, "index_put")
+    check_span(dst, nd, sh, dst_, lo, hi, "index_put")
+    check_span(src, nd, sh, sst, 0, 0, "index_put")
+    for d in range(nd):
+        dst_[d] *= dst._itemsize
+        sst[d] *= src._itemsize
+    cdef int nidx = len(indices), rc, dtype = dst._dtype
+    cdef char *dp = dst.ptr()
+    cdef const char *sp = src.ptr()
+    if n >= NBIG:
+        with nogil:
+            rc = em_index_scatter(dtype, op, nd, sh, dp, dst_, sp, sst, nidx, args)
+    else:
+        rc = em_index_scatter(dtype, op, nd, sh, dp, dst_, sp, sst, nidx, args)
+    if rc:
+        raise IndexError("index_put: an index value is out of range")
+    return dst
+
+
+def nonzero(TensorBase mask):
+    """(count, ndim) int64 coordinates of the true elements of a contiguous bool tensor."""
+    cpu_only(mask, "nonzero")
+    if mask._dtype != BOOL or not dense(mask):
+        raise TypeError("nonzero: internal error: expects a contiguous bool tensor")
+    cdef int64_t n = em_count_true(<const uint8_t *>mask.ptr(), mask.numel_c())
+    cdef int64_t sh[2]
+    sh[0] = n
+    sh[1] = mask._ndim
+    cdef TensorBase out = new_tensor(2, sh, INT64, mask._storage.device)
+    if n:
+        em_nonzero(<const uint8_t *>mask.ptr(), mask._ndim, mask._shape, n, <int64_t *>out.ptr())
+    return out
+
+
+def compress(TensorBase src, int64_t stride, TensorBase mask):
+    """The elements of src read as a run of mask.numel() items `stride` elements apart
+    (from src's first element) where the contiguous bool mask is true, as a new 1-d
+    tensor: x[mask] in one pass."""
+    cpu_only(src, "getitem")
+    if mask._dtype != BOOL or not dense(mask):
+        raise TypeError("compress: internal error: expects a contiguous bool mask")
+    cdef int64_t n = mask.numel_c(), i
+    cdef int64_t sh[1]
+    cdef int64_t st[1]
+    sh[0] = n
+    st[0] = stride
+    check_span(src, 1, sh, st, 0, 0, "getitem")
+    cdef const uint8_t *mp = <const uint8_t *>mask.ptr()
+    sh[0] = em_count_true(mp, n)
+    cdef TensorBase out = new_tensor(1, sh, src._dtype, src._storage.device)
+    cdef int itemsize = src._itemsize
+    cdef int64_t count = sh[0], bstride = stride * src._itemsize
+    cdef const char *sp = src.ptr()
+    cdef char *op_ = out.ptr()
+    with nogil:
+        em_compress(itemsize, sp, bstride, mp, n, count, op_)
+    return out
+
+
+def sort_rows(TensorBase vals, TensorBase idx, int64_t n, bint descending):
+    """Sort the contiguous rows of n elements of vals in place (stable, NaN largest);
+    idx (contiguous int64, same size) receives the original positions."""
+    cpu_only(vals, "sort")
+    cdef int64_t total = vals.numel_c()
+    if not dense(vals) or not dense(idx) or idx._dtype != INT64 or \
+            idx.numel_c() != total or (n == 0 and total) or (n and total % n):
+        raise ValueError("sort: internal error: bad layout")
+    if total == 0:
+        return vals
+    cdef int64_t nrows = total // n
+    cdef int rc, dtype = vals._dtype
+    cdef char *vp = vals.ptr()
+    cdef int64_t *ip = <int64_t *>idx.ptr()
+    with nogil:
+        rc = em_sort_rows(dtype, vp, ip, nrows, n, descending)
+    if rc:
+        raise MemoryError(f"sort: out of memory sorting rows of {n} elements")
+    return vals
+
+
+def searchsorted(TensorBase seq, bint shared, TensorBase vals, TensorBase out, bint right):
+    """out[r, i] = insertion point of vals[r, i] in row r of seq (row 0 for all when
+    shared). All contiguous; seq rows have seq.shape[-1] elements, vals rows
+    vals.shape[-1]."""
+    cpu_only(seq, "searchsorted")
+    if seq._dtype != vals._dtype or out._dtype != INT64 or not (
+            dense(seq) and dense(vals) and dense(out)) or \
+            out.numel_c() != vals.numel_c() or seq._ndim == 0 or vals._ndim == 0:
+        raise ValueError("searchsorted: internal error: bad layout")
+    cdef int64_t n = seq._shape[seq._ndim - 1], m = vals._shape[vals._ndim - 1]
+    if vals.numel_c() == 0:
+        return out
+    cdef int64_t nrows = vals.numel_c() // m
+    if not shared and seq.numel_c() != nrows * n:
+        raise ValueError("searchsorted: internal error: row count mismatch")
+    cdef int dtype = seq._dtype
+    cdef int64_t stride = 0 if shared else n
+    cdef const char *sp = seq.ptr()
+    cdef const char *vp = vals.ptr()
+    cdef int64_t *op_ = <int64_t *>out.ptr()
+    with nogil:
+        em_searchsorted(dtype, sp, stride, n, vp, nrows, m, op_, right)
+    return out
+
+
+def scan(str op, TensorBase x, int64_t outer, int64_t n, int64_t inner):
+    """Inclusive cumulative sum/prod in place along the middle dim of contiguous x
+    viewed as (outer, n, inner)."""
+    cpu_only(x, op)
+    if not dense(x) or outer * n * inner != x.numel_c() or x._dtype == BOOL:
+        raise ValueError(f"{op}: internal error: bad layout")
+    cdef int rc, dtype = x._dtype, code = 0 if op == "cumsum" else 1
+    cdef char *p = x.ptr()
+    with nogil:
+        rc = em_scan(code, dtype, p, outer, n, inner)
+    if rc:
+        raise MemoryError(f"{op}: out of memory")
+    return x
