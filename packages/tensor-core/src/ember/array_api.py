@@ -15,7 +15,7 @@ __array_api_version__ = "2023.12"
 
 _SAME = """
 bool uint8 int8 int16 int32 int64 float16 float32 float64 e inf nan pi newaxis
-arange asarray empty empty_like eye from_dlpack full full_like linspace meshgrid ones
+arange asarray empty empty_like eye from_dlpack full full_like linspace ones
 ones_like tril triu zeros zeros_like finfo iinfo result_type
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
 bitwise_invert bitwise_or bitwise_right_shift bitwise_xor ceil clip copysign cos cosh
@@ -24,7 +24,7 @@ isnan less less_equal log log1p log2 log10 logaddexp logical_and logical_not log
 logical_xor maximum minimum multiply negative not_equal positive pow reciprocal
 remainder round sign signbit sin sinh square sqrt subtract tan tanh trunc
 take matmul matrix_transpose tensordot vecdot broadcast_arrays broadcast_to
-expand_dims moveaxis permute_dims reshape stack tile nonzero searchsorted where
+expand_dims moveaxis permute_dims reshape stack tile searchsorted where
 """.split()
 
 
@@ -48,6 +48,16 @@ def can_cast(from_, to, /):
     (ember.can_cast defaults to PyTorch's looser same-kind rule)."""
     src = from_.dtype if isinstance(from_, _core.TensorBase) else from_
     return _em.promote_types(src, to) is to
+
+
+def nonzero(x, /):
+    """A tuple of index tensors, one per dim (the standard's form)."""
+    return tuple(_em.nonzero(x, as_tuple=True))
+
+
+def meshgrid(*arrays, indexing="xy"):
+    """The standard's default is Cartesian ('xy') indexing; ember.meshgrid's is 'ij'."""
+    return list(_em.meshgrid(*arrays, indexing=indexing))
 
 
 def isdtype(dtype, kind):
