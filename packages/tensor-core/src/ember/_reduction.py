@@ -48,7 +48,8 @@ def _cast_for(x, dtype):
 @tensor_method
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001
     """Sum over dim (all dims when None). bool and integer inputs sum to int64;
-    float32 accumulates in float64 (pairwise above 1024 elements)."""
+    float sums are pairwise: float32 lanes within leaves of 1024 elements, float64
+    across leaves (error O(log n), like NumPy)."""
     dim = axis if dim is None else dim
     x = _cast_for(input, _resolve(dtype))
     return _reduce("sum", x, dims_of(dim, x.ndim, "sum"), keepdim)

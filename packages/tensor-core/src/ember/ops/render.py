@@ -183,11 +183,16 @@ def _reduction(row, dt: DTypeInfo) -> str:
     # Row-wise accumulation stores every partial result in the output anyway, so it
     # works in the output's own compute type (float for float32: no double round trip).
     oacc = acc if acc in ("int", "em_int64") else BY_NAME[out_name].compute
+    # A float32 sum adds in float32 lanes within a leaf of <= 1024 elements (16 lanes
+    # of <= 64 terms, like NumPy's blocks) and in float64 across leaves, pairwise:
+    # full SIMD width where it is cheap, float64 where errors would grow.
+    lacc = dt.compute if (row.name == "sum" and dt.kind == "float" and acc == "double") else acc
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
     # predicates (all/any) test each element in its own type, before any conversion
     load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
     oload = (lambda v: f"({oacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({oacc}){v}")
+    lload = (lambda v: f"({lacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({lacc}){v}")
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -197,18 +202,18 @@ EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
         {acc} l = em_red_run_{name}(in, s, h), r = em_red_run_{name}(in + h * s, s, n - h);
         return COMBINE(l, r);
     }}
-    {acc} a[16];
-    for (int k = 0; k < 16; k++) a[k] = ({acc})({ident});
+    {lacc} a[16];
+    for (int k = 0; k < 16; k++) a[k] = ({lacc})({ident});
     int64_t i = 0;
     if (s == sizeof({st})) {{
         const {st} *X = (const {st} *)in;
         for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++) {{ {acc} x = {load("X[i + k]")}; a[k] = COMBINE(a[k], x); }}
+            for (int k = 0; k < 16; k++) {{ {lacc} x = {lload("X[i + k]")}; a[k] = COMBINE(a[k], x); }}
     }}
-    for (; i < n; i++) {{ {acc} x = {load("*(const " + st + " *)(in + i * s)")}; a[0] = COMBINE(a[0], x); }}
+    for (; i < n; i++) {{ {lacc} x = {lload("*(const " + st + " *)(in + i * s)")}; a[0] = COMBINE(a[0], x); }}
     for (int w = 8; w >= 1; w /= 2)   /* fold pairwise, too */
         for (int k = 0; k < w; k++) a[k] = COMBINE(a[k], a[k + w]);
-    return a[0];
+    return ({acc})a[0];
 }}
 static void em_red_inner_{name}(char *out, const char *in, int64_t s, int64_t n) {{
     {acc} acc0 = ({acc})*({ot} *)out, x = em_red_run_{name}(in, s, n);
