@@ -16,6 +16,12 @@ How it measures (the method of benchmarks/run.py):
 - Interleaved rounds: each round times every library once (a sample repeats the
   product until it lasts >= 50 ms), starting with a different library each
   round; the table shows medians over the rounds, GFLOP/s = 2 n^3 / time.
+- Settling at 2+ threads: OpenBLAS's and OpenMP's worker threads keep spinning
+  for ~0.1-0.2 s after a call returns (ember's go to sleep at once), so a sample
+  taken right after another library's would share the CPUs with its spinning
+  threads. With more than one thread each sample therefore starts --settle
+  seconds (default 0.3) after the previous one, as in a program that uses one
+  library; at most --max-rounds-mt rounds (default 15) keep the run short.
 - Targets: ember/NumPy >= 0.8 at 1 thread for 1024 and 2048, >= 1.0 at 2 threads,
   >= 0.7 for 128.
 
@@ -83,19 +89,23 @@ def worker(args):
         reps = max(1, int(0.05 / one))
         names = [k for k in libs if k not in wrong]
         samples = {k: [] for k in names}
-        deadline = time.perf_counter() + args.budget
-        rounds = 0
+        spent, rounds = 0.0, 0
+        settle = args.settle if args.threads > 1 else 0.0
+        max_rounds = args.max_rounds if args.threads == 1 else args.max_rounds_mt
         gc.disable()
         try:
-            while rounds < args.min_rounds or (time.perf_counter() < deadline and
-                                               rounds < args.max_rounds):
+            while rounds < args.min_rounds or (spent < args.budget and rounds < max_rounds):
                 order = names[rounds % len(names):] + names[:rounds % len(names)]
                 for k in order:
                     f = libs[k][0]
+                    if settle:
+                        time.sleep(settle)
+                    w0 = time.perf_counter()
                     t0 = clock()
                     for _ in range(reps):
                         f()
                     samples[k].append((clock() - t0) / reps)
+                    spent += time.perf_counter() - w0
                 rounds += 1
         finally:
             gc.enable()
@@ -123,7 +133,8 @@ def run_setting(threads, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--_worker", "--threads", str(threads),
            "--sizes", ",".join(map(str, args.sizes)), "--budget", str(args.budget),
            "--clock", args.clock, "--min-rounds", str(args.min_rounds),
-           "--max-rounds", str(args.max_rounds)]
+           "--max-rounds", str(args.max_rounds), "--max-rounds-mt", str(args.max_rounds_mt),
+           "--settle", str(args.settle)]
     for attempt in range(3):
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode == 0:
@@ -138,9 +149,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="128,1024,2048")
     p.add_argument("--threads", default="1,2")
-    p.add_argument("--budget", type=float, default=4.0, help="seconds of rounds per size")
+    p.add_argument("--budget", type=float, default=4.0,
+                   help="seconds of timed samples per size")
     p.add_argument("--min-rounds", type=int, default=5)
     p.add_argument("--max-rounds", type=int, default=41)
+    p.add_argument("--max-rounds-mt", type=int, default=15,
+                   help="round limit when more than one thread")
+    p.add_argument("--settle", type=float, default=0.3,
+                   help="pause before each sample at 2+ threads (other pools' spinning)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     p.add_argument("--json")
     p.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)

@@ -51,10 +51,6 @@ nan = inf - inf
 newaxis = None
 
 
-def vecdot(x1, x2, /, *, axis=-1, dim=None):
-    """Dot product of vectors along axis (broadcasting the other dims)."""
-    return (x1 * x2).sum(dim if dim is not None else axis)
-
 # Components that live in other distributions: `em.nn` works once ember-nn is
 # installed and names the package to install otherwise.
 _PACKAGES = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",

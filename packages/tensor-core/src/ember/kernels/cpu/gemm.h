@@ -1,0 +1,48 @@
+/* ember's CPU matrix multiply.
+ *
+ *   C[m,n] = alpha * A[m,k] @ B[k,n] + beta * C
+ *
+ * Every operand is given as (pointer to element [0,0], row stride, column stride)
+ * in ELEMENTS, any signs, so a transposed or strided view is just other strides:
+ * the packing reads it, the operand is never copied first. beta == 0 means C is
+ * write-only (whatever it holds, NaN included, is ignored).
+ *
+ * float32/float64: BLIS-style blocked GEMM (packed A and B panels, AVX2+FMA
+ * micro-kernels chosen at run time, a portable C fallback), threaded through the
+ * pool in threads.c for large problems only. float16: computed in float32 (inputs
+ * widened, one rounding at the end). Integers and bool: a plain loop that
+ * accumulates in int64 and wraps to the output type like NumPy (bool: any of the
+ * products is true).
+ *
+ * Return: 0, EM_GEMM_ENOMEM when a buffer could not be allocated, or
+ * EM_GEMM_EDTYPE for a dtype number outside bool..float64.
+ */
+#ifndef EMBER_GEMM_H
+#define EMBER_GEMM_H
+#include <stdint.h>
+
+#define EM_GEMM_ENOMEM (-1)
+#define EM_GEMM_EDTYPE (-2)
+
+int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
+            const void *a, int64_t rsa, int64_t csa,
+            const void *b, int64_t rsb, int64_t csb, double beta,
+            void *c, int64_t rsc, int64_t csc);
+
+/* The same GEMM over a batch: batch index (i_0, ..., i_{bdims-1}) in bshape moves
+ * A by sum(i_d * bsa[d]) elements (0 = broadcast), B by bsb, C by bsc. Batches
+ * whose A (or B) is broadcast and whose rows (columns) line up become one larger
+ * GEMM; small matrices are spread over threads by batch. */
+int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *bsa,
+                    const int64_t *bsb, const int64_t *bsc,
+                    int64_t m, int64_t n, int64_t k, double alpha,
+                    const void *a, int64_t rsa, int64_t csa,
+                    const void *b, int64_t rsb, int64_t csb, double beta,
+                    void *c, int64_t rsc, int64_t csc);
+
+/* The micro-kernel in use: 0 = chosen at run time (AVX2+FMA when the CPU has it),
+ * 1 = force the portable C kernel (tests), 2 = force AVX2+FMA (only if supported).
+ * em_gemm_kernel_name() says which one runs: "avx2-fma" or "generic". */
+void em_gemm_set_kernel(int which);
+const char *em_gemm_kernel_name(void);
+#endif

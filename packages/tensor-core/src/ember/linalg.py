@@ -1,0 +1,163 @@
+"""ember.linalg: the linear-algebra namespace of PyTorch (torch.linalg) and the
+Array API's linalg extension, as far as ember has kernels: products (matmul,
+vecdot, tensordot, outer, multi_dot), norms written with the existing reductions,
+and views (matrix_transpose, diagonal).
+
+Decompositions (solve, inv, svd, eigh, ...) are not here yet; calling one raises
+NotImplementedError naming it.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from ember._C import core as _core
+from ember._linalg import matmul, tensordot, outer, vecdot  # noqa: F401
+from ember._linalg import _tensor
+from ember._reduction import norm as _norm_reduce, amax as _amax, amin as _amin, sum as _sum
+from ember._views import matrix_transpose, diagonal as _diagonal
+
+__all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose",
+           "diagonal", "norm", "vector_norm", "matrix_norm", "trace"]
+
+_NOT_YET = {"solve", "inv", "pinv", "det", "slogdet", "svd", "svdvals", "eig", "eigh",
+            "eigvals", "eigvalsh", "qr", "cholesky", "lstsq", "matrix_rank", "matrix_power",
+            "matrix_exp", "cond", "lu", "lu_factor"}
+
+
+def __getattr__(name):
+    if name in _NOT_YET:
+        def missing(*_, **__):
+            raise NotImplementedError(f"ember.linalg.{name}: not implemented yet (ember has no "
+                                      f"matrix decompositions so far)")
+        missing.__name__ = name
+        return missing
+    raise AttributeError(f"module 'ember.linalg' has no attribute {name!r}")
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of the matrices in A (the last two dims by default), as a view."""
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def trace(A):
+    """Sum of the main diagonal of the last two dims."""
+    A = _tensor(A, "trace")
+    if A.ndim < 2:
+        raise ValueError(f"linalg.trace: expected at least 2 dims, got shape {tuple(A.shape)}")
+    d = _diagonal(A, 0, -2, -1)
+    return _sum(d, -1, dtype=d.dtype if d.dtype.kind == "float" else None)
+
+
+def multi_dot(tensors):
+    """A chain of matrix products, in the cheapest order (dynamic programming over
+    the split points). The first operand may be 1-d (a row), the last 1-d (a column)."""
+    ts = [_tensor(t, "multi_dot") for t in tensors]
+    if len(ts) < 2:
+        raise ValueError(f"linalg.multi_dot: expected at least 2 tensors, got {len(ts)}")
+    first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_1d:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_1d:
+        ts[-1] = ts[-1].unsqueeze(1)
+    for i, t in enumerate(ts):
+        if t.ndim != 2:
+            raise ValueError(f"linalg.multi_dot: tensor {i} has shape {tuple(t.shape)}; only the "
+                             f"first and last may be 1-d, the others must be 2-d")
+    for i in range(len(ts) - 1):
+        if ts[i].shape[1] != ts[i + 1].shape[0]:
+            raise ValueError(f"linalg.multi_dot: tensors {i} and {i + 1} have shapes "
+                             f"{tuple(ts[i].shape)} and {tuple(ts[i + 1].shape)} that cannot "
+                             f"be multiplied")
+    dims = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    n = len(ts)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            best = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if best is None or c < best:
+                    best, split[i][j] = c, s
+            cost[i][j] = best
+
+    def product(i, j):
+        if i == j:
+            return ts[i]
+        s = split[i][j]
+        return matmul(product(i, s), product(s + 1, j))
+
+    r = product(0, n - 1)
+    if first_1d:
+        r = r.squeeze(0)
+    if last_1d:
+        r = r.squeeze(-1)
+    return r
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The ord-norm of the vectors along dim (all elements flattened when None):
+    ord = 2, 1, inf, -inf, 0 (count of nonzeros) or any other real p."""
+    x = _tensor(x, "vector_norm")
+    if not isinstance(ord, numbers.Real):
+        raise ValueError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    return _norm_reduce(x, ord, dim, keepdim, dtype)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """Norm of the matrices over the two dims `dim`: 'fro', 1, -1, inf, -inf. ('nuc'
+    and 2 / -2 need singular values, which ember cannot compute yet.)"""
+    A = _tensor(A, "matrix_norm")
+    if A.ndim < 2:
+        raise ValueError(f"linalg.matrix_norm: expected at least 2 dims, got shape "
+                         f"{tuple(A.shape)}")
+    if dtype is not None:
+        A = A.to(dtype)
+    if A.dtype.kind != "float":
+        raise TypeError(f"linalg.matrix_norm: expected a floating-point tensor, got "
+                        f"{A.dtype!r}")
+    try:
+        r, c = dim
+    except (TypeError, ValueError):
+        raise ValueError(f"linalg.matrix_norm: dim must be a pair of dims, got {dim!r}") from None
+    r, c = _core.normalize_dim(r, A.ndim, "matrix_norm"), _core.normalize_dim(c, A.ndim,
+                                                                              "matrix_norm")
+    if r == c:
+        raise ValueError(f"linalg.matrix_norm: dims {dim} name the same dim")
+    if ord == "fro":
+        return _norm_reduce(A, "fro", (r, c), keepdim)
+    if ord == "nuc" or ord in (2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
+                                  f"which ember does not compute yet")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise ValueError(f"linalg.matrix_norm: unsupported ord {ord!r}")
+    a = _core.elementwise("abs", A)
+    # ord 1: max over columns of the column sums; inf: max over rows of the row sums
+    over, then = (r, c) if ord in (1, -1) else (c, r)
+    s = _sum(a, over, keepdim=True)
+    red = _amax if ord > 0 else _amin
+    out = red(s, then, keepdim=True)
+    if not keepdim:
+        out = out.squeeze(max(r, c)).squeeze(min(r, c))
+    return out
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.norm: with dim None and ord None the 2-norm of all elements; a
+    1-d input or an int dim gives a vector norm; a 2-d input (or a pair of dims)
+    with ord given gives a matrix norm."""
+    A = _tensor(A, "norm")
+    if dim is not None:
+        if isinstance(dim, numbers.Integral) or len(dim) == 1:
+            return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    raise ValueError(f"linalg.norm: ord={ord!r} needs a 1-d or 2-d input or an explicit dim, "
+                     f"got shape {tuple(A.shape)}")
