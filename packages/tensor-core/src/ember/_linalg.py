@@ -17,7 +17,7 @@ from ember._C import linalg as _lin
 from ember._registry import tensor_method
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "tensordot",
-           "einsum", "addmm", "set_num_threads", "get_num_threads"]
+           "einsum", "addmm", "vecdot", "set_num_threads", "get_num_threads"]
 
 _TensorBase = _core.TensorBase
 set_num_threads = _lin.set_num_threads
