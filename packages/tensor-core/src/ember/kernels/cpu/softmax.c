@@ -32,12 +32,13 @@ typedef uint64_t em_uint64;
             T m[LANES], s[LANES];                                                       \
             for (int k = 0; k < LANES; k++) { m[k] = -INFINITY; s[k] = 0; }             \
             int64_t i = 0;                                                              \
+            /* the max may skip NaNs: a NaN input makes the sum, and so the row, NaN */ \
             for (; i + LANES <= n; i += LANES)                                          \
                 for (int k = 0; k < LANES; k++)                                         \
-                    m[k] = (xr[i + k] > m[k] || xr[i + k] != xr[i + k]) ? xr[i + k] : m[k]; \
-            for (; i < n; i++) m[0] = (xr[i] > m[0] || xr[i] != xr[i]) ? xr[i] : m[0];  \
+                    m[k] = xr[i + k] > m[k] ? xr[i + k] : m[k];                         \
+            for (; i < n; i++) m[0] = xr[i] > m[0] ? xr[i] : m[0];                      \
             T mx = m[0];                                                                \
-            for (int k = 1; k < LANES; k++) mx = (m[k] > mx || m[k] != m[k]) ? m[k] : mx; \
+            for (int k = 1; k < LANES; k++) mx = m[k] > mx ? m[k] : mx;                 \
             if (mx == -INFINITY || mx == INFINITY) mx = mx == INFINITY ? mx : 0;        \
             i = 0;                                                                      \
             if (log_softmax) {                                                          \
