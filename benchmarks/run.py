@@ -112,6 +112,21 @@ def setup_transpose_add_4096(mods, rng, quick):
                                   "b": lambda r: _rand(r, (N_SQ, N_SQ))})(mods, rng, quick)
 
 
+def setup_softmax_4096x1024(mods, rng, quick):
+    """softmax over the last dim; NumPy has none, so it runs the usual three lines."""
+    arr = _rand(rng, (4096, 1024))
+    np = mods["numpy"]
+
+    def np_softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    fns = {"numpy": lambda a: np_softmax(a),
+           "torch": lambda a: mods["torch"].softmax(a, -1),
+           "ember": lambda a: mods["ember"].softmax(a, -1)}
+    return {lib: ("f(a)", {"f": fns[lib], "a": _convert(mods, lib, arr)}) for lib in mods}
+
+
 def setup_overhead_add_1(mods, rng, quick):
     return _same_stmt("a + b", {"a": lambda r: _rand(r, (1,)),
                                 "b": lambda r: _rand(r, (1,))})(mods, rng, quick)
@@ -146,6 +161,8 @@ CASES = {
     "sum_dim0_4096": (_sum_dim(0), 1, N_SQ * N_SQ * F32, "vs_best", 1.0, 1e-4),
     "transpose_add_4096": (setup_transpose_add_4096, 1, 3 * N_SQ * N_SQ * F32,
                            "vs_numpy", 2.0, 1e-6),
+    "softmax_4096x1024": (setup_softmax_4096x1024, 1, 2 * 4096 * 1024 * F32, "vs_best", 1.0,
+                          1e-5),
     "overhead_add_1": (setup_overhead_add_1, 1, 0, "abs_us", 1.0, 1e-6),
     "chain10_16x16": (setup_chain10_16x16, CHAIN_OPS, 0, "vs_numpy", 1.0, 1e-5),
 }
