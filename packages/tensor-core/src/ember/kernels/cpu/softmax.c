@@ -3,29 +3,14 @@
  * Partial maxima and sums live in 8 lanes so the loops vectorise without
  * reassociation flags; float32 exp is the vectorisable polynomial of ember_scalar.h.
  * The CUDA and OpenCL backends implement the same four entry points. */
-#include <math.h>
-#include <stdint.h>
-#include <tgmath.h>   /* floor(float) is floorf: the polynomial exp stays in float */
 #include "ember_cpu.h"
-typedef uint8_t em_uint8;
-typedef int8_t em_int8;
-typedef int16_t em_int16;
-typedef int32_t em_int32;
-typedef int64_t em_int64;
-typedef uint64_t em_uint64;
-#define EM_INLINE static inline
-#include "../common/ember_scalar.h"
+#include "ember_c_types.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define EM_ROWS __attribute__((target_clones("avx2", "default")))
-#else
-#define EM_ROWS
-#endif
 
 #define LANES 8
 
 #define SOFTMAX_ROWS(NAME, T, EXP, LOG)                                                 \
-    EM_ROWS void NAME(const T *x, T *y, int64_t rows, int64_t n, int log_softmax) {     \
+    EM_CLONES void NAME(const T *x, T *y, int64_t rows, int64_t n, int log_softmax) {     \
         for (int64_t r = 0; r < rows; r++) {                                            \
             const T *xr = x + r * n;                                                    \
             T *yr = y + r * n;                                                          \
@@ -69,7 +54,7 @@ typedef uint64_t em_uint64;
 /* softmax:     dx = y * (g - sum(g * y))
  * log_softmax: dx = g - exp(y) * sum(g)        (y is the forward's output) */
 #define SOFTMAX_BACKWARD_ROWS(NAME, T, EXP)                                             \
-    EM_ROWS void NAME(const T *g, const T *y, T *dx, int64_t rows, int64_t n,           \
+    EM_CLONES void NAME(const T *g, const T *y, T *dx, int64_t rows, int64_t n,           \
                       int log_softmax) {                                                \
         for (int64_t r = 0; r < rows; r++) {                                            \
             const T *gr = g + r * n, *yr = y + r * n;                                   \

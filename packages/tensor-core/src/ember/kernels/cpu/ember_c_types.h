@@ -1,0 +1,28 @@
+/* The em_<dtype> C types and the scalar helpers, as CPU C code sees them: included by
+ * the generated loops (ops/render.py) and by hand-written kernels that evaluate the
+ * op table's helpers (softmax.c). */
+#ifndef EMBER_C_TYPES_H
+#define EMBER_C_TYPES_H
+#include <stdint.h>
+#include <math.h>
+#include <tgmath.h>   /* floor(float) is floorf: float32 helpers stay in float */
+typedef uint8_t em_bool;
+typedef uint8_t em_uint8;
+typedef int8_t em_int8;
+typedef int16_t em_int16;
+typedef int32_t em_int32;
+typedef int64_t em_int64;
+typedef uint64_t em_uint64;
+typedef _Float16 em_float16;
+typedef float em_float32;
+typedef double em_float64;
+#define EM_INLINE static inline
+/* Hot loops are compiled twice, for AVX2 and for the baseline, and picked at load
+ * time (GCC function multi-versioning). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EM_CLONES
+#endif
+#include "../common/ember_scalar.h"
+#endif
