@@ -1,4 +1,4 @@
-# kernels: iterator.c alloc.c
+# kernels: iterator.c alloc.c threads.c gemm.c cpu_api.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, embedsignature=True, c_api_binop_methods=True
 """ember's core: dtypes, devices, storage, the strided Tensor, and dispatch of the
@@ -54,6 +54,13 @@ cdef extern from *:
     int em_inference_on
     void em_store_f16(char *p, double v)
     double em_load_f16(const char *p)
+
+cdef extern from "cpu_api.h":
+    const void *em_cpu_api_table()
+
+from cpython.pycapsule cimport PyCapsule_New
+# The thread pool and GEMM that every ember extension shares (cpu_api.h).
+_cpu_api = PyCapsule_New(<void *>em_cpu_api_table(), b"ember._C.core._cpu_api", NULL)
 
 cdef extern from "Python.h":
     ctypedef object (*newfunc)(object, object, PyObject *)

@@ -1,4 +1,4 @@
-# kernels: gemm.c threads.c
+# kernels: cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The CPU matrix multiply (kernels/cpu/gemm.c) and the thread pool
 (kernels/cpu/threads.c), for ember/_linalg.py.
@@ -34,6 +34,11 @@ cdef extern from "threads.h" nogil:
     int EM_MAX_THREADS
     int em_get_num_threads()
     void em_set_num_threads(int n)
+
+cdef extern from "cpu_api.h":
+    int em_cpu_api_import() except -1
+
+em_cpu_api_import()   # the pool and the GEMM live in ember._C.core (cpu_api.h)
 
 DEF MAXD = 16
 DEF NOGIL_MNK = 1 << 15     # release the GIL above this many multiply-adds
