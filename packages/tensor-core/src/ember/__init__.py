@@ -10,6 +10,10 @@ install into this namespace.
 """
 from __future__ import annotations
 
+# ember.autograd, ember.nn, ... are installed into this package by their own
+# distributions, possibly from other folders (a source checkout on PYTHONPATH).
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
 from ember._version import __version__
 from ember._C import core as _core
 from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
@@ -70,3 +74,10 @@ def __getattr__(name):
                 f"ember.{name} needs the {_PACKAGES[name]} package: "
                 f"pip install {_PACKAGES[name]}", name=f"ember.{name}") from None
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+try:        # the tape records from the first op on, so it is installed at import
+    import ember.autograd  # noqa: E402,F401
+except ModuleNotFoundError as _e:
+    if _e.name != "ember.autograd":
+        raise

@@ -348,11 +348,13 @@ def _dims_arg(dims, ndim, op):
 
 @tensor_method
 @_tensor_input
-def flip(input, dims=None, *, axis=_UNSET):
+def flip(input, *dims, axis=_UNSET):
     """A copy with the order of elements reversed along dims (all dims when None, as
-    the Array API). For a view, index with a negative step: x[::-1]."""
+    the Array API): flip(x, (0, 1)) or x.flip(0, 1). For a view, index with a negative
+    step: x[::-1]."""
     if axis is not _UNSET:
-        dims = axis
+        dims = (axis,)
+    dims = dims[0] if len(dims) == 1 else (dims or None)
     ds = _dims_arg(dims, input.ndim, "flip") if input.ndim else ()
     _, _, shape, strides, offset = input._layout()
     strides = list(strides)

@@ -96,6 +96,11 @@ class Tensor(_core.TensorBase):
     def zero_(self):
         return _core.fill_(self, 0)
 
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Replaced by ember-autograd when it is installed."""
+        raise ModuleNotFoundError("Tensor.backward needs the ember-autograd package: "
+                                  "pip install ember-autograd", name="ember.autograd")
+
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{self.dtype.name}"

@@ -1,0 +1,715 @@
+"""THE derivative table: one row per differentiable op of tensor-core.
+
+A row is a backward function registered under the op's recorded name:
+
+    @formula("mul", inputs=(0, 1), uses={0: (1,), 1: (0,)})
+    def _(n, g):
+        a, b = n.inputs
+        return g * b if n.needs[0] else None, g * a if n.needs[1] else None
+
+`n` is the graph node: n.inputs (the op's inputs, saved when `inputs` lists their
+positions), n.output (saved when output=True), n.attrs (what the op recorded: dims,
+indices, ...), n.needs[i] (whether input i needs a gradient), n.metas[i] (input i's
+(shape, dtype)). `g` is the gradient w.r.t. the output. The row returns one
+gradient per input (None where not needed). Gradients of broadcast inputs are
+reduced to the input's shape by the engine, so a row returns the broadcast shape.
+
+Rows are written with ember ops, so they run on every device and, under
+create_graph=True, are themselves recorded (higher-order gradients). Ops that are
+not differentiable are listed in NOT_DIFFERENTIABLE: their results never require grad.
+"""
+from __future__ import annotations
+
+import math
+
+import ember as em
+from ember._C import core as _core
+from ember.autograd.graph import Formula
+
+FORMULAS: dict = {}
+
+
+def formula(*names, inputs=(), output=False, uses=None):
+    def register(fn):
+        for name in names:
+            FORMULAS[name] = Formula(fn, inputs, output, uses)
+        return fn
+    return register
+
+
+def _shape(n, i=0):
+    return n.metas[i][0]
+
+
+def _zeros_for(n, i, g):
+    return em.zeros(_shape(n, i), dtype=n.metas[i][1], device=g.device)
+
+
+def _where(cond, x, y):
+    return em.where(cond, x, y)
+
+
+# ------------------------------------------------------------------------------------
+# the op table's elementwise rows
+# ------------------------------------------------------------------------------------
+
+@formula("add")
+def _(n, g):
+    return g, g
+
+
+@formula("sub")
+def _(n, g):
+    return g, (-g if n.needs[1] else None)
+
+
+@formula("mul", inputs=(0, 1), uses={0: (1,), 1: (0,)})
+def _(n, g):
+    a, b = n.inputs
+    return (g * b if n.needs[0] else None), (g * a if n.needs[1] else None)
+
+
+@formula("div", inputs=(0, 1), uses={0: (1,), 1: (0, 1)})
+def _(n, g):
+    a, b = n.inputs
+    ga = g / b if n.needs[0] else None
+    gb = -g * a / (b * b) if n.needs[1] else None
+    return ga, gb
+
+
+@formula("remainder", inputs=(0, 1))
+def _(n, g):
+    a, b = n.inputs
+    return g, (-g * em.floor_divide(a, b) if n.needs[1] else None)
+
+
+@formula("fmod", inputs=(0, 1))
+def _(n, g):
+    a, b = n.inputs
+    return g, (-g * em.trunc(a / b) if n.needs[1] else None)
+
+
+@formula("floor_divide", "floor", "ceil", "trunc", "round", "sign")
+def _(n, g):
+    # piecewise constant: zero almost everywhere (PyTorch's convention too)
+    return tuple(em.zeros_like(g) if need else None for need in n.needs)
+
+
+@formula("pow", inputs=(0, 1), output=True)
+def _(n, g):
+    a, b = n.inputs
+    ga = gb = None
+    if n.needs[0]:
+        # b * a**(b-1), with 0 where b == 0 (0 * inf at a == 0 would give NaN)
+        ga = _where(b == 0, 0.0, g * b * em.pow(a, b - 1))
+    if n.needs[1]:
+        # y * log(a), with 0 where a == 0 and b >= 0 (the limit)
+        gb = _where((a == 0) & (b >= 0), 0.0, g * n.output * em.log(a))
+    return ga, gb
+
+
+@formula("atan2", inputs=(0, 1))
+def _(n, g):
+    a, b = n.inputs
+    r = a * a + b * b
+    return (g * b / r if n.needs[0] else None), (-g * a / r if n.needs[1] else None)
+
+
+@formula("hypot", inputs=(0, 1), output=True)
+def _(n, g):
+    a, b = n.inputs
+    y = n.output
+    return (g * a / y if n.needs[0] else None), (g * b / y if n.needs[1] else None)
+
+
+@formula("copysign", inputs=(0,), output=True)
+def _(n, g):
+    a = n.inputs[0]
+    ga = _where(a == 0, 0.0, g * em.sign(a) * em.sign(n.output)) if n.needs[0] else None
+    return ga, (em.zeros_like(g) if n.needs[1] else None)
+
+
+@formula("maximum", "minimum", inputs=(0, 1))
+def _(n, g):
+    a, b = n.inputs
+    first = (a > b) if n.op == "maximum" else (a < b)
+    tie = a == b
+    half = g * 0.5
+    ga = _where(first, g, _where(tie, half, 0.0)) if n.needs[0] else None
+    gb = _where(first | tie, _where(tie, half, 0.0), g) if n.needs[1] else None
+    return ga, gb
+
+
+@formula("fmax", "fmin", inputs=(0, 1))
+def _(n, g):
+    a, b = n.inputs
+    pick_a = ((a >= b) if n.op == "fmax" else (a <= b)) | em.isnan(b)
+    return (_where(pick_a, g, 0.0) if n.needs[0] else None), \
+        (_where(pick_a, 0.0, g) if n.needs[1] else None)
+
+
+@formula("clamp", inputs=(0, 1, 2))
+def _(n, g):
+    x, lo, hi = n.inputs
+    inside = (x >= lo) & (x <= hi)
+    return (_where(inside, g, 0.0) if n.needs[0] else None,
+            _where(x < lo, g, 0.0) if n.needs[1] else None,
+            _where(x > hi, g, 0.0) if n.needs[2] else None)
+
+
+@formula("lerp", inputs=(0, 1, 2))
+def _(n, g):
+    a, b, w = n.inputs
+    return (g * (1 - w) if n.needs[0] else None, g * w if n.needs[1] else None,
+            g * (b - a) if n.needs[2] else None)
+
+
+@formula("where", inputs=(0,))
+def _(n, g):
+    cond = n.inputs[0]
+    return (None, _where(cond, g, 0.0) if n.needs[1] else None,
+            _where(cond, 0.0, g) if n.needs[2] else None)
+
+
+@formula("neg")
+def _(n, g):
+    return -g,
+
+
+@formula("positive")
+def _(n, g):
+    return g,
+
+
+@formula("abs", inputs=(0,))
+def _(n, g):
+    return g * em.sign(n.inputs[0]),
+
+
+@formula("reciprocal", output=True)
+def _(n, g):
+    y = n.output
+    return -g * y * y,
+
+
+@formula("square", inputs=(0,))
+def _(n, g):
+    return 2 * g * n.inputs[0],
+
+
+@formula("sqrt", output=True)
+def _(n, g):
+    return g / (2 * n.output),
+
+
+@formula("rsqrt", output=True)
+def _(n, g):
+    y = n.output
+    return -0.5 * g * y * y * y,
+
+
+@formula("exp", output=True)
+def _(n, g):
+    return g * n.output,
+
+
+@formula("exp2", output=True)
+def _(n, g):
+    return g * n.output * math.log(2.0),
+
+
+@formula("expm1", output=True)
+def _(n, g):
+    return g * (n.output + 1),
+
+
+@formula("log", inputs=(0,))
+def _(n, g):
+    return g / n.inputs[0],
+
+
+@formula("log2", inputs=(0,))
+def _(n, g):
+    return g / (n.inputs[0] * math.log(2.0)),
+
+
+@formula("log10", inputs=(0,))
+def _(n, g):
+    return g / (n.inputs[0] * math.log(10.0)),
+
+
+@formula("log1p", inputs=(0,))
+def _(n, g):
+    return g / (n.inputs[0] + 1),
+
+
+@formula("sin", inputs=(0,))
+def _(n, g):
+    return g * em.cos(n.inputs[0]),
+
+
+@formula("cos", inputs=(0,))
+def _(n, g):
+    return -g * em.sin(n.inputs[0]),
+
+
+@formula("tan", output=True)
+def _(n, g):
+    y = n.output
+    return g * (1 + y * y),
+
+
+@formula("asin", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g * em.rsqrt(1 - a * a),
+
+
+@formula("acos", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return -g * em.rsqrt(1 - a * a),
+
+
+@formula("atan", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g / (1 + a * a),
+
+
+@formula("sinh", inputs=(0,))
+def _(n, g):
+    return g * em.cosh(n.inputs[0]),
+
+
+@formula("cosh", inputs=(0,))
+def _(n, g):
+    return g * em.sinh(n.inputs[0]),
+
+
+@formula("tanh", output=True)
+def _(n, g):
+    y = n.output
+    return g * (1 - y * y),
+
+
+@formula("asinh", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g * em.rsqrt(a * a + 1),
+
+
+@formula("acosh", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g * em.rsqrt(a * a - 1),
+
+
+@formula("atanh", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g / (1 - a * a),
+
+
+@formula("sigmoid", output=True)
+def _(n, g):
+    y = n.output
+    return g * y * (1 - y),
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@formula("erf", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return g * _TWO_OVER_SQRT_PI * em.exp(-a * a),
+
+
+@formula("erfc", inputs=(0,))
+def _(n, g):
+    a = n.inputs[0]
+    return -g * _TWO_OVER_SQRT_PI * em.exp(-a * a),
+
+
+# ------------------------------------------------------------------------------------
+# reductions (attrs: dim = the reduced dims of the input, keepdim)
+# ------------------------------------------------------------------------------------
+
+def _unreduce(g, n):
+    """g (the reduced result's shape) with the reduced dims back as size 1."""
+    if n.attrs["keepdim"]:
+        return g
+    shape = list(_shape(n))
+    for d in n.attrs["dim"]:
+        shape[d] = 1
+    return g.reshape(shape)
+
+
+@formula("sum")
+def _(n, g):
+    return _unreduce(g, n).expand(_shape(n)),
+
+
+@formula("amax", "amin", inputs=(0,), output=True)
+def _(n, g):
+    # shared equally among the elements that attain the extreme (PyTorch's rule)
+    x = n.inputs[0]
+    hit = (x == _unreduce(n.output, n)).to(g.dtype)
+    return _unreduce(g, n) * hit / hit.sum(n.attrs["dim"], keepdim=True),
+
+
+@formula("prod", inputs=(0,))
+def _(n, g):
+    # product of the others, by exclusive cumulative products (exact with zeros)
+    x = n.inputs[0]
+    dims = n.attrs["dim"]
+    shape = tuple(_shape(n))
+    keep = [d for d in range(len(shape)) if d not in dims]
+    perm = keep + list(dims)
+    xt = x.permute(perm).reshape([shape[d] for d in keep] + [-1])
+    ones = em.ones_like(xt.narrow(-1, 0, 1))
+    left = em.cat([ones, xt.narrow(-1, 0, xt.shape[-1] - 1)], -1).cumprod(-1)
+    right = em.cat([ones, xt.flip(-1).narrow(-1, 0, xt.shape[-1] - 1)], -1).cumprod(-1).flip(-1)
+    others = (left * right).reshape([shape[d] for d in perm])
+    inverse = [perm.index(d) for d in range(len(shape))]
+    return _unreduce(g, n) * others.permute(inverse),
+
+
+# ------------------------------------------------------------------------------------
+# views and copies
+# ------------------------------------------------------------------------------------
+
+@formula("view")
+def _(n, g):
+    return g.reshape(_shape(n)),
+
+
+@formula("permute")
+def _(n, g):
+    dims = n.attrs["dims"]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return g.permute(inverse),
+
+
+@formula("expand", "clone", "to_device_same")
+def _(n, g):
+    return g,      # expand: the engine sums the broadcast dims back
+
+
+@formula("to")
+def _(n, g):
+    return g.to(n.attrs["from_dtype"]),
+
+
+@formula("to_device")
+def _(n, g):
+    return g.to(n.attrs["from_device"]),
+
+
+def _scatter_into_zeros(n, g, key):
+    z = _zeros_for(n, 0, g)
+    z[key] = g
+    return z
+
+
+@formula("narrow")
+def _(n, g):
+    a = n.attrs
+    key = (slice(None),) * a["dim"] + (slice(a["start"], a["start"] + a["length"]),)
+    return _scatter_into_zeros(n, g, key),
+
+
+@formula("index_view")
+def _(n, g):
+    return _scatter_into_zeros(n, g, n.attrs["key"]),
+
+
+@formula("diagonal")
+def _(n, g):
+    a = n.attrs
+    shape = _shape(n)
+    d1, d2, off = a["dim1"], a["dim2"], a["offset"]
+    k = g.shape[-1]
+    rows = em.arange(k, device=g.device) + max(-off, 0)
+    cols = em.arange(k, device=g.device) + max(off, 0)
+    key = [slice(None)] * len(shape)
+    key[d1], key[d2] = rows, cols
+    # advanced indices in adjacent dims keep their place, otherwise they go first
+    lo = min(d1, d2)
+    where = lo if abs(d1 - d2) == 1 else 0
+    return _scatter_into_zeros(n, g.movedim(-1, where), tuple(key)),
+
+
+@formula("unfold")
+def _(n, g):
+    a = n.attrs
+    d, size, step = a["dim"], a["size"], a["step"]
+    shape = _shape(n)
+    if not shape:
+        return g.reshape(()),
+    windows = g.shape[d]
+    # out[..., w, ..., k] = x[..., w * step + k, ...]: add each back at its position
+    src = g.movedim(-1, d + 1)
+    src = src.reshape(tuple(src.shape[:d]) + (windows * size,) + tuple(src.shape[d + 2:]))
+    pos = (em.arange(windows, device=g.device).reshape(-1, 1) * step +
+           em.arange(size, device=g.device)).reshape(-1)
+    return _zeros_for(n, 0, g).index_add(d, pos, src),
+
+
+@formula("as_strided", inputs=(0,))
+def _(n, g):
+    # through storage positions: add the output's elements into a flat image of the
+    # storage, then read the input's elements back out of it
+    x = n.inputs[0]
+    a = n.attrs
+    offset = x.storage_offset() if a["storage_offset"] is None else a["storage_offset"]
+
+    def positions(shape, strides, off):
+        p = em.full((), off, dtype=em.int64, device=g.device)
+        for s, st in zip(shape, strides):
+            p = p.unsqueeze(-1) + em.arange(s, device=g.device) * st
+        return p.reshape(-1)
+
+    out_pos = positions(a["size"], a["stride"], offset)
+    in_pos = positions(x.shape, x.stride(), x.storage_offset())
+    extent = 1 + max(int(out_pos.max()) if out_pos.numel() else 0,
+                     int(in_pos.max()) if in_pos.numel() else 0)
+    flat = em.zeros(extent, dtype=g.dtype, device=g.device).index_add(0, out_pos, g.reshape(-1))
+    return flat[in_pos].reshape(x.shape),
+
+
+# ------------------------------------------------------------------------------------
+# indexing, gather/scatter, joins
+# ------------------------------------------------------------------------------------
+
+def _index_key(indices):
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@formula("index")
+def _(n, g):
+    z = _zeros_for(n, 0, g)
+    return z.index_put(_index_key(n.attrs["indices"]), g, accumulate=True),
+
+
+@formula("setitem")
+def _(n, g):
+    key = n.attrs["key"]
+    gx = gv = None
+    if n.needs[0]:
+        if n.attrs["accumulate"]:
+            gx = g
+        else:
+            gx = g.clone()
+            gx[key] = 0.0
+    if n.needs[1]:
+        gv = g[key]
+    return gx, gv
+
+
+@formula("gather")
+def _(n, g):
+    a = n.attrs
+    return _zeros_for(n, 0, g).scatter_add(a["dim"], a["index"], g),
+
+
+@formula("scatter")
+def _(n, g):
+    a = n.attrs
+    if a.get("reduce") not in (None, "add"):
+        raise NotImplementedError(f"the derivative of scatter with reduce={a['reduce']!r} "
+                                  f"is not implemented; use scatter_reduce")
+    d, index = a["dim"], a["index"]
+    gx = (g if a.get("reduce") == "add" else g.scatter(d, index, 0.0)) if n.needs[0] else None
+    gs = g.gather(d, index) if len(n.needs) > 1 and n.needs[1] else None
+    return (gx,) + ((gs,) if len(n.needs) > 1 else ())
+
+
+@formula("scatter_add")
+def _(n, g):
+    a = n.attrs
+    return g, (g.gather(a["dim"], a["index"]) if n.needs[1] else None)
+
+
+@formula("scatter_reduce", inputs=(0, 1), output=True)
+def _(n, g):
+    a = n.attrs
+    d, index, reduce = a["dim"], a["index"], a["reduce"]
+    include_self = a.get("include_self", True)
+    x, src = n.inputs
+    y = n.output
+    if reduce == "sum":
+        gx = g if include_self else g.scatter(d, index, 0.0)
+        return gx, g.gather(d, index)
+    if reduce == "mean":
+        ones = em.ones_like(src)
+        count = em.ones_like(x) if include_self else em.zeros_like(x)
+        count = count.scatter_add(d, index, ones).clamp(min=1)
+        gx = g / count
+        if not include_self:
+            gx = gx.scatter(d, index, 0.0)
+        return gx, (g / count).gather(d, index)
+    if reduce in ("amax", "amin"):
+        # shared among the elements (self included) that attain the extreme
+        if include_self:
+            hit_x = (x == y).to(g.dtype)
+        else:          # self counts only where nothing was scattered
+            hit_x = (em.ones_like(x).scatter(d, index, 0.0) == 1).to(g.dtype)
+        hit_s = (src == y.gather(d, index)).to(g.dtype)
+        count = hit_x.scatter_add(d, index, hit_s)
+        share = g / count.clamp(min=1)
+        return share * hit_x, share.gather(d, index) * hit_s
+    if reduce == "prod":
+        gx = g * y / x if include_self else g.scatter(d, index, 0.0)
+        return gx, (g * y).gather(d, index) / src
+    raise NotImplementedError(f"the derivative of scatter_reduce with reduce={reduce!r}")
+
+
+@formula("index_select")
+def _(n, g):
+    a = n.attrs
+    return _zeros_for(n, 0, g).index_add(a["dim"], a["index"], g),
+
+
+@formula("index_add")
+def _(n, g):
+    a = n.attrs
+    alpha = a.get("alpha", 1)
+    gs = None
+    if n.needs[1]:
+        gs = g.index_select(a["dim"], a["index"])
+        if alpha != 1:
+            gs = gs * alpha
+    return g, gs
+
+
+@formula("index_copy")
+def _(n, g):
+    a = n.attrs
+    gx = g.index_fill(a["dim"], a["index"], 0.0) if n.needs[0] else None
+    gs = g.index_select(a["dim"], a["index"]) if n.needs[1] else None
+    return gx, gs
+
+
+@formula("index_fill")
+def _(n, g):
+    a = n.attrs
+    gx = g.index_fill(a["dim"], a["index"], 0.0) if n.needs[0] else None
+    if len(n.needs) == 1:
+        return gx,
+    gv = g.index_select(a["dim"], a["index"]).sum() if n.needs[1] else None
+    return gx, gv
+
+
+@formula("cat")
+def _(n, g):
+    d = n.attrs["dim"]
+    grads = []
+    start = 0
+    for size, need in zip(n.attrs["sizes"], n.needs):
+        grads.append(g.narrow(d, start, size) if need else None)
+        start += size
+    return tuple(grads)
+
+
+@formula("flip")
+def _(n, g):
+    return g.flip(n.attrs["dims"]),
+
+
+def _reverse_cumsum(g, d):
+    return g.flip(d).cumsum(d).flip(d)
+
+
+@formula("cumsum")
+def _(n, g):
+    return _reverse_cumsum(g, n.attrs["dim"]),
+
+
+@formula("cumprod", inputs=(0,), output=True)
+def _(n, g):
+    x, y, d = n.inputs[0], n.output, n.attrs["dim"]
+    # before the first zero of a row: the usual sum_j>=i g_j y_j / x_i; at the first
+    # zero z: sum_j>=z g_j prod_{k<=j, k!=z} x_k (the cumprod with x_z taken as 1);
+    # after it: every product contains x_z, so 0.
+    zero = x == 0
+    seen = zero.to(em.int64).cumsum(d)
+    first = zero & (seen == 1)
+    before = seen == 0
+    safe_x = _where(before, x, 1.0)
+    regular = _reverse_cumsum(g * y, d) / safe_x
+    skip_first = _where(first, 1.0, x).cumprod(d)
+    at_first = _reverse_cumsum(_where(seen >= 1, g * skip_first, 0.0), d)
+    return _where(before, regular, _where(first, at_first, 0.0)),
+
+
+@formula("matmul", inputs=(0, 1), uses={0: (1,), 1: (0,)})
+def _(n, g):
+    a, b = n.inputs          # a is saved only when b needs a gradient, and b vice versa
+    ga = gb = None
+    nda = len(n.metas[0][0]) if a is None else a.ndim
+    ndb = len(n.metas[1][0]) if b is None else b.ndim
+    if nda == 1 and ndb == 1:
+        return (g * b if n.needs[0] else None), (g * a if n.needs[1] else None)
+    if n.needs[0]:
+        if nda == 1:
+            ga = (g.unsqueeze(-2) @ b.transpose(-1, -2)).squeeze(-2)
+        elif ndb == 1:
+            ga = g.unsqueeze(-1) * b
+        else:
+            ga = g @ b.transpose(-1, -2)
+    if n.needs[1]:
+        if ndb == 1:
+            gb = (a.transpose(-1, -2) @ g.unsqueeze(-1)).squeeze(-1)
+        elif nda == 1:
+            gb = a.unsqueeze(-1) * g.unsqueeze(-2)
+        else:
+            gb = a.transpose(-1, -2) @ g
+    return ga, gb
+
+
+# ------------------------------------------------------------------------------------
+# fused numerics
+# ------------------------------------------------------------------------------------
+
+@formula("softmax", output=True)
+def _(n, g):
+    y, d = n.output, n.attrs["dim"]
+    if _core.is_grad_enabled():          # create_graph: stay differentiable
+        return y * (g - (g * y).sum(d, keepdim=True)),
+    from ember._nn_ops import softmax_backward
+    return softmax_backward(g, y, d, log=False),
+
+
+@formula("log_softmax", output=True)
+def _(n, g):
+    y, d = n.output, n.attrs["dim"]
+    if _core.is_grad_enabled():
+        return g - em.exp(y) * g.sum(d, keepdim=True),
+    from ember._nn_ops import softmax_backward
+    return softmax_backward(g, y, d, log=True),
+
+
+# in-place random fills: the old values don't influence the result
+@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_",
+         "cauchy_", "log_normal_")
+def _(n, g):
+    return None,
+
+
+# ------------------------------------------------------------------------------------
+# not differentiable: results never require grad
+# ------------------------------------------------------------------------------------
+
+def _not_differentiable():
+    from ember.ops.table import ELEMENTWISE, REDUCTIONS
+    names = [r.name for r in ELEMENTWISE + REDUCTIONS if not r.differentiable]
+    return names + ["argmax", "argmin", "argsort"]
+
+
+NOT_DIFFERENTIABLE = tuple(_not_differentiable())
+for _name in NOT_DIFFERENTIABLE:
+    FORMULAS[_name] = None
