@@ -143,7 +143,7 @@ class Function:
                     raise RuntimeError(f"{cls.__name__}: a leaf tensor that requires grad is "
                                        f"being modified in place (mark_dirty)")
                 edges.append(_graph.edge_of(a))
-                metas.append((a.shape, a.dtype))
+                metas.append((tuple(a.shape), a.dtype))
             else:
                 edges.append(None)
                 metas.append(None)
@@ -197,7 +197,7 @@ def once_differentiable(backward):
                 g = g.detach()
                 node = _graph.Node("once_differentiable", _delayed_error,
                                    [_graph.edge_of(t) for t in tracked],
-                                   [(t.shape, t.dtype) for t in tracked], None)
+                                   [(tuple(t.shape), t.dtype) for t in tracked], None)
                 g._set_autograd(node, True)
             result.append(g)
         return result[0] if single else tuple(result)

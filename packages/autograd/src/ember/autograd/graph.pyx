@@ -1,3 +1,4 @@
+# cython: language_level=3
 """The tape: graph nodes, the recorder that tensor-core calls after each op, and the
 engine that replays the nodes backward.
 
@@ -13,34 +14,44 @@ node must not own the tensor that owns it), and a leaf's AccumulateGrad node is
 only weakly referenced from the leaf. So a graph is freed by reference counting as
 soon as its output dies, without waiting for the cycle collector.
 """
-from __future__ import annotations
-
 import heapq
 import itertools
 import traceback
 import weakref
 
+from ember._C.core cimport TensorBase, DType, dtype_object
+
 from ember._C import core as _core
 
 _TB = _core.TensorBase
-_seq = itertools.count()
-_ACC_SEQ = 1 << 62         # AccumulateGrad runs as soon as it is ready (frees grads early)
+cdef long long _next_seq = 0
+cdef long long _ACC_SEQ = 1LL << 62   # AccumulateGrad runs as soon as it is ready
+
+
+cdef inline tuple shape_of(TensorBase t):
+    return tuple([t._shape[i] for i in range(t._ndim)])
+
+
+cdef inline bint same_shape(TensorBase t, tuple shape):
+    if t._ndim != len(shape):
+        return False
+    for i in range(t._ndim):
+        if t._shape[i] != <long long>shape[i]:
+            return False
+    return True
 
 # anomaly mode (ember.autograd.anomaly_mode switches it)
 anomaly = {"enabled": False, "check_nan": True}
 
 
-class TensorState:
+cdef class TensorState:
     """Per-tensor autograd state, in TensorBase._autograd (created on first use)."""
 
-    __slots__ = ("hooks", "post_accumulate_hooks", "acc", "retains_grad", "output_nr")
-
-    def __init__(self):
-        self.hooks = None                  # {handle id: fn} of register_hook
-        self.post_accumulate_hooks = None  # leaves only
-        self.acc = None                    # weakref to the leaf's AccumulateGrad
-        self.retains_grad = False
-        self.output_nr = 0
+    cdef public object hooks                  # HookTable of register_hook
+    cdef public object post_accumulate_hooks  # leaves only
+    cdef public object acc                    # weakref to the leaf's AccumulateGrad
+    cdef public bint retains_grad
+    cdef public int output_nr
 
 
 def state(t):
@@ -75,34 +86,45 @@ class RemovableHandle:
         self.remove()
 
 
-class Node:
+cdef class Node:
     """One recorded op. `grad_fn` of the tensors it produced.
 
     name() and next_functions are PyTorch's inspection API: next_functions holds,
     per input, (node that produced it, which of that node's outputs) or (None, 0)
     for inputs that don't require grad."""
 
-    __slots__ = ("op", "formula", "edges", "metas", "saved", "versions", "attrs", "seq",
-                 "num_outputs", "pre_hooks", "hooks", "stack", "out", "out_version",
-                 "freed", "inputs", "output", "needs", "__weakref__")
+    cdef public str op
+    cdef public object formula
+    cdef public list edges          # per input: (node, output_nr) or None
+    cdef public list metas          # per input: (shape, dtype) or None
+    cdef public tuple saved
+    cdef public list versions
+    cdef public object attrs
+    cdef public long long seq
+    cdef public int num_outputs
+    cdef public dict pre_hooks      # {output_nr: HookTable}: tensor hooks on the outputs
+    cdef public object hooks        # HookTable of fn(grad_inputs, grad_outputs)
+    cdef public object stack
+    cdef public TensorBase out
+    cdef public long long out_version
+    cdef public bint freed
+    cdef public object inputs
+    cdef public object output
+    cdef public tuple needs
+    cdef object __weakref__
+    cdef dict __dict__              # Python subclasses (Function nodes) add fields
 
-    def __init__(self, op, formula, edges, metas, attrs, num_outputs=1):
+    def __init__(self, op, formula, edges, metas, attrs, int num_outputs=1):
+        global _next_seq
         self.op = op
         self.formula = formula
-        self.edges = edges
-        self.metas = metas
+        self.edges = list(edges)
+        self.metas = list(metas)
         self.attrs = attrs
-        self.seq = next(_seq)
+        self.seq = _next_seq
+        _next_seq += 1
         self.num_outputs = num_outputs
-        self.saved = None
-        self.versions = None
-        self.out = None
-        self.out_version = 0
-        self.pre_hooks = None    # {output_nr: {id: fn}}: tensor hooks on this node's outputs
-        self.hooks = None        # {id: fn(grad_inputs, grad_outputs)}
-        self.stack = None
-        self.freed = False
-        self.inputs = self.output = self.needs = None   # filled while the formula runs
+        self.needs = tuple([e is not None for e in self.edges])
 
     # inspection ------------------------------------------------------------------
     def name(self):
@@ -142,7 +164,7 @@ class Node:
         return h
 
     # saved tensors -----------------------------------------------------------------
-    def _unpack(self, create_graph):
+    cpdef _unpack(self, bint create_graph):
         if self.freed:
             raise RuntimeError(
                 f"{self.name()}: trying to backward through the graph a second time (or to "
@@ -153,12 +175,13 @@ class Node:
         if saved is not None:
             versions = self.versions
             for i, t in enumerate(saved):
-                if versions[i] is not None and t._version != versions[i]:
+                if versions[i] is not None and \
+                        (<TensorBase>t)._storage.version != <long long>versions[i]:
                     self._modified(f"input {i}", t, versions[i])
             self.inputs = saved
-        if self.out is not None:
-            out = self.out
-            if out._version != self.out_version:
+        cdef TensorBase out = self.out
+        if out is not None:
+            if out._storage.version != self.out_version:
                 self._modified("its output", out, self.out_version)
             if create_graph:
                 # the output again as the differentiable result of this node
@@ -180,10 +203,9 @@ class Node:
         self.freed = True
 
     # run -------------------------------------------------------------------------------
-    def apply(self, grads, create_graph):
+    def apply(self, list grads, bint create_graph):
         """Gradients w.r.t. the inputs, given the gradients w.r.t. the outputs."""
         self._unpack(create_graph)
-        self.needs = tuple(e is not None for e in self.edges)
         g = grads[0] if self.num_outputs == 1 else grads
         try:
             result = self.formula(self, g)
@@ -230,10 +252,10 @@ def _where(node):
             f"{trace}")
 
 
-class AccumulateGrad(Node):
+cdef class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds the incoming gradient to .grad."""
 
-    __slots__ = ("variable",)
+    cdef public TensorBase variable
 
     def __init__(self, variable):
         Node.__init__(self, "accumulate_grad", None, (), (), None)
@@ -244,8 +266,10 @@ class AccumulateGrad(Node):
         return "AccumulateGrad"
 
 
-def accumulator(t):
-    s = state(t)
+cpdef AccumulateGrad accumulator(TensorBase t):
+    s = t._autograd
+    if s is None:
+        s = t._autograd = TensorState()
     acc = s.acc() if s.acc is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
@@ -253,13 +277,13 @@ def accumulator(t):
     return acc
 
 
-def edge_of(t):
+cpdef tuple edge_of(TensorBase t):
     """(node, output_nr) that gradients for tensor t flow into."""
     fn = t._grad_fn
     if fn is None:
         return (accumulator(t), 0)
     s = t._autograd
-    return (fn, 0 if s is None else s.output_nr)
+    return (fn, 0 if s is None else (<TensorState>s).output_nr)
 
 
 # -----------------------------------------------------------------------------------
@@ -274,81 +298,108 @@ def _missing_formula(op):
     return backward
 
 
-class Formula:
+cdef class Formula:
     """A row of the derivative table: backward(node, grad) -> grads per input, and
     which tensors the node must save (input positions, the output)."""
 
-    __slots__ = ("fn", "inputs", "output", "uses")
+    cdef public object fn
+    cdef public tuple inputs
+    cdef public bint output
+    # {input i: the inputs whose gradients need i's value}; None: all of them. An
+    # input is then saved only when one of those needs a gradient.
+    cdef public dict uses
 
     def __init__(self, fn, inputs=(), output=False, uses=None):
         self.fn = fn
-        self.inputs = inputs
+        self.inputs = tuple(inputs)
         self.output = output
-        # {input i: the inputs whose gradients need i's value}; None: all of them.
-        # An input is then saved only when one of those needs a gradient.
         self.uses = uses
 
 
-def make_recorder(formulas):
-    """The function tensor-core calls as recorder(op, inputs, output, attrs)."""
-    get = formulas.get
-    missing = {}
+cdef dict FORMULAS = {}
 
-    def record(op, inputs, output, attrs):
-        f = get(op, missing)
-        if f is None:                       # not differentiable: output stays a constant
-            if attrs is not None and attrs.get("inplace") and output._grad_fn is not None:
-                output._set_autograd(None, False)
-            return
-        if f is missing:
-            f = formulas[op] = Formula(_missing_formula(op))
-        edges = []
-        metas = []
-        for x in inputs:
-            if isinstance(x, _TB) and x.requires_grad:
-                fn = x._grad_fn
-                if fn is None:
-                    edges.append((accumulator(x), 0))
-                else:
-                    s = x._autograd
-                    edges.append((fn, 0 if s is None else s.output_nr))
-                metas.append((x.shape, x.dtype))
-            else:
-                edges.append(None)
-                metas.append(None)
-        node = Node(op, f.fn, edges, metas, attrs)
-        if f.inputs:
-            original = attrs.get("original") if attrs is not None else None
-            saved = list(inputs)
-            versions = [None] * len(saved)
-            uses = f.uses
-            for i in f.inputs:
-                x = saved[i] if i < len(saved) else None
-                if uses is not None and i in uses and \
-                        not any(edges[j] is not None for j in uses[i]):
-                    saved[i] = None
-                    continue
-                if isinstance(x, _TB):
-                    if x is output and attrs is not None and attrs.get("inplace"):
-                        # the value this formula needs was overwritten by the op itself
-                        if original is None:
-                            raise RuntimeError(
-                                f"{op}_: in-place op on a tensor whose old value its gradient "
-                                f"needs; use the out-of-place {op}")
-                        x = saved[i] = original
-                    versions[i] = x._version
-            node.saved = tuple(saved)
-            node.versions = versions
-        if f.output:
-            node.out = output.detach()
-            node.out_version = output._version
-        if anomaly["enabled"]:
-            node.stack = user_stack()
-        output._set_autograd(node, True)
-        s = output._autograd
-        if s is not None:
-            s.output_nr = 0
+
+def make_recorder(dict formulas):
+    """The function tensor-core calls as recorder(op, inputs, output, attrs)."""
+    global FORMULAS
+    FORMULAS = formulas
     return record
+
+
+def record(str op, tuple inputs, TensorBase output, attrs):
+    cdef object f = FORMULAS.get(op, _MISSING)
+    if f is None:                       # not differentiable: output stays a constant
+        if attrs is not None and attrs.get("inplace") and output._grad_fn is not None:
+            output._set_autograd(None, False)
+        return
+    if f is _MISSING:
+        f = FORMULAS[op] = Formula(_missing_formula(op))
+    cdef Formula row = <Formula>f
+    cdef list edges = []
+    cdef list metas = []
+    cdef TensorBase t
+    for x in inputs:
+        if isinstance(x, TensorBase) and (<TensorBase>x)._requires_grad:
+            t = <TensorBase>x
+            fn = t._grad_fn
+            if fn is None:
+                edges.append((accumulator(t), 0))
+            else:
+                s = t._autograd
+                edges.append((fn, 0 if s is None else (<TensorState>s).output_nr))
+            metas.append((shape_of(t), dtype_object(t._dtype)))
+        else:
+            edges.append(None)
+            metas.append(None)
+    cdef Node node = Node.__new__(Node)
+    global _next_seq
+    node.op = op
+    node.formula = row.fn
+    node.edges = edges
+    node.metas = metas
+    node.attrs = attrs
+    node.seq = _next_seq
+    _next_seq += 1
+    node.num_outputs = 1
+    node.needs = tuple([e is not None for e in edges])
+    cdef list saved, versions
+    cdef Py_ssize_t i
+    if row.inputs:
+        inplace = attrs is not None and attrs.get("inplace")
+        saved = list(inputs)
+        versions = [None] * len(saved)
+        uses = row.uses
+        for i in row.inputs:
+            x = saved[i] if i < len(saved) else None
+            if uses is not None and i in uses and \
+                    not any([edges[j] is not None for j in uses[i]]):
+                saved[i] = None
+                continue
+            if isinstance(x, TensorBase):
+                if x is output and inplace:
+                    # the value this formula needs was overwritten by the op itself
+                    original = attrs.get("original")
+                    if original is None:
+                        raise RuntimeError(
+                            f"{op}_: in-place op on a tensor whose old value its gradient "
+                            f"needs; use the out-of-place {op}")
+                    x = saved[i] = original
+                versions[i] = (<TensorBase>x)._storage.version
+        node.saved = tuple(saved)
+        node.versions = versions
+    if row.output:
+        node.out = output.detach()
+        node.out_version = output._storage.version
+    if anomaly["enabled"]:
+        node.stack = user_stack()
+    output._grad_fn = node
+    output._requires_grad = True
+    s = output._autograd
+    if s is not None:
+        (<TensorState>s).output_nr = 0
+
+
+_MISSING = object()
 
 
 # -----------------------------------------------------------------------------------
@@ -368,19 +419,22 @@ def _sum_to(g, shape):
     return g
 
 
-def _fit(g, meta, node, i):
+cdef object _fit(object g, tuple meta, Node node, Py_ssize_t i):
     shape, dtype = meta
-    if g.shape != shape:
+    if not isinstance(g, TensorBase):
+        raise TypeError(f"{node.name()}: the gradient computed for input {i} is a "
+                        f"{type(g).__name__}, not a tensor{_where(node)}")
+    if not same_shape(<TensorBase>g, shape):
         try:
             g = _sum_to(g, shape)
         except Exception:
             g = None
-        if g is None or g.shape != shape:
+        if g is None or not same_shape(<TensorBase>g, shape):
             raise RuntimeError(
                 f"{node.name()}: the gradient computed for input {i} has shape "
                 f"{tuple(g.shape) if g is not None else '?'} but the input has shape "
                 f"{tuple(shape)}{_where(node)}")
-    if g.dtype is not dtype:
+    if (<TensorBase>g)._dtype != (<DType>dtype).num:
         g = g.to(dtype)
     return g
 
@@ -396,12 +450,12 @@ class _Capture:
             self.where.setdefault(node, []).append((nr, k))
 
 
-def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
-                 accumulate=True):
+def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, inputs=None,
+                 bint accumulate=True):
     """Backpropagate from `tensors` (each with its gradient). With accumulate, leaf
     gradients go to .grad (only those in `inputs` when given); without, the
     gradients w.r.t. `inputs` are returned (autograd.grad)."""
-    roots = []
+    cdef list roots = []
     for t, g in zip(tensors, grad_tensors):
         node, nr = edge_of(t)
         roots.append((node, nr, g))
@@ -409,95 +463,114 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     capture = _Capture(inputs) if inputs is not None else None
     targets = set(capture.where) if capture is not None else None
 
-    # the nodes that lead to a target, and how many edges from them each one waits for
-    order = []
-    seen = set()
-    stack = [r[0] for r in roots]
-    for n in stack:
-        seen.add(n)
+    # every node reachable from the roots, and how many edges each one waits for;
+    # with targets (grad(), backward(inputs=)), only the nodes that lead to one
+    cdef Node n, child
+    cdef dict deps = {}
+    cdef set seen = set()
+    cdef list stack = []
+    cdef list order = []
+    for r in roots:
+        if r[0] not in seen:
+            seen.add(r[0])
+            stack.append(r[0])
     while stack:
         n = stack.pop()
         order.append(n)
         for e in n.edges:
-            if e is not None and e[0] not in seen:
-                seen.add(e[0])
-                stack.append(e[0])
-    # inputs are recorded before the ops that use them (leaves have no inputs)
-    order.sort(key=lambda n: -1 if type(n) is AccumulateGrad else n.seq)
-    needed = set()
-    for n in order:
-        if (targets is None and (type(n) is not AccumulateGrad or accumulate)) or \
-                (targets is not None and n in targets) or \
-                any(e is not None and e[0] in needed for e in n.edges):
-            needed.add(n)
-    deps = {}
-    for n in needed:
-        for e in n.edges:
-            if e is not None and e[0] in needed:
-                deps[e[0]] = deps.get(e[0], 0) + 1
+            if e is not None:
+                child = (<tuple>e)[0]
+                deps[child] = deps.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+    cdef set needed = None
+    if targets is not None or not accumulate:
+        # inputs are recorded before the ops that use them (leaves have no inputs)
+        order.sort(key=_topo_key)
+        needed = set()
+        for n in order:
+            if (targets is not None and n in targets) or \
+                    any([e is not None and (<tuple>e)[0] in needed for e in n.edges]):
+                needed.add(n)
+        deps = {}
+        for n in needed:
+            for e in n.edges:
+                if e is not None and (<tuple>e)[0] in needed:
+                    child = (<tuple>e)[0]
+                    deps[child] = deps.get(child, 0) + 1
 
-    buffers = {}
-    ready = []
+    cdef dict buffers = {}
+    cdef list ready = []
+    cdef list buf, cbuf
     for node, nr, g in roots:
-        if node not in needed:
+        if needed is not None and node not in needed:
             continue
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * node.num_outputs
+            buf = buffers[node] = [None] * (<Node>node).num_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     for node in buffers:
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.seq, id(node), node))
+            heapq.heappush(ready, (-(<Node>node).seq, id(node), node))
 
-    executed = []
-    prev_mode = _core._set_grad_enabled(bool(create_graph))
+    cdef list executed = []
+    cdef tuple grads, e_
+    cdef Py_ssize_t i, k
+    cdef long left
+    cdef bint check_nan = anomaly["enabled"] and anomaly["check_nan"]
+    prev_mode = _core._set_grad_enabled(create_graph)
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
-            buf = buffers.pop(node)
-            if node.pre_hooks:
-                _run_tensor_hooks(node, buf)
-            if capture is not None and node in capture.where:
-                for nr, k in capture.where[node]:
+            n = heapq.heappop(ready)[2]
+            buf = buffers.pop(n)
+            if n.pre_hooks:
+                _run_tensor_hooks(n, buf)
+            if capture is not None and n in capture.where:
+                for nr, k in capture.where[n]:
                     capture.grads[k] = buf[nr]
-                if type(node) is AccumulateGrad:
+                if type(n) is AccumulateGrad:
                     continue
-            if type(node) is AccumulateGrad:
-                if buf[0] is not None and (targets is None or node in targets):
-                    _accumulate(node.variable, buf[0], create_graph)
+            if type(n) is AccumulateGrad:
+                if buf[0] is not None and (targets is None or n in targets):
+                    _accumulate((<AccumulateGrad>n).variable, buf[0], create_graph)
                 continue
-            if all(g is None for g in buf):
-                grads = (None,) * len(node.edges)
+            for g in buf:
+                if g is not None:
+                    break
             else:
-                grads = node.apply(buf, create_graph)
-                if node.hooks:
-                    for fn in tuple(node.hooks.values()):
+                g = None
+            if g is None:
+                grads = (None,) * len(n.edges)
+            else:
+                grads = n.apply(buf, create_graph)
+                if n.hooks:
+                    for fn in tuple(n.hooks.values()):
                         r = fn(grads, tuple(buf))
                         if r is not None:
                             grads = tuple(r)
-                if anomaly["enabled"] and anomaly["check_nan"]:
-                    _check_nan(node, grads)
-            executed.append(node)
-            edges = node.edges
-            if len(grads) != len(edges):
-                raise RuntimeError(f"{node.name()}: the backward returned {len(grads)} "
-                                   f"gradients for {len(edges)} inputs")
-            for i, e in enumerate(edges):
+                if check_nan:
+                    _check_nan(n, grads)
+            executed.append(n)
+            if len(grads) != len(n.edges):
+                raise RuntimeError(f"{n.name()}: the backward returned {len(grads)} "
+                                   f"gradients for {len(n.edges)} inputs")
+            for i in range(len(n.edges)):
+                e = n.edges[i]
                 if e is None:
                     continue
-                child = e[0]
-                if child not in needed:
+                e_ = <tuple>e
+                child = <Node>e_[0]
+                if needed is not None and child not in needed:
                     continue
                 g = grads[i]
+                cbuf = buffers.get(child)
+                if cbuf is None:
+                    cbuf = buffers[child] = [None] * child.num_outputs
                 if g is not None:
-                    g = _fit(g, node.metas[i], node, i)
-                    cbuf = buffers.get(child)
-                    if cbuf is None:
-                        cbuf = buffers[child] = [None] * child.num_outputs
-                    nr = e[1]
-                    cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
-                elif child not in buffers:
-                    buffers[child] = [None] * child.num_outputs
+                    g = _fit(g, <tuple>n.metas[i], n, i)
+                    k = e_[1]
+                    cbuf[k] = g if cbuf[k] is None else cbuf[k] + g
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -508,6 +581,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             for n in executed:
                 n.release()
     return capture.grads if capture is not None else None
+
+
+def _topo_key(Node n):
+    return -1 if type(n) is AccumulateGrad else n.seq
 
 
 def _run_tensor_hooks(node, buf):
