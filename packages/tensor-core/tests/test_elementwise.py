@@ -37,6 +37,7 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 REFERENCE = {
     "rsqrt": lambda a: 1 / np.sqrt(a),
     "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "relu": lambda a: np.where(np.isnan(a) | (a > 0), a, np.zeros_like(a)),
     "erf": lambda a: _erf(a.astype(np.float64)),
     "erfc": lambda a: _erfc(a.astype(np.float64)),
     # PyTorch's and NumPy's clamp: max(min_, ...) then min(max_, ...), so min > max

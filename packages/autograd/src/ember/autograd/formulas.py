@@ -311,6 +311,11 @@ def _(n, g):
     return g / (1 - a * a),
 
 
+@formula("relu", output=True)
+def _(n, g):
+    return _where(n.output > 0, g, 0.0),
+
+
 @formula("sigmoid", output=True)
 def _(n, g):
     y = n.output

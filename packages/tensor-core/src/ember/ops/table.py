@@ -150,6 +150,7 @@ ELEMENTWISE = [
                 aliases=("arccosh",)),
     Elementwise("atanh", 1, {F: "atanh(a)"}, promote="float", numpy="arctanh", domain="unit",
                 aliases=("arctanh",)),
+    Elementwise("relu", 1, {I: "a > 0 ? a : 0", F: "(a > 0 || a != a) ? a : 0"}, numpy=None),
     Elementwise("sigmoid", 1, {F: "1 / (1 + em_exp_{T}(-a))"}, promote="float", numpy=None),
     Elementwise("erf", 1, {F: "erf(a)"}, promote="float", numpy=None),
     Elementwise("erfc", 1, {F: "erfc(a)"}, promote="float", numpy=None),
