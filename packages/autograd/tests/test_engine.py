@@ -519,3 +519,26 @@ def test_recursion_over_a_tree():
 
     assert gradcheck(lambda w_: encode(tree, w_).sum(), (w.detach().to(em.float64)
                                                         .requires_grad_(),))
+
+
+# in-place ops on views ----------------------------------------------------------------
+
+def test_in_place_on_a_view_updates_the_base_history():
+    x = leaf(3, 4)
+
+    def f(a):
+        y = a * 1.0
+        y[:, 1].mul_(3)             # a view of y, changed in place
+        y.narrow(0, 1, 2).add_(a[1:] * a[1:])
+        col = y.T[2]                # views of views
+        col.sub_(5)
+        return y * y
+    assert gradcheck(f, (x,))
+    assert em.autograd.gradgradcheck(f, (x,))
+
+
+def test_in_place_on_a_view_of_a_leaf_that_requires_grad_is_an_error():
+    x = leaf(3)
+    v = x[1:]
+    with pytest.raises(RuntimeError, match="view of a leaf tensor that requires grad"):
+        v.mul_(2)

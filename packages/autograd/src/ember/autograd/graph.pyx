@@ -52,6 +52,7 @@ cdef class TensorState:
     cdef public object acc                    # weakref to the leaf's AccumulateGrad
     cdef public bint retains_grad
     cdef public int output_nr
+    cdef public object base                   # views: the tensor whose storage they view
 
 
 def state(t):
@@ -392,11 +393,94 @@ def record(str op, tuple inputs, TensorBase output, attrs):
         node.out_version = output._storage.version
     if anomaly["enabled"]:
         node.stack = user_stack()
+    cdef TensorState vs
+    if op in VIEW_OPS:
+        # remember the base, so that an in-place op on this view updates its history
+        x = inputs[0]
+        s = (<TensorBase>x)._autograd
+        vs = TensorState()
+        vs.base = x if s is None or (<TensorState>s).base is None else (<TensorState>s).base
+        output._autograd = vs
+    elif attrs is not None and output._autograd is not None and \
+            (<TensorState>output._autograd).base is not None and attrs.get("inplace"):
+        _rebase_view(node, inputs, output)
+        return
     output._grad_fn = node
     output._requires_grad = True
     s = output._autograd
     if s is not None:
         (<TensorState>s).output_nr = 0
+
+
+VIEW_OPS = frozenset(["view", "permute", "expand", "narrow", "diagonal", "unfold",
+                      "as_strided", "index_view"])
+
+
+class CopySlices(Node):
+    """An in-place op on a view, as a change of the view's base: the base's gradient
+    passes through unchanged outside the view and through the op inside it."""
+
+    def release(self):
+        Node.release(self)
+        self.attrs["fn"].release()
+
+
+def _rebase_view(Node op_node, tuple inputs, TensorBase view):
+    cdef TensorState vs = <TensorState>view._autograd
+    base = vs.base
+    if base.is_leaf and base.requires_grad:
+        raise RuntimeError(
+            f"{op_node.op}_: a view of a leaf tensor that requires grad (shape "
+            f"{tuple(base.shape)}) was modified in place; do it under ember.no_grad() or "
+            f"on a clone")
+    k = next((i for i, x in enumerate(inputs) if x is view), None)
+    keep = [i for i in range(len(inputs)) if i != k]
+    edges = [edge_of(base) if base.requires_grad else None] + [op_node.edges[i] for i in keep]
+    metas = [(tuple(base.shape), base.dtype)] + [op_node.metas[i] for i in keep]
+    geometry = (tuple(view.shape), tuple(view.stride()), view.storage_offset())
+    copy = CopySlices("copy_slices", _copy_slices_backward, edges, metas,
+                      {"fn": op_node, "k": k, "keep": keep, "view": geometry,
+                       "base": (tuple(base.shape), tuple(base.stride()),
+                                base.storage_offset())})
+    copy.seq = op_node.seq
+    base._set_autograd(copy, True)
+    # the view is now a view of the updated base
+    size, stride, offset = geometry
+    node = Node("as_strided", FORMULAS["as_strided"].fn, [(copy, 0)],
+                [(tuple(base.shape), base.dtype)],
+                {"size": size, "stride": stride, "storage_offset": offset})
+    node.saved = (base.detach(),)
+    node.versions = [None]
+    view._grad_fn = node
+    view._requires_grad = True
+
+
+def _positions(shape, strides, offset):
+    import ember as em
+    p = em.full((), offset, dtype=em.int64)
+    for n, st in zip(shape, strides):
+        p = p.unsqueeze(-1) + em.arange(n) * st
+    return p.reshape(-1)
+
+
+def _copy_slices_backward(node, g):
+    import ember as em
+    a = node.attrs
+    fn, k = a["fn"], a["k"]
+    # where the view's elements sit among the base's (both over one storage)
+    base_pos = _positions(*a["base"])
+    view_pos = _positions(*a["view"])
+    extent = 1 + max(int(base_pos.max()), int(view_pos.max()))
+    where = em.zeros(extent, dtype=em.int64).index_put((base_pos,), em.arange(base_pos.numel()))
+    inside = where[view_pos].to(g.device)
+    flat = g.reshape(-1)
+    grads = fn.apply([flat[inside].reshape(a["view"][0])], _core.is_grad_enabled())
+    through = grads[k] if k is not None else None
+    if through is None:
+        through = em.zeros(a["view"][0], dtype=g.dtype, device=g.device)
+    through = _sum_to(through, a["view"][0]) if tuple(through.shape) != a["view"][0] else through
+    result = flat.index_put((inside,), through.reshape(-1).to(g.dtype)).reshape(g.shape)
+    return (result,) + tuple(grads[i] for i in a["keep"])
 
 
 _MISSING = object()
