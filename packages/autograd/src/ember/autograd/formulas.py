@@ -399,7 +399,7 @@ def _(n, g):
     return g.permute(inverse),
 
 
-@formula("expand", "clone", "to_device_same")
+@formula("expand", "clone")
 def _(n, g):
     return g,      # expand: the engine sums the broadcast dims back
 
@@ -699,8 +699,7 @@ def _(n, g):
 
 
 # in-place random fills: the old values don't influence the result
-@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_",
-         "cauchy_", "log_normal_")
+@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
 def _(n, g):
     return None,
 
