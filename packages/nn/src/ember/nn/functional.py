@@ -1,0 +1,146 @@
+"""ember.nn.functional: the stateless forms of the layers, activations and losses.
+
+Each function is written with tensor-core ops (its fused kernels where there is one:
+softmax, conv, pooling, norms, cross_entropy, dropout, embedding), so autograd
+differentiates it through the derivative table and it runs on every device.
+"""
+from __future__ import annotations
+
+import math
+
+import ember as em
+
+# activations ----------------------------------------------------------------------------
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else em.relu(input)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = em.where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    out = em.where(input > 0, input, alpha * em.expm1(input))
+    return input.copy_(out) if inplace else out
+
+
+def selu(input, inplace=False):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return scale * elu(input, alpha, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    out = em.where(input > 0, input, alpha * em.expm1(input / alpha))
+    return input.copy_(out) if inplace else out
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x) (exact, with erf) or its tanh approximation."""
+    if approximate == "none":
+        return 0.5 * input * (1.0 + em.erf(input * (1.0 / math.sqrt(2.0))))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
+        return 0.5 * input * (1.0 + em.tanh(inner))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input, inplace=False):
+    out = input * em.sigmoid(input)
+    return input.copy_(out) if inplace else out
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear above threshold (as PyTorch)."""
+    bx = input * beta
+    soft = em.log1p(em.exp(-em.abs(bx))) + em.relu(bx)   # stable for large |bx|
+    return em.where(bx > threshold, input, soft / beta)
+
+
+def mish(input, inplace=False):
+    out = input * em.tanh(softplus(input))
+    return input.copy_(out) if inplace else out
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} cannot be greater than max_val {max_val}")
+    return input.clamp_(min_val, max_val) if inplace else em.clamp(input, min_val, max_val)
+
+
+def hardsigmoid(input, inplace=False):
+    return hardtanh(input / 6.0 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input, inplace=False):
+    return input * hardsigmoid(input)
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def tanh(input):
+    return em.tanh(input)
+
+
+def sigmoid(input):
+    return em.sigmoid(input)
+
+
+def softsign(input):
+    return input / (1 + em.abs(input))
+
+
+def tanhshrink(input):
+    return input - em.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    out = em.where(input > threshold, input, value)
+    return input.copy_(out) if inplace else out
+
+
+def glu(input, dim=-1):
+    a, b = input.chunk(2, dim)
+    return a * em.sigmoid(b)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1     # PyTorch's legacy implicit choice
+    return em.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return em.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+# linear --------------------------------------------------------------------------------
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias."""
+    if input.shape[-1:] != weight.shape[-1:]:
+        raise ValueError(f"linear: input has last dimension {input.shape[-1] if input.ndim else '()'} "
+                         f"but weight has shape {tuple(weight.shape)} (in_features "
+                         f"{weight.shape[-1]})")
+    out = input @ weight.T
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., k] = x1[..., i] W[k, i, j] x2[..., j] + b[k]."""
+    out = em.einsum("...i,kij,...j->...k", input1, weight, input2)
+    return out + bias if bias is not None else out

@@ -1,0 +1,147 @@
+"""Parameter initialisation, in place and without recording (PyTorch's nn.init)."""
+from __future__ import annotations
+
+import math
+
+import ember as em
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "orthogonal_", "trunc_normal_"]
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity (PyTorch's table)."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _fans(tensor, op):
+    if tensor.ndim < 2:
+        raise ValueError(f"{op}: fan in and fan out can not be computed for a tensor with "
+                         f"fewer than 2 dimensions (shape {tuple(tensor.shape)})")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    with em.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    with em.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def constant_(tensor, val):
+    with em.no_grad():
+        return tensor.fill_(val)
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def eye_(tensor):
+    if tensor.ndim != 2:
+        raise ValueError(f"eye_: only 2-d tensors are supported, got shape {tuple(tensor.shape)}")
+    with em.no_grad():
+        tensor.copy_(em.eye(*tensor.shape, dtype=tensor.dtype))
+    return tensor
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _fans(tensor, "xavier_uniform_")
+    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _fans(tensor, "xavier_normal_")
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def _kaiming_std(tensor, a, mode, nonlinearity, op):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"{op}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan_in, fan_out = _fans(tensor, op)
+    fan = fan_in if mode == "fan_in" else fan_out
+    if fan == 0:
+        return 0.0
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_uniform_")
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_normal_"),
+                   generator)
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, by
+    modified Gram-Schmidt in float64 (signs fixed like QR's with a positive diagonal)."""
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = em.randn(rows, cols, dtype=em.float64, generator=generator)
+    a = flat.T if rows < cols else flat          # tall: orthonormalise its columns
+    q = []
+    for j in range(a.shape[1]):
+        v = a[:, j].clone()
+        for u in q:
+            v = v - (u * v).sum() * u
+        v = v / em.linalg.vector_norm(v)
+        q.append(v)
+    qm = em.stack(q, 1)
+    if rows < cols:
+        qm = qm.T
+    with em.no_grad():
+        tensor.copy_((qm * gain).reshape(tensor.shape))
+    return tensor
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) values redrawn until they fall in [a, b]."""
+    if not a < b:
+        raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
+    with em.no_grad():
+        out = em.empty(tensor.shape, dtype=em.float64).normal_(mean, std, generator=generator)
+        for _ in range(100):
+            bad = (out < a) | (out > b)
+            if not bool(bad.any()):
+                break
+            fresh = em.empty(tensor.shape, dtype=em.float64).normal_(mean, std,
+                                                                    generator=generator)
+            out = em.where(bad, fresh, out)
+        tensor.copy_(out.clamp(a, b))
+    return tensor
