@@ -27,9 +27,9 @@ class Linear(Module):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(em.empty(out_features, in_features, device=device, dtype=dtype))
-        self.bias = Parameter(em.empty(out_features, device=device, dtype=dtype)) if bias \
-            else None
-        if not bias:
+        if bias:
+            self.bias = Parameter(em.empty(out_features, device=device, dtype=dtype))
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 

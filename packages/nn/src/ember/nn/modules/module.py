@@ -179,7 +179,7 @@ class Module:
         if not isinstance(name, str):
             raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
         if "." in name or name == "":
-            raise KeyError(f"{what} name can't contain \".\" or be empty, got {name!r}")
+            raise KeyError(f"{what} name cannot contain \".\" or be empty, got {name!r}")
         if name in self.__dict__ and name not in self._parameters and \
                 name not in self._buffers and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
