@@ -128,6 +128,19 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, dtype=dtype)
 
 
+# dropout -------------------------------------------------------------------------------
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training
+    only), with ember's Philox generator."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    out = em.dropout(input, p, True)
+    return input.copy_(out) if inplace else out
+
+
 # linear --------------------------------------------------------------------------------
 
 def linear(input, weight, bias=None):

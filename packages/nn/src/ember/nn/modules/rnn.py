@@ -1,0 +1,289 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, initial
+states) with PyTorch's parameter names, shapes, gate order and initialisation.
+
+Each layer and direction projects the whole input sequence at once (one matmul),
+then steps through time with the hidden-to-hidden matmul only."""
+from __future__ import annotations
+
+import math
+
+import ember as em
+from ember.nn import functional as F, init
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _rnn_cell(x_proj, h, w_hh, b_hh, relu):
+    pre = x_proj + h @ w_hh.T
+    if b_hh is not None:
+        pre = pre + b_hh
+    return em.relu(pre) if relu else em.tanh(pre)
+
+
+def _lstm_cell(x_proj, state, w_hh, b_hh):
+    h, c = state
+    gates = x_proj + h @ w_hh.T
+    if b_hh is not None:
+        gates = gates + b_hh
+    i, f, g, o = gates.chunk(4, -1)
+    c = em.sigmoid(f) * c + em.sigmoid(i) * em.tanh(g)
+    return em.sigmoid(o) * em.tanh(c), c
+
+
+def _gru_cell(x_proj, h, w_hh, b_hh):
+    hh = h @ w_hh.T
+    if b_hh is not None:
+        hh = hh + b_hh
+    xr, xz, xn = x_proj.chunk(3, -1)
+    hr, hz, hn = hh.chunk(3, -1)
+    r = em.sigmoid(xr + hr)
+    z = em.sigmoid(xz + hz)
+    n = em.tanh(xn + r * hn)
+    return (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError(f"{type(self).__name__}: proj_size is not supported")
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError(f"{type(self).__name__}: hidden_size must be a positive int, got "
+                             f"{hidden_size!r}")
+        if num_layers < 1:
+            raise ValueError(f"{type(self).__name__}: num_layers must be at least 1, got "
+                             f"{num_layers}")
+        if not 0 <= dropout <= 1:
+            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional = float(dropout), bidirectional
+        self.proj_size = 0
+        gates = _GATES[mode] * hidden_size
+        dirs = 2 if bidirectional else 1
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for d in range(dirs):
+                suffix = f"_l{layer}" + ("_reverse" if d else "")
+                layer_in = input_size if layer == 0 else hidden_size * dirs
+                names = [("weight_ih" + suffix, (gates, layer_in)),
+                         ("weight_hh" + suffix, (gates, hidden_size))]
+                if bias:
+                    names += [("bias_ih" + suffix, (gates,)), ("bias_hh" + suffix, (gates,))]
+                for name, shape in names:
+                    self.register_parameter(name, Parameter(em.empty(shape, device=device,
+                                                                     dtype=dtype)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity='relu'"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+    def _weights(self, layer, direction):
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        get = self._parameters.get
+        return (get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix),
+                get("bias_hh" + suffix))
+
+    def _check_input(self, input, hx_shape_fn):
+        name = type(self).__name__
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: expected input of 2 (unbatched) or 3 dimensions, got "
+                             f"shape {tuple(input.shape)}")
+        if input.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected "
+                             f"{self.input_size}, got {input.shape[-1]}")
+
+    def forward(self, input, hx=None):
+        name = type(self).__name__
+        self._check_input(input, None)
+        unbatched = input.ndim == 2
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first
+                                                  else input)
+        seq_len, batch = x.shape[0], x.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        state_shape = (self.num_layers * dirs, batch, self.hidden_size)
+        lstm = self.mode == "LSTM"
+
+        def initial(h, what):
+            if h is None:
+                return em.zeros(state_shape, dtype=x.dtype, device=x.device)
+            if unbatched:
+                if h.ndim != 2:
+                    raise ValueError(f"{name}: for unbatched 2-D input, {what} should also be "
+                                     f"2-D but got a {h.ndim}-D tensor")
+                h = h.unsqueeze(1)
+            if tuple(h.shape) != state_shape:
+                raise ValueError(f"{name}: expected {what} size {state_shape}, got "
+                                 f"{tuple(h.shape)}")
+            return h
+
+        if lstm:
+            h0, c0 = (None, None) if hx is None else hx
+            h0, c0 = initial(h0, "hx[0]"), initial(c0, "hx[1]")
+        else:
+            h0 = initial(hx, "hx")
+        h_n, c_n = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                k = layer * dirs + d
+                proj = layer_input @ w_ih.T
+                if b_ih is not None:
+                    proj = proj + b_ih
+                steps = range(seq_len - 1, -1, -1) if d else range(seq_len)
+                h = h0[k]
+                c = c0[k] if lstm else None
+                seq = [None] * seq_len
+                for t in steps:
+                    if lstm:
+                        h, c = _lstm_cell(proj[t], (h, c), w_hh, b_hh)
+                    elif self.mode == "GRU":
+                        h = _gru_cell(proj[t], h, w_hh, b_hh)
+                    else:
+                        h = _rnn_cell(proj[t], h, w_hh, b_hh, self.mode == "RNN_RELU")
+                    seq[t] = h
+                outs.append(em.stack(seq, 0))
+                h_n.append(h)
+                if lstm:
+                    c_n.append(c)
+            layer_input = outs[0] if dirs == 1 else em.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        output = layer_input
+        h_n = em.stack(h_n, 0)
+        if unbatched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        if lstm:
+            c_n = em.stack(c_n, 0)
+            return output, (h_n, c_n.squeeze(1) if unbatched else c_n)
+        return output, h_n
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
+
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; use 'tanh' or "
+                             f"'relu'")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args,
+                         **kwargs)
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """LSTM with PyTorch's gate order (input, forget, cell, output)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    """GRU with PyTorch's gate order (reset, update, new)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
+
+
+class _CellBase(Module):
+    def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        self.weight_ih = Parameter(em.empty(gates * hidden_size, input_size, device=device,
+                                            dtype=dtype))
+        self.weight_hh = Parameter(em.empty(gates * hidden_size, hidden_size, device=device,
+                                            dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(em.empty(gates * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(em.empty(gates * hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        bound = 1.0 / math.sqrt(hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+    def _prepare(self, input, hx):
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: expected input to be 1-D or 2-D, got "
+                             f"{input.ndim}-D")
+        if input.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: input has {input.shape[-1]} features, "
+                             f"expected input_size={self.input_size}")
+        unbatched = input.ndim == 1
+        x = input.unsqueeze(0) if unbatched else input
+        proj = x @ self.weight_ih.T
+        if self.bias_ih is not None:
+            proj = proj + self.bias_ih
+        zeros = em.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+        return unbatched, proj, zeros
+
+
+class RNNCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        unbatched, proj, zeros = self._prepare(input, hx)
+        h = zeros if hx is None else (hx.unsqueeze(0) if unbatched else hx)
+        h = _rnn_cell(proj, h, self.weight_hh, self.bias_hh, self.nonlinearity == "relu")
+        return h.squeeze(0) if unbatched else h
+
+
+class LSTMCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        unbatched, proj, zeros = self._prepare(input, hx)
+        if hx is None:
+            h, c = zeros, zeros
+        else:
+            h, c = (t.unsqueeze(0) for t in hx) if unbatched else hx
+        h, c = _lstm_cell(proj, (h, c), self.weight_hh, self.bias_hh)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class GRUCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        unbatched, proj, zeros = self._prepare(input, hx)
+        h = zeros if hx is None else (hx.unsqueeze(0) if unbatched else hx)
+        h = _gru_cell(proj, h, self.weight_hh, self.bias_hh)
+        return h.squeeze(0) if unbatched else h
