@@ -141,6 +141,140 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    raise NotImplementedError("alpha_dropout is not implemented in ember.nn")
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout(input, p, training, inplace, 4, "dropout2d")
+
+
+def _channel_dropout(input, p, training, inplace, batched_ndim, op):
+    """Zero whole channels: one draw per (sample, channel)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise ValueError(f"{op}: expected {batched_ndim - 1}-D or {batched_ndim}-D input, got "
+                         f"shape {tuple(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    keep_shape = tuple(input.shape[:input.ndim - batched_ndim + 2]) + \
+        (1,) * (batched_ndim - 2)
+    mask = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
+    out = input * mask
+    return input.copy_(out) if inplace else out
+
+
+# convolution and pooling ------------------------------------------------------------------
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return em.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return em.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return em.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return em.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return em.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return em.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return em.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return em.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return em.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return em.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return em.adaptive_max_pool1d(input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return em.adaptive_max_pool2d(input, output_size, return_indices)
+
+
+# normalization and embedding --------------------------------------------------------------
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return em.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    return em.batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                         eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each group of channels of each sample: layer_norm over (C/G, *spatial)."""
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected at least 2-D input (N, C, ...), got shape "
+                         f"{tuple(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise ValueError(f"group_norm: num_groups={num_groups} must divide the number of "
+                         f"channels {c} (input shape {tuple(input.shape)})")
+    grouped = input.reshape(n, num_groups, -1)
+    out = em.layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
+    affine = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(affine)
+    if bias is not None:
+        out = out + bias.reshape(affine)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    if not use_input_stats:
+        raise NotImplementedError("instance_norm: use_input_stats=False is not supported")
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    return em.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+
 # linear --------------------------------------------------------------------------------
 
 def linear(input, weight, bias=None):

@@ -3,3 +3,9 @@ from ember.nn.modules.container import *  # noqa: F401,F403
 from ember.nn.modules.linear import *  # noqa: F401,F403
 from ember.nn.modules.activation import *  # noqa: F401,F403
 from ember.nn.modules.rnn import *  # noqa: F401,F403
+from ember.nn.modules.conv import *  # noqa: F401,F403
+from ember.nn.modules.pooling import *  # noqa: F401,F403
+from ember.nn.modules.normalization import *  # noqa: F401,F403
+from ember.nn.modules.dropout import *  # noqa: F401,F403
+from ember.nn.modules.sparse import *  # noqa: F401,F403
+from ember.nn.modules.transformer import *  # noqa: F401,F403

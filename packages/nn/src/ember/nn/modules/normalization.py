@@ -1,0 +1,138 @@
+"""BatchNorm1d/2d, LayerNorm, GroupNorm over tensor-core's fused norm kernels."""
+from __future__ import annotations
+
+import numbers
+
+import ember as em
+from ember.nn import functional as F, init
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
+
+
+class _BatchNorm(Module):
+    _ranks = (2, 3)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(em.ones(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(em.zeros(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", em.zeros(num_features, device=device,
+                                                          dtype=dtype))
+            self.register_buffer("running_var", em.ones(num_features, device=device,
+                                                        dtype=dtype))
+            self.register_buffer("num_batches_tracked", em.zeros((), dtype=em.int64,
+                                                                 device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        name = type(self).__name__
+        if input.ndim not in self._ranks:
+            raise ValueError(f"{name}: expected {' or '.join(f'{r}D' for r in self._ranks)} "
+                             f"input, got shape {tuple(input.shape)}")
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"{name}({self.num_features}) got input with {input.shape[1]} "
+                             f"channels (shape {tuple(input.shape)})")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with em.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:          # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked)
+        use_batch_stats = self.training or not self.track_running_stats
+        return F.batch_norm(input,
+                            self.running_mean if not self.training or
+                            self.track_running_stats else None,
+                            self.running_var if not self.training or
+                            self.track_running_stats else None,
+                            self.weight, self.bias, use_batch_stats, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _ranks = (5,)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(em.ones(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(em.zeros(self.normalized_shape, device=device,
+                                               dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by "
+                             f"num_groups={num_groups}")
+        self.num_groups, self.num_channels, self.eps, self.affine = \
+            num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(em.ones(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(em.zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
