@@ -182,6 +182,33 @@ def test_layer_norm_large_rows_threaded_and_deterministic():
     np.testing.assert_allclose(many, want, rtol=1e-4, atol=1e-4)
 
 
+def test_layer_norm_backward_chunked_sums_match_numpy_and_thread_count():
+    """Enough rows for several row chunks and columns for several blocks in the
+    weight/bias gradient reduction."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((700, 1100)).astype(np.float32)
+    g = rng.standard_normal((700, 1100)).astype(np.float32)
+    w = rng.standard_normal(1100).astype(np.float32)
+    _, mean, rstd = np_layer_norm(x, 1)
+    xhat = (x - mean) * rstd
+    a = recorded(em.layer_norm, em.from_numpy(x).requires_grad_(), 1100,
+                 em.from_numpy(w))[1][0][2]
+    nt = em.get_num_threads()
+    out = []
+    try:
+        for t in (1, max(nt, 2)):
+            em.set_num_threads(t)
+            out.append([v.numpy() for v in layer_norm_backward(
+                em.from_numpy(g), em.from_numpy(x), 1100, a["mean"], a["rstd"],
+                em.from_numpy(w), em.from_numpy(w))])
+    finally:
+        em.set_num_threads(nt)
+    for one, many in zip(*out):
+        np.testing.assert_array_equal(one, many)
+    np.testing.assert_allclose(out[0][1], (g * xhat).sum(0), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(out[0][2], g.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("bad,err,match", [
     (lambda: em.layer_norm(em.ones(2, 3), (4,)), ValueError, r"normalized_shape \(4,\) does "
                                                              r"not match.*\(2, 3\)"),

@@ -35,9 +35,9 @@ cdef extern from *:
     #define EM_NN_DECL(SFX, T) \
     void em_layer_norm_##SFX(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd, \
                              int64_t rows, int64_t n, double eps); \
-    void em_layer_norm_backward_##SFX(const T *g, const T *x, const T *mean, const T *rstd, \
-                                      const T *w, T *dx, T *dw, T *db, int64_t rows, \
-                                      int64_t n); \
+    int em_layer_norm_backward_##SFX(const T *g, const T *x, const T *mean, const T *rstd, \
+                                     const T *w, T *dx, T *dw, T *db, int64_t rows, \
+                                     int64_t n); \
     void em_batch_norm_stats_##SFX(const T *x, T *mean, T *var, int64_t N, int64_t C, \
                                    int64_t S); \
     void em_batch_norm_backward_reduce_##SFX(const T *g, const T *x, const T *mean, \
@@ -66,9 +66,9 @@ cdef extern from *:
     """
     void em_layer_norm_f32(const float *x, const float *w, const float *b, float *y, float *mean,
                            float *rstd, int64_t rows, int64_t n, double eps) nogil
-    void em_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
-                                    const float *rstd, const float *w, float *dx, float *dw,
-                                    float *db, int64_t rows, int64_t n) nogil
+    int em_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
+                                   const float *rstd, const float *w, float *dx, float *dw,
+                                   float *db, int64_t rows, int64_t n) nogil
     void em_batch_norm_stats_f32(const float *x, float *mean, float *var, int64_t N, int64_t C,
                                  int64_t S) nogil
     void em_batch_norm_backward_reduce_f32(const float *g, const float *x, const float *mean,
@@ -95,9 +95,9 @@ cdef extern from *:
 
     void em_layer_norm_f64(const double *x, const double *w, const double *b, double *y,
                            double *mean, double *rstd, int64_t rows, int64_t n, double eps) nogil
-    void em_layer_norm_backward_f64(const double *g, const double *x, const double *mean,
-                                    const double *rstd, const double *w, double *dx, double *dw,
-                                    double *db, int64_t rows, int64_t n) nogil
+    int em_layer_norm_backward_f64(const double *g, const double *x, const double *mean,
+                                   const double *rstd, const double *w, double *dx,
+                                   double *dw, double *db, int64_t rows, int64_t n) nogil
     void em_batch_norm_stats_f64(const double *x, double *mean, double *var, int64_t N, int64_t C,
                                  int64_t S) nogil
     void em_batch_norm_backward_reduce_f64(const double *g, const double *x, const double *mean,
@@ -287,18 +287,22 @@ def layer_norm_backward(TensorBase grad not None, TensorBase x not None,
             if t is not None:
                 _core.fill_(t, 0)
         dwp = dbp = NULL
+    cdef int rc = 0
     if n:
         with nogil:
             if x._dtype == FLOAT32:
-                em_layer_norm_backward_f32(<const float *>gp, <const float *>xp,
-                                           <const float *>mp, <const float *>rp,
-                                           <const float *>w, <float *>dxp, <float *>dwp,
-                                           <float *>dbp, rows, n)
+                rc = em_layer_norm_backward_f32(<const float *>gp, <const float *>xp,
+                                                <const float *>mp, <const float *>rp,
+                                                <const float *>w, <float *>dxp, <float *>dwp,
+                                                <float *>dbp, rows, n)
             else:
-                em_layer_norm_backward_f64(<const double *>gp, <const double *>xp,
-                                           <const double *>mp, <const double *>rp,
-                                           <const double *>w, <double *>dxp, <double *>dwp,
-                                           <double *>dbp, rows, n)
+                rc = em_layer_norm_backward_f64(<const double *>gp, <const double *>xp,
+                                                <const double *>mp, <const double *>rp,
+                                                <const double *>w, <double *>dxp,
+                                                <double *>dwp, <double *>dbp, rows, n)
+    if rc:
+        raise MemoryError(f"layer_norm_backward: out of memory for the partial sums of the "
+                          f"weight and bias gradients ({tuple(x.shape)})")
     return dx, dw, db
 
 
