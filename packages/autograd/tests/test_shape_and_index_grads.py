@@ -157,6 +157,16 @@ MULTI_CASES = [
      True),
     ("embedding", lambda w: em.embedding(em.tensor([[0, 2], [5, 0]]), w), [(6, 3)], True),
     ("dropout", lambda x: (em.manual_seed(0), em.dropout(x, 0.3))[1], [(4, 5)], True),
+    ("conv2d", lambda x, w, b: em.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2)),
+     [(2, 2, 5, 6), (3, 2, 2, 2), (3,)], True),
+    ("conv2d_groups_same", lambda x, w: em.conv2d(x, w, padding="same", groups=2),
+     [(1, 4, 4, 3), (2, 2, 2, 3)], True),
+    ("conv1d", lambda x, w: em.conv1d(x, w, stride=2), [(2, 2, 7), (3, 2, 3)], True),
+    ("conv_transpose2d", lambda x, w, b: em.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1), [(1, 2, 3, 3), (2, 3, 3, 2), (3,)],
+     True),
+    ("conv_transpose2d_groups", lambda x, w: em.conv_transpose2d(x, w, groups=2, dilation=2),
+     [(1, 4, 2, 3), (4, 1, 2, 2)], True),
 ] + [
     (f"scatter_reduce_{r}_{inc}",
      (lambda r, inc: lambda a, b: a.scatter_reduce(0, _SCATTER_INDEX, b, r,

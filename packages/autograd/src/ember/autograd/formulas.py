@@ -850,6 +850,68 @@ def _(n, g):
     return dropout_backward(g, a["mask"], a["p"]),
 
 
+def _conv2d_composite(x, w, b, stride, padding, dilation, groups):
+    """conv2d from ember ops (pad, unfold, einsum): slow, but differentiable twice."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    if padding == "same":
+        th, tw = dh * (kh - 1), dw * (kw - 1)
+        pt, pl = th // 2, tw // 2
+        pb, pr = th - pt, tw - pl
+    else:
+        (pt, pl), (pb, pr) = padding, padding
+    xp = em.zeros((n, c, h + pt + pb, wd + pl + pr), dtype=x.dtype, device=x.device)
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    patches = xp.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)
+    patches = patches[..., ::dh, ::dw]                      # n, c, oh, ow, kh, kw
+    oh, ow = patches.shape[2], patches.shape[3]
+    patches = patches.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    y = em.einsum("ngcyxhw,gochw->ngoyx", patches, w.reshape(groups, o // groups, cg, kh, kw))
+    y = y.reshape(n, o, oh, ow)
+    return y + b.reshape(1, o, 1, 1) if b is not None else y
+
+
+def _conv_transpose2d_composite(x, w, b, stride, padding, output_padding, groups, dilation):
+    """conv_transpose2d as the gradient of the composite conv2d w.r.t. its input
+    (it is linear, so at any point), with the graph kept: differentiable twice."""
+    from ember.autograd import grad
+    n, _, h, wd = x.shape
+    _, coutg, kh, kw = w.shape
+    size = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+            zip((h, wd), stride, padding, dilation, (kh, kw), output_padding)]
+    z = em.zeros((n, coutg * groups, *size), dtype=x.dtype, device=x.device).requires_grad_()
+    with em.enable_grad():
+        (y,) = grad(_conv2d_composite(z, w, None, stride, padding, dilation, groups), z, x,
+                    create_graph=True)
+    return y + b.reshape(1, -1, 1, 1) if b is not None else y
+
+
+@formula("conv2d", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda x, w, b: _conv2d_composite(
+            x, w, b, a["stride"], a["padding"], a["dilation"], a["groups"]))
+    from ember._conv import conv2d_backward
+    x, w, _ = n.inputs
+    return conv2d_backward(g, x, w, a["stride"], a["padding"], a["dilation"], a["groups"],
+                           n.needs)
+
+
+@formula("conv_transpose2d", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda x, w, b: _conv_transpose2d_composite(
+            x, w, b, a["stride"], a["padding"], a["output_padding"], a["groups"],
+            a["dilation"]))
+    from ember._conv import conv_transpose2d_backward
+    x, w, _ = n.inputs
+    return conv_transpose2d_backward(g, x, w, a["stride"], a["padding"], a["output_padding"],
+                                     a["groups"], a["dilation"], n.needs)
+
+
 # in-place random fills: the old values don't influence the result
 @formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
 def _(n, g):
