@@ -127,6 +127,33 @@ def setup_softmax_4096x1024(mods, rng, quick):
     return {lib: ("f(a)", {"f": fns[lib], "a": _convert(mods, lib, arr)}) for lib in mods}
 
 
+def setup_conv2d_32x3x32x32(mods, rng, quick):
+    """conv2d, batch 32, 3 -> 32 channels, 32x32, 3x3 kernel, padding 1, with bias.
+    NumPy has none: im2col (a sliding-window view, copied) and one matmul."""
+    x, w, b = _rand(rng, (32, 3, 32, 32), -1, 1), _rand(rng, (32, 3, 3, 3), -1, 1), \
+        _rand(rng, (32,), -1, 1)
+    np = mods["numpy"]
+
+    def np_conv2d(x, w, b):
+        n, c, h, wd = x.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+        cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * 9)
+        y = (cols @ w.reshape(w.shape[0], -1).T + b).reshape(n, h, wd, -1)
+        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+
+    if "torch" in mods:
+        # A fresh 4 MB output comes from mmap (page faults on every call) until glibc
+        # has seen a large block freed; any real program gets there at once.
+        mods["torch"].empty(2 << 20)    # 8 MB, allocated and freed at once
+    fns = {"numpy": np_conv2d,
+           "torch": lambda x, w, b: mods["torch"].nn.functional.conv2d(x, w, b, padding=1),
+           "ember": lambda x, w, b: mods["ember"].conv2d(x, w, b, padding=1)}
+    return {lib: ("f(x, w, b)", {"f": fns[lib], "x": _convert(mods, lib, x),
+                                 "w": _convert(mods, lib, w), "b": _convert(mods, lib, b)})
+            for lib in mods}
+
+
 def setup_overhead_add_1(mods, rng, quick):
     return _same_stmt("a + b", {"a": lambda r: _rand(r, (1,)),
                                 "b": lambda r: _rand(r, (1,))})(mods, rng, quick)
@@ -163,6 +190,7 @@ CASES = {
                            "vs_numpy", 2.0, 1e-6),
     "softmax_4096x1024": (setup_softmax_4096x1024, 1, 2 * 4096 * 1024 * F32, "vs_best", 1.0,
                           1e-5),
+    "conv2d_32x3x32x32": (setup_conv2d_32x3x32x32, 1, 0, "vs_best", 1.0, 1e-4),
     "overhead_add_1": (setup_overhead_add_1, 1, 0, "abs_us", 1.0, 1e-6),
     "chain10_16x16": (setup_chain10_16x16, CHAIN_OPS, 0, "vs_numpy", 1.0, 1e-5),
 }

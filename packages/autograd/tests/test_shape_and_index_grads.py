@@ -138,6 +138,35 @@ MULTI_CASES = [
     ("index_fill", lambda a: a.index_fill(0, _IDX, 0.5), [(4, 2)], True),
     ("scatter", lambda a, b: a.scatter(0, _SCATTER_INDEX, b), [(4, 2), (3, 2)], True),
     ("scatter_add", lambda a, b: a.scatter_add(0, _SCATTER_INDEX, b), [(4, 2), (3, 2)], True),
+    # the fused ops of tensor-core's _nn_ops (gradgradcheck goes through their
+    # composite forms)
+    ("layer_norm", lambda x, w, b: em.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)], True),
+    ("layer_norm_2d", lambda x: em.layer_norm(x, (2, 3)), [(2, 2, 3)], True),
+    ("batch_norm_train", lambda x, w, b: em.batch_norm(x, None, None, w, b, True),
+     [(4, 3, 2), (3,), (3,)], True),
+    ("batch_norm_eval", lambda x, w, b: em.batch_norm(
+        x, em.zeros(3, dtype=em.float64), em.ones(3, dtype=em.float64) * 2, w, b, False),
+     [(4, 3), (3,), (3,)], True),
+    ("cross_entropy", lambda x: em.cross_entropy(x, em.tensor([0, 2, 1])), [(3, 4)], True),
+    ("cross_entropy_options", lambda x: em.cross_entropy(
+        x, em.tensor([[0, 2], [1, 1]]), weight=em.tensor([1.0, 2.0, 0.5], dtype=em.float64),
+        ignore_index=2, label_smoothing=0.1, reduction="sum"), [(2, 3, 2)], True),
+    ("cross_entropy_probabilities", lambda x, t: em.cross_entropy(x, t, label_smoothing=0.2),
+     [(3, 4), (3, 4)], True),
+    ("nll_loss", lambda x: em.nll_loss(x, em.tensor([1, 0, 3]), reduction="none"), [(3, 4)],
+     True),
+    ("embedding", lambda w: em.embedding(em.tensor([[0, 2], [5, 0]]), w), [(6, 3)], True),
+    ("dropout", lambda x: (em.manual_seed(0), em.dropout(x, 0.3))[1], [(4, 5)], True),
+    ("conv2d", lambda x, w, b: em.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2)),
+     [(2, 2, 5, 6), (3, 2, 2, 2), (3,)], True),
+    ("conv2d_groups_same", lambda x, w: em.conv2d(x, w, padding="same", groups=2),
+     [(1, 4, 4, 3), (2, 2, 2, 3)], True),
+    ("conv1d", lambda x, w: em.conv1d(x, w, stride=2), [(2, 2, 7), (3, 2, 3)], True),
+    ("conv_transpose2d", lambda x, w, b: em.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1), [(1, 2, 3, 3), (2, 3, 3, 2), (3,)],
+     True),
+    ("conv_transpose2d_groups", lambda x, w: em.conv_transpose2d(x, w, groups=2, dilation=2),
+     [(1, 4, 2, 3), (4, 1, 2, 2)], True),
 ] + [
     (f"scatter_reduce_{r}_{inc}",
      (lambda r, inc: lambda a, b: a.scatter_reduce(0, _SCATTER_INDEX, b, r,

@@ -21,6 +21,8 @@ integers: randint, randint_like, random_    1 when high - low <= 2**32, else 2
 bernoulli, bernoulli_                       one float32 uniform u (float64 for float64
                                             outputs); the result is 1 where u < p
 exponential_                                one uniform u; -log1p(-u) / lambd
+dropout (ember._nn_ops)                     1 (a float32 uniform u, for every dtype);
+                                            the element is dropped where u < p
 randperm(n)                                 n - 1 (word k picks the swap of n-1-k)
 multinomial                                 2 (a float64 uniform) per draw, or per
                                             category and row without replacement

@@ -698,6 +698,220 @@ def _(n, g):
     return softmax_backward(g, y, d, log=True),
 
 
+def _by_composite(n, g, forward):
+    """create_graph=True: differentiate a composite form of a fused op (ember ops)
+    instead of calling its backward kernel, so that the gradient is itself
+    differentiable. The node saved all of its inputs."""
+    from ember.autograd import grad
+    ins = n.inputs
+    wanted = [i for i, need in enumerate(n.needs) if need]
+    out = forward(*ins)
+    grads = grad(out, [ins[i] for i in wanted], g, create_graph=True, allow_unused=True)
+    result = [None] * len(n.needs)
+    for i, gi in zip(wanted, grads):
+        result[i] = gi
+    return tuple(result)
+
+
+def _normalize(x, dims, eps):
+    mu = x.mean(dims, keepdim=True)
+    var = ((x - mu) * (x - mu)).mean(dims, keepdim=True)
+    return (x - mu) * em.rsqrt(var + eps)
+
+
+@formula("layer_norm", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    shape = a["normalized_shape"]
+    if _core.is_grad_enabled():
+        dims = tuple(range(-len(shape), 0))
+
+        def forward(x, w, b):
+            y = _normalize(x, dims, a["eps"])
+            y = y * w if w is not None else y
+            return y + b if b is not None else y
+        return _by_composite(n, g, forward)
+    from ember._nn_ops import layer_norm_backward
+    x, w, b = n.inputs
+    return layer_norm_backward(g, x, shape, a["mean"], a["rstd"], w, b, n.needs)
+
+
+@formula("batch_norm", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        def forward(x, w, b):
+            per_channel = (1, -1) + (1,) * (x.ndim - 2)
+            if a["training"]:
+                y = _normalize(x, (0,) + tuple(range(2, x.ndim)), a["eps"])
+            else:        # the running statistics are constants here
+                y = (x - a["mean"].reshape(per_channel)) * a["invstd"].reshape(per_channel)
+            y = y * w.reshape(per_channel) if w is not None else y
+            return y + b.reshape(per_channel) if b is not None else y
+        return _by_composite(n, g, forward)
+    from ember._nn_ops import batch_norm_backward
+    x, w, _ = n.inputs
+    return batch_norm_backward(g, x, w, a["mean"], a["invstd"], a["training"], a["eps"],
+                               n.needs)
+
+
+def _nll_composite(logp, target, weight, ignore_index, reduction, label_smoothing):
+    """The class-index loss of PyTorch's cross_entropy/nll_loss, from log-probabilities
+    with classes in dim 1 (or dim 0 unbatched)."""
+    cd = 0 if logp.ndim == 1 else 1
+    C = logp.shape[cd]
+    keep = target != ignore_index
+    safe = em.where(keep, target, 0)
+    picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+    per_class = em.ones(C, dtype=logp.dtype) if weight is None else weight.to(logp.dtype)
+    wt = em.where(keep, per_class[safe], 0.0)
+    loss = -wt * picked
+    if label_smoothing:
+        shape = [1] * logp.ndim
+        shape[cd] = C
+        smooth = -(logp * per_class.reshape(shape)).sum(cd)
+        loss = (1 - label_smoothing) * loss + em.where(keep, smooth, 0.0) * (label_smoothing / C)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / wt.sum()
+
+
+@formula("cross_entropy", inputs=(0, 1))
+def _(n, g):
+    a = n.attrs
+    if len(n.needs) == 2:          # class probabilities: the target has a gradient too
+        if _core.is_grad_enabled():
+            def forward(x, t):
+                cd = 0 if x.ndim == 1 else 1
+                C = x.shape[cd]
+                logp = em.log_softmax(x, cd)
+                t = (1 - a["label_smoothing"]) * t + a["label_smoothing"] / C
+                if a["weight"] is not None:
+                    shape = [1] * x.ndim
+                    shape[cd] = C
+                    t = t * a["weight"].reshape(shape)
+                loss = -(logp * t).sum(cd)
+                if a["reduction"] == "none":
+                    return loss
+                return loss.sum() / (1 if a["reduction"] == "sum" else x.numel() // C)
+            return _by_composite(n, g, forward)
+        from ember._nn_ops import cross_entropy_backward, cross_entropy_target_backward
+        x, t = n.inputs
+        gx = cross_entropy_backward(g, x, t, a["weight"], a["ignore_index"], a["reduction"],
+                                    a["label_smoothing"]) if n.needs[0] else None
+        gt = cross_entropy_target_backward(g, x, t, a["weight"], a["reduction"],
+                                           a["label_smoothing"]) if n.needs[1] else None
+        return gx, gt
+    if _core.is_grad_enabled():
+        def forward(x):
+            logp = em.log_softmax(x, 0 if x.ndim == 1 else 1)
+            return _nll_composite(logp, a["target"], a["weight"], a["ignore_index"],
+                                  a["reduction"], a["label_smoothing"])
+        return _by_composite(n, g, forward)
+    from ember._nn_ops import cross_entropy_backward
+    return cross_entropy_backward(g, n.inputs[0], a["target"], a["weight"], a["ignore_index"],
+                                  a["reduction"], a["label_smoothing"]),
+
+
+@formula("nll_loss", inputs=(0,))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda x: _nll_composite(
+            x, a["target"], a["weight"], a["ignore_index"], a["reduction"], 0.0))
+    from ember._nn_ops import nll_loss_backward
+    return nll_loss_backward(g, n.inputs[0], a["target"], a["weight"], a["ignore_index"],
+                             a["reduction"]),
+
+
+@formula("embedding")
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled() and not a["scale_grad_by_freq"]:
+        idx = a["indices"].reshape(-1)
+        gw = em.zeros(_shape(n), dtype=g.dtype, device=g.device).index_add(
+            0, idx, g.reshape(idx.shape[0], -1))
+        if a["padding_idx"] is not None:
+            gw = gw.index_fill(0, em.tensor([a["padding_idx"]]), 0.0)
+        return gw,
+    from ember._nn_ops import embedding_backward
+    return embedding_backward(g, a["indices"], a["num_weights"], a["padding_idx"],
+                              a["scale_grad_by_freq"]),
+
+
+@formula("dropout")
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return g * a["mask"].to(g.dtype) * (0.0 if a["p"] >= 1 else 1.0 / (1.0 - a["p"])),
+    from ember._nn_ops import dropout_backward
+    return dropout_backward(g, a["mask"], a["p"]),
+
+
+def _conv2d_composite(x, w, b, stride, padding, dilation, groups):
+    """conv2d from ember ops (pad, unfold, einsum): slow, but differentiable twice."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    if padding == "same":
+        th, tw = dh * (kh - 1), dw * (kw - 1)
+        pt, pl = th // 2, tw // 2
+        pb, pr = th - pt, tw - pl
+    else:
+        (pt, pl), (pb, pr) = padding, padding
+    xp = em.zeros((n, c, h + pt + pb, wd + pl + pr), dtype=x.dtype, device=x.device)
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    patches = xp.unfold(2, dh * (kh - 1) + 1, sh).unfold(3, dw * (kw - 1) + 1, sw)
+    patches = patches[..., ::dh, ::dw]                      # n, c, oh, ow, kh, kw
+    oh, ow = patches.shape[2], patches.shape[3]
+    patches = patches.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    y = em.einsum("ngcyxhw,gochw->ngoyx", patches, w.reshape(groups, o // groups, cg, kh, kw))
+    y = y.reshape(n, o, oh, ow)
+    return y + b.reshape(1, o, 1, 1) if b is not None else y
+
+
+def _conv_transpose2d_composite(x, w, b, stride, padding, output_padding, groups, dilation):
+    """conv_transpose2d as the gradient of the composite conv2d w.r.t. its input
+    (it is linear, so at any point), with the graph kept: differentiable twice."""
+    from ember.autograd import grad
+    n, _, h, wd = x.shape
+    _, coutg, kh, kw = w.shape
+    size = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+            zip((h, wd), stride, padding, dilation, (kh, kw), output_padding)]
+    z = em.zeros((n, coutg * groups, *size), dtype=x.dtype, device=x.device).requires_grad_()
+    with em.enable_grad():
+        (y,) = grad(_conv2d_composite(z, w, None, stride, padding, dilation, groups), z, x,
+                    create_graph=True)
+    return y + b.reshape(1, -1, 1, 1) if b is not None else y
+
+
+@formula("conv2d", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda x, w, b: _conv2d_composite(
+            x, w, b, a["stride"], a["padding"], a["dilation"], a["groups"]))
+    from ember._conv import conv2d_backward
+    x, w, _ = n.inputs
+    return conv2d_backward(g, x, w, a["stride"], a["padding"], a["dilation"], a["groups"],
+                           n.needs)
+
+
+@formula("conv_transpose2d", inputs=(0, 1, 2))
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda x, w, b: _conv_transpose2d_composite(
+            x, w, b, a["stride"], a["padding"], a["output_padding"], a["groups"],
+            a["dilation"]))
+    from ember._conv import conv_transpose2d_backward
+    x, w, _ = n.inputs
+    return conv_transpose2d_backward(g, x, w, a["stride"], a["padding"], a["output_padding"],
+                                     a["groups"], a["dilation"], n.needs)
+
+
 # in-place random fills: the old values don't influence the result
 @formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
 def _(n, g):

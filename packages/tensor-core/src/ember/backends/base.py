@@ -48,5 +48,52 @@ class Backend:
     def reduce(self, op_name, tensor, dims, keepdim, out_dtype):
         raise NotImplementedError
 
-    # hand-written kernels (same signatures as kernels/cpu) arrive with their issues:
-    # matmul, conv, pooling, softmax, gather/scatter, sort, random.
+    # The hand-written kernels: see HAND_WRITTEN_KERNELS below. A backend implements
+    # each as a method of that name with the CPU function's signature.
+
+
+# The kernels that are not one expression of the op table, so each backend writes its
+# own (DESIGN.md, "One op, one place"). name -> the module holding the CPU version,
+# whose signature and docstring every backend's method of that name follows: tensors
+# are contiguous unless the CPU docstring says otherwise, and the Python layer
+# (ember._conv, ember._nn_ops, ...) has already checked shapes, dtypes and devices.
+HAND_WRITTEN_KERNELS = {
+    # matmul family: out = a @ b with NumPy's batching and broadcasting
+    "matmul": "ember._C.linalg",
+    # convolution (NCHW): forward, the input gradient (which is conv_transpose2d's
+    # forward), the weight gradient
+    "conv2d_forward": "ember._C.conv",
+    "conv2d_backward_input": "ember._C.conv",
+    "conv2d_backward_weight": "ember._C.conv",
+    # fused numerics over rows / channels
+    "softmax_rows": "ember._C.nn_kernels",
+    "softmax_backward_rows": "ember._C.nn_kernels",
+    "layer_norm": "ember._C.nn_kernels",
+    "layer_norm_backward": "ember._C.nn_kernels",
+    "batch_norm_stats": "ember._C.nn_kernels",
+    "batch_norm_backward_reduce": "ember._C.nn_kernels",
+    "batch_norm_elemt": "ember._C.nn_kernels",
+    "check_targets": "ember._C.nn_kernels",
+    "cross_entropy": "ember._C.nn_kernels",
+    "cross_entropy_backward": "ember._C.nn_kernels",
+    "nll_loss": "ember._C.nn_kernels",
+    "nll_loss_backward": "ember._C.nn_kernels",
+    "dropout": "ember._C.nn_kernels",
+    "dropout_backward": "ember._C.nn_kernels",
+    # indexing, sorting, scans
+    "gather": "ember._C.index",
+    "scatter": "ember._C.index",
+    "nonzero": "ember._C.index",
+    "compress": "ember._C.index",
+    "sort_rows": "ember._C.index",
+    "searchsorted": "ember._C.index",
+    "scan": "ember._C.index",
+    # Philox random numbers (one entry point: random(kind, out, seed, offset, *params),
+    # kind in uniform/normal/integers/randperm/exponential/multinomial)
+    "random": "ember._random",
+}
+
+
+def missing_kernels(backend):
+    """The hand-written kernels a backend does not provide yet."""
+    return [name for name in HAND_WRITTEN_KERNELS if not callable(getattr(backend, name, None))]

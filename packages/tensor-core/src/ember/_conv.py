@@ -1,0 +1,377 @@
+"""Convolutions with PyTorch's semantics (conv1d, conv2d, conv_transpose1d,
+conv_transpose2d) over the CPU kernels of kernels/cpu/conv.c, and their backward
+functions for the derivative table.
+
+Everything runs on the 2-d kernels: a 1-d convolution is the 2-d one over views
+with a height of 1, so it records "conv2d" (between "view" records) and needs no
+derivative of its own; conv1d_backward and conv_transpose1d_backward are thin
+wrappers for callers that hold 1-d tensors. "conv2d" and "conv_transpose2d" record
+(input, weight, bias) with bias possibly None, and attrs that are the keyword
+arguments of conv2d_backward / conv_transpose2d_backward (less output_mask).
+"""
+from __future__ import annotations
+
+from ember._C import conv as _k
+from ember._C import core as _core
+from ember._nn_ops import _work_dtype
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+
+_AXES = ("height", "width")
+
+
+# arguments ---------------------------------------------------------------------------
+
+def _ints(value, nd, name, op, minimum):
+    """An int or a sequence of nd ints, each >= minimum, as a tuple of nd ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        t = (value,) * nd
+    elif isinstance(value, (tuple, list)) and len(value) == nd and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        t = tuple(value)
+    else:
+        raise TypeError(f"{op}: {name} must be an int or a tuple of {nd} ints, got {value!r}")
+    if any(v < minimum for v in t):
+        what = "positive" if minimum > 0 else "non-negative"
+        raise ValueError(f"{op}: {name} must be {what}, got {value!r}")
+    return t
+
+
+def _tensors(op, nd, input, weight, bias):
+    """Check types, dtypes, devices and ranks; returns the float dtype the result has."""
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, _core.TensorBase):
+            raise TypeError(f"{op}: expected a tensor for {name}, got {type(t).__name__}")
+    if bias is not None and not isinstance(bias, _core.TensorBase):
+        raise TypeError(f"{op}: expected a tensor or None for bias, got {type(bias).__name__}")
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: expected a floating point input, got {input.dtype!r}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.dtype is not input.dtype:
+            raise TypeError(f"{op}: the input is {input.dtype!r} but the {name} is {t.dtype!r}; "
+                            f"convert them to one dtype")
+        if t is not None and t.device != input.device:
+            raise RuntimeError(f"{op}: expected all tensors on one device, got the input on "
+                               f"{input.device} and the {name} on {t.device}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"{op}: expected a {nd + 2}-d (batched) or {nd + 1}-d (unbatched) "
+                         f"input, got shape {tuple(input.shape)}")
+    if weight.ndim != nd + 2:
+        raise ValueError(f"{op}: expected a {nd + 2}-d weight, got shape {tuple(weight.shape)}")
+    if any(s < 1 for s in weight.shape):
+        raise ValueError(f"{op}: the weight must have no zero-size dim, got shape "
+                         f"{tuple(weight.shape)}")
+    return input.dtype
+
+
+def _groups(groups, op):
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"{op}: groups must be an int, got {groups!r}")
+    if groups < 1:
+        raise ValueError(f"{op}: groups must be positive, got {groups}")
+    return groups
+
+
+def _bias_shape(op, bias, channels, weight):
+    if bias is not None and tuple(bias.shape) != (channels,):
+        raise ValueError(f"{op}: expected a bias of shape ({channels},) for the weight "
+                         f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
+
+
+def _conv_args(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    """Validate a convolution's arguments (input batched or not, nd spatial dims).
+    Returns (stride, pads, dilation, groups, out_size, padding attr) with pads a tuple
+    of (before, after) per spatial dim."""
+    _tensors(op, nd, input, weight, bias)
+    stride = _ints(stride, nd, "stride", op, 1)
+    dilation = _ints(dilation, nd, "dilation", op, 1)
+    groups = _groups(groups, op)
+    ksize = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op}: padding='same' needs stride 1, got stride {stride}")
+            # the extra pad of an even total goes after (bottom/right), as in PyTorch
+            pads = tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                         for d, k in zip(dilation, ksize))
+        else:
+            raise ValueError(f"{op}: padding must be an int, a tuple of ints, 'valid' or "
+                             f"'same', got {padding!r}")
+    else:
+        pads = tuple((p, p) for p in _ints(padding, nd, "padding", op, 0))
+    shape = tuple(input.shape) if input.ndim == nd + 2 else (1,) + tuple(input.shape)
+    channels, oc = shape[1], weight.shape[0]
+    if channels % groups:
+        raise ValueError(f"{op}: groups={groups} does not divide the input's {channels} "
+                         f"channels (input {tuple(input.shape)})")
+    if oc % groups:
+        raise ValueError(f"{op}: groups={groups} does not divide the weight's {oc} output "
+                         f"channels (weight {tuple(weight.shape)})")
+    if weight.shape[1] * groups != channels:
+        raise ValueError(f"{op}: the weight {tuple(weight.shape)} with groups={groups} expects "
+                         f"{weight.shape[1] * groups} input channels, but the input "
+                         f"{tuple(input.shape)} has {channels}")
+    _bias_shape(op, bias, oc, weight)
+    out = []
+    for i in range(nd):
+        padded = shape[2 + i] + sum(pads[i])
+        span = dilation[i] * (ksize[i] - 1) + 1
+        if span > padded:
+            axis = _AXES[i] if nd == 2 else "length"
+            raise ValueError(f"{op}: the kernel {ksize} with dilation {dilation} spans {span} "
+                             f"along the {axis}, more than the padded input's {padded} "
+                             f"(input {tuple(input.shape)}, padding {padding!r})")
+        out.append((padded - span) // stride[i] + 1)
+    sym = all(a == b for a, b in pads)
+    attr = tuple(a for a, _ in pads) if sym else "same"
+    return stride, pads, dilation, groups, tuple(out), attr
+
+
+def _transpose_args(op, nd, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    """Validate a transposed convolution's arguments. Returns (stride, padding,
+    output_padding, dilation, groups, out_size)."""
+    _tensors(op, nd, input, weight, bias)
+    stride = _ints(stride, nd, "stride", op, 1)
+    dilation = _ints(dilation, nd, "dilation", op, 1)
+    groups = _groups(groups, op)
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int or a tuple of ints, got {padding!r}")
+    padding = _ints(padding, nd, "padding", op, 0)
+    output_padding = _ints(output_padding, nd, "output_padding", op, 0)
+    if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(f"{op}: output_padding {output_padding} must be smaller than the "
+                         f"stride {stride} or the dilation {dilation}")
+    shape = tuple(input.shape) if input.ndim == nd + 2 else (1,) + tuple(input.shape)
+    channels = shape[1]
+    if channels % groups:
+        raise ValueError(f"{op}: groups={groups} does not divide the input's {channels} "
+                         f"channels (input {tuple(input.shape)})")
+    if weight.shape[0] != channels:
+        raise ValueError(f"{op}: the weight {tuple(weight.shape)} expects {weight.shape[0]} "
+                         f"input channels, but the input {tuple(input.shape)} has {channels}")
+    _bias_shape(op, bias, weight.shape[1] * groups, weight)
+    ksize = tuple(weight.shape[2:])
+    out = tuple((shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1)
+                + output_padding[i] + 1 for i in range(nd))
+    if any(o < 1 for o in out):
+        raise ValueError(f"{op}: the output size {out} would be less than 1 (input "
+                         f"{tuple(input.shape)}, weight {tuple(weight.shape)}, stride {stride}, "
+                         f"padding {padding}, dilation {dilation})")
+    return stride, padding, output_padding, dilation, groups, out
+
+
+# kernels ----------------------------------------------------------------------------
+
+def _operands(dtype, *ts):
+    """The tensors in the kernels' dtype (float16 runs in float32), contiguous."""
+    work = _work_dtype(dtype)
+    return [None if t is None else t.to(work).contiguous() for t in ts]
+
+
+def _kernel(name, device, *args):
+    """kernels/cpu on the CPU; the device's backend (same name and arguments) elsewhere."""
+    fn = getattr(_k, name) if device.type == "cpu" else \
+        getattr(_core.backend_for(device), name)
+    return fn(*args)
+
+
+def _back(t, dtype):
+    return t if t is None or t.dtype is dtype else t.to(dtype)
+
+
+def _as_2d(x, nd, batched):
+    """An input of nd spatial dims (batched or not) as a 4-d view, recorded."""
+    if not batched:
+        x = x.unsqueeze(0)
+    return x.unsqueeze(2) if nd == 1 else x
+
+
+def _from_2d(y, nd, batched):
+    if nd == 1:
+        y = y.squeeze(2)
+    return y if batched else y.squeeze(0)
+
+
+def _pair2(t, nd, fill):
+    return (fill,) + tuple(t) if nd == 1 else tuple(t)
+
+
+# forward ------------------------------------------------------------------------------
+
+def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    stride, pads, dilation, groups, out, attr = _conv_args(
+        op, nd, input, weight, bias, stride, padding, dilation, groups)
+    batched = input.ndim == nd + 2
+    x4 = _as_2d(input, nd, batched)
+    w4 = weight.unsqueeze(2) if nd == 1 else weight
+    stride2, dil2 = _pair2(stride, nd, 1), _pair2(dilation, nd, 1)
+    pads2 = ((0, 0),) + pads if nd == 1 else pads
+    attr2 = attr if isinstance(attr, str) else _pair2(attr, nd, 0)
+    dtype = input.dtype
+    with _core._no_record():
+        x, w, b = _operands(dtype, x4, w4, bias)
+        y = _kernel("conv2d_forward", x.device, x, w, b, _pair2(out, nd, 1), stride2,
+                    (pads2[0][0], pads2[1][0]), dil2, groups)
+        y = _back(y, dtype)
+    y = _core.record("conv2d", (x4, w4, bias), y,
+                     {"stride": stride2, "padding": attr2, "dilation": dil2, "groups": groups})
+    return _from_2d(y, nd, batched)
+
+
+def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    stride, padding, output_padding, dilation, groups, out = _transpose_args(
+        op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    batched = input.ndim == nd + 2
+    x4 = _as_2d(input, nd, batched)
+    w4 = weight.unsqueeze(2) if nd == 1 else weight
+    stride2, pad2 = _pair2(stride, nd, 1), _pair2(padding, nd, 0)
+    opad2, dil2 = _pair2(output_padding, nd, 0), _pair2(dilation, nd, 1)
+    dtype = input.dtype
+    with _core._no_record():
+        x, w, b = _operands(dtype, x4, w4, bias)
+        y = _kernel("conv2d_backward_input", x.device, x, w, b, _pair2(out, nd, 1), stride2,
+                    pad2, dil2, groups)
+        y = _back(y, dtype)
+    y = _core.record("conv_transpose2d", (x4, w4, bias), y,
+                     {"stride": stride2, "padding": pad2, "output_padding": opad2,
+                      "groups": groups, "dilation": dil2})
+    return _from_2d(y, nd, batched)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution (cross-correlation, as in PyTorch) of input (N, C, H, W) or
+    (C, H, W) with weight (OC, C / groups, kH, kW), plus bias (OC,). padding: an int,
+    a pair, 'valid' (none) or 'same' (output size = input size; stride 1 only)."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d convolution of input (N, C, L) or (C, L) with weight (OC, C / groups, k)."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transposed 2-d convolution (the gradient of conv2d w.r.t. its input) of input
+    (N, C, H, W) or (C, H, W) with weight (C, OC / groups, kH, kW), plus bias (OC,).
+    output_padding adds rows/columns at the bottom/right of the output."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transposed 1-d convolution of input (N, C, L) or (C, L) with weight
+    (C, OC / groups, k)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+# backward -----------------------------------------------------------------------------
+
+def _grad_out(op, grad_output, expected, dtype):
+    if not isinstance(grad_output, _core.TensorBase):
+        raise TypeError(f"{op}: expected a tensor for grad_output, got "
+                        f"{type(grad_output).__name__}")
+    if tuple(grad_output.shape) != tuple(expected):
+        raise ValueError(f"{op}: grad_output has shape {tuple(grad_output.shape)}, but the "
+                         f"output has shape {tuple(expected)}")
+    if grad_output.dtype is not dtype:
+        raise TypeError(f"{op}: grad_output is {grad_output.dtype!r} but the input is "
+                        f"{dtype!r}")
+
+
+def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation, groups,
+                   output_mask):
+    stride, pads, dilation, groups, out, _ = _conv_args(
+        op, nd, input, weight, None, stride, padding, dilation, groups)
+    batched = input.ndim == nd + 2
+    oc = weight.shape[0]
+    _grad_out(op, grad_output, ((input.shape[0],) if batched else ()) + (oc,) + out,
+              input.dtype)
+    stride2, dil2 = _pair2(stride, nd, 1), _pair2(dilation, nd, 1)
+    pads2 = ((0, 0),) + pads if nd == 1 else pads
+    tl = (pads2[0][0], pads2[1][0])
+    dtype = input.dtype
+    with _core._no_record():
+        gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
+                             weight.unsqueeze(2) if nd == 1 else weight)
+        gx = gw = gb = None
+        if output_mask[0]:
+            gx = _kernel("conv2d_backward_input", gy.device, gy, w, None,
+                         tuple(x.shape[2:]), stride2, tl, dil2, groups)
+            gx = _back(_from_2d(gx, nd, batched), dtype)
+        if output_mask[1]:
+            gw = _kernel("conv2d_backward_weight", gy.device, x, gy, tuple(w.shape[2:]),
+                         stride2, tl, dil2, groups)
+            gw = _back(gw.squeeze(2) if nd == 1 else gw, dtype)
+        if output_mask[2]:
+            gb = _back(gy.sum(dim=(0, 2, 3)), dtype)
+    return gx, gw, gb
+
+
+def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding,
+                             output_padding, groups, dilation, output_mask):
+    stride, padding, output_padding, dilation, groups, out = _transpose_args(
+        op, nd, input, weight, None, stride, padding, output_padding, groups, dilation)
+    batched = input.ndim == nd + 2
+    oc = weight.shape[1] * groups
+    _grad_out(op, grad_output, ((input.shape[0],) if batched else ()) + (oc,) + out,
+              input.dtype)
+    stride2, pad2 = _pair2(stride, nd, 1), _pair2(padding, nd, 0)
+    dil2 = _pair2(dilation, nd, 1)
+    dtype = input.dtype
+    with _core._no_record():
+        gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
+                             weight.unsqueeze(2) if nd == 1 else weight)
+        gx = gw = gb = None
+        if output_mask[0]:
+            # the transpose's input gradient is the ordinary convolution of grad_output
+            gx = _kernel("conv2d_forward", gy.device, gy, w, None, tuple(x.shape[2:]),
+                         stride2, pad2, dil2, groups)
+            gx = _back(_from_2d(gx, nd, batched), dtype)
+        if output_mask[1]:
+            # roles swapped: grad_output is the convolution's input, input its output
+            gw = _kernel("conv2d_backward_weight", gy.device, gy, x, tuple(w.shape[2:]),
+                         stride2, pad2, dil2, groups)
+            gw = _back(gw.squeeze(2) if nd == 1 else gw, dtype)
+        if output_mask[2]:
+            gb = _back(gy.sum(dim=(0, 2, 3)), dtype)
+    return gx, gw, gb
+
+
+def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, groups=1,
+                    output_mask=(True, True, True)):
+    """(grad_input, grad_weight, grad_bias) of conv2d; an entry is None where
+    output_mask is False. Records nothing."""
+    return _conv_backward("conv2d_backward", 2, grad_output, input, weight, stride, padding,
+                          dilation, groups, output_mask)
+
+
+def conv1d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, groups=1,
+                    output_mask=(True, True, True)):
+    """conv2d_backward for conv1d's 1-d tensors (conv1d itself records conv2d)."""
+    return _conv_backward("conv1d_backward", 1, grad_output, input, weight, stride, padding,
+                          dilation, groups, output_mask)
+
+
+def conv_transpose2d_backward(grad_output, input, weight, stride=1, padding=0,
+                              output_padding=0, groups=1, dilation=1,
+                              output_mask=(True, True, True)):
+    """(grad_input, grad_weight, grad_bias) of conv_transpose2d. Records nothing."""
+    return _conv_transpose_backward("conv_transpose2d_backward", 2, grad_output, input, weight,
+                                    stride, padding, output_padding, groups, dilation,
+                                    output_mask)
+
+
+def conv_transpose1d_backward(grad_output, input, weight, stride=1, padding=0,
+                              output_padding=0, groups=1, dilation=1,
+                              output_mask=(True, True, True)):
+    """conv_transpose2d_backward for conv_transpose1d's 1-d tensors."""
+    return _conv_transpose_backward("conv_transpose1d_backward", 1, grad_output, input, weight,
+                                    stride, padding, output_padding, groups, dilation,
+                                    output_mask)

@@ -1,0 +1,605 @@
+/* ember's CPU convolution (see conv.h for the contract).
+ *
+ * Forward, two algorithms:
+ *
+ * - direct: no im2col. Each work item (image, group, band of output rows) copies
+ *   a block of input channels, zero-padded, into a small scratch buffer whose
+ *   columns are split by stride phase (column q of phase r is padded column
+ *   q * sw + r), so that for every tap (channel, a, b) the inputs of NR adjacent
+ *   outputs of one row are NR contiguous scratch elements. A register tile of
+ *   MR output channels x NR outputs then takes one broadcast weight and two
+ *   vector loads per tap, like a GEMM micro-kernel whose B panel is read in place
+ *   through a table of tap offsets. Output channels are split into blocks of
+ *   near-equal height <= MR, whose weights are packed once per call (interleaved,
+ *   zero-padded). Taps are done TAPS_MAX at a time (channel blocks), accumulating
+ *   into the output. Compiled for AVX2+FMA and for the baseline,
+ *   chosen at run time.
+ * - im2col + GEMM: a block of output rows' columns (taps x pixels) is built in a
+ *   buffer of at most COLS_MAX elements and multiplied by the group's weights with
+ *   the shared GEMM (gemm.h); a 1x1 stride-1 unpadded convolution multiplies the
+ *   input in place.
+ * use_direct() chooses between them by shape.
+ *
+ * Backward: grad_input = W^T @ grad_out per row block, scattered back by col2im
+ * (one work item per image and group, since the blocks of an image overlap in the
+ * input); grad_weight = grad_out @ cols^T accumulated over images and row blocks,
+ * into one buffer per thread that are summed at the end.
+ *
+ * Work items are handed out through em_parallel_run when the call is large
+ * (PAR_MIN multiply-adds); GEMMs made by a worker then run inline on it. A small
+ * call, or one with a single item, runs on the caller, and its GEMMs may thread.
+ *
+ * This file is also its own template: the body at the end is included once for
+ * float and once for double (CONV_TEMPLATE).
+ */
+#ifndef CONV_TEMPLATE
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conv.h"
+#include "gemm.h"
+#include "threads.h"
+
+#define EM_FLOAT32 7
+#define EM_FLOAT64 8
+
+#define PAR_MIN ((int64_t)1 << 22)    /* multiply-adds worth waking threads for */
+#define COLS_MAX ((int64_t)1 << 18)   /* elements of an im2col block */
+#define SCRATCH_MAX ((int64_t)1 << 16) /* elements of a direct-kernel input block */
+#define OUT_MAX ((int64_t)1 << 15)   /* outputs of a direct-kernel item over several passes */
+#define TAPS_MAX 256                  /* taps per direct-kernel pass */
+#define MR 6                          /* output channels of a direct-kernel tile */
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define INLINE static inline __attribute__((always_inline))
+#define AVX2 __attribute__((target("avx2,fma")))
+
+static int conv_path;   /* 0 auto, 1 GEMM, 2 direct */
+
+void em_conv_set_path(int path) { conv_path = path == 1 || path == 2 ? path : 0; }
+
+static int have_avx2_fma = -1;
+
+static int use_avx2(void) {
+    if (have_avx2_fma < 0) {
+        __builtin_cpu_init();
+        have_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return have_avx2_fma;
+}
+
+/* floor(a / b) and ceil(a / b) for b > 0 and any a */
+static inline int64_t floor_div(int64_t a, int64_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+static inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* The outputs j of a row whose input column j * sw + off lies in [0, w): [*lo, *hi). */
+static void valid_cols(int64_t ow, int64_t w, int64_t sw, int64_t off, int64_t *lo,
+                       int64_t *hi) {
+    int64_t l = MAX(0, ceil_div(-off, sw)), h = MIN(ow, floor_div(w - 1 - off, sw) + 1);
+    *lo = MIN(l, ow);
+    *hi = MAX(h, *lo);
+}
+
+static int is_identity(const em_conv_params *p) {
+    return p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0 &&
+           p->oh == p->h && p->ow == p->w;
+}
+
+/* Output rows per item of a row-blocked loop: the rows whose `per_row` elements fit
+ * in `budget`, and with threads few enough for 4 items per thread over `images`. */
+static int64_t rows_per_item(const em_conv_params *p, int64_t per_row, int64_t budget,
+                             int64_t images, int threaded) {
+    int64_t r = MAX(1, budget / MAX(per_row, 1));
+    if (threaded) {
+        int64_t want = 4 * (int64_t)em_get_num_threads();
+        if (images < want) r = MIN(r, MAX(1, p->oh / ceil_div(want, MAX(images, 1))));
+    }
+    return MIN(r, MAX(p->oh, 1));
+}
+
+/* Shared state of one call's work items. */
+typedef struct {
+    const em_conv_params *p;
+    const void *x, *w, *bias, *gy;
+    void *out;
+    void *wpack;                /* direct: packed weights */
+    int64_t items, rows;        /* items, output rows per item */
+    int64_t blocks;             /* row blocks per image and group */
+    int64_t cb, wq;             /* direct: channels per pass, scratch columns per phase */
+    int64_t cols;               /* elements of a thread's im2col buffer */
+    atomic_llong next;
+    atomic_int err;
+    void *part[EM_MAX_THREADS]; /* grad_weight: the sums of threads 1.. (0 sums into out) */
+} job_t;
+
+static int threaded(int64_t items, int64_t work) {
+    return items >= 2 && work >= PAR_MIN && em_get_num_threads() > 1 && !em_in_parallel();
+}
+
+/* fn over the job's items: on the pool when worth it, else on the caller. */
+static int run(job_t *job, int64_t work, void (*fn)(void *, int, int)) {
+    atomic_init(&job->next, 0);
+    atomic_init(&job->err, 0);
+    if (threaded(job->items, work))
+        em_parallel_run((int)MIN(job->items, em_get_num_threads()), fn, job);
+    else
+        fn(job, 0, 1);
+    return atomic_load(&job->err) ? EM_GEMM_ENOMEM : 0;
+}
+
+static inline int64_t next_item(job_t *job) {
+    if (atomic_load_explicit(&job->err, memory_order_relaxed)) return job->items;
+    return atomic_fetch_add(&job->next, 1);
+}
+
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+
+#define CONV_TEMPLATE
+#define T float
+#define SUF f32
+#define VL 8
+#define DT EM_FLOAT32
+#include "conv.c"
+#undef T
+#undef SUF
+#undef VL
+#undef DT
+#define T double
+#define SUF f64
+#define VL 4
+#define DT EM_FLOAT64
+#include "conv.c"
+
+#else /* CONV_TEMPLATE: the kernels for T (float or double), names suffixed SUF */
+
+#define FN(name) CAT(name, SUF)
+#define NR (2 * VL)
+#define VEC FN(vec)
+
+typedef T VEC __attribute__((vector_size(32)));
+
+/* unaligned vector load and store (macros: a 32-byte vector argument of a function
+ * compiled without AVX would change its ABI) */
+#define LOADU(p) ({ VEC v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define STOREU(p, v) do { VEC v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+
+/* ------------------------------------------------------------ im2col / col2im */
+
+/* cols[t, i * ow + j] (tap t = (ci, a, b), output rows i in [oh0, oh1)) = the input
+ * x[ci, i * sh - ph + a * dh, j * sw - pw + b * dw] of one image and group, 0 outside. */
+static void FN(im2col)(const em_conv_params *p, int64_t cg, const T *restrict x,
+                       int64_t oh0, int64_t oh1, T *restrict cols) {
+    int64_t np = (oh1 - oh0) * p->ow, t = 0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t a = 0; a < p->kh; a++)
+            for (int64_t b = 0; b < p->kw; b++, t++) {
+                int64_t off = b * p->dw - p->pw, lo, hi;
+                valid_cols(p->ow, p->w, p->sw, off, &lo, &hi);
+                for (int64_t i = oh0; i < oh1; i++) {
+                    T *restrict r = cols + t * np + (i - oh0) * p->ow;
+                    int64_t ih = i * p->sh - p->ph + a * p->dh;
+                    if (ih < 0 || ih >= p->h) {
+                        memset(r, 0, p->ow * sizeof(T));
+                        continue;
+                    }
+                    const T *restrict src = x + (ci * p->h + ih) * p->w;
+                    for (int64_t j = 0; j < lo; j++) r[j] = 0;
+                    if (p->sw == 1)
+                        memcpy(r + lo, src + lo + off, (hi - lo) * sizeof(T));
+                    else
+                        for (int64_t j = lo; j < hi; j++) r[j] = src[j * p->sw + off];
+                    for (int64_t j = hi; j < p->ow; j++) r[j] = 0;
+                }
+            }
+}
+
+/* The adjoint of im2col: gx[ci, ih, iw] += cols[t, pixel] for every valid pair. */
+static void FN(col2im)(const em_conv_params *p, int64_t cg, const T *restrict cols,
+                       int64_t oh0, int64_t oh1, T *restrict gx) {
+    int64_t np = (oh1 - oh0) * p->ow, t = 0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t a = 0; a < p->kh; a++)
+            for (int64_t b = 0; b < p->kw; b++, t++) {
+                int64_t off = b * p->dw - p->pw, lo, hi;
+                valid_cols(p->ow, p->w, p->sw, off, &lo, &hi);
+                for (int64_t i = oh0; i < oh1; i++) {
+                    int64_t ih = i * p->sh - p->ph + a * p->dh;
+                    if (ih < 0 || ih >= p->h) continue;
+                    const T *restrict r = cols + t * np + (i - oh0) * p->ow;
+                    T *restrict dst = gx + (ci * p->h + ih) * p->w;
+                    if (p->sw == 1)
+                        for (int64_t j = lo; j < hi; j++) dst[j + off] += r[j];
+                    else
+                        for (int64_t j = lo; j < hi; j++) dst[j * p->sw + off] += r[j];
+                }
+            }
+}
+
+/* ---------------------------------------------------------- direct forward */
+
+/* The first channel of block b when ocg channels are split into nob blocks of
+ * near-equal height (32 = 6 + 6 + 5 + 5 + 5 + 5, not 6 * 5 + 2: fewer idle lanes). */
+static inline int64_t FN(block_start)(int64_t ocg, int64_t nob, int64_t b) {
+    return b * (ocg / nob) + MIN(b, ocg % nob);
+}
+
+/* One M x NR tile of y (row stride rsc; M x nr of it are real): the sum over kc taps
+ * of a[k, 0:M] (packed, MR apart) times the NR inputs at xb + offs[k], added to y
+ * (or to the bias when `first`, the first channel block). M is a constant after
+ * inlining, so each block height gets its own register allocation. */
+INLINE void FN(tile)(const int M, int64_t kc, const T *restrict a, const T *restrict xb,
+                     const int64_t *restrict offs, T *restrict c, int64_t rsc, int64_t nr,
+                     int first, const T *restrict bias) {
+    VEC acc[MR][2];
+    T tmp[NR];
+    for (int i = 0; i < M; i++) {
+        if (first) {
+            acc[i][0] = acc[i][1] = (VEC){0} + (bias ? bias[i] : (T)0);
+        } else if (nr == NR) {
+            acc[i][0] = LOADU(c + i * rsc);
+            acc[i][1] = LOADU(c + i * rsc + VL);
+        } else {
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, c + i * rsc, nr * sizeof(T));
+            acc[i][0] = LOADU(tmp);
+            acc[i][1] = LOADU(tmp + VL);
+        }
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        const T *restrict bp = xb + offs[k];
+        const T *restrict ak = a + k * MR;
+        VEC b0 = LOADU(bp), b1 = LOADU(bp + VL);
+        for (int i = 0; i < M; i++) {
+            acc[i][0] += ak[i] * b0;
+            acc[i][1] += ak[i] * b1;
+        }
+    }
+    for (int i = 0; i < M; i++) {
+        if (nr == NR) {
+            STOREU(c + i * rsc, acc[i][0]);
+            STOREU(c + i * rsc + VL, acc[i][1]);
+        } else {
+            STOREU(tmp, acc[i][0]);
+            STOREU(tmp + VL, acc[i][1]);
+            memcpy(c + i * rsc, tmp, nr * sizeof(T));
+        }
+    }
+}
+
+/* tile() for a block of m <= MR output channels */
+INLINE void FN(tile_m)(int64_t m, int64_t kc, const T *a, const T *xb, const int64_t *offs,
+                       T *c, int64_t rsc, int64_t nr, int first, const T *bias) {
+    switch (m) {
+    case 6: FN(tile)(6, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    case 5: FN(tile)(5, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    case 4: FN(tile)(4, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    case 3: FN(tile)(3, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    case 2: FN(tile)(2, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    default: FN(tile)(1, kc, a, xb, offs, c, rsc, nr, first, bias); break;
+    }
+}
+
+/* Channels [c0, c0 + nc) of one image (x points at its first channel), padded input
+ * rows [r0, r0 + rows), into the scratch layout [channel][row][phase][q] (wq columns
+ * per phase), followed by NR zeros that tail tiles may read. */
+static void FN(fill)(const em_conv_params *p, const T *restrict x, int64_t nc, int64_t r0,
+                     int64_t rows, int64_t wq, T *restrict s) {
+    int64_t sw = p->sw, rstride = sw * wq;
+    for (int64_t ci = 0; ci < nc; ci++)
+        for (int64_t r = 0; r < rows; r++) {
+            T *restrict dst = s + (ci * rows + r) * rstride;
+            int64_t ih = r0 + r - p->ph;
+            if (ih < 0 || ih >= p->h) {
+                memset(dst, 0, rstride * sizeof(T));
+                continue;
+            }
+            const T *restrict src = x + (ci * p->h + ih) * p->w;
+            for (int64_t phase = 0; phase < sw; phase++) {
+                int64_t off = phase - p->pw, lo, hi;   /* iw = q * sw + off */
+                valid_cols(wq, p->w, sw, off, &lo, &hi);
+                T *restrict d = dst + phase * wq;
+                for (int64_t q = 0; q < lo; q++) d[q] = 0;
+                if (sw == 1)
+                    memcpy(d + lo, src + lo + off, (hi - lo) * sizeof(T));
+                else
+                    for (int64_t q = lo; q < hi; q++) d[q] = src[q * sw + off];
+                for (int64_t q = hi; q < wq; q++) d[q] = 0;
+            }
+        }
+    memset(s + nc * rows * rstride, 0, NR * sizeof(T));
+}
+
+INLINE void FN(direct_item)(job_t *job, int64_t item, T *restrict s, int64_t *restrict offs) {
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *bias = job->bias, *wpack = job->wpack;
+    T *y = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, g = (item / job->blocks) % p->groups;
+    int64_t n = item / job->blocks / p->groups, blk = item % job->blocks;
+    int64_t oh0 = blk * job->rows, oh1 = MIN(p->oh, oh0 + job->rows);
+    int64_t rows = (oh1 - oh0 - 1) * p->sh + (p->kh - 1) * p->dh + 1;
+    int64_t wq = job->wq, rstride = p->sw * wq, kk = p->kh * p->kw, taps = cg * kk;
+    int64_t nob = (ocg + MR - 1) / MR, P = p->oh * p->ow;
+    for (int64_t c0 = 0; c0 < cg; c0 += job->cb) {
+        int64_t nc = MIN(job->cb, cg - c0), t = 0;
+        FN(fill)(p, x + (n * p->c + g * cg + c0) * p->h * p->w, nc, oh0 * p->sh, rows, wq, s);
+        for (int64_t ci = 0; ci < nc; ci++)
+            for (int64_t a = 0; a < p->kh; a++)
+                for (int64_t b = 0; b < p->kw; b++)
+                    offs[t++] = (ci * rows + a * p->dh) * rstride + (b * p->dw % p->sw) * wq +
+                                b * p->dw / p->sw;
+        for (int64_t i = oh0; i < oh1; i++) {
+            const T *xr = s + (i - oh0) * p->sh * rstride;
+            for (int64_t j = 0; j < p->ow; j += NR) {
+                int64_t nr = MIN(NR, p->ow - j);
+                for (int64_t ob = 0, o = g * ocg; ob < nob; ob++) {
+                    int64_t m = ocg / nob + (ob < ocg % nob);   /* see block_start() */
+                    FN(tile_m)(m, t, wpack + ((g * nob + ob) * taps + c0 * kk) * MR, xr + j,
+                               offs, y + (n * p->oc + o) * P + i * p->ow + j, P, nr, c0 == 0,
+                               bias ? bias + o : NULL);
+                    o += m;
+                }
+            }
+        }
+    }
+}
+
+static AVX2 void FN(direct_item_avx2)(job_t *job, int64_t item, T *s, int64_t *offs) {
+    FN(direct_item)(job, item, s, offs);
+}
+
+static void FN(direct_item_generic)(job_t *job, int64_t item, T *s, int64_t *offs) {
+    FN(direct_item)(job, item, s, offs);
+}
+
+static void FN(direct_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    int64_t rows = (job->rows - 1) * p->sh + (p->kh - 1) * p->dh + 1;
+    T *s = malloc((job->cb * rows * p->sw * job->wq + NR) * sizeof(T));
+    int64_t *offs = malloc(job->cb * p->kh * p->kw * sizeof(int64_t));
+    void (*item_fn)(job_t *, int64_t, T *, int64_t *) =
+        use_avx2() ? FN(direct_item_avx2) : FN(direct_item_generic);
+    if (!s || !offs)
+        atomic_store(&job->err, 1);
+    else
+        for (int64_t it; (it = next_item(job)) < job->items;) item_fn(job, it, s, offs);
+    free(s);
+    free(offs);
+    (void)tid, (void)nthreads;
+}
+
+static int FN(direct)(const em_conv_params *p, const T *x, const T *w, const T *bias, T *y) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kk = p->kh * p->kw;
+    int64_t taps = cg * kk, nob = (ocg + MR - 1) / MR;
+    int64_t work = p->n * p->oc * p->oh * p->ow * taps;
+    job_t job = {.p = p, .x = x, .bias = bias, .out = y};
+    int64_t passes = (cg + MAX(1, TAPS_MAX / kk) - 1) / MAX(1, TAPS_MAX / kk);
+    job.cb = (cg + passes - 1) / passes;   /* 64 channels: 22 + 22 + 20, not 28 + 28 + 8 */
+    job.wq = p->ow + (p->kw - 1) * p->dw / p->sw;
+    int64_t per_row = job.cb * p->sh * p->sw * job.wq;   /* scratch per output row */
+    job.rows = rows_per_item(p, per_row, SCRATCH_MAX, p->n * p->groups,
+                             threaded(p->n * p->groups * p->oh, work));
+    if (passes > 1)   /* each pass adds to the item's outputs: keep them in L2 */
+        job.rows = MIN(job.rows, MAX(1, OUT_MAX / (ocg * p->ow)));
+    job.blocks = (p->oh + job.rows - 1) / job.rows;
+    job.items = p->n * p->groups * job.blocks;
+    T *wp = malloc(p->groups * nob * MR * taps * sizeof(T));
+    if (!wp) return EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t ob = 0; ob < nob; ob++) {
+            int64_t o0 = FN(block_start)(ocg, nob, ob), o1 = FN(block_start)(ocg, nob, ob + 1);
+            for (int64_t t = 0; t < taps; t++)
+                for (int64_t i = 0; i < MR; i++)
+                    wp[((g * nob + ob) * taps + t) * MR + i] =
+                        o0 + i < o1 ? w[(g * ocg + o0 + i) * taps + t] : 0;
+        }
+    job.wpack = wp;
+    int rc = run(&job, work, FN(direct_worker));
+    free(wp);
+    return rc;
+}
+
+/* ------------------------------------------------------------ GEMM forward */
+
+static void FN(gemm_fwd_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *w = job->w, *bias = job->bias;
+    T *y = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, ident = is_identity(p);
+    T *cols = ident ? NULL : malloc(job->cols * sizeof(T));
+    if (!ident && !cols) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        int64_t blk = it % job->blocks, g = it / job->blocks % p->groups;
+        int64_t n = it / job->blocks / p->groups;
+        int64_t oh0 = blk * job->rows, oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
+        const T *xg = x + (n * p->c + g * cg) * p->h * p->w;
+        const T *b = ident ? xg + oh0 * p->ow : cols;
+        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols);
+        T *yg = y + (n * p->oc + g * ocg) * P + oh0 * p->ow;
+        if (em_gemm(DT, ocg, np, kg, 1.0, w + g * ocg * kg, kg, 1, b, ident ? P : np, 1, 0.0,
+                    yg, P, 1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+        if (bias)
+            for (int64_t o = 0; o < ocg; o++) {
+                T v = bias[g * ocg + o], *r = yg + o * P;
+                for (int64_t j = 0; j < np; j++) r[j] += v;
+            }
+    }
+    free(cols);
+    (void)tid, (void)nthreads;
+}
+
+static int FN(gemm_fwd)(const em_conv_params *p, const T *x, const T *w, const T *bias, T *y) {
+    int64_t kg = p->c / p->groups * p->kh * p->kw;
+    int64_t work = p->n * p->oc * p->oh * p->ow * kg;
+    job_t job = {.p = p, .x = x, .w = w, .bias = bias, .out = y};
+    int64_t per_row = is_identity(p) ? 0 : kg * p->ow;
+    job.rows = rows_per_item(p, per_row, COLS_MAX, p->n * p->groups,
+                             threaded(p->n * p->groups * p->oh, work));
+    job.blocks = (p->oh + job.rows - 1) / job.rows;
+    job.items = p->n * p->groups * job.blocks;
+    job.cols = job.rows * per_row;
+    return run(&job, work, FN(gemm_fwd_worker));
+}
+
+/* The direct kernel unless the GEMM is faster: with many output channels per group
+ * (the GEMM's rows) and either rows much narrower than the tile or many taps (the
+ * GEMM's packed panels stream better than the direct kernel's scattered reads).
+ * Measured on a 2-vCPU AMD EPYC, float32. */
+static int FN(use_direct)(const em_conv_params *p) {
+    int64_t ocg = p->oc / p->groups, kg = p->c / p->groups * p->kh * p->kw;
+    double fill = (double)p->ow / ((p->ow + NR - 1) / NR * NR);
+    return ocg < 32 || (fill >= 0.75 && kg <= 1024);
+}
+
+int FN(em_conv2d_forward)(const em_conv_params *p, const T *x, const T *w, const T *bias,
+                          T *y) {
+    int64_t P = p->oh * p->ow;
+    if (p->n == 0 || p->oc == 0 || P == 0) return 0;
+    if (p->c == 0 || p->kh * p->kw == 0) {   /* an empty sum: the bias alone */
+        for (int64_t r = 0; r < p->n * p->oc; r++)
+            for (int64_t j = 0; j < P; j++) y[r * P + j] = bias ? bias[r % p->oc] : 0;
+        return 0;
+    }
+    int direct = conv_path == 2 || (conv_path == 0 && !is_identity(p) && FN(use_direct)(p));
+    return direct ? FN(direct)(p, x, w, bias, y) : FN(gemm_fwd)(p, x, w, bias, y);
+}
+
+/* -------------------------------------------------------- backward: input */
+
+static void FN(grad_input_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *gy = job->gy, *w = job->w, *bias = job->bias;
+    T *gx = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, HW = p->h * p->w, ident = is_identity(p);
+    T *cols = ident ? NULL : malloc(job->cols * sizeof(T));
+    if (!ident && !cols) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        int64_t g = it % p->groups, n = it / p->groups;
+        T *gxg = gx + (n * p->c + g * cg) * HW;
+        const T *gyg = gy + (n * p->oc + g * ocg) * P, *wg = w + g * ocg * kg;
+        int rc = 0;
+        if (ident) {
+            rc = em_gemm(DT, cg, P, ocg, 1.0, wg, 1, cg, gyg, P, 1, 0.0, gxg, HW, 1);
+        } else {
+            memset(gxg, 0, cg * HW * sizeof(T));
+            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += job->rows) {
+                int64_t oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
+                rc = em_gemm(DT, kg, np, ocg, 1.0, wg, 1, kg, gyg + oh0 * p->ow, P, 1, 0.0, cols,
+                             np, 1);
+                if (!rc) FN(col2im)(p, cg, cols, oh0, oh1, gxg);
+            }
+        }
+        if (rc) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+        if (bias)
+            for (int64_t ci = 0; ci < cg; ci++) {
+                T v = bias[g * cg + ci], *r = gxg + ci * HW;
+                for (int64_t j = 0; j < HW; j++) r[j] += v;
+            }
+    }
+    free(cols);
+    (void)tid, (void)nthreads;
+}
+
+int FN(em_conv2d_backward_input)(const em_conv_params *p, const T *gy, const T *w,
+                                 const T *bias, T *gx) {
+    int64_t HW = p->h * p->w, kg = p->c / p->groups * p->kh * p->kw;
+    if (p->n == 0 || p->c == 0 || HW == 0) return 0;
+    if (p->oc == 0 || p->oh * p->ow == 0 || kg == 0) {   /* no output: the bias alone */
+        for (int64_t r = 0; r < p->n * p->c; r++)
+            for (int64_t j = 0; j < HW; j++) gx[r * HW + j] = bias ? bias[r % p->c] : 0;
+        return 0;
+    }
+    job_t job = {.p = p, .gy = gy, .w = w, .bias = bias, .out = gx};
+    job.items = p->n * p->groups;
+    job.rows = rows_per_item(p, kg * p->ow, COLS_MAX, job.items, 0);
+    job.cols = job.rows * kg * p->ow;
+    return run(&job, p->n * p->oc * p->oh * p->ow * kg, FN(grad_input_worker));
+}
+
+/* ------------------------------------------------------- backward: weight */
+
+static void FN(grad_weight_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *gy = job->gy;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, ident = is_identity(p);
+    T *cols = ident ? NULL : malloc(job->cols * sizeof(T)), *acc = NULL;
+    if (!ident && !cols) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        if (!acc) {   /* a thread's sum, made when it gets its first item */
+            acc = tid == 0 ? job->out : calloc(p->oc * kg, sizeof(T));
+            job->part[tid] = tid == 0 ? NULL : acc;
+            if (!acc) {
+                atomic_store(&job->err, 1);
+                break;
+            }
+        }
+        int64_t blk = it % job->blocks, g = it / job->blocks % p->groups;
+        int64_t n = it / job->blocks / p->groups;
+        int64_t oh0 = blk * job->rows, oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
+        const T *xg = x + (n * p->c + g * cg) * p->h * p->w;
+        const T *b = ident ? xg + oh0 * p->ow : cols;
+        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols);
+        if (em_gemm(DT, ocg, kg, np, 1.0, gy + (n * p->oc + g * ocg) * P + oh0 * p->ow, P, 1, b,
+                    1, ident ? P : np, 1.0, acc + g * ocg * kg, kg, 1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+    }
+    free(cols);
+    (void)nthreads;
+}
+
+int FN(em_conv2d_backward_weight)(const em_conv_params *p, const T *x, const T *gy, T *gw) {
+    int64_t kg = p->c / p->groups * p->kh * p->kw, P = p->oh * p->ow;
+    memset(gw, 0, p->oc * kg * sizeof(T));
+    if (p->n == 0 || P == 0 || p->oc == 0 || kg == 0) return 0;
+    job_t job = {.p = p, .x = x, .gy = gy, .out = gw};
+    int64_t work = p->n * p->oc * P * kg;
+    int64_t per_row = is_identity(p) ? 0 : kg * p->ow;
+    job.rows = rows_per_item(p, per_row, COLS_MAX, p->n * p->groups,
+                             threaded(p->n * p->groups * p->oh, work));
+    job.blocks = (p->oh + job.rows - 1) / job.rows;
+    job.items = p->n * p->groups * job.blocks;
+    job.cols = job.rows * per_row;
+    int rc = run(&job, work, FN(grad_weight_worker));
+    for (int t = 1; t < EM_MAX_THREADS; t++) {
+        T *part = job.part[t];
+        if (!part) continue;
+        for (int64_t i = 0; i < p->oc * kg; i++) gw[i] += part[i];
+        free(part);
+    }
+    return rc;
+}
+
+#undef FN
+#undef NR
+#undef VEC
+#undef LOADU
+#undef STOREU
+#endif
