@@ -7,6 +7,9 @@ differentiates it through the derivative table and it runs on every device.
 from __future__ import annotations
 
 import math
+import operator
+import struct
+import warnings
 
 import ember as em
 
@@ -291,3 +294,437 @@ def bilinear(input1, input2, weight, bias=None):
     """y[..., k] = x1[..., i] W[k, i, j] x2[..., j] + b[k]."""
     out = em.einsum("...i,kij,...j->...k", input1, weight, input2)
     return out + bias if bias is not None else out
+
+
+# losses --------------------------------------------------------------------------------
+
+def _reduction(size_average, reduce, reduction, op, allowed=("none", "mean", "sum")):
+    """The reduction string; PyTorch's deprecated size_average/reduce override it."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+        warnings.warn(f"{op}: size_average and reduce are deprecated, use "
+                      f"reduction={reduction!r} instead", UserWarning, stacklevel=3)
+    if reduction not in allowed:
+        raise ValueError(f"{op}: reduction must be one of {', '.join(map(repr, allowed))}, "
+                         f"got {reduction!r}")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def _broadcast_target(input, target, op):
+    """(input, target) expanded to one shape. A target of another shape warns, as in
+    PyTorch, since broadcasting there is rarely what was meant."""
+    if tuple(target.shape) == tuple(input.shape):
+        return input, target
+    try:
+        shape = em.broadcast_shapes(input.shape, target.shape)
+    except ValueError:
+        raise ValueError(f"{op}: target shape {tuple(target.shape)} does not broadcast with "
+                         f"input shape {tuple(input.shape)}") from None
+    warnings.warn(f"{op}: using a target shape {tuple(target.shape)} that is different from "
+                  f"the input shape {tuple(input.shape)}; they are broadcast to {tuple(shape)}, "
+                  f"which is likely not what was meant", UserWarning, stacklevel=3)
+    return input.expand(shape), target.expand(shape)
+
+
+def _same_shape(input, target, op, name="target"):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: {name} shape {tuple(target.shape)} must be the same as the "
+                         f"input shape {tuple(input.shape)}")
+
+
+def _weighted(loss, weight, reduction, op, weighted_mean):
+    """Apply an elementwise weight (of the loss's shape) and reduce. weighted_mean:
+    'mean' divides by the sum of the weights (mse/l1) rather than the element count
+    (huber), following PyTorch."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    _same_shape(loss, weight, op, "weight")
+    loss = loss * weight
+    if reduction == "mean" and weighted_mean:
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2, optionally weighted elementwise."""
+    reduction = _reduction(size_average, reduce, reduction, "mse_loss")
+    input, target = _broadcast_target(input, target, "mse_loss")
+    return _weighted((input - target).square(), weight, reduction, "mse_loss", True)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, optionally weighted elementwise."""
+    reduction = _reduction(size_average, reduce, reduction, "l1_loss")
+    input, target = _broadcast_target(input, target, "l1_loss")
+    return _weighted(em.abs(input - target), weight, reduction, "l1_loss", True)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target);
+    beta = 0 is the L1 loss."""
+    reduction = _reduction(size_average, reduce, reduction, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    input, target = _broadcast_target(input, target, "smooth_l1_loss")
+    d = em.abs(input - target)
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(em.where(d < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (d = input - target),
+    optionally weighted elementwise."""
+    reduction = _reduction(None, None, reduction, "huber_loss")
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    input, target = _broadcast_target(input, target, "huber_loss")
+    d = em.abs(input - target)
+    loss = em.where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta))
+    return _weighted(loss, weight, reduction, "huber_loss", False)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """-weight[t] * input[t] for log-probabilities input (C,), (N, C) or (N, C, d1, ...)
+    (tensor-core's fused kernel)."""
+    reduction = _reduction(size_average, reduce, reduction, "nll_loss")
+    return em.nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """log_softmax over dim 1 (dim 0 for a (C,) input) then the NLL at class-index
+    targets, or -sum(target * log_softmax) for class-probability targets of the input's
+    shape (tensor-core's fused kernel)."""
+    reduction = _reduction(size_average, reduce, reduction, "cross_entropy")
+    return em.cross_entropy(input, target, weight, ignore_index=ignore_index,
+                            reduction=reduction, label_smoothing=label_smoothing)
+
+
+def _clamped_log(x):
+    """max(log(x), -100) as in PyTorch's binary_cross_entropy, with a zero gradient (not
+    0 * inf = NaN) where x <= 0: an input of exactly 0 or 1 is common (saturated sigmoid)."""
+    pos = x > 0
+    return em.where(pos, em.log(em.where(pos, x, 1.0)), -100.0).clamp_min(-100.0)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-weight * (target log(input) + (1 - target) log(1 - input)) for probabilities
+    input in [0, 1], each log clamped at -100 as PyTorch does."""
+    op = "binary_cross_entropy"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    _same_shape(input, target, op)
+    if em.logical_not((input >= 0) & (input <= 1)).any().item():
+        raise ValueError(f"{op}: all elements of input should be between 0 and 1, got values "
+                         f"in [{input.min().item()}, {input.max().item()}]")
+    loss = -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target) in the stable form
+    (1 - t) x - (1 + (pos_weight - 1) t) logsigmoid(x), pos_weight scaling the positive
+    term (broadcast against target)."""
+    op = "binary_cross_entropy_with_logits"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    _same_shape(input, target, op)
+    log_sig = logsigmoid(input)
+    if pos_weight is not None:
+        log_sig = (1 + (pos_weight - 1) * target) * log_sig
+    loss = (1 - target) * input - log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _xlogx(t):
+    """t log t with 0 at t = 0 (and a zero gradient there instead of NaN)."""
+    zero = t == 0
+    return em.where(zero, 0.0, t * em.log(em.where(zero, 1.0, t)))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log target - input) with input log-probabilities
+    (target too if log_target). 'batchmean' divides the sum by the batch size (the true KL
+    divergence per sample); 'mean' divides by the element count."""
+    op = "kl_div"
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch size "
+                      "and the support size; 'batchmean' divides only by the batch size and "
+                      "is the KL divergence", UserWarning, stacklevel=2)
+    reduction = _reduction(size_average, reduce, reduction, op,
+                           ("none", "mean", "sum", "batchmean"))
+    try:
+        em.broadcast_shapes(input.shape, target.shape)
+    except ValueError:
+        raise ValueError(f"{op}: target shape {tuple(target.shape)} does not broadcast with "
+                         f"input shape {tuple(input.shape)}") from None
+    if log_target:
+        loss = em.exp(target) * (target - input)
+    else:
+        loss = _xlogx(target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)
+
+
+# padding, one-hot, normalize, attention, resampling ------------------------------------------
+
+def _index(values, device):
+    return em.tensor(list(values), dtype=em.int64, device=device)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims, pad = (last_left, last_right, 2nd_last_left, ...);
+    negative amounts crop. 'constant' fills with value (default 0); 'reflect' mirrors
+    without repeating the edge, 'replicate' repeats the edge and 'circular' wraps around,
+    each over the last 1, 2 or 3 dims of a batched or unbatched input (PyTorch's rule).
+    Built from narrow, cat and index_select, so autograd differentiates it."""
+    op = "pad"
+    pad = tuple(operator.index(p) for p in pad)
+    if len(pad) % 2:
+        raise ValueError(f"{op}: padding length must be even, got {len(pad)} values {pad}")
+    if len(pad) > 2 * input.ndim:
+        raise ValueError(f"{op}: {len(pad)} padding values are more than two per dim of the "
+                         f"input shape {tuple(input.shape)}")
+    dims = [(input.ndim - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+    for dim, lo, hi in dims:
+        if input.shape[dim] + lo + hi < (0 if mode == "constant" else 1):
+            raise ValueError(f"{op}: padding ({lo}, {hi}) of dim {dim} leaves size "
+                             f"{input.shape[dim] + lo + hi} (input shape {tuple(input.shape)})")
+    if mode == "constant":
+        out = input
+        for dim, lo, hi in dims:
+            start = max(-lo, 0)
+            out = out.narrow(dim, start, out.shape[dim] - max(-hi, 0) - start)
+            if lo > 0 or hi > 0:
+                shape, sides = list(out.shape), []
+                for amount in (max(lo, 0), max(hi, 0)):
+                    shape[dim] = amount
+                    sides.append(em.full(shape, 0 if value is None else value,
+                                         dtype=out.dtype, device=out.device))
+                out = em.cat([sides[0], out, sides[1]], dim)
+        return out
+    if mode not in ("reflect", "replicate", "circular"):
+        raise ValueError(f"{op}: mode must be 'constant', 'reflect', 'replicate' or "
+                         f"'circular', got {mode!r}")
+    if value is not None and value != 0:
+        raise ValueError(f"{op}: mode {mode!r} doesn't take a value (got {value})")
+    if len(dims) not in (1, 2, 3) or input.ndim not in (len(dims) + 1, len(dims) + 2):
+        raise ValueError(f"{op}: mode {mode!r} pads the last 1, 2 or 3 dims of a batched or "
+                         f"unbatched input: {len(pad)} padding values need a "
+                         f"{len(dims) + 1}-d or {len(dims) + 2}-d input, got shape "
+                         f"{tuple(input.shape)}")
+    out = input
+    for dim, lo, hi in dims:
+        n = input.shape[dim]
+        if mode == "reflect" and max(lo, hi) >= n:
+            raise ValueError(f"{op}: reflect padding ({lo}, {hi}) must be less than the size "
+                             f"{n} of dim {dim} (input shape {tuple(input.shape)})")
+        if mode == "circular" and max(lo, hi) > n:
+            raise ValueError(f"{op}: circular padding ({lo}, {hi}) wraps around dim {dim} of "
+                             f"size {n} more than once (input shape {tuple(input.shape)})")
+        if mode == "replicate" and n == 0:
+            raise ValueError(f"{op}: replicate padding of dim {dim} needs a non-empty dim "
+                             f"(input shape {tuple(input.shape)})")
+        src = range(-lo, n + hi)     # the input position each output position reads
+        if mode == "reflect":
+            idx = (-i if i < 0 else 2 * (n - 1) - i if i >= n else i for i in src)
+        elif mode == "replicate":
+            idx = (min(max(i, 0), n - 1) for i in src)
+        else:    # PyTorch crops first, then wraps around what is left
+            start, kept = max(-lo, 0), n + min(lo, 0) + min(hi, 0)
+            idx = (start + i % kept for i in range(-max(lo, 0), kept + max(hi, 0)))
+        out = out.index_select(dim, _index(idx, input.device))
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """An int64 tensor of shape tensor.shape + (num_classes,), 1 at each value's class;
+    num_classes=-1 takes the largest value + 1."""
+    op = "one_hot"
+    if tensor.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: expected an integer tensor of class indices, got {tensor.dtype!r}")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise ValueError(f"{op}: cannot infer the number of classes from an empty tensor; "
+                             f"pass num_classes")
+    else:
+        lo, hi = tensor.min().item(), tensor.max().item()
+        if lo < 0:
+            raise ValueError(f"{op}: class values must be non-negative, got {lo}")
+        if num_classes == -1:
+            num_classes = hi + 1
+        elif hi >= num_classes:
+            raise ValueError(f"{op}: class value {hi} is out of range for "
+                             f"num_classes={num_classes}")
+    return (tensor.unsqueeze(-1) == em.arange(num_classes, device=tensor.device)).long()
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p, eps), the norm taken along dim."""
+    denom = em.norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return em.div(input, denom, out=out)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value for queries (..., L, E), keys
+    (..., S, E) and values (..., S, Ev); scale defaults to 1 / sqrt(E). A bool attn_mask
+    attends where True, a float one is added to the scores; is_causal masks keys after
+    each query (top-left aligned). A query with every key masked gets zeros (as PyTorch),
+    not NaN. enable_gqa lets query heads (dim -3) be a multiple of key/value heads."""
+    op = "scaled_dot_product_attention"
+    shapes = (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
+              f"value {tuple(value.shape)}")
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {shapes}")
+    L, E = query.shape[-2:]
+    S = key.shape[-2]
+    if key.shape[-1] != E or value.shape[-2] != S:
+        raise ValueError(f"{op}: key must be (..., S, E) for a query (..., L, E) and value "
+                         f"(..., S, Ev), got {shapes}")
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: attn_mask must not be given with is_causal=True")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
+        heads = query.shape[-3]
+        if heads % key.shape[-3] or heads % value.shape[-3]:
+            raise ValueError(f"{op}: with enable_gqa the query heads (dim -3) must be a "
+                             f"multiple of the key and value heads, got {shapes}")
+        key = key.repeat_interleave(heads // key.shape[-3], -3)
+        value = value.repeat_interleave(heads // value.shape[-3], -3)
+    scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(E) if scale is None else scale)
+    if is_causal:
+        attn_mask = em.ones(L, S, dtype=em.bool, device=query.device).tril()
+    if attn_mask is None:
+        attn = em.softmax(scores, -1)
+    else:
+        try:
+            em.broadcast_shapes(attn_mask.shape, scores.shape)
+        except ValueError:
+            raise ValueError(f"{op}: attn_mask shape {tuple(attn_mask.shape)} does not "
+                             f"broadcast with the scores (..., L, S) "
+                             f"{tuple(scores.shape)}") from None
+        if attn_mask.dtype == em.bool:
+            scores = em.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+        # softmax of an all -inf row is NaN, and NaN gradients would reach every key
+        dead = (scores == -math.inf).all(-1, keepdim=True)
+        attn = em.where(dead, 0.0, em.softmax(em.where(dead, 0.0, scores), -1))
+    if dropout_p > 0:
+        attn = em.dropout(attn, dropout_p, True)
+    return attn @ value
+
+
+def _f32(x):
+    """x rounded to float32, to follow PyTorch's float32 index arithmetic."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _nearest_index(n, o, scale_factor):
+    """PyTorch's 'nearest' source indices: min(floor(dst * scale), n - 1) in float32, scale
+    = 1 / scale_factor when given, else n / o; o = 2n is exact."""
+    if o == 2 * n:
+        return (d // 2 for d in range(o))
+    scale = _f32(1.0 / scale_factor if scale_factor else n / o)
+    return (min(math.floor(_f32(d * scale)), n - 1) for d in range(o))
+
+
+def _linear_weights(n, o, scale_factor, align_corners, rnd):
+    """(i0, i1, w1) per output position for linear interpolation of a dim of size n to o,
+    PyTorch's source positions: dst * (n - 1) / (o - 1) with align_corners, else
+    max((dst + 0.5) * scale - 0.5, 0); rnd rounds to the precision PyTorch computes in."""
+    if align_corners:
+        scale = rnd((n - 1) / (o - 1)) if o > 1 else 0.0
+    else:
+        scale = rnd(1.0 / scale_factor if scale_factor else n / o)
+    i0, i1, w1 = [], [], []
+    for d in range(o):
+        src = rnd(scale * d) if align_corners else max(rnd(rnd(scale * (d + 0.5)) - 0.5), 0.0)
+        i = min(math.floor(src), n - 1)
+        i0.append(i)
+        i1.append(i + (i < n - 1))
+        w1.append(min(max(rnd(src - i), 0.0), 1.0))
+    return i0, i1, w1
+
+
+def _per_dim(value, nd, name, op, spatial):
+    if isinstance(value, (list, tuple)):
+        if len(value) != nd:
+            raise ValueError(f"{op}: {name} {tuple(value)} must have one entry per spatial "
+                             f"dim; the input's spatial dims are {spatial}")
+        return tuple(value)
+    return (value,) * nd
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample the spatial dims of an (N, C, W) or (N, C, H, W) input to `size` or by
+    `scale_factor`: 'nearest' (source index floor(dst * in / out)), 'linear' (3-d) or
+    'bilinear' (4-d), with PyTorch's align_corners conventions. Built from index_select
+    and elementwise ops, so autograd differentiates it."""
+    op = "interpolate"
+    ranks = {"nearest": (3, 4), "linear": (3,), "bilinear": (4,)}
+    if mode not in ranks:
+        raise NotImplementedError(f"{op}: mode {mode!r} is not supported ('nearest', "
+                                  f"'linear', 'bilinear')")
+    if input.ndim not in ranks[mode]:
+        raise ValueError(f"{op}: mode {mode!r} needs a "
+                         f"{' or '.join(f'{r}-d' for r in ranks[mode])} input (N, C, ...), "
+                         f"got shape {tuple(input.shape)}")
+    if mode != "nearest" and not input.is_floating_point():
+        raise TypeError(f"{op}: mode {mode!r} needs a floating-point input, got {input.dtype!r}")
+    if antialias:
+        raise NotImplementedError(f"{op}: antialias=True is not supported")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError(f"{op}: align_corners can only be set with the interpolating modes "
+                         f"'linear' and 'bilinear', not 'nearest'")
+    spatial = tuple(input.shape[2:])
+    nd = len(spatial)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op}: exactly one of size and scale_factor must be given, got "
+                         f"size={size} and scale_factor={scale_factor}")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError(f"{op}: recompute_scale_factor is not meaningful with an "
+                             f"explicit size")
+        out_size = tuple(operator.index(s) for s in _per_dim(size, nd, "size", op, spatial))
+        scales = (None,) * nd
+    else:
+        scales = tuple(float(s) for s in _per_dim(scale_factor, nd, "scale_factor", op,
+                                                  spatial))
+        out_size = tuple(math.floor(n * s) for n, s in zip(spatial, scales))
+        if recompute_scale_factor:
+            scales = (None,) * nd
+    if min(spatial + out_size) <= 0:
+        raise ValueError(f"{op}: input and output sizes must be greater than 0, got input "
+                         f"{spatial} and output {out_size}")
+    rnd = float if input.dtype == em.float64 else _f32
+    out = input
+    for k, (n, o, s) in enumerate(zip(spatial, out_size, scales)):
+        dim = 2 + k
+        if o == n:
+            continue            # PyTorch copies a dim whose size is kept, whatever the scale
+        if mode == "nearest":
+            out = out.index_select(dim, _index(_nearest_index(n, o, s), input.device))
+            continue
+        i0, i1, w1 = _linear_weights(n, o, s, bool(align_corners), rnd)
+        w1 = em.tensor(w1, dtype=input.dtype, device=input.device)
+        w1 = w1.reshape((o,) + (1,) * (nd - 1 - k))
+        out = out.index_select(dim, _index(i0, input.device)) * (1 - w1) + \
+            out.index_select(dim, _index(i1, input.device)) * w1
+    return out

@@ -9,3 +9,4 @@ from ember.nn.modules.normalization import *  # noqa: F401,F403
 from ember.nn.modules.dropout import *  # noqa: F401,F403
 from ember.nn.modules.sparse import *  # noqa: F401,F403
 from ember.nn.modules.transformer import *  # noqa: F401,F403
+from ember.nn.modules.loss import *  # noqa: F401,F403
