@@ -145,6 +145,12 @@ def test_prod_with_zeros():
     assert gradcheck(lambda a: a.prod(), (x,))
 
 
+def test_two_norm_has_a_zero_gradient_at_zero():
+    x = em.zeros(2, 3, dtype=em.float64, requires_grad=True)
+    em.linalg.vector_norm(x, dim=1).sum().backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 2
+
+
 def test_amax_ties_share_the_gradient():
     x = em.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
     x.amax().backward()

@@ -251,7 +251,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         x = x.to(_core.get_default_dtype())
     dims = dims_of(dim, x.ndim, "norm")
     if p in ("fro", 2, 2.0):
-        return _ew("sqrt", _reduce("sum", _ew("mul", x, x), dims, keepdim))
+        # one recorded op, so that its gradient can be 0 at a zero vector (a subgradient,
+        # as PyTorch) instead of sqrt's 0 * inf = NaN
+        with _core._no_record():
+            y = _ew("sqrt", _reduce("sum", _ew("mul", x, x), dims, keepdim))
+        reduced = tuple(range(x.ndim)) if dims is None else dims
+        return _core.record("norm2", (x,), y, {"dim": reduced, "keepdim": keepdim})
     a = _ew("abs", x)
     if p == math.inf:
         return _reduce("amax", a, dims, keepdim)

@@ -364,6 +364,12 @@ def _(n, g):
     return _unreduce(g, n) * hit / hit.sum(n.attrs["dim"], keepdim=True),
 
 
+@formula("norm2", inputs=(0,), output=True)
+def _(n, g):
+    y = _unreduce(n.output, n)
+    return _unreduce(g, n) * n.inputs[0] / em.where(y == 0, 1.0, y),
+
+
 @formula("prod", inputs=(0,))
 def _(n, g):
     # product of the others, by exclusive cumulative products (exact with zeros)
