@@ -39,6 +39,7 @@ from ember._printing import *  # noqa: F401,F403
 from ember._linalg import *  # noqa: F401,F403
 from ember._nn_ops import *  # noqa: F401,F403
 from ember._conv import *  # noqa: F401,F403
+from ember._pool import *  # noqa: F401,F403
 from ember import _registry, _views, _interop, _creation
 
 _core._set_python_types(Size, _creation.as_tensor)
