@@ -918,6 +918,71 @@ def _(n, g):
                                      a["groups"], a["dilation"], n.needs)
 
 
+def _transposed(apply_t, apply, g):
+    """The backward of a linear op L is L^T g; under create_graph it must itself be
+    differentiable, and its derivative w.r.t. g is L: a Function with those two."""
+    from ember.autograd.function import Function
+
+    class LinearBackward(Function):
+        @staticmethod
+        def forward(ctx, grad):
+            return apply_t(grad)
+
+        @staticmethod
+        def backward(ctx, gg):
+            return apply(gg)
+    return LinearBackward.apply(g)
+
+
+def _pool_dims(op):
+    return 1 if op.endswith("1d") else 2
+
+
+def _gather_at(gg, indices, sd):
+    """gg's values at a max pool's flat per-plane indices (-1: a window in padding)."""
+    flat = gg.flatten(-sd) if sd > 1 else gg
+    idx = indices.flatten(-sd) if sd > 1 else indices
+    picked = flat.gather(-1, idx.clamp(min=0)) * (idx >= 0).to(gg.dtype)
+    return picked.reshape(indices.shape)
+
+
+@formula("max_pool2d", "adaptive_max_pool2d", "max_pool1d", "adaptive_max_pool1d")
+def _(n, g):
+    import ember._pool as P
+    sd, indices, shape = _pool_dims(n.op), n.attrs["indices"], _shape(n)
+    backward = P.max_pool1d_backward if sd == 1 else P.max_pool2d_backward
+    apply_t = lambda grad: backward(grad, shape, indices)  # noqa: E731
+    if _core.is_grad_enabled():
+        return _transposed(apply_t, lambda gg: _gather_at(gg, indices, sd), g),
+    return apply_t(g),
+
+
+@formula("avg_pool2d", "avg_pool1d")
+def _(n, g):
+    import ember._pool as P
+    a, shape = n.attrs, _shape(n)
+    sd = _pool_dims(n.op)
+    backward = P.avg_pool1d_backward if sd == 1 else P.avg_pool2d_backward
+    forward = em.avg_pool1d if sd == 1 else em.avg_pool2d
+    apply_t = lambda grad: backward(grad, shape, **a)  # noqa: E731
+    if _core.is_grad_enabled():
+        return _transposed(apply_t, lambda gg: forward(gg, **a), g),
+    return apply_t(g),
+
+
+@formula("adaptive_avg_pool2d", "adaptive_avg_pool1d")
+def _(n, g):
+    import ember._pool as P
+    shape = _shape(n)
+    sd = _pool_dims(n.op)
+    backward = P.adaptive_avg_pool1d_backward if sd == 1 else P.adaptive_avg_pool2d_backward
+    forward = em.adaptive_avg_pool1d if sd == 1 else em.adaptive_avg_pool2d
+    apply_t = lambda grad: backward(grad, shape)  # noqa: E731
+    if _core.is_grad_enabled():
+        return _transposed(apply_t, lambda gg: forward(gg, tuple(g.shape[-sd:])), g),
+    return apply_t(g),
+
+
 # in-place random fills: the old values don't influence the result
 @formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
 def _(n, g):

@@ -65,6 +65,15 @@ HAND_WRITTEN_KERNELS = {
     "conv2d_forward": "ember._C.conv",
     "conv2d_backward_input": "ember._C.conv",
     "conv2d_backward_weight": "ember._C.conv",
+    # pooling (NCHW planes; 1-d pools run these with H = 1; max pools' indices are
+    # flat h * W + w per plane, -1 for a window wholly in the padding)
+    "max_pool2d": "ember._C.pool",
+    "max_pool2d_backward": "ember._C.pool",
+    "avg_pool2d": "ember._C.pool",
+    "avg_pool2d_backward": "ember._C.pool",
+    "adaptive_avg_pool2d": "ember._C.pool",
+    "adaptive_avg_pool2d_backward": "ember._C.pool",
+    "adaptive_max_pool2d": "ember._C.pool",
     # fused numerics over rows / channels
     "softmax_rows": "ember._C.nn_kernels",
     "softmax_backward_rows": "ember._C.nn_kernels",
