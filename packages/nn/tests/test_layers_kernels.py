@@ -235,3 +235,21 @@ def test_transformer_encoder_fits_a_toy_task():
     enc.eval()
     pred = head(enc(emb(x))).argmax(-1)
     assert float((pred == y).float().mean()) > 0.9
+
+
+def test_pooling_layers_match_the_functional_forms():
+    x = em.randn(2, 3, 7, 6)
+    assert bool((nn.MaxPool2d(2)(x) == F.max_pool2d(x, 2)).all())
+    y, idx = nn.MaxPool2d(3, 2, 1, return_indices=True)(x)
+    assert tuple(y.shape) == (2, 3, 4, 3) and idx.dtype is em.int64
+    assert bool((nn.AvgPool2d(3, 2, 1, count_include_pad=False)(x) ==
+                 F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)).all())
+    assert tuple(nn.AdaptiveAvgPool2d((1, 1))(x).shape) == (2, 3, 1, 1)
+    np.testing.assert_allclose(nn.AdaptiveAvgPool2d(1)(x).numpy().ravel(),
+                               x.numpy().mean((2, 3)).ravel(), rtol=1e-5)
+    assert tuple(nn.AdaptiveMaxPool2d(2)(x).shape) == (2, 3, 2, 2)
+    s = em.randn(2, 3, 9)
+    assert tuple(nn.MaxPool1d(2)(s).shape) == (2, 3, 4)
+    assert tuple(nn.AvgPool1d(3, 2)(s).shape) == (2, 3, 4)
+    assert repr(nn.MaxPool2d(2)) == ("MaxPool2d(kernel_size=2, stride=2, padding=0, "
+                                     "dilation=1, ceil_mode=False)")
