@@ -49,6 +49,7 @@ _registry.install(Tensor)
 
 from ember import cuda, opencl  # noqa: E402,F401
 from ember.array_api import astype, isdtype  # noqa: E402,F401
+from ember.serialization import save, load  # noqa: E402,F401
 
 empty_cache = _core.empty_cache
 e = 2.718281828459045

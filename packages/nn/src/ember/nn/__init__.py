@@ -4,3 +4,4 @@ from ember.nn._version import __version__  # noqa: F401
 from ember.nn.parameter import Parameter, Buffer  # noqa: F401
 from ember.nn.modules import *  # noqa: F401,F403
 from ember.nn import functional, init  # noqa: F401
+from ember.nn import utils  # noqa: F401

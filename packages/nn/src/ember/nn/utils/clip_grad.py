@@ -1,0 +1,68 @@
+"""Gradient clipping: by the total norm of all gradients, or elementwise by value."""
+from __future__ import annotations
+
+import math
+
+import ember as em
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+
+
+def _tensors(tensors):
+    return [tensors] if isinstance(tensors, em.Tensor) else list(tensors)
+
+
+def _grads(parameters):
+    return [p.grad for p in _tensors(parameters) if p.grad is not None]
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the norms of `tensors`: the norm of all their elements taken as one
+    vector (a 0-d tensor; 0 for no tensors). foreach is accepted for compatibility."""
+    # empty tensors add nothing to any norm (and have no inf-norm of their own)
+    tensors = [t for t in _tensors(tensors) if t is not None and t.numel()]
+    norm_type = float(norm_type)
+    if not tensors:
+        return em.tensor(0.0)
+    with em.no_grad():
+        norms = [em.linalg.vector_norm(t, norm_type) for t in tensors]
+        total = em.linalg.vector_norm(em.stack(norms), norm_type) if len(norms) > 1 \
+            else norms[0]
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To disable "
+                           f"this error and scale the gradients by the non-finite norm anyway, "
+                           f"set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of `parameters` in place by max_norm / (total_norm + 1e-6)
+    when that is below 1 (a NaN total norm makes them NaN, as in PyTorch)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    coef = float(max_norm) / (float(total_norm) + 1e-6)
+    if coef < 1.0 or math.isnan(coef):
+        with em.no_grad():
+            for g in grads:
+                g.mul_(coef)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Clip the gradients of `parameters` (a tensor or an iterable of tensors) in place
+    so that their total norm (all gradients taken as one vector; norm_type may be inf)
+    is at most max_norm. Returns the total norm before clipping, a 0-d tensor."""
+    parameters = _tensors(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient of `parameters` to [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    with em.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

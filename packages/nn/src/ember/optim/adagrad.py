@@ -1,0 +1,80 @@
+"""Adagrad (Duchi, Hazan and Singer)."""
+from __future__ import annotations
+
+import ember as em
+from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
+                                   _step_without_grad)
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as PyTorch computes it:
+
+        g = -grad if maximize else grad;  g += weight_decay * p
+        clr = lr / (1 + (t - 1) * lr_decay)
+        s += g^2  (s starts at initial_accumulator_value);  p -= clr * g / (sqrt(s) + eps)
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
+                 initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if differentiable:
+            raise NotImplementedError("Adagrad: differentiable=True is not supported by ember")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        # the accumulators exist from the start, as in PyTorch (state_dict shows them
+        # before the first step); groups added later get theirs at their first step
+        for group in self.param_groups:
+            for p in group["params"]:
+                _init_state(self.state[p], p, group)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _steps_to_tensors(self.state)
+
+    @_step_without_grad
+    def step(self):
+        """One Adagrad step over every parameter that has a gradient."""
+        for group in self.param_groups:
+            lr = group["lr"]
+            lr_decay = group["lr_decay"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    _init_state(state, p, group)
+                step = _bump_step(state)
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    g = p.mul(weight_decay).add_(g)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                tmp = em.mul(g, g)
+                state_sum = state["sum"]
+                state_sum.add_(tmp)
+                em.sqrt(state_sum, out=tmp).add_(eps)
+                p.add_(em.div(g, tmp, out=tmp).mul_(-clr))
+
+
+def _init_state(state, p, group):
+    state["step"] = _step_tensor()
+    state["sum"] = em.full_like(p, group["initial_accumulator_value"])

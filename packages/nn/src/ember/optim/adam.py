@@ -1,0 +1,110 @@
+"""Adam and AdamW (Adam with decoupled weight decay)."""
+from __future__ import annotations
+
+import ember as em
+from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
+                                  _step_without_grad)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), as PyTorch computes it:
+
+        g = -grad if maximize else grad
+        g += weight_decay * p            (or p *= 1 - lr * weight_decay when decoupled)
+        m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+        v_max = max(v_max, v) with amsgrad (used in place of v below)
+        p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    foreach, fused and capturable are accepted for compatibility: ember has one
+    implementation.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if differentiable:
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
+                                      f"supported by ember")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("decoupled_weight_decay", isinstance(self, AdamW))
+        _steps_to_tensors(self.state)
+
+    @_step_without_grad
+    def step(self):
+        """One Adam step over every parameter that has a gradient."""
+        for group in self.param_groups:
+            lr = group["lr"]
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group["decoupled_weight_decay"]
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = em.zeros_like(p)
+                    state["exp_avg_sq"] = em.zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = em.zeros_like(p)
+                step = _bump_step(state)
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        g = p.mul(weight_decay).add_(g)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.lerp_(g, 1 - beta1)
+                # v + (1 - beta2) * (g^2 - v): the moving average in one pass over v
+                tmp = em.mul(g, g)
+                exp_avg_sq.lerp_(tmp, 1 - beta2)
+                if amsgrad:
+                    v = state["max_exp_avg_sq"]
+                    em.maximum(v, exp_avg_sq, out=v)
+                else:
+                    v = exp_avg_sq
+                bc1 = 1 - beta1 ** step
+                bc2_sqrt = (1 - beta2 ** step) ** 0.5
+                # lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps)
+                #   = lr * bc2_sqrt / bc1 * m / (sqrt(v) + eps * bc2_sqrt): one pass fewer
+                em.sqrt(v, out=tmp).add_(eps * bc2_sqrt)
+                p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov and Hutter): each step first scales
+    the parameters by 1 - lr * weight_decay, then takes Adam's step without decay."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,226 @@
+"""Optimizer: the base class of ember's optimizers, with PyTorch's param groups, state
+and state_dict format."""
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import defaultdict
+from itertools import chain
+
+import ember as em
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Marks a default that every param group must set (SGD's lr in old PyTorch)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _step_without_grad(step):
+    """Run an optimizer's step under no_grad, the closure (if any) under enable_grad."""
+    @functools.wraps(step)
+    def wrapper(self, closure=None):
+        loss = None
+        if closure is not None:
+            with em.enable_grad():
+                loss = closure()
+        with em.no_grad():
+            step(self)
+        return loss
+    return wrapper
+
+
+def _scalar_dtype():
+    # PyTorch keeps `step` in float64 only when that is the default dtype
+    return em.float64 if em.get_default_dtype() == em.float64 else em.float32
+
+
+def _step_tensor(value=0.0):
+    return em.tensor(float(value), dtype=_scalar_dtype())
+
+
+def _steps_to_tensors(state):
+    """State dicts from older code may hold 'step' as a number: make it a tensor."""
+    for s in state.values():
+        if "step" in s and not isinstance(s["step"], em.Tensor):
+            s["step"] = _step_tensor(s["step"])
+
+
+def _bump_step(state):
+    """Advance state['step'] (a 0-d tensor, as in PyTorch's state_dicts); returns it as
+    a float for the bias corrections."""
+    t = state["step"]
+    step = t.item() + 1
+    t.fill_(step)
+    return step
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    params: an iterable of tensors, or of dicts (param groups: {'params': [...],
+    'lr': ..., ...}) whose options override `defaults` for that group. Subclasses
+    implement step(); their state lives in self.state[param].
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, em.Tensor):
+            raise TypeError(f"params argument given to the optimizer should be an iterable "
+                            f"of Tensors or dicts, but got {params.type()}")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters with its own options (missing ones come from the
+        defaults), e.g. to unfreeze layers during fine-tuning."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, em.Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, em.Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error", UserWarning, stacklevel=3)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all optimized tensors: to None (the default, which
+        frees memory), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                        p.grad = g
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        """Perform one optimization step. closure: re-evaluates the model and returns
+        the loss (needed by some algorithms); step returns what it returns."""
+        raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
+
+    # state dicts ------------------------------------------------------------------------
+    def state_dict(self):
+        """{'state': {index: per-parameter state}, 'param_groups': [options with 'params'
+        as indices]}, parameters numbered in order across groups (PyTorch's format). The
+        tensors in it are the optimizer's own (not copies)."""
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)] if isinstance(p, em.Tensor) else p: v
+                 for p, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state_dict() of an optimizer over parameters of the same shapes. The
+        state's tensors are copied (cast to each parameter's dtype, except 'step'), so
+        the dict can be reused; options missing from an older dict keep the defaults."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict or \
+                "param_groups" not in state_dict:
+            raise ValueError("load_state_dict: expected a dict with 'state' and 'param_groups' "
+                             f"(an Optimizer.state_dict()), got {type(state_dict).__name__}")
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)}) than the optimizer ({len(groups)})")
+        for i, (g, s) in enumerate(zip(groups, saved_groups)):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't "
+                                 f"match the size of optimizer's group (group {i}: "
+                                 f"{len(s['params'])} saved, {len(g['params'])} here)")
+        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = {key: _cast(param, value, key) for key, value in v.items()}
+            else:
+                state[k] = v
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            for name, default in self.defaults.items():
+                s.setdefault(name, default)
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+
+
+def _cast(param, value, key):
+    """A copy of one saved state value on param's device (floating state in param's
+    dtype; 'step' as saved)."""
+    if isinstance(value, em.Tensor):
+        if key == "step":
+            return value.clone()
+        if param.dtype.kind == "float":
+            return value.to(dtype=param.dtype, device=param.device, copy=True)
+        return value.to(device=param.device, copy=True)
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v, key) for v in value)
+    return value

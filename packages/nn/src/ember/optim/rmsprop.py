@@ -1,0 +1,91 @@
+"""RMSprop (Hinton's unpublished method; the centered form of Graves)."""
+from __future__ import annotations
+
+import ember as em
+from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
+                                   _step_without_grad)
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as PyTorch computes it:
+
+        g = -grad if maximize else grad;  g += weight_decay * p
+        v = alpha * v + (1 - alpha) * g^2
+        centered: a = alpha * a + (1 - alpha) * g;  d = sqrt(v - a^2) + eps
+        otherwise d = sqrt(v) + eps
+        momentum > 0: buf = momentum * buf + g / d;  p -= lr * buf
+        otherwise p -= lr * g / d
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        if differentiable:
+            raise NotImplementedError("RMSprop: differentiable=True is not supported by ember")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _steps_to_tensors(self.state)
+
+    @_step_without_grad
+    def step(self):
+        """One RMSprop step over every parameter that has a gradient."""
+        for group in self.param_groups:
+            lr = group["lr"]
+            alpha = group["alpha"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            momentum = group["momentum"]
+            centered = group["centered"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_tensor()
+                    state["square_avg"] = em.zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = em.zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = em.zeros_like(p)
+                _bump_step(state)
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    g = p.mul(weight_decay).add_(g)
+                square_avg = state["square_avg"]
+                tmp = em.mul(g, g)
+                square_avg.lerp_(tmp, 1 - alpha)
+                if centered:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.lerp_(g, 1 - alpha)
+                    em.mul(grad_avg, grad_avg, out=tmp)
+                    em.sub(square_avg, tmp, out=tmp).sqrt_()
+                else:
+                    em.sqrt(square_avg, out=tmp)
+                tmp.add_(eps)
+                em.div(g, tmp, out=tmp)
+                if momentum > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(momentum).add_(tmp)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.add_(tmp.mul_(-lr))

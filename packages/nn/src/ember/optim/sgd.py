@@ -1,0 +1,69 @@
+"""SGD: stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
+from __future__ import annotations
+
+from ember.optim.optimizer import Optimizer, _step_without_grad
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (PyTorch's formulation):
+
+        g = -grad if maximize else grad;  g += weight_decay * p
+        buf = g (first step) or momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf      (when momentum != 0)
+        p -= lr * g
+
+    foreach and fused are accepted for compatibility: ember has one implementation.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if differentiable:
+            raise NotImplementedError("SGD: differentiable=True is not supported by ember")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    @_step_without_grad
+    def step(self):
+        """One SGD step over every parameter that has a gradient."""
+        state = self.state
+        for group in self.param_groups:
+            lr = group["lr"]
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            weight_decay = group["weight_decay"]
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if weight_decay != 0:
+                    # maximize negates the gradient before the decay term is added
+                    g = p.mul(weight_decay).sub_(g) if maximize else p.mul(weight_decay).add_(g)
+                elif maximize:
+                    g = -g
+                if momentum != 0:
+                    s = state[p]
+                    buf = s.get("momentum_buffer")
+                    if buf is None:
+                        buf = s["momentum_buffer"] = g.clone()
+                    else:
+                        buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                    if nesterov:
+                        g = buf.mul(momentum).add_(g)
+                    else:
+                        g = buf
+                p.add_(g, alpha=-lr)

@@ -1,0 +1,132 @@
+"""ember.nn.utils: clip_grad_norm_ / clip_grad_value_ against NumPy norms, and
+parameters_to_vector / vector_to_parameters."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember as em
+from ember import nn
+from ember.nn.utils import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
+                            get_total_norm, parameters_to_vector, vector_to_parameters)
+
+SHAPES = [(4, 3), (7,), (), (2, 0)]
+
+
+def _params(seed=0, scale=1.0, dtype=em.float64):
+    rng = np.random.default_rng(seed)
+    ps, grads = [], []
+    for s in SHAPES:
+        p = em.tensor(rng.standard_normal(s), dtype=dtype).requires_grad_()
+        g = rng.standard_normal(s) * scale
+        p.grad = em.tensor(g, dtype=dtype)
+        ps.append(p)
+        grads.append(g)
+    return ps, grads
+
+
+def _np_total(grads, norm_type):
+    flat = np.concatenate([g.ravel() for g in grads])
+    if norm_type == math.inf:
+        return np.abs(flat).max()
+    return (np.abs(flat) ** norm_type).sum() ** (1 / norm_type)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, 3.5, math.inf, "inf"])
+@pytest.mark.parametrize("max_norm", [0.5, 1e6])
+def test_clip_grad_norm(norm_type, max_norm):
+    ps, grads = _params()
+    nt = float(norm_type)
+    total = clip_grad_norm_(ps, max_norm, norm_type=norm_type)
+    expected = _np_total(grads, nt)
+    assert isinstance(total, em.Tensor) and total.ndim == 0
+    assert total.item() == pytest.approx(expected, rel=1e-12)
+    coef = min(1.0, max_norm / (expected + 1e-6))
+    for p, g in zip(ps, grads):
+        np.testing.assert_allclose(p.grad.numpy(), g * coef, rtol=1e-12)
+    if coef < 1:
+        assert _np_total([p.grad.numpy() for p in ps], nt) == pytest.approx(max_norm, rel=1e-5)
+
+
+def test_clip_grad_norm_float32_single_tensor_and_generators():
+    p = em.tensor([3.0, 4.0], requires_grad=True)
+    p.grad = em.tensor([3.0, 4.0])
+    total = clip_grad_norm_(p, 1.0)
+    assert total.dtype == em.float32 and total.item() == pytest.approx(5.0)
+    assert p.grad.tolist() == pytest.approx([0.6, 0.8], rel=1e-5)
+    model = nn.Linear(3, 2)
+    for q in model.parameters():
+        q.grad = em.ones(*q.shape)
+    assert clip_grad_norm_(model.parameters(), 100.0).item() == pytest.approx(math.sqrt(8))
+    assert all(q.grad.tolist() == em.ones(*q.shape).tolist() for q in model.parameters())
+
+
+def test_clip_grad_norm_skips_missing_grads_and_handles_none():
+    a, b = em.ones(2, requires_grad=True), em.ones(2, requires_grad=True)
+    a.grad = em.tensor([6.0, 8.0])
+    assert clip_grad_norm_([a, b], 5.0).item() == pytest.approx(10.0)
+    assert b.grad is None and a.grad.tolist() == pytest.approx([3.0, 4.0], rel=1e-5)
+    assert clip_grad_norm_([b], 1.0).item() == 0.0
+
+
+def test_nonfinite_norms():
+    p = em.ones(3, requires_grad=True)
+    p.grad = em.tensor([1.0, float("nan"), 2.0])
+    with pytest.raises(RuntimeError, match="The total norm of order 2.0 for gradients from "
+                                           "`parameters` is non-finite"):
+        clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    total = clip_grad_norm_(p, 1.0)
+    assert math.isnan(total.item()) and all(math.isnan(v) for v in p.grad.tolist())
+    p.grad = em.tensor([1.0, float("inf"), 2.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        clip_grad_norm_(p, 1.0, norm_type="inf", error_if_nonfinite=True)
+
+
+def test_get_total_norm_and_clip_with_norm():
+    ps, grads = _params(1)
+    total = get_total_norm([p.grad for p in ps], 2.0)
+    assert total.item() == pytest.approx(_np_total(grads, 2.0), rel=1e-12)
+    clip_grads_with_norm_(ps, 1.0, total)
+    assert _np_total([p.grad.numpy() for p in ps], 2.0) == pytest.approx(1.0, rel=1e-5)
+    assert get_total_norm([]).item() == 0.0
+
+
+@pytest.mark.parametrize("clip_value", [0.3, 2])
+def test_clip_grad_value(clip_value):
+    ps, grads = _params(2, scale=2.0)
+    clip_grad_value_(ps, clip_value)
+    for p, g in zip(ps, grads):
+        np.testing.assert_array_equal(p.grad.numpy(), np.clip(g, -clip_value, clip_value))
+
+
+def test_clipping_is_not_recorded():
+    p = em.ones(2, requires_grad=True)
+    (p * em.tensor([30.0, 40.0])).sum().backward(create_graph=True)
+    clip_grad_norm_(p, 5.0)
+    clip_grad_value_(p, 3.5)
+    assert p.grad.tolist() == pytest.approx([3.0, 3.5], rel=1e-5)
+
+
+def test_parameters_to_vector_and_back():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    params = list(model.parameters())
+    vec = parameters_to_vector(params)
+    expected = np.concatenate([p.detach().numpy().ravel() for p in params])
+    np.testing.assert_array_equal(vec.detach().numpy(), expected)
+    assert vec.ndim == 1 and vec.numel() == 3 * 4 + 4 + 4 * 2 + 2
+    new = em.arange(vec.numel(), dtype=em.float32)
+    vector_to_parameters(new, params)
+    assert [tuple(p.shape) for p in params] == [(4, 3), (4,), (2, 4), (2,)]
+    np.testing.assert_array_equal(parameters_to_vector(params).detach().numpy(), new.numpy())
+    assert params[1].tolist() == [12.0, 13.0, 14.0, 15.0]
+    assert params[0].requires_grad and params[0] is next(iter(model.parameters()))
+    new[12] = -1.0                      # the parameters are views of the vector
+    assert params[1].tolist()[0] == -1.0
+    with pytest.raises(TypeError, match="expected ember.Tensor, but got: list"):
+        vector_to_parameters([1.0], params)
+    with pytest.raises(ValueError, match="expected a 1-d vector of 26 elements"):
+        vector_to_parameters(em.zeros(25), params)
+    with pytest.raises(ValueError, match="got no parameters"):
+        parameters_to_vector([])

@@ -1,0 +1,510 @@
+"""ember.save / ember.load: checkpoints in the safetensors format, with no pickle.
+
+    em.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.ember")
+    ckpt = em.load("ckpt.ember")
+
+What can be saved: tensors, ember dtypes and devices, None, bool, int, float, str, and
+dict / OrderedDict / Counter / list / tuple / ember.Size containers of them (dict keys
+of any of the scalar kinds or tuples of them).
+
+The file is a safetensors file, so other tools (the `safetensors` library, for one)
+read its tensors:
+
+    8 bytes     N, the header's length (unsigned little-endian)
+    N bytes     JSON: {name: {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, ...,
+                       "__metadata__": {"format": "ember", "ember_version": "1",
+                                        "ember_structure": "<JSON of the container>"}}
+                (padded with spaces to a multiple of 8 bytes)
+    the rest    each tensor's bytes, row-major, little-endian, at [b, e) of this part;
+                tensors are laid out largest itemsize first, so each is aligned
+
+The container structure is JSON in the metadata, with each tensor replaced by a
+reference to its name (a dict of tensors with string keys uses the keys as names,
+nested ones the dotted path). A tensor object that appears several times is stored
+once and loads as one object; different tensors sharing memory (views of one another)
+are stored separately, each as its own contiguous copy, and load as separate tensors.
+Tensors on other devices are copied to the CPU; `requires_grad` and the device are
+recorded and restored.
+
+Loading never runs code from the file: it parses JSON and copies bytes. The header is
+checked before any tensor is made (sizes, offsets inside the file and covering the data
+exactly, known dtype names, shapes that match the byte counts), and a truncated or
+corrupted file raises ValueError naming the file and the problem. A file without
+ember's metadata (written by another safetensors writer) loads as a dict of tensors.
+
+Saving to a path is atomic: the data goes to a temporary file in the same directory,
+is flushed to disk (fsync) and then renamed over the target, so a crash or an error
+mid-save leaves the previous file intact.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+from collections import Counter, OrderedDict
+
+from ember._C import core as _core
+from ember._tensor import Size, Tensor
+
+__all__ = ["save", "load"]
+
+# ember dtype name <-> safetensors dtype code
+_CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
+          "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
+_DTYPES = {code: name for name, code in _CODES.items()}
+_MAX_HEADER = 100_000_000   # the safetensors library's limit
+_MAX_DIMS = 16
+_VERSION = "1"
+_PICKLE_HINT = ("ember does not load pickle-based files (they can run code); convert the "
+                "checkpoint to safetensors with the tool that wrote it")
+
+
+# saving ------------------------------------------------------------------------------
+
+class _Encoder:
+    """Turns an object into its JSON structure, collecting the tensors by name."""
+
+    def __init__(self):
+        self.tensors = {}      # name -> CPU tensor (contiguous)
+        self.by_id = {}        # id(tensor) -> name (one tensor object stored once; the
+                               # object being saved keeps every id valid meanwhile)
+        self.active = set()    # ids of the containers being encoded (cycle check)
+
+    def encode(self, obj, path):
+        t = type(obj)
+        if obj is None or t is bool or t is int or t is str:
+            return obj
+        if t is float:
+            return obj if math.isfinite(obj) else {"float": repr(obj)}
+        if isinstance(obj, Tensor):
+            return self._tensor(obj, path)
+        if t is _core.DType:
+            return {"dtype": obj.name}
+        if t is _core.Device:
+            return {"device": str(obj)}
+        tags = {list: None, tuple: "tuple", Size: "size", dict: "dict",
+                OrderedDict: "odict", Counter: "counter"}
+        if t not in tags:
+            raise TypeError(f"save: cannot save an object of type {t.__name__} (at "
+                            f"{_where(path)}); ember saves tensors, dtypes, devices, None, "
+                            f"bool, int, float, str and dict/OrderedDict/Counter/list/tuple "
+                            f"containers of them")
+        if id(obj) in self.active:
+            raise ValueError(f"save: the object contains a reference cycle (at {_where(path)})")
+        self.active.add(id(obj))
+        if t in (dict, OrderedDict, Counter):
+            value = [[self._key(k, path), self.encode(v, path + (k,))] for k, v in obj.items()]
+        else:
+            value = [self.encode(v, path + (i,)) for i, v in enumerate(obj)]
+        self.active.discard(id(obj))
+        tag = tags[t]
+        return value if tag is None else {tag: value}
+
+    def _key(self, k, path):
+        t = type(k)
+        if k is None or t in (bool, int, str, float):
+            return self.encode(k, path)
+        if t is tuple:
+            return {"tuple": [self._key(x, path) for x in k]}
+        raise TypeError(f"save: cannot save a dict key of type {t.__name__} (in "
+                        f"{_where(path)}); keys may be None, bool, int, float, str or tuples "
+                        f"of them")
+
+    def _tensor(self, t, path):
+        name = self.by_id.get(id(t))
+        if name is None:
+            name = self._name(path)
+            data = t.detach()
+            if data.device.type != "cpu":
+                data = data.cpu()
+            if not data.is_contiguous():
+                data = _core.contiguous_copy(data)
+            self.tensors[name] = data
+            self.by_id[id(t)] = name
+        ref = {"tensor": name}
+        if t.requires_grad:
+            ref["requires_grad"] = True
+        if t.device.type != "cpu":
+            ref["device"] = str(t.device)
+        return ref
+
+    def _name(self, path):
+        base = ".".join(str(k) for k in path) or "tensor"
+        name, n = base, 0
+        while name in self.tensors or name == "__metadata__":
+            n += 1
+            name = f"{base}#{n}"
+        return name
+
+
+def _where(path):
+    return "the top level" if not path else "".join(f"[{k!r}]" for k in path)
+
+
+def _byte_view(t):
+    """The tensor's bytes, little-endian (without a copy on little-endian hosts)."""
+    flat = memoryview(t.reshape(-1)).cast("B")
+    if sys.byteorder == "little" or t.dtype.itemsize == 1:
+        return flat
+    import array
+    swapped = array.array({2: "H", 4: "I", 8: "Q"}[t.dtype.itemsize], flat.tobytes())
+    swapped.byteswap()
+    return memoryview(swapped).cast("B")
+
+
+def _serialize(obj):
+    """(the header with its length prefix, the tensors in file order)."""
+    enc = _Encoder()
+    structure = enc.encode(obj, ())
+    # largest itemsize first, so every tensor starts at a multiple of its itemsize
+    order = sorted(enc.tensors.items(), key=lambda kv: -kv[1].dtype.itemsize)
+    header = {"__metadata__": {"format": "ember", "ember_version": _VERSION,
+                               "ember_structure": json.dumps(structure, separators=(",", ":"),
+                                                             allow_nan=False)}}
+    offset = 0
+    for name, t in order:
+        n = t.numel() * t.dtype.itemsize
+        header[name] = {"dtype": _CODES[t.dtype.name], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-(8 + len(raw)) % 8)
+    return struct.pack("<Q", len(raw)) + raw, [t for _, t in order]
+
+
+def _write_payload(f, header, tensors):
+    f.write(header)
+    for t in tensors:
+        if t.numel():
+            f.write(_byte_view(t))
+
+
+def save(obj, f):
+    """Save obj (tensors in nested dict/list/tuple containers; see the module doc) to
+    f, a path or a binary file object. Writing to a path is atomic."""
+    header, tensors = _serialize(obj)
+    if not isinstance(f, (str, bytes, os.PathLike)):
+        if isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
+            raise TypeError(f"save: f must be a path or a binary file object, got "
+                            f"{type(f).__name__}")
+        _write_payload(f, header, tensors)
+        return
+    path = os.path.abspath(os.fsdecode(f))
+    directory, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _write_payload(out, header, tensors)
+            out.flush()
+            os.fsync(out.fileno())
+            os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if os.name == "posix":      # make the rename itself durable
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _file_mode(path):
+    """The permissions a plain open() would give a new file (an existing file keeps
+    its own): mkstemp's 0600 would surprise other readers."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+# loading ------------------------------------------------------------------------------
+
+class _Source:
+    """A binary input with a known size: a file, or an unseekable stream read whole."""
+
+    def __init__(self, f):
+        if isinstance(f, (str, bytes, os.PathLike)):
+            self.name = os.fsdecode(f)
+            self.file = open(f, "rb")
+            self.owned = True
+        else:
+            if isinstance(f, io.TextIOBase) or not hasattr(f, "read"):
+                raise TypeError(f"load: f must be a path or a binary file object, got "
+                                f"{type(f).__name__}")
+            self.name = getattr(f, "name", None) or type(f).__name__
+            self.owned = False
+            seekable = getattr(f, "seekable", None)
+            self.file = f if seekable is not None and seekable() else io.BytesIO(f.read())
+        self.start = self.file.tell()
+        self.size = self.file.seek(0, os.SEEK_END) - self.start
+        self.file.seek(self.start)
+
+    def error(self, problem):
+        return ValueError(f"load: {self.name!r} is not a valid ember/safetensors file: "
+                          f"{problem}")
+
+    def read_into(self, pos, view):
+        self.file.seek(self.start + pos)
+        got = 0
+        while got < len(view):
+            n = self.file.readinto(view[got:])
+            if not n:
+                raise self.error(f"the file ended while reading tensor data at byte "
+                                 f"{pos + got} (the file was truncated or changed while "
+                                 f"loading)")
+            got += n
+
+    def close(self):
+        if self.owned:
+            self.file.close()
+
+
+def _read_header(src):
+    if src.size < 8:
+        raise src.error(f"it is {src.size} bytes long, too short for the 8-byte header length")
+    first = src.file.read(8)
+    (n,) = struct.unpack("<Q", first)
+    if n > _MAX_HEADER or 8 + n > src.size:
+        # PyTorch's files start with a zip or a pickle signature (a huge "length")
+        if first[:4] == b"PK\x03\x04" or first[:1] == b"\x80":
+            raise src.error("it looks like a PyTorch checkpoint (zip/pickle data); "
+                            + _PICKLE_HINT)
+    if n > _MAX_HEADER:
+        raise src.error(f"the header length {n} is larger than the limit of {_MAX_HEADER} "
+                        f"bytes (a corrupted length, or not such a file)")
+    if 8 + n > src.size:
+        raise src.error(f"the header length {n} runs past the end of the file ({src.size} "
+                        f"bytes): the file is truncated or corrupted")
+    raw = src.file.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys,
+                            parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise src.error(f"the header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise src.error(f"the header is a JSON {type(header).__name__}, not an object")
+    return header, 8 + n
+
+
+def _unique_keys(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise ValueError(f"duplicate key {k!r}")
+        d[k] = v
+    return d
+
+
+def _no_constants(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def _is_int(x):
+    return type(x) is int
+
+
+def _check_entries(src, header, data_size):
+    """Validate each tensor entry; returns [(name, dtype, shape, start, end)] by offset.
+    The data must cover [0, data_size) exactly (for a file object, only a prefix of
+    what follows: the rest may be the next record in the stream)."""
+    entries = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        where = f"tensor {name!r}"
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+            raise src.error(f"{where}: expected an object with dtype, shape and data_offsets, "
+                            f"got {info!r:.200}")
+        code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(code, str) or code not in _DTYPES:
+            raise src.error(f"{where}: unsupported dtype {code!r:.40} (ember reads "
+                            f"{', '.join(_DTYPES)})")
+        if not isinstance(shape, list) or len(shape) > _MAX_DIMS or \
+                not all(_is_int(s) and 0 <= s < 2 ** 63 for s in shape):
+            raise src.error(f"{where}: the shape must be a list of at most {_MAX_DIMS} "
+                            f"non-negative integers, got {shape!r:.200}")
+        if not isinstance(offsets, list) or len(offsets) != 2 or \
+                not all(_is_int(o) for o in offsets) or not 0 <= offsets[0] <= offsets[1]:
+            raise src.error(f"{where}: data_offsets must be [start, end] with "
+                            f"0 <= start <= end, got {offsets!r:.200}")
+        dtype = _core._dtype_by_name(_DTYPES[code])
+        nbytes = math.prod(shape) * dtype.itemsize
+        if offsets[1] - offsets[0] != nbytes:
+            raise src.error(f"{where}: shape {tuple(shape)} of {code} needs {nbytes} bytes but "
+                            f"data_offsets {offsets} hold {offsets[1] - offsets[0]}")
+        if offsets[1] > data_size:
+            raise src.error(f"{where}: its data [{offsets[0]}, {offsets[1]}) runs past the end "
+                            f"of the file ({data_size} bytes of tensor data): the file is "
+                            f"truncated or corrupted")
+        entries.append((name, dtype, shape, offsets[0], offsets[1]))
+    entries.sort(key=lambda e: (e[3], e[4]))
+    expected = 0
+    for name, _, _, start, end in entries:
+        if start != expected:
+            raise src.error(f"tensor {name!r}: its data starts at byte {start} but the "
+                            f"previous tensor ends at {expected} (overlapping or missing "
+                            f"data)")
+        expected = end
+    if expected != data_size and src.owned:
+        raise src.error(f"the tensors hold {expected} bytes but {data_size} bytes of data "
+                        f"follow the header (trailing bytes: the file is corrupted)")
+    return entries
+
+
+def _read_tensors(src, entries, base):
+    tensors = {}
+    for name, dtype, shape, start, end in entries:
+        t = _core.empty(tuple(shape), dtype)
+        if end > start:
+            src.read_into(base + start, memoryview(t.reshape(-1)).cast("B"))
+            if sys.byteorder != "little" and dtype.itemsize > 1:
+                _byteswap_(t)
+        tensors[name] = t
+    return tensors
+
+
+def _byteswap_(t):
+    swapped = _byte_view(t).tobytes()   # _byte_view swaps on big-endian hosts
+    memoryview(t.reshape(-1)).cast("B")[:] = swapped
+
+
+class _Corrupt(ValueError):
+    """A problem in the saved structure (reported as a corrupted file)."""
+
+
+def _saved_device(x):
+    try:
+        return _core.as_device(x)
+    except (ValueError, TypeError):
+        raise _Corrupt(f"invalid device {x!r:.40}") from None
+
+
+class _Decoder:
+    def __init__(self, tensors, map_location):
+        self.tensors, self.map_location = tensors, map_location
+        self.used = {}    # name -> the loaded tensor (one object per stored tensor)
+
+    def decode(self, v):
+        if v is None or type(v) in (bool, int, str, float):
+            return v
+        if type(v) is list:
+            return [self.decode(x) for x in v]
+        if type(v) is not dict or len(v) not in (1, 2, 3):
+            raise _Corrupt(f"unexpected value {v!r:.100}")
+        if "tensor" in v:
+            return self._tensor(v)
+        if len(v) != 1:
+            raise _Corrupt(f"unexpected value {v!r:.100}")
+        (tag, x), = v.items()
+        if tag == "float" and x in ("inf", "-inf", "nan"):
+            return float(x)
+        if tag == "dtype" and x in _CODES:
+            return _core._dtype_by_name(x)
+        if tag == "device":
+            return _saved_device(x)
+        if tag in ("tuple", "size") and type(x) is list:
+            items = tuple(self.decode(e) for e in x)
+            return items if tag == "tuple" else Size(items)
+        if tag in ("dict", "odict", "counter") and type(x) is list:
+            cls = {"dict": dict, "odict": OrderedDict, "counter": Counter}[tag]
+            out = cls()
+            for item in x:
+                if type(item) is not list or len(item) != 2:
+                    raise _Corrupt(f"a {tag} item must be a [key, value] pair, got "
+                                     f"{item!r:.100}")
+                key, value = self.decode(item[0]), self.decode(item[1])
+                try:
+                    out[key] = value
+                except TypeError:
+                    raise _Corrupt(f"unhashable dict key {item[0]!r:.100}") from None
+            return out
+        raise _Corrupt(f"unexpected value {v!r:.100}")
+
+    def _tensor(self, v):
+        name = v["tensor"]
+        extra = set(v) - {"tensor", "requires_grad", "device"}
+        if type(name) is not str or extra:
+            raise _Corrupt(f"unexpected tensor reference {v!r:.100}")
+        if name in self.used:
+            return self.used[name]
+        if name not in self.tensors:
+            raise _Corrupt(f"the structure refers to tensor {name!r}, which the file does "
+                             f"not hold")
+        t = self.tensors[name]
+        grad = v.get("requires_grad") is True
+        if grad and t.dtype.kind != "float":
+            raise _Corrupt(f"tensor {name!r} of dtype {t.dtype.name} is marked requires_grad")
+        t = _place(t, str(_saved_device(v.get("device", "cpu"))), self.map_location)
+        if grad and not t.requires_grad:
+            t.requires_grad_()
+        self.used[name] = t
+        return t
+
+
+def _place(t, saved, map_location):
+    """Move a loaded CPU tensor where map_location says (None: the device it was saved
+    from)."""
+    if map_location is None:
+        target = saved
+    elif callable(map_location):
+        return map_location(t, saved)
+    elif isinstance(map_location, dict):
+        target = map_location.get(saved, saved)
+    else:
+        target = map_location
+    dev = _core.as_device(target)
+    if dev.type == "cpu":
+        return t
+    try:
+        return t.to(dev)
+    except Exception as e:
+        raise RuntimeError(f"load: a tensor saved from {saved} cannot be placed on {dev} "
+                           f"({e}); pass map_location='cpu' to load it on the CPU") from e
+
+
+def load(f, map_location=None, weights_only=True):
+    """Load what save() wrote to f (a path or a binary file object); a safetensors file
+    from another writer loads as a dict of tensors. map_location: a device (or str)
+    for every tensor, a dict {saved device: device}, or a callable(tensor, saved
+    device) returning the tensor to use. weights_only is accepted for compatibility:
+    these files hold data only, so loading never runs code either way."""
+    src = _Source(f)
+    try:
+        header, base = _read_header(src)
+        meta = header.get("__metadata__", {})
+        if not isinstance(meta, dict) or not all(type(v) is str for v in meta.values()):
+            raise src.error("__metadata__ must be an object of string values")
+        entries = _check_entries(src, header, src.size - base)
+        structure = meta.get("ember_structure")
+        if structure is not None and meta.get("ember_version") != _VERSION:
+            raise src.error(f"it is in ember format version "
+                            f"{meta.get('ember_version')!r:.20}, and this ember reads version "
+                            f"{_VERSION} (a newer ember wrote it?)")
+        tensors = _read_tensors(src, entries, base)
+        if not src.owned:     # leave a stream just after this record
+            src.file.seek(src.start + base + (entries[-1][4] if entries else 0))
+    finally:
+        src.close()
+    if structure is None:
+        return {name: _place(t, "cpu", map_location) for name, t in tensors.items()}
+    dec = _Decoder(tensors, map_location)
+    try:
+        obj = dec.decode(json.loads(structure, parse_constant=_no_constants))
+    except (_Corrupt, json.JSONDecodeError, RecursionError) as e:
+        raise src.error(f"the saved structure is corrupted: {e}") from None
+    unused = tensors.keys() - dec.used.keys()
+    if unused:
+        raise src.error(f"tensor(s) {sorted(unused)[:5]} are not referenced by the saved "
+                        f"structure")
+    return obj
