@@ -59,6 +59,36 @@ def test_shared_gradient_is_not_aliased_between_leaves():
     assert b.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_an_exclusive_gradient_is_taken_without_a_copy():
+    made = {}
+
+    class Fresh(em.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 3
+            made["ptr"] = out.data_ptr()   # remembers the address, not the tensor
+            return out
+
+    x = leaf(4)
+    Fresh.apply(x).sum().backward()
+    assert x.grad.data_ptr() == made["ptr"]
+    kept = []
+    y = leaf(4)
+    y.register_hook(lambda g: kept.append(g * 1) or kept[-1])
+    (y * 2).sum().backward()
+    assert y.grad.data_ptr() != kept[0].data_ptr()      # a hook's result is copied
+
+
+def test_linear_weight_gradients_are_contiguous():
+    w = leaf(4, 3)
+    (em.randn(5, 3, dtype=em.float64) @ w.T).sum().backward()
+    assert w.grad.is_contiguous()
+
+
 def test_backward_inputs_accumulates_only_into_those():
     a, b = leaf(3), leaf(3, seed=1)
     (a * b).sum().backward(inputs=[a])

@@ -101,7 +101,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                                        inputs=targets, accumulate=True)
         for t, g in zip(targets, captured):
             if g is not None:
-                _graph._accumulate(t, g, create_graph) if t.is_leaf else \
+                _graph.accumulate(t, g, create_graph) if t.is_leaf else \
                     _accumulate_nonleaf(t, g)
         return
     _graph.run_backward(tensors, grads, retain_graph, create_graph)

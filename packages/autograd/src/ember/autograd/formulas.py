@@ -313,7 +313,7 @@ def _(n, g):
 
 @formula("relu", output=True)
 def _(n, g):
-    return _where(n.output > 0, g, 0.0),
+    return g * (n.output > 0),
 
 
 @formula("sigmoid", output=True)
@@ -657,7 +657,7 @@ def _(n, g):
     return _where(before, regular, _where(first, at_first, 0.0)),
 
 
-@formula("matmul", inputs=(0, 1), uses={0: (1,), 1: (0,)})
+@formula("matmul", inputs=(0, 1), uses={0: (1,), 1: (0, 1)})  # b: its layout too
 def _(n, g):
     a, b = n.inputs          # a is saved only when b needs a gradient, and b vice versa
     ga = gb = None
@@ -677,6 +677,10 @@ def _(n, g):
             gb = (a.transpose(-1, -2) @ g.unsqueeze(-1)).squeeze(-1)
         elif nda == 1:
             gb = a.unsqueeze(-1) * g.unsqueeze(-2)
+        elif b.ndim == 2 and b.stride(0) == 1 and b.stride(1) == b.shape[0]:
+            # b is a transposed contiguous matrix (Linear's weight.T): its gradient
+            # laid out like its base, so the base's .grad is contiguous
+            gb = (g.flatten(0, -2).transpose(0, 1) @ a.flatten(0, -2)).transpose(0, 1)
         else:
             gb = a.transpose(-1, -2) @ g
     return ga, gb

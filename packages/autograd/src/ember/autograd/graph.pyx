@@ -617,7 +617,10 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                     continue
             if type(n) is AccumulateGrad:
                 if buf[0] is not None and (targets is None or n in targets):
-                    _accumulate((<AccumulateGrad>n).variable, buf[0], create_graph)
+                    g = buf[0]
+                    buf[0] = None         # so that _accumulate may take it as is
+                    _accumulate((<AccumulateGrad>n).variable, g, create_graph)
+                    g = None
                 continue
             for g in buf:
                 if g is not None:
@@ -689,23 +692,43 @@ def _run_tensor_hooks(node, buf):
                 buf[nr] = r
 
 
-def _accumulate(t, g, create_graph):
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+
+
+cdef bint _sole_reference(TensorBase g):
+    """Only the engine's variable refers to g, and only g to its storage. The counts
+    include the references this function's own expressions hold (checked by
+    test_engine.py::test_an_exclusive_gradient_is_taken_without_a_copy)."""
+    storage = g._storage
+    return Py_REFCNT(g) == 3 and Py_REFCNT(storage) == 2
+
+
+cdef void _accumulate(TensorBase t, object grad, bint create_graph) except *:
+    cdef object g = grad
     s = t._autograd
     if s is not None and s.hooks:
         for fn in tuple(s.hooks.values()):
             r = fn(g)
             if r is not None:
                 g = r
-    if g.shape != t.shape:
+    if not same_shape(<TensorBase>g, shape_of(t)):
         raise RuntimeError(f"AccumulateGrad: gradient of shape {tuple(g.shape)} for a leaf of "
                            f"shape {tuple(t.shape)}")
-    if g.dtype is not t.dtype:
+    if (<TensorBase>g)._dtype != t._dtype:
         g = g.to(t.dtype)
     old = t._grad
     if old is None:
-        # the engine's gradients may be shared (an add passes one tensor to both inputs,
-        # a user's hook may keep one): .grad gets its own copy unless created here
-        t._grad = g if create_graph else g.detach().clone()
+        # .grad must not alias anything else (an add passes one tensor to both inputs;
+        # a hook may keep what it returns), so it gets a copy unless this gradient is
+        # referenced only from here (the caller's variable and `g`) and its storage
+        # only by this tensor: then it is taken as is, as PyTorch does.
+        if create_graph:
+            t._grad = g
+        elif g is grad and _sole_reference(g):
+            t._grad = g
+        else:
+            t._grad = g.detach().clone()
     elif create_graph or _core.is_grad_enabled():
         t._grad = old + g
     else:
@@ -713,6 +736,11 @@ def _accumulate(t, g, create_graph):
     if s is not None and s.post_accumulate_hooks:
         for fn in tuple(s.post_accumulate_hooks.values()):
             fn(t)
+
+
+def accumulate(t, g, create_graph):
+    """Add g to leaf t's .grad (as backward does; for backward(inputs=...))."""
+    _accumulate(t, g, create_graph)
 
 
 def _check_nan(node, grads):
