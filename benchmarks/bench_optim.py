@@ -7,6 +7,9 @@ Cases (ember_time / torch_time):
 - train_mlp_sgd: a whole training step of nn.Sequential(Linear(784, 256), ReLU,
   Linear(256, 256), ReLU, Linear(256, 10)) on a batch of 128: zero_grad, forward,
   squared-error loss, backward, SGD(lr=0.01).step(). Target <= 1.0.
+- train_cnn_sgd: a whole training step of the small CNN of issue 5 on 32x1x28x28:
+  conv 1->16 (3x3, pad 1), ReLU, max_pool 2; conv 16->32, ReLU, max_pool 2; Linear
+  1568 -> 10; cross-entropy; SGD. Target <= 1.3.
 - step_{sgd,sgd_momentum,adam,adamw}: optimizer.step() alone on that model's
   parameters (269,322 float32 elements in 6 tensors), for the record. Target <= 1.0.
 
@@ -59,6 +62,28 @@ def setup_train(mod):
     return step
 
 
+def setup_train_cnn(mod):
+    nn = mod.nn
+    rng = np.random.default_rng(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+    with mod.no_grad():
+        for p in model.parameters():
+            w = rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.05
+            p.copy_(mod.from_numpy(w))
+    x = mod.from_numpy(rng.standard_normal((32, 1, 28, 28)).astype(np.float32))
+    y = mod.from_numpy(rng.integers(0, 10, size=32).astype(np.int64))
+    opt = mod.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
 def setup_step(name, **kw):
     def setup(mod):
         model, x, y = model_and_data(mod)
@@ -69,8 +94,10 @@ def setup_step(name, **kw):
     return setup
 
 
+TARGETS = {"train_cnn_sgd": 1.3}
 CASES = {
     "train_mlp_sgd": setup_train,
+    "train_cnn_sgd": setup_train_cnn,
     "step_sgd": setup_step("SGD"),
     "step_sgd_momentum": setup_step("SGD", momentum=0.9, nesterov=True),
     "step_adam": setup_step("Adam"),
@@ -111,8 +138,9 @@ def main():
                 times[lib].append(timed(fns[lib], clock))
         med = {lib: statistics.median(v) for lib, v in times.items()}
         ratio = med["ember"] / med["torch"]
+        target = TARGETS.get(name, 1.0)
         print(f"{name:20s} {med['ember'] * 1e6:7.0f} us {med['torch'] * 1e6:7.0f} us "
-              f"{ratio:7.2f} {'<= 1.0':>8s} {'ok' if ratio <= 1.0 else 'FAIL'}")
+              f"{ratio:7.2f} {'<= ' + str(target):>8s} {'ok' if ratio <= target else 'FAIL'}")
 
 
 if __name__ == "__main__":
