@@ -162,6 +162,44 @@ def test_other_reductions_and_dtypes(threads):
     np.testing.assert_allclose(float(got), h.astype(np.float64).sum(), rtol=1e-3)
 
 
+def np_softmax(x, log):
+    x = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        z = x - x.max(axis=-1, keepdims=True)
+        lse = np.log(np.exp(z).sum(axis=-1, keepdims=True))
+        return z - lse if log else np.exp(z - lse)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_on_threads(threads, dtype, log):
+    from ember._nn_ops import softmax_backward
+    # 1037 columns: the 16- and 32-lane loops have tails; values down to -90 reach
+    # exp's underflow to 0
+    x = rand((300, 1037), dtype, seed=15, lo=-90, hi=5)
+    x[5, 3] = np.nan                      # a NaN row stays NaN
+    x[7] = -np.inf                        # softmax 0/0: NaN, as PyTorch
+    x[9, :4] = [1e30, -1e30, 1e30, 0]     # large values: stable
+    x[11, 10] = -np.inf                   # one -inf entry: 0 (log: -inf)
+    t = em.from_numpy(x)
+    f = em.log_softmax if log else em.softmax
+    got = same_at_every_count(threads(lambda: f(t, -1)))
+    want = np_softmax(x, log)
+    assert np.isnan(got[5]).all() and np.isnan(got[7]).all()
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), ~ok)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=3e-6 if dtype == np.float32 else 1e-12,
+                               atol=1e-6 if log else 1e-30)
+    g = rand(x.shape, dtype, seed=16)
+    y = f(t, -1)
+    dx = same_at_every_count(threads(lambda: softmax_backward(em.from_numpy(g), y, -1, log)))
+    yn = y.numpy().astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = (g - np.exp(yn) * g.sum(-1, keepdims=True) if log else
+                yn * (g - (g * yn).sum(-1, keepdims=True)))
+    np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-5)
+
+
 def _run(code, timeout=120):
     env = dict(os.environ, EMBER_NUM_THREADS="2")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
