@@ -1,4 +1,4 @@
-# kernels: softmax.c
+# kernels: softmax.c cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Fused neural-network kernels over contiguous rows (softmax, log_softmax, ...).
 Callers (ember._nn_ops) move the reduced dim last and make the rows contiguous."""
@@ -20,6 +20,11 @@ cdef extern from *:
                                       int64_t n, int log_softmax) nogil
     void em_softmax_backward_rows_f64(const double *g, const double *y, double *dx, int64_t rows,
                                       int64_t n, int log_softmax) nogil
+
+cdef extern from "cpu_api.h":
+    int em_cpu_api_import() except -1
+
+em_cpu_api_import()   # softmax.c shares rows out on ember._C.core's thread pool
 
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
