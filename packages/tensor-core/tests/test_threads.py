@@ -200,6 +200,21 @@ def test_softmax_rows_on_threads(threads, dtype, log):
     np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_matmul_is_the_same_at_every_thread_count(threads, dtype, transposed):
+    # several row blocks and column strips: the strips share one packed A, each
+    # block packed by whichever thread needs it first
+    a = rand((700, 530), dtype, seed=17)
+    b = rand((530, 650), dtype, seed=18)
+    ta = em.from_numpy(np.ascontiguousarray(a.T)).T if transposed else em.from_numpy(a)
+    tb = em.from_numpy(b)
+    got = same_at_every_count(threads(lambda: ta @ tb))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.float32 else 1e-12,
+                               atol=1e-3 if dtype == np.float32 else 1e-10)
+
+
 def _run(code, timeout=120):
     env = dict(os.environ, EMBER_NUM_THREADS="2")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
