@@ -4,9 +4,9 @@
  * in memory, and merge dims that are contiguous for every operand, so a contiguous
  * tensor of any rank becomes one flat run handed to one generated loop.
  *
- * Threads: work of at least two grains (EM_GRAIN elements each) is cut into chunks
- * for the pool (threads.h); anything smaller runs on the caller and wakes no
- * thread. Elementwise ops cut the flat iteration space anywhere (each element is
+ * Threads: work of at least two grains (EM_GRAIN elements each, EM_RED_GRAIN for
+ * reductions) is cut into chunks for the pool (threads.h); anything smaller runs
+ * on the caller and wakes no thread. Elementwise ops cut the flat iteration space anywhere (each element is
  * written once, so the result does not depend on the cut). Reductions cut a kept
  * dim when there are enough outputs (each output is still computed whole, in the
  * sequential order); otherwise they cut a reduced dim into chunks of a fixed size
@@ -24,10 +24,14 @@
 
 #define MAX_OPS 4
 #define TILE 64 /* elements per side of a tile for transposed 2-d access: fits L1 */
-/* Elements per chunk handed to a thread: ~20-50 us of a memory-bound loop here,
- * against ~50 us to wake a thread. */
-#define EM_GRAIN ((int64_t)1 << 16)
-/* Input elements per partial result when a reduction cuts a reduced dim. */
+/* Elements per chunk handed to a thread: ~40-80 us of a float32 add here (a
+ * reduction reads, and costs, about half as much per element), against 5-50 us to
+ * wake a thread on a shared 2-vCPU machine. So an op starts threads from two
+ * grains: 256K elements (elementwise), 512K (reductions). */
+#define EM_GRAIN ((int64_t)1 << 17)
+#define EM_RED_GRAIN ((int64_t)1 << 18)
+/* Input elements per partial result when a reduction cuts a reduced dim; fixed, so
+ * that the result does not depend on the number of threads. */
 #define EM_RED_CHUNK ((int64_t)1 << 16)
 
 static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
@@ -346,7 +350,7 @@ static void split_range(void *ctx, int64_t b, int64_t e) {
 /* Outputs too few to share out: cut reduced dim d into chunks of a fixed size (not
  * depending on the thread count, so neither does the result), reduce each into a
  * partial output, then fold the partials into `out` in chunk order. 0 when the
- * partials can't be allocated. */
+ * partials would be too large or can't be allocated. */
 static int split_reduced(const layout *L, int d, int64_t chunk, char *out, const char *in,
                          em_reduce_inner_fn inner, em_reduce_outer_fn outer,
                          em_reduce_init_fn init, int itemsize) {
@@ -369,12 +373,13 @@ static int split_reduced(const layout *L, int d, int64_t chunk, char *out, const
     F.shape[0] = nchunks;
     F.strides[0][0] = 0;
     F.strides[1][0] = n_out * itemsize;
+    if (nchunks * n_out * itemsize > ((int64_t)64 << 20)) return 0;   /* many small dims kept */
     char *parts = malloc((size_t)(nchunks * n_out * itemsize));
     if (!parts) return 0;
     red_job J = {L, parts, in, inner, outer, d, chunk, pstrides, n_out, itemsize, init};
     int64_t per_chunk = count(L, L->ndim) / L->shape[d] * chunk;
-    em_parallel_for(nchunks, EM_GRAIN / per_chunk > 1 ? EM_GRAIN / per_chunk : 1, split_range,
-                    &J);
+    em_parallel_for(nchunks, EM_RED_GRAIN / per_chunk > 1 ? EM_RED_GRAIN / per_chunk : 1,
+                    split_range, &J);
     reduce_seq(&F, out, parts, inner, outer);
     free(parts);
     return 1;
@@ -389,26 +394,32 @@ void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_ini
     layout L;
     if (!simplify(&L, 2, ndim, shape, strides, 1)) return;
     int64_t total = count(&L, L.ndim);
-    if (L.ndim && total >= 2 * EM_GRAIN) {
+    if (L.ndim && total >= 2 * EM_RED_GRAIN) {
         int c = L.ndim - 1;
-        /* Enough outputs: cut the outermost kept dim that gives two grains (the
-         * innermost only in whole cache lines of output). */
+        /* Enough outputs: cut the outermost kept dim that gives two grains. */
         for (int d = 0; d < L.ndim; d++) {
             if (!L.strides[0][d]) continue;
             int64_t per = total / L.shape[d];
-            int64_t grain = (EM_GRAIN + per - 1) / per;
+            int64_t grain = (EM_RED_GRAIN + per - 1) / per;
             if (d == c) {
-                /* a thread's columns: whole cache lines, and wide runs of each row
-                 * (the walk is row by row over a column block) */
-                int64_t wide = (L.shape[c] / (2 * em_get_num_threads()) + 15) & ~(int64_t)15;
-                grain = grain > wide ? grain : wide;
+                /* A block of columns is walked row by row: each row's piece should
+                 * be a whole 4 KiB page of input (a narrower one costs a TLB miss
+                 * and a new prefetch stream per row) and whole lines of output. */
+                int64_t s = iabs64(L.strides[1][c]), run = 4096 / (s ? s : 1);
+                grain = grain > run ? grain : run;
                 grain = grain > 64 ? grain : 64;
             }
-            if (L.shape[d] >= 2 * grain) {
-                red_job J = {&L, out, in, inner, outer, d};
-                em_parallel_for(L.shape[d], grain, kept_range, &J);
-                return;
+            if (L.shape[d] < 2 * grain) continue;
+            if (d == c) {
+                /* longer runs still, about two blocks per thread (how a kept dim is
+                 * cut never changes the result, so this may follow the threads) */
+                int64_t nt2 = 2 * (int64_t)em_get_num_threads();
+                int64_t wide = ((L.shape[c] + nt2 - 1) / nt2 + 15) & ~(int64_t)15;
+                grain = grain > wide ? grain : wide;
             }
+            red_job J = {&L, out, in, inner, outer, d};
+            em_parallel_for(L.shape[d], grain, kept_range, &J);
+            return;
         }
         /* Else the outermost reduced dim that gives two chunks. */
         for (int d = 0; may_split && d < L.ndim; d++) {

@@ -10,8 +10,9 @@
 #include "ember_c_types.h"
 #include "threads.h"
 
-/* Elements per chunk of rows handed to a thread (a row is never split). */
-#define GRAIN ((int64_t)1 << 15)
+/* Elements per chunk of rows handed to a thread (a row is never split): ~60 us of
+ * float32 softmax, against 5-50 us to wake a thread. */
+#define GRAIN ((int64_t)1 << 16)
 #define LANES 16
 #define MAX_LANES 32   /* what GCC vectorises as four independent vmaxps chains */
 
