@@ -347,22 +347,35 @@ static void split_range(void *ctx, int64_t b, int64_t e) {
     }
 }
 
-/* Outputs too few to share out: cut reduced dim d into chunks of a fixed size (not
- * depending on the thread count, so neither does the result), reduce each into a
- * partial output, then fold the partials into `out` in chunk order. 0 when the
- * partials would be too large or can't be allocated. */
-static int split_reduced(const layout *L, int d, int64_t chunk, char *out, const char *in,
+/* Cut reduced dim d into chunks of a fixed size (from the shape only, not the
+ * thread count, so the result does not depend on it either), reduce each into a
+ * partial output, then fold the partials into `out` in chunk order. A chunk is
+ * at least EM_RED_CHUNK input elements, and there are at most 16-1024 of them (the
+ * fewer, the fewer elements each output reduces), so the partials stay small next
+ * to the input. 0 when d gives fewer than two chunks or the partials can't be
+ * allocated. */
+static int split_reduced(const layout *L, int d, char *out, const char *in,
                          em_reduce_inner_fn inner, em_reduce_outer_fn outer,
                          em_reduce_init_fn init, int itemsize) {
-    int64_t nchunks = (L->shape[d] + chunk - 1) / chunk;
+    int64_t total = count(L, L->ndim), per = total / L->shape[d];
     int64_t pstrides[EMBER_MAX_DIMS], n_out = 1;
-    layout F;                  /* the fold: [chunks, kept dims...] */
-    F.nop = 2;
-    F.ndim = 1;
     for (int k = L->ndim - 1; k >= 0; k--) {
         pstrides[k] = L->strides[0][k] ? n_out * itemsize : 0;
         if (L->strides[0][k]) n_out *= L->shape[k];
     }
+    int64_t max_parts = total / n_out / 256;
+    max_parts = max_parts < 16 ? 16 : max_parts > 1024 ? 1024 : max_parts;
+    int64_t chunk = (EM_RED_CHUNK + per - 1) / per;
+    int64_t even = (L->shape[d] + max_parts - 1) / max_parts;
+    chunk = chunk > even ? chunk : even;
+    int64_t nchunks = (L->shape[d] + chunk - 1) / chunk;
+    if (nchunks < 2 || nchunks * n_out > total / 8) return 0;
+    layout F;                  /* the fold: [chunks, kept dims...] */
+    F.nop = 2;
+    F.ndim = 1;
+    F.shape[0] = nchunks;
+    F.strides[0][0] = 0;
+    F.strides[1][0] = n_out * itemsize;
     for (int k = 0; k < L->ndim; k++) {
         if (!L->strides[0][k]) continue;
         F.shape[F.ndim] = L->shape[k];
@@ -370,19 +383,39 @@ static int split_reduced(const layout *L, int d, int64_t chunk, char *out, const
         F.strides[1][F.ndim] = pstrides[k];
         F.ndim++;
     }
-    F.shape[0] = nchunks;
-    F.strides[0][0] = 0;
-    F.strides[1][0] = n_out * itemsize;
-    if (nchunks * n_out * itemsize > ((int64_t)64 << 20)) return 0;   /* many small dims kept */
     char *parts = malloc((size_t)(nchunks * n_out * itemsize));
     if (!parts) return 0;
     red_job J = {L, parts, in, inner, outer, d, chunk, pstrides, n_out, itemsize, init};
-    int64_t per_chunk = count(L, L->ndim) / L->shape[d] * chunk;
+    int64_t per_chunk = per * chunk;
     em_parallel_for(nchunks, EM_RED_GRAIN / per_chunk > 1 ? EM_RED_GRAIN / per_chunk : 1,
                     split_range, &J);
     reduce_seq(&F, out, parts, inner, outer);
     free(parts);
     return 1;
+}
+
+/* Columns [b, e) of the innermost dim, walked row by row, as a thread's share:
+ * each row's piece should be a long run of input (a new 4 KiB page per row costs a
+ * TLB miss and a fresh prefetch stream), and whole cache lines of output. */
+static int64_t column_grain(const layout *L, int64_t total, int64_t run_bytes) {
+    int c = L->ndim - 1;
+    int64_t s = iabs64(L->strides[1][c]), run = run_bytes / (s ? s : 1);
+    int64_t per = total / L->shape[c], grain = (EM_RED_GRAIN + per - 1) / per;
+    grain = grain > run ? grain : run;
+    return grain > 64 ? grain : 64;
+}
+
+static void kept_parallel(const layout *L, int d, int64_t grain, char *out, const char *in,
+                          em_reduce_inner_fn inner, em_reduce_outer_fn outer) {
+    if (d == L->ndim - 1) {
+        /* about two column blocks per thread: longer runs still (how a kept dim is
+         * cut never changes the result, so this may follow the thread count) */
+        int64_t nt2 = 2 * (int64_t)em_get_num_threads();
+        int64_t wide = ((L->shape[d] + nt2 - 1) / nt2 + 15) & ~(int64_t)15;
+        grain = grain > wide ? grain : wide;
+    }
+    red_job J = {L, out, in, inner, outer, d};
+    em_parallel_for(L->shape[d], grain, kept_range, &J);
 }
 
 void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
@@ -395,42 +428,34 @@ void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_ini
     if (!simplify(&L, 2, ndim, shape, strides, 1)) return;
     int64_t total = count(&L, L.ndim);
     if (L.ndim && total >= 2 * EM_RED_GRAIN) {
+        /* Which way to cut depends on the shape only. (1) The outermost kept dim
+         * (not the innermost) that gives two grains: each thread streams through
+         * whole slabs. */
         int c = L.ndim - 1;
-        /* Enough outputs: cut the outermost kept dim that gives two grains. */
-        for (int d = 0; d < L.ndim; d++) {
+        for (int d = 0; d < c; d++) {
             if (!L.strides[0][d]) continue;
-            int64_t per = total / L.shape[d];
-            int64_t grain = (EM_RED_GRAIN + per - 1) / per;
-            if (d == c) {
-                /* A block of columns is walked row by row: each row's piece should
-                 * be a whole 4 KiB page of input (a narrower one costs a TLB miss
-                 * and a new prefetch stream per row) and whole lines of output. */
-                int64_t s = iabs64(L.strides[1][c]), run = 4096 / (s ? s : 1);
-                grain = grain > run ? grain : run;
-                grain = grain > 64 ? grain : 64;
+            int64_t per = total / L.shape[d], grain = (EM_RED_GRAIN + per - 1) / per;
+            if (L.shape[d] >= 2 * grain) {
+                kept_parallel(&L, d, grain, out, in, inner, outer);
+                return;
             }
-            if (L.shape[d] < 2 * grain) continue;
-            if (d == c) {
-                /* longer runs still, about two blocks per thread (how a kept dim is
-                 * cut never changes the result, so this may follow the threads) */
-                int64_t nt2 = 2 * (int64_t)em_get_num_threads();
-                int64_t wide = ((L.shape[c] + nt2 - 1) / nt2 + 15) & ~(int64_t)15;
-                grain = grain > wide ? grain : wide;
-            }
-            red_job J = {&L, out, in, inner, outer, d};
-            em_parallel_for(L.shape[d], grain, kept_range, &J);
+        }
+        int c_kept = L.strides[0][c] != 0;
+        /* (2) The innermost dim kept, with rows long enough for blocks of 64 KiB. */
+        int64_t grain = c_kept ? column_grain(&L, total, 64 << 10) : 0;
+        if (c_kept && L.shape[c] >= 2 * grain) {
+            kept_parallel(&L, c, grain, out, in, inner, outer);
             return;
         }
-        /* Else the outermost reduced dim that gives two chunks. */
-        for (int d = 0; may_split && d < L.ndim; d++) {
-            if (L.strides[0][d]) continue;
-            int64_t per = total / L.shape[d];
-            int64_t chunk = (EM_RED_CHUNK + per - 1) / per;
-            if (L.shape[d] >= 2 * chunk) {
-                if (split_reduced(&L, d, chunk, out, in, inner, outer, init, out_itemsize))
-                    return;
-                break;
-            }
+        /* (3) Too few outputs, or short rows: a reduced dim in fixed chunks. */
+        for (int d = 0; may_split && d < L.ndim; d++)
+            if (!L.strides[0][d] && L.shape[d] > 1)
+                if (split_reduced(&L, d, out, in, inner, outer, init, out_itemsize)) return;
+        /* (4) Else column blocks of at least a page per row. */
+        grain = c_kept ? column_grain(&L, total, 4096) : 0;
+        if (c_kept && L.shape[c] >= 2 * grain) {
+            kept_parallel(&L, c, grain, out, in, inner, outer);
+            return;
         }
     }
     reduce_seq(&L, out, in, inner, outer);
