@@ -95,6 +95,15 @@ def setup_sum_1e7(mods, rng, quick):
     return _same_stmt("a.sum()", {"a": lambda r: _rand(r, N_FLAT)})(mods, rng, quick)
 
 
+def setup_cast_1e7(mods, rng, quick):
+    """float32 -> float64 into a fresh array (a cast and a copy in one)."""
+    arr = _rand(rng, N_FLAT)
+    fns = {"numpy": lambda a: a.astype(mods["numpy"].float64),
+           "torch": lambda a: a.to(mods["torch"].float64),
+           "ember": lambda a: a.to(mods["ember"].float64)}
+    return {lib: ("f(a)", {"f": fns[lib], "a": _convert(mods, lib, arr)}) for lib in mods}
+
+
 def _sum_dim(dim):
     def setup(mods, rng, quick):
         x = _rand(rng, (N_SQ, N_SQ))
@@ -184,6 +193,7 @@ F32 = 4
 CASES = {
     "add_1e7": (setup_add_1e7, 1, 3 * N_FLAT * F32, "vs_numpy", 1.0, 1e-6),
     "sum_1e7": (setup_sum_1e7, 1, N_FLAT * F32, "vs_best", 1.0, 1e-4),
+    "cast_1e7": (setup_cast_1e7, 1, 3 * N_FLAT * F32, "vs_best", 1.0, 0),
     "sum_dim1_4096": (_sum_dim(1), 1, N_SQ * N_SQ * F32, "vs_best", 1.0, 1e-4),
     "sum_dim0_4096": (_sum_dim(0), 1, N_SQ * N_SQ * F32, "vs_best", 1.0, 1e-4),
     "transpose_add_4096": (setup_transpose_add_4096, 1, 3 * N_SQ * N_SQ * F32,
@@ -295,7 +305,7 @@ def check(stmts, rtol):
         got = eval(stmt, dict(ns))
         took[lib] = time.perf_counter() - t0
         got = _to_numpy(got)
-        ok = (got.shape == ref.shape and got.dtype == np.float32 and
+        ok = (got.shape == ref.shape and got.dtype == ref.dtype and
               np.allclose(got.reshape(-1)[idx].astype(np.float64), want, rtol=rtol, atol=rtol))
         if not ok:
             bad.append(f"{lib}(shape {got.shape} dtype {got.dtype})")

@@ -34,9 +34,9 @@ cdef extern from "ember_cpu.h" nogil:
                     const int64_t *strides)
     void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim,
                           const int64_t *shape, const int64_t *strides, const int *itemsizes)
-    void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, char *out,
-                   const int64_t *out_strides, const char *inp, const int64_t *in_strides,
-                   int ndim, const int64_t *shape)
+    void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
+                   int out_itemsize, int may_split, char *out, const int64_t *out_strides,
+                   const char *inp, const int64_t *in_strides, int ndim, const int64_t *shape)
     void *em_host_alloc(size_t nbytes)
     void em_host_free(void *ptr, size_t nbytes)
     void em_host_empty_cache()
@@ -1519,7 +1519,12 @@ def fill_(TensorBase x not None, value):
     for d in range(x._ndim):
         strides[d] = x._strides[d] * x._itemsize
         strides[x._ndim + d] = 0
-    em_iterate(em_cast_loop(x._dtype, x._dtype), 2, ptrs, x._ndim, x._shape, strides)
+    cdef em_loop_fn loop = em_cast_loop(x._dtype, x._dtype)
+    if x.numel_c() >= NBIG:
+        with nogil:
+            em_iterate(loop, 2, ptrs, x._ndim, x._shape, strides)
+    else:
+        em_iterate(loop, 2, ptrs, x._ndim, x._shape, strides)
     x._storage.version += 1
     return x
 
@@ -1603,13 +1608,20 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
         istrides[d] = x._strides[d] * x._itemsize
     cdef em_reduce_inner_fn inner = em_reduce_inner(r, x._dtype)
     cdef em_reduce_outer_fn outer = em_reduce_outer(r, x._dtype)
+    cdef em_reduce_init_fn init = em_reduce_init(r, x._dtype)
     cdef char *op_ = o.ptr()
     cdef char *ip = x.ptr()
+    cdef int osize = o._itemsize
+    # Partial results of a split reduction are stored in the output dtype: fine for
+    # float32 (its leaves already add in float32), too coarse for float16 sums.
+    cdef bint may_split = not (RED_WIDE[r] and x._dtype == FLOAT16)
     if x.numel_c() >= NBIG:
         with nogil:
-            em_reduce(inner, outer, op_, ostrides, ip, istrides, nd, x._shape)
+            em_reduce(inner, outer, init, osize, may_split, op_, ostrides, ip, istrides, nd,
+                      x._shape)
     else:
-        em_reduce(inner, outer, op_, ostrides, ip, istrides, nd, x._shape)
+        em_reduce(inner, outer, init, osize, may_split, op_, ostrides, ip, istrides, nd,
+                  x._shape)
     cdef TensorBase result = o
     cdef int m = 0
     if not keepdim:

@@ -96,6 +96,7 @@ EM_FLOAT_HELPERS(float64, double)
 #define em_exp_float32(x) exp(x)
 #define em_tanh_float32(x) tanh(x)
 #define em_log_float32(x) log(x)
+#define em_exp_nonpos_float32(x) exp(x)
 #else
 typedef union { float f; em_int32 i; } em_f32_bits;
 
@@ -116,6 +117,25 @@ EM_INLINE float em_exp_float32(float x) {
     em_int32 n = (em_int32)fn, h = n >> 1;  /* scale in two steps: subnormals and inf */
     float y = p * em_exp2i_f32(h) * em_exp2i_f32(n - h);
     return x != x ? x : y;
+}
+
+/* exp(x) for x <= 0 (and NaN), as kernels need it after subtracting a maximum
+ * (softmax): a cheaper em_exp_float32, within 1 ulp where it matters. n =
+ * round(x / ln 2) comes from adding a magic number (1.5 * 2^23 + 127, so the low
+ * bits of the sum hold n + 127 and, shifted, make 2^n), not from floor; there is
+ * no overflow side and no two-step scaling; results below FLT_MIN (x < -87.34,
+ * -inf included) are 0 rather than subnormal. Correct for x up to 88 as well. */
+EM_INLINE float em_exp_nonpos_float32(float x) {
+    const float magic = 12583039.0f;
+    em_f32_bits v;
+    v.f = x * 1.44269504088896341f + magic;
+    float fn = v.f - magic;
+    v.i <<= 23;                                    /* 2^n */
+    float r = x - fn * 0.693359375f - fn * -2.12194440e-4f;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+                + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    float y = (p * (r * r) + r) * v.f + v.f;       /* 2^n (1 + r + r^2 p) */
+    return x < -87.3365402f ? 0.0f : y;
 }
 
 EM_INLINE float em_tanh_float32(float x) {

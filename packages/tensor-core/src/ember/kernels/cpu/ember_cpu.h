@@ -24,7 +24,8 @@ em_reduce_outer_fn em_reduce_outer(int op, int dtype);
 em_reduce_init_fn em_reduce_init(int op, int dtype);
 
 /* iterator.c: run `loop` over an n-d broadcast iteration space. strides[op][dim] in
- * bytes. Reorders and merges dims, tiles transposed 2-d access. */
+ * bytes. Reorders and merges dims, tiles transposed 2-d access, and shares large
+ * iteration spaces out to the thread pool. */
 void em_iterate(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
                 const int64_t *strides);
 /* The same, told each operand's element size, which lets it copy 4-byte operands
@@ -32,10 +33,14 @@ void em_iterate(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *
 void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim, const int64_t *shape,
                       const int64_t *strides, const int *itemsizes);
 /* Reduce `in` into `out` (out_strides are 0 along reduced dims); out already holds
- * the identity. */
-void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, char *out,
-               const int64_t *out_strides, const char *in, const int64_t *in_strides,
-               int ndim, const int64_t *shape);
+ * the identity. Large reductions run on the thread pool; when there are too few
+ * outputs to share out, and may_split is set, a reduced dim is cut into chunks
+ * whose partial results (out_itemsize bytes each, set up by init) are folded in
+ * order. Clear may_split where a partial rounded to the output dtype loses too
+ * much (float16 sums). */
+void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
+               int out_itemsize, int may_split, char *out, const int64_t *out_strides,
+               const char *in, const int64_t *in_strides, int ndim, const int64_t *shape);
 
 /* alloc.c: host memory. Large blocks are 2 MiB aligned, advised for huge pages and
  * kept for reuse, so a fresh 40 MB result does not pay 10,000 page faults. */

@@ -10,8 +10,9 @@
  *       (one strip of everything on one thread); each strip:
  *         for pc in ks by KC:
  *           for ic in M by MC:         A[ic:ic+mc, pc:pc+kc] in MR-row panels
- *                                      (L2): packed here, or once up front and
- *                                      shared by the strips when several run
+ *                                      (L2): packed here, or, when several
+ *                                      strips run, once by whichever strip
+ *                                      gets there first and shared
  *             for jr in strip by NR:   one B micro-panel (kc x NR, L1), packed
  *                                      by row block 0 just before its first use
  *               for ir in mc by MR:    micro-kernel: an MR x NR tile of C in
@@ -1116,8 +1117,12 @@ typedef struct {
     int64_t rsc, csc;
     int64_t jc, nc, nc_pad;   /* the current chunk of columns */
     T *bp;                    /* its packed B: k block at p0 starts at bp + p0 * nc_pad */
-    T *ap;                    /* all of A packed up front (strips on several threads), or
-                               * NULL: block (ic, kb) at ap + (ic * nkb + kb) * mc * kc */
+    T *ap;                    /* all of A, packed once and shared by the strips on several
+                               * threads (NULL: each strip packs its own): block (ic, kb)
+                               * at ap + (ic * nkb + kb) * mc * kc, packed by the first
+                               * strip that needs it */
+    _Atomic unsigned char *astate;   /* per block: 0 not packed, 1 being packed, 2 ready */
+    int nthreads;
     int64_t mc, kc, nkb;      /* balanced block sizes, number of k blocks */
     int64_t n_ic, n_js, js_w;
     _Atomic int64_t next;
@@ -1161,23 +1166,41 @@ static void P(tasks)(void *ctx, int tid, int nt) {
     }
 }
 
-/* Pack A blocks [b0, b1) (block = ic * nkb + kb) into the shared buffer. */
-static void P(pack_a_range)(void *ctx, int64_t b0, int64_t b1) {
-    P(job) *J = ctx;
-    for (int64_t blk = b0; blk < b1; blk++) {
-        int64_t ic = blk / J->nkb, kb = blk % J->nkb;
-        int64_t i0 = ic * J->mc, mcb = MIN(J->mc, J->m - i0);
-        int64_t p0 = kb * J->kc, kcb = MIN(J->kc, J->k - p0);
-        P(pack_a)(mcb, kcb, J->a + i0 * J->rsa + p0 * J->csa, J->rsa, J->csa,
-                  J->ap + blk * J->mc * J->kc, J->avx2);
+/* The packed A block (ic, kb) for a strip: the shared copy, packed here by the
+ * first strip that needs it; while another thread is still packing it, a private
+ * copy in *abuf (never a wait: that thread may be descheduled on a busy machine). */
+static const T *P(a_block)(P(job) *J, int64_t ic, int64_t kb, T **abuf) {
+    int64_t i0 = ic * J->mc, mcb = MIN(J->mc, J->m - i0);
+    int64_t p0 = kb * J->kc, kcb = MIN(J->kc, J->k - p0);
+    const T *src = J->a + i0 * J->rsa + p0 * J->csa;
+    if (J->ap) {
+        int64_t blk = ic * J->nkb + kb;
+        T *shared = J->ap + blk * J->mc * J->kc;
+        unsigned char st = atomic_load_explicit(&J->astate[blk], memory_order_acquire);
+        if (st == 2) return shared;
+        unsigned char expect = 0;
+        if (st == 0 && atomic_compare_exchange_strong_explicit(
+                           &J->astate[blk], &expect, 1, memory_order_relaxed,
+                           memory_order_relaxed)) {
+            P(pack_a)(mcb, kcb, src, J->rsa, J->csa, shared, J->avx2);
+            atomic_store_explicit(&J->astate[blk], 2, memory_order_release);
+            return shared;
+        }
     }
+    if (!*abuf && !(*abuf = buf_get(0, sizeof(T) * (size_t)(J->mc * J->kc)))) return NULL;
+    P(pack_a)(mcb, kcb, src, J->rsa, J->csa, *abuf, J->avx2);
+    return *abuf;
 }
 
 /* Column-strip tasks: each takes a strip of the chunk's columns through the
  * blocks in BLIS order, k blocks outermost, packing its B panels as it first uses
- * them (row block 0) so one k block of the strip's B (kc x js_w) serves every row
- * block while it is still in the cache; every strip packs all of A for itself.
- * One strip of all the columns is the one-thread GEMM. */
+ * them (the first row block) so one k block of the strip's B (kc x js_w) serves
+ * every row block while it is still in the cache. With several strips, A is
+ * packed once, block by block, by whichever strip needs a block first, and the
+ * strips that run at the same time start at different row blocks (a rotation
+ * that leaves each element's order of accumulation alone), so they pack
+ * different blocks and then use each other's. One strip of all the columns is
+ * the one-thread GEMM. */
 static void P(strips)(void *ctx, int tid, int nt) {
     (void)tid; (void)nt;
     P(job) *J = ctx;
@@ -1185,27 +1208,26 @@ static void P(strips)(void *ctx, int tid, int nt) {
     for (;;) {
         int64_t t = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed);
         if (t >= J->n_js) break;
-        if (!abuf && !J->ap) {
-            abuf = buf_get(0, sizeof(T) * (size_t)(J->mc * J->kc));
-            if (!abuf) break;     /* the strip is lost: `done` stays short */
-        }
         int64_t j0 = t * J->js_w, jw = MIN(J->js_w, J->nc - j0);
-        for (int64_t kb = 0; kb < J->nkb; kb++) {
+        int64_t rot = (t % J->nthreads) * J->n_ic / J->nthreads;
+        int ok = 1;
+        for (int64_t kb = 0; kb < J->nkb && ok; kb++) {
             int64_t p0 = kb * J->kc, kcb = MIN(J->kc, J->k - p0);
-            for (int64_t ic = 0; ic < J->n_ic; ic++) {
+            for (int64_t q = 0; q < J->n_ic; q++) {
+                int64_t ic = (q + rot) % J->n_ic;
                 int64_t i0 = ic * J->mc, mcb = MIN(J->mc, J->m - i0);
-                const T *ablk = abuf;
-                if (J->ap)
-                    ablk = J->ap + (ic * J->nkb + kb) * J->mc * J->kc;
-                else
-                    P(pack_a)(mcb, kcb, J->a + i0 * J->rsa + p0 * J->csa, J->rsa, J->csa, abuf,
-                              J->avx2);
-                const T *bsrc = ic == 0 ? J->b + p0 * J->rsb + (J->jc + j0) * J->csb : NULL;
+                const T *ablk = P(a_block)(J, ic, kb, &abuf);
+                if (!ablk) {      /* the strip is lost: `done` stays short */
+                    ok = 0;
+                    break;
+                }
+                const T *bsrc = q == 0 ? J->b + p0 * J->rsb + (J->jc + j0) * J->csb : NULL;
                 P(macro)(J->ukr, mcb, jw, kcb, J->alpha, ablk, J->bp + p0 * J->nc_pad + j0 * kcb,
                          kb == 0 ? J->beta : (T)1, J->c + i0 * J->rsc + (J->jc + j0) * J->csc,
                          J->rsc, J->csc, bsrc, J->rsb, J->csb, J->avx2);
             }
         }
+        if (!ok) break;
         atomic_fetch_add_explicit(&J->done, 1, memory_order_relaxed);
     }
 }
@@ -1396,13 +1418,18 @@ static int P(gemm_blocked)(int64_t m, int64_t n, int64_t k, T alpha, const T *a,
             J.js_w = (npanels + n_strips - 1) / n_strips * NR;
             J.n_js = (J.nc_pad + J.js_w - 1) / J.js_w;
             J.ap = NULL;
+            J.nthreads = nthreads;
             if (J.n_js >= 2) {
-                /* every strip needs all of A: pack it once, in parallel, when it
-                 * fits (else each strip packs its own) */
-                size_t abytes = sizeof(T) * (size_t)(J.n_ic * J.nkb * J.mc * J.kc);
-                if (abytes <= A_SHARED_MAX && (J.ap = buf_get(2, abytes)) != NULL)
-                    em_parallel_for(J.n_ic * J.nkb, MAX(1, (PAR_PACK_MIN / 4) / (J.mc * J.kc)),
-                                    P(pack_a_range), &J);
+                /* every strip needs all of A: share one packed copy when it fits
+                 * (else each strip packs its own) */
+                int64_t nblk = J.n_ic * J.nkb;
+                size_t abytes = sizeof(T) * (size_t)(nblk * J.mc * J.kc);
+                char *abig = abytes <= A_SHARED_MAX ? buf_get(2, abytes + (size_t)nblk) : NULL;
+                if (abig) {
+                    J.ap = (T *)abig;
+                    J.astate = (_Atomic unsigned char *)(abig + abytes);
+                    memset((void *)J.astate, 0, (size_t)nblk);
+                }
                 em_parallel_run(nthreads, P(strips), &J);
             } else {
                 P(strips)(&J, 0, 1);
