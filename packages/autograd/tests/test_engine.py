@@ -299,6 +299,26 @@ def test_in_place_on_a_leaf_that_requires_grad_raises_unless_no_grad():
     assert x.is_leaf
 
 
+def test_in_place_ops_that_overwrite_a_needed_value_keep_a_copy():
+    x = leaf(3)
+    w = leaf(3, seed=1)
+    y = x * 1.0
+    y.mul_(w)                     # d/dw needs y's old value, which mul_ overwrites
+    y.sin_()                      # and sin_'s derivative needs its input
+    y.sum().backward()
+    xn, wn = np_of(x), np_of(w)
+    np.testing.assert_allclose(np_of(w.grad), np.cos(xn * wn) * xn)
+    np.testing.assert_allclose(np_of(x.grad), np.cos(xn * wn) * wn)
+
+
+def test_copy_into_a_leaf_that_requires_grad_is_an_error():
+    x = leaf(3)
+    with pytest.raises(RuntimeError, match="copy_: a leaf tensor that requires grad"):
+        x.copy_(em.zeros(3, dtype=em.float64))
+    with pytest.raises(RuntimeError, match="fill_: a leaf tensor that requires grad"):
+        x.fill_(1.0)
+
+
 def test_in_place_ops_on_nonleaves_are_differentiated():
     x = leaf(3)
     y = x * 2

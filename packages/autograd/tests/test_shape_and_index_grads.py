@@ -78,16 +78,24 @@ def _refill(x):
     return y * x
 
 
+def _copy_fill(x, row):
+    y = x * 1.0
+    y[0].fill_(2.0)               # no gradient to what was overwritten
+    y[1:].copy_(row)              # the source's gradient summed over the broadcast
+    return y * x
+
+
 # ops whose gradcheck needs a special setup: (function, input shapes, checked by)
 EXTRA_CASES = {
     "random_fills": (_refill, [(5, 2)]),
+    "copy_fill": (_copy_fill, [(3, 4), (4,)]),
     # float32 rounding defeats finite differences: see
     # test_dtype_conversion_gradient_has_the_input_dtype
     "to": (lambda x: x.to(em.float32), [(3,)]),
 }
 
 
-@pytest.mark.parametrize("name", ["random_fills"])
+@pytest.mark.parametrize("name", ["random_fills", "copy_fill"])
 def test_gradcheck_extra(name):
     fn, shapes = EXTRA_CASES[name]
     inputs = [leaf(*s, seed=i) for i, s in enumerate(shapes)]

@@ -987,6 +987,16 @@ def _(n, g):
     return apply_t(g),
 
 
+@formula("copy_")
+def _(n, g):
+    return None, g       # the engine sums and casts g to the source's shape and dtype
+
+
+@formula("fill_")
+def _(n, g):
+    return None,
+
+
 # in-place random fills: the old values don't influence the result
 @formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
 def _(n, g):

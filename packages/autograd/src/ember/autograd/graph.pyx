@@ -329,6 +329,8 @@ def make_recorder(dict formulas):
 
 def record(str op, tuple inputs, TensorBase output, attrs):
     cdef object f = FORMULAS.get(op, _MISSING)
+    if attrs is not None and attrs.get("prepare"):
+        return _prepare_inplace(f, inputs, output)
     if f is None:                       # not differentiable: output stays a constant
         if attrs is not None and attrs.get("inplace") and output._grad_fn is not None:
             output._set_autograd(None, False)
@@ -484,6 +486,22 @@ def _copy_slices_backward(node, g):
 
 
 _MISSING = object()
+
+
+cdef object _prepare_inplace(object f, tuple inputs, TensorBase output):
+    """Before an in-place op overwrites `output`, one of its inputs: the attrs to record
+    it with, holding a copy of the old value when the derivative needs that value."""
+    if f is None or f is _MISSING:
+        return None
+    cdef Formula row = <Formula>f
+    for i in row.inputs:
+        if i >= len(inputs) or inputs[i] is not output:
+            continue
+        users = range(len(inputs)) if row.uses is None or i not in row.uses else row.uses[i]
+        if any([isinstance(inputs[j], TensorBase) and (<TensorBase>inputs[j])._requires_grad
+                for j in users]):
+            return {"inplace": True, "original": output.detach().clone()}
+    return None
 
 
 # -----------------------------------------------------------------------------------

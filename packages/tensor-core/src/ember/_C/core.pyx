@@ -1219,6 +1219,7 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
 
     # 3. the output
     cdef TensorBase o
+    cdef object inplace_attrs = None      # out=: what the recorder gets after the kernel
     if out is None:
         o = new_tensor(nd, shape, out_dtype, device)
     else:
@@ -1239,6 +1240,17 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
             if RECORDER is None:
                 raise RuntimeError(f"{OP_NAMES[op]}_: in-place op on a tensor that requires grad "
                                    f"needs ember-autograd")
+        if not em_grad_off and RECORDER is not None and (o._requires_grad or
+                                                         needs_record(None, x0, x1) or
+                                                         needs_record(None, x2, None)):
+            inplace_attrs = {"inplace": True}
+            if o is x0 or o is x1 or o is x2:
+                # the op overwrites one of its inputs: autograd keeps a copy of the old
+                # value when its derivative needs it
+                prepared = RECORDER(OP_NAMES[op], tuple([<object>args[k] for k in range(nin)]),
+                                    o, {"inplace": True, "prepare": True})
+                if prepared is not None:
+                    inplace_attrs = prepared
         if o._dtype != out_dtype:
             if not can_cast_same_kind(out_dtype, o._dtype):
                 raise TypeError(f"{OP_NAMES[op]}: result dtype {DTYPE_LIST[out_dtype]!r} can't "
@@ -1247,11 +1259,9 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
                 res = ew(op, x0, x1, x2, nin, None)
             copy_into(o, res)
             o._storage.version += 1
-            if not em_grad_off and RECORDER is not None and (o._requires_grad or
-                                                             needs_record(None, x0, x1) or
-                                                             needs_record(None, x2, None)):
+            if inplace_attrs is not None:
                 RECORDER(OP_NAMES[op], tuple([<object>args[k] for k in range(nin)]), o,
-                         {"inplace": True})
+                         inplace_attrs)
             return o
 
     # 4. operands: pointers and byte strides over the broadcast shape
@@ -1299,11 +1309,9 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
 
     if out is not None:
         o._storage.version += 1
-        if not em_grad_off and RECORDER is not None and (o._requires_grad or
-                                                         needs_record(None, x0, x1) or
-                                                         needs_record(None, x2, None)):
+        if inplace_attrs is not None:
             RECORDER(OP_NAMES[op], tuple([<object>args[k] for k in range(nin)]), o,
-                     {"inplace": True})
+                     inplace_attrs)
         return o
     if needs_record(None, x0, x1) or (nin == 3 and needs_record(None, x2, None)):
         RECORDER(OP_NAMES[op], tuple([<object>args[k] for k in range(nin)]), o, None)
@@ -1475,10 +1483,19 @@ cdef TensorBase _device_copy(TensorBase dst, TensorBase src):
     return dst
 
 
+cdef check_leaf_write(TensorBase x, str op):
+    if not em_grad_off and x._requires_grad and x._grad_fn is None:
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
+                           f"in-place operation; wrap it in ember.no_grad() or use .detach()")
+
+
 def copy_(TensorBase dst not None, TensorBase src not None):
     """In-place copy with broadcasting and dtype conversion; bumps dst's version."""
+    check_leaf_write(dst, "copy_")
     copy_into(dst, src)
     dst._storage.version += 1
+    if not em_grad_off and RECORDER is not None and (dst._requires_grad or src._requires_grad):
+        RECORDER("copy_", (dst, src), dst, {"inplace": True})
     return dst
 
 
@@ -1507,9 +1524,12 @@ def fill_(TensorBase x not None, value):
         value = value.item()
     if scalar_kind(value) < 0:
         raise TypeError(f"fill_: expected a number, got {value!r}")
+    check_leaf_write(x, "fill_")
     if x._storage.device.type_id != 0:
         backend_for(x._storage.device).fill(x, value)
         x._storage.version += 1
+        if not em_grad_off and RECORDER is not None and x._requires_grad:
+            RECORDER("fill_", (x,), x, {"inplace": True})
         return x
     if KIND[x._dtype] == KIND_INT and isinstance(value, float):
         value = int(value)
@@ -1526,6 +1546,8 @@ def fill_(TensorBase x not None, value):
     else:
         em_iterate(loop, 2, ptrs, x._ndim, x._shape, strides)
     x._storage.version += 1
+    if not em_grad_off and RECORDER is not None and x._requires_grad:
+        RECORDER("fill_", (x,), x, {"inplace": True})
     return x
 
 
