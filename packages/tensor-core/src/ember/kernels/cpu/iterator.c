@@ -6,12 +6,12 @@
  *
  * Threads: work of at least two grains (EM_GRAIN elements each, EM_RED_GRAIN for
  * reductions) is cut into chunks for the pool (threads.h); anything smaller runs
- * on the caller and wakes no thread. Elementwise ops cut the flat iteration space anywhere (each element is
- * written once, so the result does not depend on the cut). Reductions cut a kept
- * dim when there are enough outputs (each output is still computed whole, in the
- * sequential order); otherwise they cut a reduced dim into chunks of a fixed size
- * and fold the chunks' partial results in order, so a result does not depend on
- * the number of threads either.
+ * on the caller and wakes no thread. Elementwise ops cut the flat iteration space
+ * anywhere (each element is written once, so the result does not depend on the
+ * cut). Reductions cut a kept dim when there are enough outputs (each output is
+ * still computed whole, in the sequential order); otherwise they cut a reduced dim
+ * into chunks of a fixed size and fold the chunks' partial results in order, so a
+ * result does not depend on the number of threads either.
  */
 #include <stdlib.h>
 #include <string.h>
