@@ -118,3 +118,19 @@ def test_a_worker_does_not_copy_a_shared_list():
     # the SharedList's stay shared
     assert uss_plain > 0.75 * size, (uss_plain, size)
     assert uss_shared < 0.25 * size, (uss_shared, size)
+
+
+class FreezeCount(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return gc.get_freeze_count()
+
+
+def test_fork_workers_start_with_the_parents_objects_frozen():
+    if gc.get_freeze_count():
+        pytest.skip("this process froze objects itself")
+    counts = [int(c) for c in DataLoader(FreezeCount(), batch_size=None, num_workers=1)]
+    assert min(counts) > 1000                 # the parent's objects, in the worker
+    assert gc.get_freeze_count() == 0         # and unfrozen again in the parent

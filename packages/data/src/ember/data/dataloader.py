@@ -401,9 +401,12 @@ class _MultiProcessIter(_BaseIter):
         self._workers_done_event = ctx.Event()
         self._delivered = [False] * self._num_workers
         pdeathsig = threading.current_thread() is threading.main_thread()
-        frozen = self._start_method == "fork" and hasattr(gc, "freeze")
+        # workers' gc won't write to the parent's objects' pages; left alone when the
+        # program froze objects itself (unfreeze would undo its freeze)
+        frozen = self._start_method == "fork" and hasattr(gc, "freeze") and \
+            gc.get_freeze_count() == 0
         if frozen:
-            gc.freeze()     # workers' gc won't write to the parent's objects' pages
+            gc.freeze()
         try:
             for i in range(self._num_workers):
                 iq = ctx.Queue()
@@ -416,7 +419,13 @@ class _MultiProcessIter(_BaseIter):
                           self._num_workers, os.getpid(), pdeathsig),
                     daemon=True)
                 try:
-                    w.start()
+                    with warnings.catch_warnings():
+                        # Python 3.12+ warns when a process with threads forks (the
+                        # index queues' feeder threads of other loaders, for one); a
+                        # worker only runs _worker_loop on its own queues
+                        warnings.filterwarnings("ignore", category=DeprecationWarning,
+                                                message=r".*use of fork\(\) may lead")
+                        w.start()
                 except Exception as e:
                     if self._start_method != "fork" and isinstance(
                             e, (pickle.PicklingError, AttributeError, TypeError)):
