@@ -1,11 +1,33 @@
-"""The single-process DataLoader, datasets, samplers and default_collate."""
-import numpy as np
+"""The DataLoader in the main process: batching, shuffling, options and their checks."""
 import pytest
 
 import ember as em
-from ember.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset,
-                        RandomSampler, SequentialSampler, Subset, TensorDataset,
-                        default_collate, random_split)
+from ember.data import (BatchSampler, DataLoader, Dataset, IterableDataset, SequentialSampler,
+                        TensorDataset)
+
+
+class Squares(Dataset):
+    def __init__(self, n=10):
+        self.n = n
+
+    def __getitem__(self, i):
+        return i * i
+
+    def __len__(self):
+        return self.n
+
+
+class Stream(IterableDataset):
+    def __init__(self, n=7, with_len=False):
+        self.n, self.with_len = n, with_len
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+    def __len__(self):
+        if not self.with_len:
+            raise TypeError("no len")
+        return self.n
 
 
 def test_tensor_dataset_batches_in_order_with_drop_last():
@@ -16,8 +38,24 @@ def test_tensor_dataset_batches_in_order_with_drop_last():
     assert len(loader) == 3 and [tuple(b[0].shape) for b in batches] == [(4, 1), (4, 1), (2, 1)]
     assert batches[2][1].tolist() == [8, 9]
     assert len(DataLoader(TensorDataset(x, y), batch_size=4, drop_last=True)) == 2
-    with pytest.raises(ValueError, match="size mismatch between tensors"):
-        TensorDataset(x, em.arange(3))
+    assert len(list(DataLoader(TensorDataset(x, y), batch_size=4, drop_last=True))) == 2
+
+
+def test_tensor_dataset_batches_come_from_one_getitems_call():
+    calls = []
+
+    class Counting(TensorDataset):
+        def __getitem__(self, i):
+            calls.append(("item", i))
+            return super().__getitem__(i)
+
+        def __getitems__(self, idx):
+            calls.append(("items", len(idx)))
+            return super().__getitems__(idx)
+
+    loader = DataLoader(Counting(em.arange(10)), batch_size=4)
+    assert [b[0].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert calls == [("items", 4), ("items", 4), ("items", 2)]
 
 
 def test_shuffle_is_a_permutation_and_repeats_under_a_seeded_generator():
@@ -32,56 +70,82 @@ def test_shuffle_is_a_permutation_and_repeats_under_a_seeded_generator():
     assert order(3) == order(3) and order(3) != order(4)
 
 
-def test_default_collate_nests():
-    batch = [{"x": em.ones(2), "y": 1, "name": "a"}, {"x": em.zeros(2), "y": 2, "name": "b"}]
-    out = default_collate(batch)
-    assert tuple(out["x"].shape) == (2, 2) and out["y"].tolist() == [1, 2]
-    assert out["name"] == ["a", "b"]
-    pairs = default_collate([(1.5, em.ones(3)), (2.5, em.ones(3))])
-    assert pairs[0].dtype is em.float64 and tuple(pairs[1].shape) == (2, 3)
-    with pytest.raises(RuntimeError, match="equal size"):
-        default_collate([[1, 2], [1]])
+def test_batch_size_none_yields_converted_samples():
+    import numpy as np
 
-
-def test_iterable_dataset_and_samplers():
-    class Stream(IterableDataset):
-        def __iter__(self):
-            return iter(range(7))
-
-    assert [b.tolist() for b in DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5],
-                                                                        [6]]
-    with pytest.raises(ValueError, match="IterableDataset"):
-        DataLoader(Stream(), shuffle=True)
-    assert list(BatchSampler(SequentialSampler(range(5)), 2, False)) == [[0, 1], [2, 3], [4]]
-    assert len(list(RandomSampler(range(5), replacement=True, num_samples=12))) == 12
-    with pytest.raises(ValueError, match="batch_size should be a positive integer"):
-        BatchSampler(SequentialSampler(range(5)), 0, False)
-
-
-def test_subset_concat_random_split():
-    class Squares(Dataset):
+    class Arrays(Dataset):
         def __getitem__(self, i):
-            return i * i
+            return {"a": np.full(2, i, dtype=np.float32), "i": i}
 
         def __len__(self):
-            return 5
-
-    cat = ConcatDataset([Squares(), Squares()])
-    assert len(cat) == 10 and cat[7] == 4 and cat[-1] == 16
-    assert Subset(Squares(), [4, 0])[0] == 16
-    a, b = random_split(Squares(), [3, 2], generator=em.Generator().manual_seed(0))
-    assert sorted([a[i] for i in range(3)] + [b[i] for i in range(2)]) == [0, 1, 4, 9, 16]
-    parts = random_split(range(10), [0.5, 0.5])
-    assert [len(p) for p in parts] == [5, 5]
-    with pytest.raises(ValueError, match="do not add up"):
-        random_split(range(10), [3, 3])
+            return 3
+    out = list(DataLoader(Arrays(), batch_size=None))
+    assert len(out) == 3 and isinstance(out[1]["a"], em.Tensor) and out[1]["i"] == 1
+    assert len(DataLoader(Arrays(), batch_size=None)) == 3
 
 
-def test_workers_are_not_in_this_release():
-    with pytest.raises(NotImplementedError, match="num_workers"):
-        DataLoader(TensorDataset(em.ones(2)), num_workers=2)
+def test_batch_sampler_and_custom_collate():
+    bs = BatchSampler(SequentialSampler(range(10)), 3, drop_last=True)
+    loader = DataLoader(Squares(), batch_sampler=bs, collate_fn=lambda b: sum(b))
+    assert list(loader) == [0 + 1 + 4, 9 + 16 + 25, 36 + 49 + 64] and len(loader) == 3
+    assert list(DataLoader(Squares(4), batch_size=2, sampler=[3, 2, 1, 0])) is not None
+    assert [b.tolist() for b in DataLoader(Squares(4), batch_size=2, sampler=[3, 2, 1, 0])] \
+        == [[9, 4], [1, 0]]
 
 
-def test_numpy_samples_collate():
-    out = default_collate([np.ones(3, dtype=np.float32), np.zeros(3, dtype=np.float32)])
-    assert out.dtype is em.float32 and tuple(out.shape) == (2, 3)
+def test_iterable_dataset_batches_and_len():
+    assert [b.tolist() for b in DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5],
+                                                                        [6]]
+    assert [b.tolist() for b in DataLoader(Stream(), batch_size=3, drop_last=True)] == \
+        [[0, 1, 2], [3, 4, 5]]
+    assert list(DataLoader(Stream(3), batch_size=None)) == [0, 1, 2]
+    assert len(DataLoader(Stream(7, with_len=True), batch_size=3)) == 3
+    assert len(DataLoader(Stream(7, with_len=True), batch_size=3, drop_last=True)) == 2
+    with pytest.raises(TypeError, match="no len"):
+        len(DataLoader(Stream(), batch_size=3))
+
+
+def test_option_checks():
+    ds = Squares()
+    with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):
+        DataLoader(ds, sampler=[0, 1], shuffle=True)
+    with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+        DataLoader(ds, batch_sampler=[[0]], batch_size=2)
+    with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+        DataLoader(ds, batch_sampler=[[0]], drop_last=True)
+    with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
+        DataLoader(ds, batch_size=None, drop_last=True)
+    with pytest.raises(ValueError, match="batch_size should be a positive integer"):
+        DataLoader(ds, batch_size=0)
+    with pytest.raises(ValueError, match="num_workers option should be a non-negative"):
+        DataLoader(ds, num_workers=-1)
+    with pytest.raises(ValueError, match="timeout option should be non-negative"):
+        DataLoader(ds, timeout=-1)
+    with pytest.raises(ValueError, match="prefetch_factor option could only be specified"):
+        DataLoader(ds, prefetch_factor=2)
+    with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
+        DataLoader(ds, persistent_workers=True)
+    with pytest.raises(ValueError, match="multiprocessing_context can only be used"):
+        DataLoader(ds, multiprocessing_context="spawn")
+    with pytest.raises(ValueError, match="not a start method"):
+        DataLoader(ds, num_workers=1, multiprocessing_context="teleport")
+    with pytest.raises(TypeError, match="worker_init_fn should be callable"):
+        DataLoader(ds, num_workers=1, worker_init_fn=3)
+    with pytest.raises(ValueError, match="expected unspecified shuffle"):
+        DataLoader(Stream(), shuffle=True)
+    with pytest.raises(ValueError, match="expected unspecified sampler"):
+        DataLoader(Stream(), sampler=[0])
+    with pytest.raises(ValueError, match="expected unspecified batch_sampler"):
+        DataLoader(Stream(), batch_sampler=[[0]])
+    loader = DataLoader(ds, batch_size=2)
+    with pytest.raises(ValueError, match="batch_size attribute should not be set"):
+        loader.batch_size = 3
+    # accepted for PyTorch compatibility
+    loader = DataLoader(ds, batch_size=2, pin_memory=True, num_workers=0, timeout=0)
+    assert len(list(loader)) == 5
+
+
+def test_prefetch_and_defaults_with_workers():
+    loader = DataLoader(Squares(), num_workers=2)
+    assert loader.prefetch_factor == 2 and loader.persistent_workers is False
+    assert DataLoader(Squares(), num_workers=2, prefetch_factor=4).prefetch_factor == 4

@@ -1,7 +1,22 @@
-"""ember.data: datasets, samplers and the DataLoader (PyTorch's torch.utils.data)."""
+"""ember.data: datasets, samplers and the DataLoader (PyTorch's torch.utils.data), with
+worker processes that hand batches over through shared memory."""
 from ember.data._version import __version__  # noqa: F401
 from ember.data.dataset import (  # noqa: F401
-    Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split)
+    Dataset, IterableDataset, TensorDataset, StackDataset, ConcatDataset, ChainDataset,
+    Subset, random_split, GatheredSamples)
 from ember.data.sampler import (  # noqa: F401
-    Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, BatchSampler)
-from ember.data.dataloader import DataLoader, default_collate  # noqa: F401
+    Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler,
+    BatchSampler, DistributedSampler)
+from ember.data.collate import default_collate, default_convert  # noqa: F401
+from ember.data.worker import WorkerInfo, get_worker_info, shard_for_worker  # noqa: F401
+from ember.data.dataloader import DataLoader  # noqa: F401
+from ember.data.shared import SharedList, SharedDict  # noqa: F401
+
+__all__ = [
+    "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
+    "ChainDataset", "Subset", "random_split", "GatheredSamples",
+    "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+    "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
+    "default_collate", "default_convert", "WorkerInfo", "get_worker_info",
+    "shard_for_worker", "DataLoader", "SharedList", "SharedDict",
+]
