@@ -160,3 +160,34 @@ def resend_inherited(inherited, go, outbox):
     go.wait(30)
     outbox.put(inherited)
     time.sleep(0.5)
+
+
+def backward_in_child(i, out):
+    """Autograd and the CPU thread pool in a forked child whose parent used both."""
+    x = em.ones(512, 512, requires_grad=True)      # big enough for the thread pool
+    ((x * 2).sin() @ x).sum().backward()
+    out[i] = x.grad.sum()
+
+
+def send_and_exit(strategy, outbox):
+    mp.set_sharing_strategy(strategy)
+    outbox.put(em.full((100,), 3.0))
+    outbox.close()
+    outbox.join_thread()        # the handle is in the pipe; then this process is gone
+
+
+def receive_and_drop(inbox, outbox):
+    """Receive tensors and drop them; report this process's fd count before and after."""
+    first = inbox.get()
+    fds = len(os.listdir("/proc/self/fd"))
+    n, ok = 0, first.sum().item() == 10.0
+    del first
+    while True:
+        t = inbox.get()
+        if t is None:
+            break
+        ok = ok and t.sum().item() == 10.0
+        n += 1
+        del t
+    gc.collect()
+    outbox.put((n, ok, fds, len(os.listdir("/proc/self/fd"))))

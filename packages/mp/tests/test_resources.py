@@ -237,3 +237,49 @@ def test_a_forked_child_keeps_the_names_it_inherited(strategy):
     assert back.tolist() == list(range(10)) and back.untyped_storage().owner.key == key
     del back
     assert H.wait_until(lambda: key not in H.ember_segments(os.getpid()))
+
+
+def test_file_system_handles_outlive_their_sender(strategy):
+    strategy("file_system")
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    p = ctx.Process(target=H.send_and_exit, args=("file_system", out))
+    p.start()
+    p.join()
+    assert p.exitcode == 0
+    t = out.get(timeout=30)         # the sender is dead; the name was kept for us
+    assert t.tolist() == [3.0] * 100 and t.is_shared()
+    key = t.untyped_storage().owner.key
+    assert H.ember_segments(p.pid) == [key]
+    del t
+    assert H.wait_until(lambda: H.ember_segments(p.pid) == [])
+
+
+def test_file_descriptor_handles_need_a_live_sender(strategy):
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    p = ctx.Process(target=H.send_and_exit, args=("file_descriptor", out))
+    p.start()
+    p.join()
+    with pytest.raises(RuntimeError, match="the process that sent it has exited.*file_system"):
+        out.get(timeout=30)
+
+
+@pytest.mark.parametrize("strat", ["file_descriptor", "file_system"])
+def test_many_sends_leak_no_fds_and_no_segments(strategy, strat):
+    strategy(strat)
+    ctx = mp.get_context("spawn")
+    inbox, out = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=H.receive_and_drop, args=(inbox, out))
+    p.start()
+    inbox.put(em.ones(10))
+    fds = fd_count()
+    for _ in range(300):
+        inbox.put(em.ones(10))      # a new segment each time, dropped here once sent
+    inbox.put(None)
+    n, ok, child_before, child_after = out.get(timeout=60)
+    p.join()
+    assert n == 300 and ok
+    assert child_after <= child_before + 2
+    assert H.wait_until(lambda: fd_count() <= fds + 2)
+    assert H.wait_until(lambda: H.ember_segments(os.getpid(), p.pid) == [])

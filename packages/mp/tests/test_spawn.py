@@ -46,3 +46,13 @@ def test_exit_code_and_join_false():
     assert info.value.exit_code == 3
     with pytest.raises(ValueError, match="nprocs"):
         mp.spawn(H.exit_with, args=(0,), nprocs=0)
+
+
+def test_autograd_and_threads_before_and_after_fork():
+    """PyTorch #69839 / #32835: using autograd (and the thread pool) before forking."""
+    x = em.ones(512, 512, requires_grad=True)
+    ((x * 2).sin() @ x).sum().backward()
+    expected = x.grad.sum().item()
+    out = em.zeros(2).share_memory_()
+    mp.spawn(H.backward_in_child, args=(out,), nprocs=2, start_method="fork")
+    assert out.tolist() == pytest.approx([expected] * 2, rel=1e-4)

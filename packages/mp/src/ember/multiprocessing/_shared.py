@@ -525,7 +525,15 @@ def rebuild_fd_storage(key, nbytes, dupfd):
     """Unpickle a file_descriptor handle: the storage already mapped here under `key`,
     or a new mapping of the fd that came with the handle."""
     _ensure_fd_headroom()
-    fd = _with_fds(dupfd.detach, "receiving a shared tensor")
+    try:
+        fd = _with_fds(dupfd.detach, "receiving a shared tensor")
+    except (FileNotFoundError, ConnectionError) as e:
+        raise RuntimeError(
+            f"ember.multiprocessing: could not receive a shared tensor ({e}): the process "
+            f"that sent it has exited. With the 'file_descriptor' sharing strategy the "
+            f"sender passes the memory's file descriptor when the receiver unpickles, so it "
+            f"must stay alive until then; the 'file_system' strategy "
+            f"(set_sharing_strategy('file_system')) has no such rule") from e
     with _lock:
         s = _storages.get(key)
         if s is not None:
