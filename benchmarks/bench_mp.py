@@ -12,7 +12,7 @@ data, it only receives it). Cases, medians over rounds:
 - ember_shared: an ember tensor already in shared memory (t.share_memory_(), or sent
   before): only a handle travels and the child maps the same memory.
 - ember_first_send: a new ember tensor each round, not shared yet: sending moves its
-  storage into shared memory first (allocate + copy 100 MB), as a DataLoader
+  storage into shared memory first (written into a new segment), as a DataLoader
   worker's fresh batch does.
 - torch_shared: the same with torch.multiprocessing, when torch is installed.
 Both sharing strategies are measured for ember. The target: ember_shared at least

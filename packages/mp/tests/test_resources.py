@@ -133,13 +133,18 @@ def test_full_dev_shm_file_system(strategy, monkeypatch):
 
 
 @pytest.mark.parametrize("strat", ["file_descriptor", "file_system"])
-def test_fallocate_failure_is_an_error_not_a_sigbus(strategy, monkeypatch, strat):
+def test_a_full_segment_is_an_error_not_a_sigbus(strategy, monkeypatch, strat):
+    """The segment's pages are allocated by writing the data (not by touching a
+    mapping): a full /dev/shm fails that write with ENOSPC, which becomes the error."""
     strategy(strat)
     before, fds = H.ember_segments(), fd_count()
+    real_pwrite = os.pwrite
 
-    def enospc(fd, offset, length):
+    def pwrite_until_full(fd, data, offset):
+        if offset == 0:
+            return real_pwrite(fd, memoryview(data)[:4096], offset)     # then it's full
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(os, "posix_fallocate", enospc)
+    monkeypatch.setattr(os, "pwrite", pwrite_until_full)
     t = em.ones(3, 1000)
     with pytest.raises(mp.SharedMemoryError, match=r"12,000 bytes .*was asked for and "
                        r"/dev/shm has .* free of .*No space left on device"):

@@ -212,18 +212,23 @@ def _new_key():
     return f"{PREFIX}{os.getpid()}_{_token}_{next(_counter)}"
 
 
-def _allocate(fd, nbytes, strategy):
-    """Reserve the segment's pages now, so that a full /dev/shm (or memory) gives an
-    error here rather than a SIGBUS when a page is first touched."""
+def _fill(fd, data, strategy):
+    """Write `data` (a buffer) into the new segment. The kernel allocates each page as
+    it copies: a full /dev/shm (or memory) fails the write with ENOSPC, here, rather
+    than a SIGBUS when a page of a mapping is first touched; and it is one pass over
+    the memory, where posix_fallocate + copying through the mapping take two (zeroing,
+    then faulting every page in: 1.7x slower for 100 MB)."""
+    view = memoryview(data).cast("B")
+    n, done = len(view), 0
     try:
-        os.posix_fallocate(fd, 0, nbytes)
+        while done < n:
+            done += os.pwrite(fd, view[done:], done)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.ENOMEM, errno.EFBIG, errno.EDQUOT):
-            raise _shm_full_error(nbytes, strategy, e) from None
-        if e.errno in (errno.EOPNOTSUPP, errno.EINVAL):
-            os.ftruncate(fd, nbytes)     # no fallocate on this filesystem: best effort
-        else:
-            raise
+            raise _shm_full_error(n, strategy, e) from None
+        raise
+    finally:
+        view.release()
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -284,12 +289,14 @@ class _FdSegment(_Segment):
         self.key, self.nbytes, self.fd, self.ptr = key, nbytes, fd, 0
 
     @classmethod
-    def create(cls, nbytes):
+    def create(cls, data):
+        """A new segment holding a copy of `data` (a buffer)."""
         key = _new_key()
+        nbytes = memoryview(data).nbytes
         fd = _with_fds(lambda: os.memfd_create(key, os.MFD_CLOEXEC),
                        "creating a shared memory segment")
         seg = cls(key, nbytes, fd)      # closes fd when dropped, also on error below
-        _allocate(fd, nbytes, cls.strategy)
+        _fill(fd, data, cls.strategy)
         seg.ptr = _map(fd, nbytes)
         return seg
 
@@ -318,8 +325,10 @@ class _FileSegment(_Segment):
         self.key, self.nbytes, self.daemon, self.ptr = key, nbytes, daemon, 0
 
     @classmethod
-    def create(cls, nbytes):
+    def create(cls, data):
+        """A new segment holding a copy of `data` (a buffer)."""
         key = _new_key()
+        nbytes = memoryview(data).nbytes
         free, _ = _shm_free()
         if free is not None and free < nbytes:
             raise _shm_full_error(nbytes, cls.strategy)
@@ -330,7 +339,7 @@ class _FileSegment(_Segment):
         fd = _with_fds(lambda: os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
                                        0o600), "creating a shared memory segment")
         try:
-            _allocate(fd, nbytes, cls.strategy)
+            _fill(fd, data, cls.strategy)
             seg.ptr = _map(fd, nbytes)
         except BaseException:
             os.unlink(path)
@@ -471,6 +480,7 @@ def _daemon_pid():
 
 # storages ------------------------------------------------------------------------------------
 
+_UINT8 = _core._dtype_by_name("uint8")
 _lock = threading.RLock()
 _storages = weakref.WeakValueDictionary()   # segment key -> the Storage mapping it here
 
@@ -500,11 +510,11 @@ def share_storage(storage):
         n = storage.nbytes
         if n == 0:
             seg = _EmptySegment()
-        elif _strategy == "file_system":
-            seg = _FileSegment.create(n)
         else:
-            seg = _FdSegment.create(n)
-        _core.storage_move_to(storage, seg.ptr, seg)
+            data = _core.as_strided_from(storage, _UINT8, (n,), (1,), 0)   # its bytes
+            cls = _FileSegment if _strategy == "file_system" else _FdSegment
+            seg = cls.create(data)
+        _core.storage_move_to(storage, seg.ptr, seg, copy=False)
         _storages[seg.key] = storage
         return seg
 
