@@ -22,6 +22,7 @@ is already mapped return the storage already there (a WeakValueDictionary).
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import ctypes
 import errno
@@ -471,6 +472,22 @@ def _own_daemon():
     _own_address = address
     os.environ[_DAEMON_ENV] = address      # children (spawn, forkserver) join this one
     return c
+
+
+def _close_clients():
+    """At exit: flush queued releases and close our daemon connections (the daemon
+    treats the closed connection as 'holds nothing any more')."""
+    for c in list(_clients.values()):
+        if c.pid == os.getpid():
+            try:
+                with c.lock:
+                    c._flush_locked("")
+            except OSError:
+                pass
+            c.sock.close()
+
+
+atexit.register(_close_clients)
 
 
 def _daemon_pid():
