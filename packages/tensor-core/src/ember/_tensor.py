@@ -101,6 +101,15 @@ class Tensor(_core.TensorBase):
         raise ModuleNotFoundError("Tensor.backward needs the ember-autograd package: "
                                   "pip install ember-autograd", name="ember.autograd")
 
+    def share_memory_(self):
+        """Move this tensor's storage into shared memory, in place (every tensor viewing
+        the storage follows); returns self. Provided by ember-mp."""
+        return _multiprocessing("share_memory_").share_memory_(self)
+
+    def is_shared(self):
+        """True when the storage lives in shared memory (ember.multiprocessing)."""
+        return _multiprocessing("is_shared").is_shared(self)
+
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{self.dtype.name}"
@@ -108,3 +117,15 @@ class Tensor(_core.TensorBase):
 
 
 _core._set_tensor_type(Tensor)
+
+
+def _multiprocessing(method):
+    """ember.multiprocessing, which implements shared memory (the ember-mp package)."""
+    try:
+        import ember.multiprocessing as mp
+    except ModuleNotFoundError as e:
+        if e.name not in ("ember.multiprocessing", "ember"):
+            raise
+        raise ModuleNotFoundError(f"Tensor.{method} needs the ember-mp package: "
+                                  f"pip install ember-mp", name="ember.multiprocessing") from None
+    return mp

@@ -354,6 +354,30 @@ def storage_from_pointer(uintptr_t ptr, Py_ssize_t nbytes, object owner, device=
     return s
 
 
+def storage_move_to(Storage storage not None, uintptr_t ptr, object owner, bint copy=True):
+    """Copy a CPU `storage`'s bytes into the buffer at `ptr` (at least storage.nbytes
+    long, kept alive by `owner`, e.g. a shared memory mapping) and make the storage use
+    that buffer from now on, in place: every tensor viewing the storage sees the new
+    memory. copy=False: the caller has put the bytes there already. The old buffer is
+    freed if the storage owned it (views of the old memory taken through the buffer
+    protocol must be gone). For ember.multiprocessing."""
+    if storage.device is None or storage.device.type_id != 0:
+        raise ValueError(f"storage_move_to: only CPU storages can move, not {storage.device}")
+    cdef char *old = storage.data
+    cdef char *new = <char *>ptr
+    cdef size_t n = <size_t>storage.nbytes
+    if copy and n and old != NULL and new != old:
+        if ptr == 0:
+            raise ValueError("storage_move_to: NULL destination for a non-empty storage")
+        with nogil:
+            memcpy(new, old, n)
+    if storage.owns_data and old != NULL and new != old:
+        em_host_free(old, n)
+    storage.data = new
+    storage.owner = owner
+    storage.owns_data = False
+
+
 def storage_from_handle(object handle, Py_ssize_t nbytes, device):
     """Wrap a backend's buffer object (for devices without raw host-visible pointers)."""
     cdef Storage s = Storage.__new__(Storage)
