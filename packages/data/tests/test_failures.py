@@ -15,9 +15,9 @@ import pytest
 import ember as em  # noqa: F401
 from ember.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.pathsep.join(os.path.join(HERE, "..", "..", p, "src")
-                      for p in ("tensor-core", "autograd", "nn", "data", "mp"))
+# child interpreters import ember from wherever this one did (the venv in CI, the
+# source tree when PYTHONPATH points there)
+SRC = os.pathsep.join(p for p in sys.path if p)
 
 
 class Numbers(Dataset):

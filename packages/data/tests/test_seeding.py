@@ -13,9 +13,9 @@ import pytest
 import ember as em
 from ember.data import DataLoader, Dataset, get_worker_info
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.pathsep.join(os.path.join(HERE, "..", "..", p, "src")
-                      for p in ("tensor-core", "autograd", "nn", "data", "mp"))
+# child interpreters import ember from wherever this one did (the venv in CI, the
+# source tree when PYTHONPATH points there)
+SRC = os.pathsep.join(p for p in sys.path if p)
 
 
 class Noise(Dataset):
