@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 
+import ember as em
 from ember._C import core as _core
 from ember.autograd import graph as _graph
 
@@ -75,7 +76,7 @@ def _run_function_backward(node, grads):
         for i, g in enumerate(grads):
             if g is None and node.out_metas[i] is not None:
                 shape, dtype, device = node.out_metas[i]
-                grads[i] = _em().zeros(shape, dtype=dtype, device=device)
+                grads[i] = em.zeros(shape, dtype=dtype, device=device)
     out = cls.backward(ctx, *grads)
     if not isinstance(out, tuple):
         out = (out,)
@@ -91,11 +92,6 @@ def _run_function_backward(node, grads):
                             f"got {type(g).__name__}")
     # a gradient for an input that doesn't need one is dropped
     return tuple(g if e is not None else None for g, e in zip(out, node.edges))
-
-
-def _em():
-    import ember
-    return ember
 
 
 class Function:
