@@ -17,90 +17,19 @@ def _index(i, n, what):
     return i + n if i < 0 else i
 
 
-class Sequential(Module):
-    """Modules run in order: Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)),
-    or Sequential(OrderedDict(name=module, ...)). Slicing gives a Sequential."""
+class _ModuleSequence(Module):
+    """The list operations Sequential and ModuleList share; submodules are numbered
+    0, 1, ... (Sequential may also name them)."""
 
-    def __init__(self, *args):
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for name, m in args[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(args):
-                self.add_module(str(i), m)
-
-    def forward(self, input):
-        for m in self._modules.values():
-            input = m(input)
-        return input
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[idx]))
-        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
-
-    def __setitem__(self, idx, module):
-        key = list(self._modules)[_index(idx, len(self), "Sequential")]
-        self.add_module(key, module)
-
-    def __delitem__(self, idx):
-        keys = list(self._modules)
-        for key in (keys[idx] if isinstance(idx, slice) else
-                    [keys[_index(idx, len(self), "Sequential")]]):
-            del self._modules[key]
-        # keep the numbering contiguous, as PyTorch does
-        items = list(self._modules.values())
+    def _renumber(self, modules):
         self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
+        for i, m in enumerate(modules):
             self.add_module(str(i), m)
-        return self
-
-
-class ModuleList(Module):
-    """A list of modules whose parameters the parent registers."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        if modules is not None:
-            self.extend(modules)
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
-        return self._modules[str(_index(idx, len(self), "ModuleList"))]
-
-    def __setitem__(self, idx, module):
-        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
 
     def __delitem__(self, idx):
-        items = list(self._modules.values())
-        del items[idx]
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        modules = list(self._modules.values())
+        del modules[idx]
+        self._renumber(modules)           # contiguous numbering, as PyTorch
 
     def __len__(self):
         return len(self._modules)
@@ -121,14 +50,101 @@ class ModuleList(Module):
         return self
 
     def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+        return self
 
 
-class ModuleDict(Module):
+class Sequential(_ModuleSequence):
+    """Modules run in order: Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)),
+    or Sequential(OrderedDict(name=module, ...)). Slicing gives a Sequential."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            self.extend(args)
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[_index(idx, len(self), "Sequential")]
+        self.add_module(key, module)
+
+
+class ModuleList(_ModuleSequence):
+    """A list of modules whose parameters the parent registers."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(_index(idx, len(self), "ModuleList"))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+
+class _NamedTable(Module):
+    """The dict operations ModuleDict and ParameterDict share, over one of the
+    module's tables (_modules or _parameters)."""
+
+    _table = "_modules"
+
+    def _entries(self):
+        return self.__dict__[self._table]
+
+    def __getitem__(self, key):
+        return self._entries()[key]
+
+    def __delitem__(self, key):
+        del self._entries()[key]
+
+    def __len__(self):
+        return len(self._entries())
+
+    def __iter__(self):
+        return iter(self._entries())
+
+    def __contains__(self, key):
+        return key in self._entries()
+
+    def keys(self):
+        return self._entries().keys()
+
+    def values(self):
+        return self._entries().values()
+
+    def items(self):
+        return self._entries().items()
+
+    def pop(self, key):
+        return self._entries().pop(key)
+
+    def clear(self):
+        self._entries().clear()
+
+    def update(self, entries):
+        for k, v in (entries.items() if hasattr(entries, "items") else entries):
+            self[k] = v
+
+
+class ModuleDict(_NamedTable):
     """An ordered dict of modules whose parameters the parent registers."""
 
     def __init__(self, modules=None):
@@ -136,45 +152,8 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key):
-        m = self._modules[key]
-        del self._modules[key]
-        return m
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
 
 
 class ParameterList(Module):
@@ -221,45 +200,18 @@ class ParameterList(Module):
                          f"{'x'.join(map(str, p.shape))}]" for i, p in enumerate(self))
 
 
-class ParameterDict(Module):
+class ParameterDict(_NamedTable):
     """An ordered dict of parameters (tensors are wrapped in Parameter)."""
+
+    _table = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
 
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.dtype.name} of size "
