@@ -7,6 +7,7 @@ from ember.utils.extension import BuildExtension, Extension
 
 setup(
     ext_modules=[Extension("ember_fused._ops",
-                           ["ember_fused/_ops.pyx", "ember_fused/bias_gelu.c"])],
+                           ["ember_fused/_ops.pyx", "ember_fused/bias_gelu.c"],
+                           depends=["ember_fused/bias_gelu.h"])],   # rebuilds, and the sdist
     cmdclass={"build_ext": BuildExtension},
 )

@@ -214,7 +214,13 @@ def load(name, sources, *, extra_cflags=None, extra_ldflags=None, extra_cuda_cfl
 def _build_into(folder, spec, verbose):
     """Build in a private folder, then rename it into place: the rename is atomic, so
     a reader sees either nothing or the whole build."""
-    tmp = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".tmp-", dir=os.path.dirname(folder))
+    prefix = os.path.basename(folder) + ".tmp-"
+    parent = os.path.dirname(folder)
+    # we hold the lock, so any other build folder of this hash was left by a killed build
+    for stale in os.listdir(parent):
+        if stale.startswith(prefix):
+            shutil.rmtree(os.path.join(parent, stale), ignore_errors=True)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         child_spec = dict(spec, out=tmp)
         env = dict(os.environ)
