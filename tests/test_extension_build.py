@@ -183,8 +183,15 @@ def test_verbose_load_prints_the_build(tmp_path, capfd):
             return mod;
         }
     """))
+    # the temporary folder of a build that was killed half-way
+    spec = {"name": "hello", "sources": [str(src)], "cflags": [], "ldflags": [],
+            "cuda_cflags": [], "include_dirs": []}
+    stale = tmp_path / "cache" / f"hello-{extension._fingerprint('hello', [str(src)], spec)}.tmp-x"
+    (stale / "build").mkdir(parents=True)
     mod = extension.load("hello", [src], build_directory=tmp_path / "cache", verbose=True)
     assert mod.answer == 42
+    assert not stale.exists(), "the next build of the same hash removes it"
+    assert [p.name for p in (tmp_path / "cache").iterdir() if ".tmp-" in p.name] == []
     err = capfd.readouterr().err
     assert "building hello in" in err and "hello.c" in err
     assert extension.load("hello", [src], build_directory=tmp_path / "cache",
