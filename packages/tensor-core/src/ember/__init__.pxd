@@ -17,6 +17,8 @@
 # CUDA code. Build with ember.utils.extension (Extension/BuildExtension or load), which
 # puts get_include() on the Cython and C include paths. The accessors borrow: keep
 # the tensor alive while you use its pointers. Strides are in elements.
+# In a module that also calls ember from Python, `import ember as em` beside
+# `cimport ember`: `ember.empty`, `ember.matmul`... then name the C-level functions here.
 from libc.stdint cimport int64_t
 
 from ember._C.core cimport (

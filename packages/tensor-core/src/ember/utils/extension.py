@@ -133,7 +133,8 @@ def _digest(path):
 
 def _fingerprint(name, sources, spec):
     """Everything the compiled module depends on: the sources and the headers beside
-    them, the flags, ember's version, the Python ABI and the Cython version."""
+    them, the flags, ember's version and public .pxd/.h files, the Python ABI and the
+    Cython version."""
     import ember
     parts = {"name": name, "spec": {k: v for k, v in spec.items() if k != "sources"},
              "sources": [(s, _digest(s)) for s in sources], "ember": ember.__version__,
@@ -144,6 +145,13 @@ def _fingerprint(name, sources, spec):
             if f.endswith(HEADER_TYPES):
                 headers.append((f, _digest(os.path.join(d, f))))
     parts["headers"] = headers
+    # ember's own public declarations too: a development checkout changes them without
+    # a new version number
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts["ember_headers"] = [
+        (os.path.relpath(os.path.join(d, f), pkg), _digest(os.path.join(d, f)))
+        for d in (pkg, os.path.join(pkg, "_C"), os.path.join(pkg, "include", "ember"))
+        for f in sorted(os.listdir(d)) if f.endswith((".pxd", ".h"))]
     if any(s.endswith(".pyx") for s in sources):
         try:
             import Cython
@@ -202,24 +210,24 @@ def load(name, sources, *, extra_cflags=None, extra_ldflags=None, extra_cuda_cfl
     target = os.path.join(folder, name + sysconfig.get_config_var("EXT_SUFFIX"))
     if not os.path.exists(target):
         os.makedirs(root, exist_ok=True)
-        with _FileLock(folder + ".lock"):
+        with _FileLock(folder + ".lock") as lock:
             if not os.path.exists(target):      # another process may have built it meanwhile
-                _build_into(folder, spec, verbose)
+                _build_into(folder, spec, verbose, clean=lock.fd is not None)
                 builds += 1
     elif verbose:
         print(f"ember.utils.extension: {name}: using the build in {folder}", file=sys.stderr)
     return _import(name, target)
 
 
-def _build_into(folder, spec, verbose):
+def _build_into(folder, spec, verbose, clean):
     """Build in a private folder, then rename it into place: the rename is atomic, so
     a reader sees either nothing or the whole build."""
     prefix = os.path.basename(folder) + ".tmp-"
     parent = os.path.dirname(folder)
-    # we hold the lock, so any other build folder of this hash was left by a killed build
-    for stale in os.listdir(parent):
-        if stale.startswith(prefix):
-            shutil.rmtree(os.path.join(parent, stale), ignore_errors=True)
+    if clean:   # we hold the lock: another build folder of this hash is a killed build's
+        for stale in os.listdir(parent):
+            if stale.startswith(prefix):
+                shutil.rmtree(os.path.join(parent, stale), ignore_errors=True)
     tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         child_spec = dict(spec, out=tmp)
