@@ -4,13 +4,17 @@ the same computation in ember ops and in PyTorch, at 1 thread.
 
     python benchmarks/bench_extension.py [--rounds N]
 
-Cases, float32, x of shape (rows, cols) and a bias of (cols,):
+1. Fused op. Cases, float32, x of shape (rows, cols) and a bias of (cols,):
 - fwd:      y = gelu(x + b)
 - fwd+bwd:  the same with x and b requiring grad, then y.backward(g)
 Columns: the fused op (compiled just in time by ember.utils.extension.load on the first
 run, cached after), the unfused ember ops (nn.functional.gelu(x + b)), and PyTorch's
 F.gelu(x + b) when installed. Ratios are other_time / fused_time (> 1: the fused op is
 faster). Medians over rounds, each round timing every column once. Nothing asserts.
+
+2. Calling ember from Cython: add two 4-element tensors 100000 times in a Cython loop
+through `cimport ember` (ember.elementwise with an op looked up once, ember.matmul)
+against the same loop in Python (a + b, em.matmul), per call.
 """
 from __future__ import annotations
 
@@ -28,6 +32,19 @@ for sub in ("tensor-core", "autograd", "nn"):
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "extension"))
 
 import numpy as np  # noqa: E402
+
+CALLS_PYX = """
+cimport ember
+cdef ember.Op ADD = ember.elementwise_op("add")
+
+def add_loop(a, b, int n):
+    for _ in range(n):
+        ember.elementwise(ADD, a, b)
+
+def matmul_loop(a, b, int n):
+    for _ in range(n):
+        ember.matmul(a, b)
+"""
 
 SHAPES = [(64, 256), (256, 1024), (2048, 1024)]
 
@@ -91,5 +108,34 @@ def main():
                   f"{med['ember'] / med['fused']:>12.2f}{torch_us / med['fused']:>12.2f}")
 
 
+def call_overhead(rounds):
+    import tempfile
+    import ember as em
+    from ember.utils.extension import load
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "ember_bench_calls.pyx"), "w") as f:
+        f.write(CALLS_PYX)
+    mod = load("ember_bench_calls", [os.path.join(folder, "ember_bench_calls.pyx")])
+    a, b = em.ones(4), em.ones(4)
+    m = em.ones(4, 4)
+    n = 100_000
+
+    def py_add():
+        for _ in range(n):
+            a + b
+
+    def py_matmul():
+        for _ in range(n):
+            em.matmul(m, m)
+    rows = [("add (4,)", lambda: mod.add_loop(a, b, n), py_add),
+            ("matmul (4, 4)", lambda: mod.matmul_loop(m, m, n), py_matmul)]
+    print(f"\n{'call from':<22}{'cython ns':>12}{'python ns':>12}{'py/cy':>12}")
+    for label, cy, py in rows:
+        tc = statistics.median(timed(cy, 1) for _ in range(rounds)) / n * 1e9
+        tp = statistics.median(timed(py, 1) for _ in range(rounds)) / n * 1e9
+        print(f"{label:<22}{tc:>12.0f}{tp:>12.0f}{tp / tc:>12.2f}")
+
+
 if __name__ == "__main__":
     main()
+    call_overhead(5)

@@ -2,6 +2,7 @@
 carry the compiler's output and command line, CUDA sources with and without nvcc, and
 plain `import ember` staying free of the build tools."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,6 +27,11 @@ def test_fingerprint_follows_sources_headers_flags_and_version(tmp_path, monkeyp
     hdr.write_text("#define A 1\n")
     first = _fingerprint([src])
     assert _fingerprint([src]) == first                       # stable
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.copy(src, moved / "m.c")
+    shutil.copy(hdr, moved / "m.h")
+    assert _fingerprint([moved / "m.c"]) == first               # contents, not paths
     assert _fingerprint([src], cflags=["-O1"]) != first        # flags
     assert _fingerprint([src], ldflags=["-lm"]) != first
     hdr.write_text("#define A 2\n")                            # a header beside the source

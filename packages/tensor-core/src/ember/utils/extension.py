@@ -137,7 +137,9 @@ def _fingerprint(name, sources, spec):
     Cython version."""
     import ember
     parts = {"name": name, "spec": {k: v for k, v in spec.items() if k != "sources"},
-             "sources": [(s, _digest(s)) for s in sources], "ember": ember.__version__,
+             # contents, not paths: a moved checkout or a temporary copy reuses the build
+             "sources": [(os.path.basename(s), _digest(s)) for s in sources],
+             "ember": ember.__version__,
              "python": sys.version, "abi": sysconfig.get_config_var("EXT_SUFFIX")}
     headers = []
     for d in sorted({os.path.dirname(s) for s in sources}):
