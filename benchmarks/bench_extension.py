@@ -110,6 +110,7 @@ def main():
 
 def call_overhead(rounds):
     import tempfile
+
     import ember as em
     from ember.utils.extension import load
     folder = tempfile.mkdtemp()

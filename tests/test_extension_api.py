@@ -5,16 +5,15 @@ compile as CUDA. The modules are built with ember.utils.extension.load."""
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import textwrap
 
+import ember as em
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-
-import ember as em
 from ember.utils import extension
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("Cython")
 

@@ -7,9 +7,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import ember as em
+import pytest
 from ember.utils import extension
 
 pytest.importorskip("Cython")
@@ -79,7 +78,8 @@ def test_c_compile_error_shows_compiler_output_and_command(tmp_path):
 
 def test_cython_error_shows_cythons_message(tmp_path):
     src = tmp_path / "badpyx.pyx"
-    src.write_text("cimport ember\ndef f(ember.TensorBase t):\n    return ember.no_such_accessor(t)\n")
+    src.write_text("cimport ember\n"
+                   "def f(ember.TensorBase t):\n    return ember.no_such_accessor(t)\n")
     with pytest.raises(extension.ExtensionBuildError) as info:
         extension.load("badpyx", [src], build_directory=tmp_path / "cache")
     msg = str(info.value)

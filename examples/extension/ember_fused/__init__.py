@@ -7,7 +7,7 @@ import ember as em
 from ember import nn
 
 if importlib.util.find_spec("ember_fused._ops") is not None:
-    from ember_fused import _ops as kernels          # built ahead of time: pip install .
+    from ember_fused import _ops as kernels  # built ahead of time: pip install .
 else:
     # a source checkout: compile the same sources just in time (cached after the first run)
     from ember.utils.extension import load

@@ -38,7 +38,8 @@ class BuildExtension(_build_ext):
         super().build_extensions()
 
     def _cythonize(self):
-        pyx = [ext for ext in self.extensions if any(s.endswith(CYTHON_SOURCES) for s in ext.sources)]
+        pyx = [ext for ext in self.extensions
+               if any(s.endswith(CYTHON_SOURCES) for s in ext.sources)]
         if not pyx:
             return
         try:

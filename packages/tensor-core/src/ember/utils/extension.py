@@ -29,7 +29,9 @@ import sys
 import sysconfig
 import tempfile
 
-__all__ = ["get_include", "Extension", "BuildExtension", "load", "ExtensionBuildError"]
+# BuildExtension comes from the module __getattr__ (it subclasses a setuptools class)
+__all__ = ["get_include", "Extension", "BuildExtension", "load",  # noqa: F822
+           "ExtensionBuildError"]
 
 NEEDS_CYTHON = ("ember.utils.extension: building .pyx sources needs Cython: "
                 "pip install 'ember-tensor-core[extension]'")
