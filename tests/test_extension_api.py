@@ -58,7 +58,7 @@ PYX = textwrap.dedent("""
                 tuple([ember.stride(t, d) for d in range(ember.ndim(t))]),
                 tuple([ember.strides(t)[d] for d in range(ember.ndim(t))]),
                 ember.dtype(t), ember.itemsize(t), ember.device(t), ember.device_type(t),
-                ember.is_contiguous(t), ember.numel(t))
+                ember.is_contiguous(t), ember.numel(t), ember.device_index(t))
 
     def codes():
         return {"bool": ember.EM_BOOL, "uint8": ember.EM_UINT8, "int8": ember.EM_INT8,
@@ -210,12 +210,14 @@ def test_c_view_reads_strided_tensor(emext):
 def test_accessors(emext):
     x = em.arange(24, dtype=em.float32).reshape(2, 3, 4)
     y = x.permute(2, 0, 1).narrow(0, 1, 2)
-    ptr, nd, sizes, shape, strides, strides2, dt, isz, dev, dtype_, contig, n = emext.accessors(y)
+    ptr, nd, sizes, shape, strides, strides2, dt, isz, dev, dtype_, contig, n, index = \
+        emext.accessors(y)
     assert ptr == extension_data_pointer(y)
     assert (nd, sizes, shape) == (3, (2, 2, 3), (2, 2, 3))
     assert strides == strides2 == tuple(y.stride())
     assert (dt, isz, dev, dtype_, contig, n) == (em.float32.num, 4, em.device("cpu"), 0,
                                                  False, 12)
+    assert index == em.device("cpu").index
     assert emext.accessors(x)[10] is True
 
 

@@ -14,6 +14,11 @@ from ember.utils import extension as _api
 
 CYTHON_SOURCES = (".pyx",)
 CUDA_SOURCES = (".cu",)
+# as ember's own CUDA code (DESIGN.md): A100 and H100 machine code, plus PTX that newer
+# GPUs compile at load time; an -arch/-gencode in extra_cuda_args replaces these
+DEFAULT_CUDA_ARCHS = ["-gencode=arch=compute_80,code=sm_80",
+                      "-gencode=arch=compute_90,code=[sm_90,compute_90]"]
+ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code")
 
 
 class BuildExtension(_build_ext):
@@ -72,6 +77,8 @@ class BuildExtension(_build_ext):
             if not src.endswith(".cu"):
                 return compile_c(obj, src, ext, cc_args, extra_postargs, pp_opts)
             cuda_args = getattr(builder, "_cuda_args", [])
+            if not any(a.startswith(ARCH_FLAGS) for a in cuda_args):
+                cuda_args = [*DEFAULT_CUDA_ARCHS, *cuda_args]
             run = compiler.call if hasattr(compiler, "call") else compiler.spawn
             run([nvcc, "-c", src, "-o", obj, *pp_opts, "-O3", "-Xcompiler", "-fPIC", *cuda_args])
         compiler._compile = compile_any
