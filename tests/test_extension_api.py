@@ -289,10 +289,12 @@ def test_elementwise_errors(emext):
     with pytest.raises(ValueError, match="no elementwise op named 'nope'"):
         emext.lookup("nope")
     assert emext.lookup("where") == 3 and emext.lookup("neg") == 1
-    with pytest.raises(TypeError, match="takes 1 operand"):
+    with pytest.raises(TypeError, match="exp: takes 1 operand"):
         emext.exp_with_two(em.ones(2), em.ones(2))
     with pytest.raises(ValueError, match=r"add: shapes \(2,\) and \(3,\) cannot be broadcast"):
         emext.add_exp(em.ones(2), em.ones(3))
+    with pytest.raises(TypeError, match="add: unsupported operand types str, Tensor"):
+        emext.add_exp("x", em.ones(3))
 
 
 def test_matmul_from_cython(emext):

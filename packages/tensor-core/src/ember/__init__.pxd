@@ -127,9 +127,13 @@ cdef inline object elementwise(Op op, object a, object b=None, object c=None,
     """Run an op-table row on tensors/Python scalars (broadcasting, promotion and
     autograd recording as in Python), without the by-name dispatch."""
     if (b is not None and op.nin < 2) or (c is not None and op.nin < 3):
-        raise TypeError(f"elementwise op {op.code}: takes {op.nin} operand(s), got more")
+        raise TypeError(f"{_op_name(op)}: takes {op.nin} operand(s), got more")
     r = ew(op.code, a, b, c, op.nin, out)
     if r is NotImplemented:
-        raise TypeError(f"elementwise op {op.code}: unsupported operand types "
-                        f"{type(a).__name__}, {type(b).__name__}")
+        raise TypeError(f"{_op_name(op)}: unsupported operand types "
+                        f"{', '.join([type(x).__name__ for x in (a, b, c)[:op.nin]])}")
     return r
+
+cdef inline str _op_name(Op op):
+    from ember._C.core import elementwise_names      # error path only
+    return elementwise_names()[op.code]
