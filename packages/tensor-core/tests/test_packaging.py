@@ -97,3 +97,19 @@ def test_import_is_fast():
                 "print(time.perf_counter() - t)")
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) < 2.0, f"import ember took {r.stdout.strip()} s"
+
+
+def test_extension_files_ship_in_the_wheel():
+    """`cimport ember` and the C headers need every public .pxd and header in the wheel:
+    the package-data globs cover them, and they sit beside the imported ember (the
+    installed copy when the suite runs against an install, as in CI)."""
+    tomllib = pytest.importorskip("tomllib")
+    src = PKG / "src" / "ember"
+    config = tomllib.loads((PKG / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["ember"]
+    shipped = {p for g in globs for p in src.glob(g)}
+    needed = set(src.rglob("*.pxd")) | set((src / "include").rglob("*.h"))
+    assert needed and needed <= shipped, sorted(map(str, needed - shipped))
+    installed = Path(em.__file__).parent
+    for f in needed:
+        assert (installed / f.relative_to(src)).is_file(), f"{f.relative_to(src)} not installed"

@@ -62,3 +62,7 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
 cdef TensorBase view_of(TensorBase base, int ndim, const int64_t *shape,
                         const int64_t *strides, int64_t offset)
 cdef em_tensor_view tensor_view(TensorBase t)
+# entry points for `cimport ember` (ember/__init__.pxd): no Python-level dispatch
+cpdef Device as_device(object d)
+cdef TensorBase cast_copy(TensorBase src, int dtype)
+cdef object ew(int op, object x0, object x1, object x2, int nin, object out)

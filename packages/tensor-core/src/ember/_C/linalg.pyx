@@ -115,7 +115,7 @@ def promote(a, b, str op):
     return a, b
 
 
-def matmul(a, b, str op="matmul"):
+cpdef object matmul(object a, object b, str op="matmul"):
     """NumPy's matmul: 1-d operands are promoted to a row (left) or a column
     (right) and that dim removed again; dims before the last two are batch dims
     and broadcast. Records "matmul" for autograd."""

@@ -3,6 +3,11 @@
  * Get one from Cython with `ember.tensor_view(t)` (see ember/__init__.pxd) and
  * pass it to plain C. The view borrows: keep the Tensor alive while you use it.
  * Element (i0, i1, ...) lives at data + itemsize * (offset + sum(ik * strides[k])).
+ * For C code written against the Python C API, ember/python.h gets the view from a
+ * Python object. The header is plain C99 and compiles as C++ and CUDA (nvcc).
+ *
+ * On a CUDA device, data is a device address but shape and strides point to host
+ * memory: pass the sizes a kernel needs as its own arguments, not the view.
  */
 #ifndef EMBER_TENSOR_H
 #define EMBER_TENSOR_H
@@ -37,5 +42,32 @@ typedef struct {
     const int64_t *shape;    /* ndim entries */
     const int64_t *strides;  /* ndim entries, in elements (may be 0 or negative) */
 } em_tensor_view;
+
+static inline int64_t em_numel(const em_tensor_view *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++)
+        n *= v->shape[i];
+    return n;
+}
+
+/* 1 when the elements are in row-major order without gaps (as Tensor.is_contiguous:
+ * dims of size 1 may have any stride, and an empty tensor is contiguous). */
+static inline int em_is_contiguous(const em_tensor_view *v) {
+    int64_t expected = 1;
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0)
+            return 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        if (v->shape[i] != 1 && v->strides[i] != expected)
+            return 0;
+        expected *= v->shape[i];
+    }
+    return 1;
+}
+
+/* Address of element (0, ..., 0). */
+static inline void *em_data(const em_tensor_view *v) {
+    return (char *)v->data + v->offset * v->itemsize;
+}
 
 #endif
