@@ -324,26 +324,39 @@ def _fail(reason):
     _STATE.failure = reason
 
 
+_SPIN = 5e-3        # busy-poll this long after the last sign of progress, then sleep
+_BUSY_CALL = 10e-6  # a test that takes longer than this moved data: progress
+_MAX_PAUSE = 200e-6
+
+
 def _poll(requests, deadline, what, group, block, statuses=None):
     """Test `requests` until all are done (or once when not `block`); True when done.
-    Busy-polls: MPICH moves data only inside MPI calls. After the first milliseconds
-    the loop yields the core now and then for the other ranks on this machine."""
+    MPICH moves data only inside MPI calls, so a transfer in progress is polled
+    without pause; when the tests come back quick and empty (the peers are late) the
+    loop sleeps, leaving the core to the ranks that are
+    still computing (on a busy machine spinning would slow down the one we wait for).
+    The spell of spinning covers the usual skew between ranks; a rank that waits
+    longer (for a peer that evaluates or checkpoints) sleeps, 20 us doubling up to
+    200 us."""
     MPI = _MPI
-    spins = 0
-    start = time.monotonic()
+    clock = time.perf_counter
+    pause = 0.0
+    active = clock()
     try:
         while True:
+            t0 = clock()
             if MPI.Request.Testall(requests, statuses):
                 return True
             if not block:
                 return False
-            spins += 1
-            if spins & 63 == 0:
-                now = time.monotonic()
-                if now > deadline:
+            t1 = clock()
+            if t1 - t0 > _BUSY_CALL:
+                active, pause = t1, 0.0
+            elif t1 - active > _SPIN:
+                if time.monotonic() > deadline:
                     break
-                if now - start > 0.002:
-                    os.sched_yield()
+                pause = min(max(2 * pause, 20e-6), _MAX_PAUSE)
+                time.sleep(pause)
     except MPI.Exception as e:
         _fail(f"{what}: MPI error: {e.Get_error_string()}")
         raise DistBackendError(f"{what} failed in MPI: {e.Get_error_string()} "
