@@ -19,7 +19,7 @@ import numpy as np
 import ember as em
 import ember.distributed as dist
 
-SUITE, OUT = sys.argv[1], sys.argv[2]
+SUITE = OUT = None      # set by main() from the command line
 DTYPES = ["float32", "float64", "int32", "int64", "float16", "uint8", "bool"]
 REDUCE = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
           "BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}
@@ -316,6 +316,19 @@ def case_new_group(r, n):
     dist.destroy_process_group(g) if r in members else None
 
 
+def case_distributed_sampler(r, n):
+    """ember.data's DistributedSampler takes rank and world size from ember.distributed,
+    and the shards of all ranks cover the dataset."""
+    from ember.data import DistributedSampler
+    sampler = DistributedSampler(list(range(11)), shuffle=True, seed=3)
+    assert (sampler.rank, sampler.num_replicas) == (r, n)
+    mine = em.tensor(list(sampler), dtype=em.int64)
+    shards = [em.zeros(len(sampler), dtype=em.int64) for _ in range(n)]
+    dist.all_gather(shards, mine)
+    covered = sorted({int(i) for t in shards for i in t.tolist()})
+    assert covered == list(range(11)), covered
+
+
 def case_info(r, n):
     assert dist.is_initialized() and dist.get_rank() == r and dist.get_world_size() == n
     assert dist.get_backend() == "mpi"
@@ -603,6 +616,8 @@ def faults():
 
 
 def main():
+    global SUITE, OUT
+    SUITE, OUT = sys.argv[1], sys.argv[2]
     timeout = 1.5 if SUITE in ("dead", "stuck") else float(os.environ.get("EMBER_DIST_TIMEOUT",
                                                                            "60"))
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=timeout))

@@ -342,6 +342,7 @@ def _poll(requests, deadline, what, group, block, statuses=None):
     clock = time.perf_counter
     pause = 0.0
     active = clock()
+    until = active + (deadline - time.monotonic())     # the deadline on this clock
     try:
         while True:
             t0 = clock()
@@ -350,11 +351,11 @@ def _poll(requests, deadline, what, group, block, statuses=None):
             if not block:
                 return False
             t1 = clock()
+            if t1 > until:
+                break
             if t1 - t0 > _BUSY_CALL:
                 active, pause = t1, 0.0
             elif t1 - active > _SPIN:
-                if time.monotonic() > deadline:
-                    break
                 pause = min(max(2 * pause, 20e-6), _MAX_PAUSE)
                 time.sleep(pause)
     except MPI.Exception as e:
