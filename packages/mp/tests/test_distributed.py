@@ -189,11 +189,13 @@ def test_launcher_command():
 
 def test_launcher_runs_the_script(tmp_path):
     script = tmp_path / "hello.py"
-    script.write_text("import ember.distributed as dist\n"
+    script.write_text("import sys\n"
+                      "import ember.distributed as dist\n"
                       "dist.init_process_group()\n"
-                      "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n")
+                      "with open(f'{sys.argv[1]}/rank{dist.get_rank()}', 'w') as f:\n"
+                      "    f.write(f'{dist.get_world_size()} {sys.argv[2]}')\n")
     proc = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node",
-                           "2", str(script)], capture_output=True, text=True, timeout=60,
-                          env=child_env(), stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.split("\n")[:2]) == ["rank 0 of 2", "rank 1 of 2"]
+                           "2", str(script), str(tmp_path), "--flag"], capture_output=True,
+                          text=True, timeout=60, env=child_env(), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(tmp_path / f"rank{r}").read_text() for r in (0, 1)] == ["2 --flag"] * 2
