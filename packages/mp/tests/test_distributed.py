@@ -165,6 +165,23 @@ def test_collectives_before_init_say_so():
         DistributedDataParallel(em.nn.Linear(2, 2))
 
 
+def test_missing_mpi4py_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)       # as if not installed
+    with pytest.raises(ModuleNotFoundError, match=r"ember.distributed needs mpi4py: pip "
+                                                  r"install 'ember-mp\[distributed\]'"):
+        dist.init_process_group("mpi")
+    assert not dist.is_available() and not dist.is_initialized()
+
+
+def test_ddp_without_ember_mp_says_what_to_install(monkeypatch):
+    from ember.nn.parallel import DistributedDataParallel
+    monkeypatch.setitem(sys.modules, "ember.distributed", None)
+    with pytest.raises(ModuleNotFoundError, match=r"DistributedDataParallel needs "
+                                                  r"ember.distributed from the ember-mp "
+                                                  r"package: pip install"):
+        DistributedDataParallel(em.nn.Linear(2, 2))
+
+
 def test_init_refuses_other_backends():
     with pytest.raises(ValueError, match="init_process_group: backend 'nccl' is not "
                                          "available; ember.distributed runs on MPI"):
