@@ -573,6 +573,16 @@ def case_ddp_different_models_raise(r, n):
     raise AssertionError("no error")
 
 
+def case_reinit(r, n):
+    """destroy_process_group, then init_process_group again: a working default group."""
+    dist.destroy_process_group()
+    assert not dist.is_initialized()
+    dist.init_process_group("mpi", timeout=60)
+    t = em.ones(2)
+    dist.all_reduce(t)
+    same(t, np.full(2, float(n), np.float32), "float32")
+
+
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith("case_")}
 
 

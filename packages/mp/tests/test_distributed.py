@@ -200,6 +200,12 @@ def test_launcher_command():
                    "train.py", "--lr", "0.1"]
     cmd = launcher.build_command(args, "/x/mpiexec", "openmpi")
     assert cmd[3:7] == ["--hostfile", "hosts", "--map-by", "ppr:4:node"]
+    args = launcher.parser().parse_args(["--nproc-per-node", "2", "--no-auto-cleanup", "-m",
+                                         "pkg.train"])
+    assert launcher.build_command(args, "mpiexec", "mpich") == [
+        "mpiexec", "-n", "2", "-disable-auto-cleanup", sys.executable, "-m", "pkg.train"]
+    with pytest.raises(SystemExit, match="--no-auto-cleanup needs MPICH's mpiexec"):
+        launcher.build_command(args, "mpiexec", "openmpi")
     with pytest.raises(SystemExit, match="--nproc-per-node must be at least 1"):
         launcher.main(["--nproc-per-node", "0", "train.py"])
 
