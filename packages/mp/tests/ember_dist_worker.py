@@ -377,6 +377,13 @@ def case_mismatch_op(r, n):
 
 
 @mismatch
+def case_mismatch_bad_on_one_rank(r, n):
+    # AVG is refused for rank 0's int tensor: the others must not wait for it
+    dist.all_reduce(em.ones(2, dtype=em.int64 if r == 0 else em.float32),
+                    op=dist.ReduceOp.AVG)
+
+
+@mismatch
 def case_mismatch_list_length(r, n):
     outs = [em.zeros(2) for _ in range(n + (r == 0))]
     dist.all_gather(outs, em.ones(2))

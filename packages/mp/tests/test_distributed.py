@@ -75,7 +75,8 @@ def test_collective_matches_one_process(job, case):
 
 
 @pytest.mark.parametrize("case", ["mismatch_shape", "mismatch_dtype", "mismatch_op",
-                                  "mismatch_list_length", "mismatch_all_to_all_sizes"])
+                                  "mismatch_bad_on_one_rank", "mismatch_list_length",
+                                  "mismatch_all_to_all_sizes"])
 def test_mismatch_raises_the_same_error_on_every_rank(job, case):
     msgs = outcomes(job, case)
     if case == "mismatch_op":     # each rank names the op it called, then the same text
@@ -88,6 +89,8 @@ def test_mismatch_raises_the_same_error_on_every_rank(job, case):
                 "mismatch_dtype": r"broadcast: .* float64",
                 "mismatch_op": r"^ the ranks' calls do not match: rank 0 called all_reduce\(.*"
                                r"rank 1 called broadcast\(\[3\] float32, src=0\)",
+                "mismatch_bad_on_one_rank": r"^all_reduce: rank 0: ReduceOp.AVG needs a "
+                                            r"floating-point tensor, got int64$",
                 "mismatch_list_length": r"all_gather: rank 0: tensor_list has \d tensors, "
                                         r"expected \d \(the group's size\)",
                 "mismatch_all_to_all_sizes": r"all_to_all: rank 0 sends \[1, 2\] to rank 0, "
@@ -104,8 +107,10 @@ def test_recv_into_a_tensor_of_another_shape_raises(job):
 def test_bad_arguments_name_the_op_and_values(job):
     msg = outcomes(job, "bad_arguments")[0]
     n = job[0]
-    assert "all_reduce: ReduceOp.AVG needs a floating-point tensor, got int32" in msg
-    assert f"broadcast: src={n} is not a rank of the group {list(range(n))}" in msg
+    # found by each rank alone, reported by all (every rank lists them the same way)
+    assert "all_reduce: rank 0: ReduceOp.AVG needs a floating-point tensor, got int32; " \
+           "rank 1: ReduceOp.AVG" in msg
+    assert f"broadcast: rank 0: src={n} is not a rank of the group {list(range(n))}" in msg
     assert "all_reduce: tensor must be an ember Tensor, got ndarray" in msg
     assert "all_reduce: op must be an ember.distributed.ReduceOp, got 'sum'" in msg
 

@@ -13,7 +13,6 @@ import datetime
 import enum
 import json
 import math
-import os
 import sys
 import time
 
@@ -480,16 +479,19 @@ def _spec(buf, group):
     return [buf, group._types[buf.dtype]]
 
 
+class _Invalid(ValueError):
+    """A bad argument found on one rank; the metadata check reports it on all ranks."""
+
+
 def _mpi_op(op, dtype, what):
     MPI = _MPI
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{what}: op must be an ember.distributed.ReduceOp, got {op!r}")
     if op is ReduceOp.AVG and not dtype.is_floating_point:
-        raise ValueError(f"{what}: ReduceOp.AVG needs a floating-point tensor, got "
-                         f"{dtype.name}")
+        raise _Invalid(f"ReduceOp.AVG needs a floating-point tensor, got {dtype.name}")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dtype.is_floating_point:
-        raise ValueError(f"{what}: ReduceOp.{op.name} needs an integer or bool tensor, got "
-                         f"{dtype.name}")
+        raise _Invalid(f"ReduceOp.{op.name} needs an integer or bool tensor, got "
+                       f"{dtype.name}")
     if dtype == em.bool:
         return {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.BOR: MPI.LOR,
                 ReduceOp.PRODUCT: MPI.LAND, ReduceOp.MIN: MPI.LAND,
@@ -499,13 +501,12 @@ def _mpi_op(op, dtype, what):
             ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
 
 
-def _root(rank, group, name, op):
+def _root(rank, group, name):
     """A global rank -> its rank in `group`."""
     try:
         return group.ranks.index(int(rank))
     except ValueError:
-        raise ValueError(f"{op}: {name}={rank} is not a rank of the group "
-                         f"{group.ranks}") from None
+        raise _Invalid(f"{name}={rank} is not a rank of the group {group.ranks}") from None
 
 
 def _chain(*fns):
@@ -579,10 +580,10 @@ def _list(ts, name, op):
     return [_tensor(t, f"{name}[{i}]", op) for i, t in enumerate(ts)]
 
 
-def _check_device(tensors, op):
+def _mixed_devices(tensors):
+    """Why the tensors can't go together (None when they can), reported to every rank."""
     devs = {str(t.device) for t in tensors}
-    if len(devs) > 1:
-        raise ValueError(f"{op}: the tensors are on different devices: {sorted(devs)}")
+    return f"the tensors are on different devices: {sorted(devs)}" if len(devs) > 1 else None
 
 
 def _divide(staged, n):
@@ -597,10 +598,14 @@ def _reduce_call(tensor, op, group, async_op, check, dst=None, what="all_reduce"
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    mop = _mpi_op(op, tensor.dtype, what)
+    err = None
+    try:
+        mop = _mpi_op(op, tensor.dtype, what)
+        root = None if dst is None else _root(dst, g, "dst")
+    except _Invalid as e:
+        err = str(e)
     key = [what, _key(tensor), op.name] + ([] if dst is None else [f"dst={dst}"])
-    root = None if dst is None else _root(dst, g, "dst", what)
-    _check(g, what, None, key, check)
+    _check(g, what, err, key, check)
     s = _Staged(tensor, reduce=True)
     MPI = _MPI
     if root is None:
@@ -640,8 +645,12 @@ def broadcast(tensor, src, group=None, async_op=False):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    root = _root(src, g, "src", what)
-    _check(g, what, None, [what, _key(tensor), f"src={src}"], _STATE.check)
+    err = None
+    try:
+        root = _root(src, g, "src")
+    except _Invalid as e:
+        err = str(e)
+    _check(g, what, err, [what, _key(tensor), f"src={src}"], _STATE.check)
     s = _Staged(tensor, fill=(g.rank() == root))
     req = g.comm.Ibcast(_spec(s.buf, g), root)
     return _run(what, g, [req], s.back, async_op, (tensor,))
@@ -656,9 +665,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    _check_device([out, inp], what)
-    err = None
-    if out.dtype != inp.dtype or out.numel() != inp.numel() * g.size():
+    err = _mixed_devices([out, inp])
+    if err is None and (out.dtype != inp.dtype or out.numel() != inp.numel() * g.size()):
         err = (f"output_tensor {_desc(out)} must hold {g.size()} (the group's size) times "
                f"the input {_desc(inp)}")
     _check(g, what, err, [what, _key(inp)], _STATE.check)
@@ -710,10 +718,13 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    _check_device([output, input], what)
-    mop = _mpi_op(op, output.dtype, what)
-    err = None
-    if output.dtype != input.dtype or input.numel() != output.numel() * g.size():
+    err = _mixed_devices([output, input])
+    try:
+        mop = _mpi_op(op, output.dtype, what)
+    except _Invalid as e:
+        err = str(e)
+    if err is None and (output.dtype != input.dtype or
+                        input.numel() != output.numel() * g.size()):
         err = (f"input {_desc(input)} must hold {g.size()} (the group's size) times the "
                f"output {_desc(output)}")
     _check(g, what, err, [what, _key(output), op.name], _STATE.check)
@@ -733,9 +744,14 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    mop = _mpi_op(op, output.dtype, what)
     err = None
-    if len(ts) != g.size():
+    try:
+        mop = _mpi_op(op, output.dtype, what)
+    except _Invalid as e:
+        err = str(e)
+    if err is not None:
+        pass
+    elif len(ts) != g.size():
         err = f"input_list has {len(ts)} tensors, expected {g.size()} (the group's size)"
     else:
         err = _same_tensors(ts, output, "input_list", what)
@@ -757,10 +773,14 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    root = _root(dst, g, "dst", what)
-    err = None
-    ts = []
-    if g.rank() == root:
+    err, ts = None, []
+    try:
+        root = _root(dst, g, "dst")
+    except _Invalid as e:
+        err, root = str(e), -1
+    if err is not None:
+        pass
+    elif g.rank() == root:
         if gather_list is None:
             err = f"gather_list is required on the destination rank {dst}"
         else:
@@ -789,10 +809,14 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    root = _root(src, g, "src", what)
-    err = None
-    ts = []
-    if g.rank() == root:
+    err, ts = None, []
+    try:
+        root = _root(src, g, "src")
+    except _Invalid as e:
+        err, root = str(e), -1
+    if err is not None:
+        pass
+    elif g.rank() == root:
         if scatter_list is None:
             err = f"scatter_list is required on the source rank {src}"
         else:
@@ -929,7 +953,10 @@ def _displs(counts):
 def _p2p_peer(peer, g, name, what):
     if peer is None:
         return _MPI.ANY_SOURCE
-    r = _root(peer, g, name, what)
+    try:
+        r = _root(peer, g, name)
+    except _Invalid as e:
+        raise ValueError(f"{what}: {e}") from None
     if r == g.rank():
         raise ValueError(f"{what}: {name}={peer} is this rank itself")
     return r
