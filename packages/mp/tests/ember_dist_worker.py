@@ -569,6 +569,18 @@ def case_ddp_unused_without_flag_raises(r, n):
     raise AssertionError("no error")
 
 
+def case_ddp_second_backward_raises(r, n):
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    ddp = DDP(mlp(0))
+    loss = ddp(em.ones((2, 6))).sum()
+    loss.backward(retain_graph=True)
+    try:
+        loss.backward()
+    except RuntimeError as e:
+        return str(e)
+    raise AssertionError("no error")
+
+
 def case_ddp_different_models_raise(r, n):
     from ember.nn.parallel import DistributedDataParallel as DDP
     nn = em.nn

@@ -127,6 +127,11 @@ def test_ddp_unused_parameter_without_the_flag_raises(job):
            "'never.bias']" in msg and "find_unused_parameters=True" in msg
 
 
+def test_ddp_second_backward_through_one_forward_raises(job):
+    msg = outcomes(job, "ddp_second_backward_raises")[0]
+    assert "DistributedDataParallel: a second backward through the same forward" in msg
+
+
 def test_ddp_different_models_raise_on_every_rank(job):
     msgs = outcomes(job, "ddp_different_models_raise")
     assert len(set(msgs)) == 1

@@ -88,7 +88,7 @@ class DistributedDataParallel(Module):
         self._verify_same_model(module)
         self._sync_module_states()
         d["_buckets"], d["_where"] = self._make_buckets(bucket_cap_mb * 1024 * 1024)
-        d["_armed"], d["_unused"] = False, set()
+        d["_armed"], d["_unused"], d["_reduced"] = False, set(), False
         d["_ready"] = [False] * len(self._params)
         d["_next"] = 0
         d["_hooks"] = [p.register_post_accumulate_grad_hook(self._hook(i))
@@ -154,6 +154,7 @@ class DistributedDataParallel(Module):
             for b in self.module.buffers():
                 self._dist.broadcast(b, self._src, self.process_group)
         out = self.module(*inputs, **kwargs)
+        self.__dict__["_reduced"] = False
         if em.is_grad_enabled() and self.require_backward_grad_sync and self._params:
             self._arm(out)
         else:
@@ -190,6 +191,12 @@ class DistributedDataParallel(Module):
     def _hook(self, i):
         def hook(p):
             if not self._armed:
+                if self._reduced:
+                    raise RuntimeError(
+                        f"DistributedDataParallel: a second backward through the same "
+                        f"forward (parameter {self._names[i]} got another gradient after "
+                        f"the averaging); its gradients would differ across ranks. Run "
+                        f"forward again, or sum the losses and call backward once")
                 return
             if self._ready[i]:
                 raise RuntimeError(f"DistributedDataParallel: parameter {self._names[i]} got "
@@ -255,6 +262,7 @@ class DistributedDataParallel(Module):
                     else:
                         p.grad.copy_(avg)
         self.__dict__["_ready"] = [False] * len(self._params)
+        self.__dict__["_reduced"] = True
 
     @contextlib.contextmanager
     def no_sync(self):
