@@ -469,12 +469,12 @@ def train(model, opt, batches, accumulate=1):
         opt.zero_grad()
 
 
-def case_ddp_matches_single_process(r, n):
+def case_ddp_matches_single_process(r, n, views=False):
     from ember.nn.parallel import DistributedDataParallel as DDP
     ref = mlp(0)
     local = mlp(0 if r == 0 else r + 10)     # DDP must copy rank 0's start to all
     # a small bucket cap: several buckets, launched in order from the hooks
-    ddp = DDP(local, bucket_cap_mb=0.0005)
+    ddp = DDP(local, bucket_cap_mb=0.0005, gradient_as_bucket_view=views)
     assert len(ddp._buckets) > 1
     for a, b in zip(params(ref), params(local)):
         np.testing.assert_array_equal(a, b)
@@ -494,6 +494,10 @@ def case_ddp_matches_single_process(r, n):
     dist.all_gather(everyone, flat)
     for t in everyone[1:]:
         np.testing.assert_array_equal(t.numpy(), everyone[0].numpy())
+
+
+def case_ddp_gradient_as_bucket_view(r, n):
+    case_ddp_matches_single_process(r, n, views=True)
 
 
 def case_ddp_no_sync_accumulates(r, n):

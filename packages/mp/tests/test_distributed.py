@@ -115,7 +115,8 @@ def test_bad_arguments_name_the_op_and_values(job):
     assert "all_reduce: op must be an ember.distributed.ReduceOp, got 'sum'" in msg
 
 
-@pytest.mark.parametrize("case", ["ddp_matches_single_process", "ddp_no_sync_accumulates",
+@pytest.mark.parametrize("case", ["ddp_matches_single_process", "ddp_gradient_as_bucket_view",
+                                  "ddp_no_sync_accumulates",
                                   "ddp_find_unused_parameters"])
 def test_ddp(job, case):
     outcomes(job, case)

@@ -55,7 +55,9 @@ class DistributedDataParallel(Module):
     `find_unused_parameters=True` allows parameters that don't take part in a forward
     on some ranks (found by walking the output's graph); without it such a parameter
     makes the next forward raise, since its bucket never completes. Works with any
-    optimizer: it only changes `.grad`."""
+    optimizer: it only changes `.grad`. `gradient_as_bucket_view=True` leaves each
+    `.grad` as a view of its bucket instead of a copy (saves a copy per step; a
+    gradient kept across steps is then overwritten by the next backward)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
                  broadcast_buffers=True, process_group=None, bucket_cap_mb=25,
@@ -78,6 +80,7 @@ class DistributedDataParallel(Module):
         d["process_group"] = process_group
         d["broadcast_buffers"] = bool(broadcast_buffers)
         d["find_unused_parameters"] = bool(find_unused_parameters)
+        d["gradient_as_bucket_view"] = bool(gradient_as_bucket_view)
         d["require_backward_grad_sync"] = True
         d["_world"] = dist.get_world_size(process_group)
         d["_src"] = dist.get_process_group_ranks(process_group)[0] \
@@ -88,6 +91,10 @@ class DistributedDataParallel(Module):
         self._verify_same_model(module)
         self._sync_module_states()
         d["_buckets"], d["_where"] = self._make_buckets(bucket_cap_mb * 1024 * 1024)
+        # each parameter's place in its bucket, as a view of its shape, made once
+        # (slicing and reshaping per step cost more than the copies themselves)
+        d["_slots"] = [self._buckets[b].flat[off:off + n].view(tuple(p.shape))
+                       for (b, off, n), p in zip(self._where, self._params)]
         d["_armed"], d["_unused"], d["_reduced"] = False, set(), False
         d["_ready"] = [False] * len(self._params)
         d["_next"] = 0
@@ -203,8 +210,7 @@ class DistributedDataParallel(Module):
                                    f"its gradient twice in one backward (reentrant backward "
                                    f"or a second backward on the same forward)")
             self._ready[i] = True
-            b, off, n = self._where[i]
-            bucket = self._buckets[b]
+            bucket = self._buckets[self._where[i][0]]
             if i in self._unused:
                 if bucket.work is not None:
                     raise RuntimeError(
@@ -214,8 +220,10 @@ class DistributedDataParallel(Module):
                 self._unused.discard(i)
             else:
                 bucket.pending -= 1
-            with em.no_grad():
-                bucket.flat[off:off + n].copy_(p.grad.reshape(-1))
+            slot = self._slots[i]
+            if p.grad.data_ptr() != slot.data_ptr():    # not already the bucket's view
+                with em.no_grad():
+                    slot.copy_(p.grad)
             self._launch_ready()
         return hook
 
@@ -224,13 +232,13 @@ class DistributedDataParallel(Module):
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
             with em.no_grad():
-                for i, off, n in b.params:
+                for i, _, _ in b.params:
                     if not self._ready[i]:      # unused here: its grad so far, or zeros
                         g = self._params[i].grad
                         if g is None:
-                            b.flat[off:off + n].fill_(0)
+                            self._slots[i].fill_(0)
                         else:
-                            b.flat[off:off + n].copy_(g.reshape(-1))
+                            self._slots[i].copy_(g)
             b.work = self._dist._backend._all_reduce_unchecked(
                 b.flat, group=self.process_group, async_op=True)
             self.__dict__["_next"] = self._next + 1
@@ -251,15 +259,17 @@ class DistributedDataParallel(Module):
         with em.no_grad():
             for b in self._buckets:
                 b.work.wait()
-                b.flat.div_(self._world)
-                for i, off, n in b.params:
+                if self._world > 1:
+                    b.flat.div_(self._world)
+                for i, _, _ in b.params:
                     if used is not None and not used[i]:
                         continue
-                    p = self._params[i]
-                    avg = b.flat[off:off + n].reshape(tuple(p.shape))
-                    if p.grad is None:
+                    p, avg = self._params[i], self._slots[i]
+                    if self.gradient_as_bucket_view:
+                        p.grad = avg
+                    elif p.grad is None:
                         p.grad = avg.clone()
-                    else:
+                    elif p.grad.data_ptr() != avg.data_ptr():
                         p.grad.copy_(avg)
         self.__dict__["_ready"] = [False] * len(self._params)
         self.__dict__["_reduced"] = True
