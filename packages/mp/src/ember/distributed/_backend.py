@@ -12,6 +12,7 @@ import atexit
 import datetime
 import enum
 import json
+import os
 import math
 import sys
 import time
@@ -323,20 +324,19 @@ def _fail(reason):
     _STATE.failure = reason
 
 
-_SPIN = 5e-3        # busy-poll this long after the last sign of progress, then sleep
+_SPIN = 5e-3        # waiting longer than this, yield the core between polls
+_DOZE = 1.0         # waiting longer than this, sleep between polls
 _BUSY_CALL = 10e-6  # a test that takes longer than this moved data: progress
-_MAX_PAUSE = 200e-6
+_MAX_PAUSE = 1e-3
 
 
 def _poll(requests, deadline, what, group, block, statuses=None):
     """Test `requests` until all are done (or once when not `block`); True when done.
-    MPICH moves data only inside MPI calls, so a transfer in progress is polled
-    without pause; when the tests come back quick and empty (the peers are late) the
-    loop sleeps, leaving the core to the ranks that are
-    still computing (on a busy machine spinning would slow down the one we wait for).
-    The spell of spinning covers the usual skew between ranks; a rank that waits
-    longer (for a peer that evaluates or checkpoints) sleeps, 20 us doubling up to
-    200 us."""
+    MPICH moves data only inside MPI calls, so the loop polls without pause, as MPI's
+    own blocking calls do: sleeping between polls would stall a transfer in progress
+    (each poll moves a little). After 5 ms without a slow (data-moving) test it yields
+    the core between polls, so that a late peer on the same machine gets to run; after
+    1 s (a peer busy evaluating or checkpointing) it sleeps, 20 us doubling to 1 ms."""
     MPI = _MPI
     clock = time.perf_counter
     pause = 0.0
@@ -354,9 +354,11 @@ def _poll(requests, deadline, what, group, block, statuses=None):
                 break
             if t1 - t0 > _BUSY_CALL:
                 active, pause = t1, 0.0
-            elif t1 - active > _SPIN:
+            elif t1 - active > _DOZE:
                 pause = min(max(2 * pause, 20e-6), _MAX_PAUSE)
                 time.sleep(pause)
+            elif t1 - active > _SPIN:
+                os.sched_yield()
     except MPI.Exception as e:
         _fail(f"{what}: MPI error: {e.Get_error_string()}")
         raise DistBackendError(f"{what} failed in MPI: {e.Get_error_string()} "
