@@ -252,8 +252,10 @@ class DistributedDataParallel(Module):
         self.__dict__["_armed"] = False
         used = None
         if self.find_unused_parameters:
-            # a parameter unused on every rank keeps grad None, as without DDP
-            used = em.tensor([int(r) for r in self._ready], dtype=em.int32)
+            # a parameter without gradient on every rank keeps grad None, as without DDP
+            # (one unused now but with a gradient accumulated under no_sync has one)
+            used = em.tensor([int(r or p.grad is not None)
+                              for r, p in zip(self._ready, self._params)], dtype=em.int32)
             self._dist.all_reduce(used, op=self._dist.ReduceOp.MAX, group=self.process_group)
             used = used.tolist()
         with em.no_grad():
