@@ -562,6 +562,26 @@ def case_ddp_find_unused_parameters(r, n):
         assert local.never.weight.grad is None
 
 
+def case_ddp_unused_after_no_sync(r, n):
+    """`b` gets gradients under no_sync, then is unused in the synced step: its
+    accumulated gradients are averaged all the same."""
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    ref, local = Branchy(), Branchy()
+    ddp = DDP(local, find_unused_parameters=True)
+    x = np.random.default_rng(2).standard_normal((n, 4)).astype(np.float32)
+    for i in range(n):
+        (ref(em.tensor(x[i:i + 1]), True).sum() / n).backward()
+        (ref(em.tensor(x[i:i + 1]), False).sum() / n).backward()
+    with ddp.no_sync():
+        ddp(em.tensor(x[r:r + 1]), True).sum().backward()
+    ddp(em.tensor(x[r:r + 1]), False).sum().backward()
+    for name in ("a", "b"):
+        for pn in ("weight", "bias"):
+            np.testing.assert_allclose(getattr(getattr(local, name), pn).grad.numpy(),
+                                       getattr(getattr(ref, name), pn).grad.numpy(),
+                                       rtol=1e-5, atol=1e-6)
+
+
 def case_ddp_unused_without_flag_raises(r, n):
     from ember.nn.parallel import DistributedDataParallel as DDP
     ddp = DDP(Branchy())
