@@ -377,6 +377,14 @@ def case_mismatch_op(r, n):
 
 
 @mismatch
+def case_mismatch_barrier(r, n):
+    if r == 0:
+        dist.barrier()
+    else:
+        dist.all_reduce(em.ones(1))
+
+
+@mismatch
 def case_mismatch_bad_on_one_rank(r, n):
     # AVG is refused for rank 0's int tensor: the others must not wait for it
     dist.all_reduce(em.ones(2, dtype=em.int64 if r == 0 else em.float32),

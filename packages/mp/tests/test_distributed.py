@@ -75,12 +75,14 @@ def test_collective_matches_one_process(job, case):
 
 
 @pytest.mark.parametrize("case", ["mismatch_shape", "mismatch_dtype", "mismatch_op",
-                                  "mismatch_bad_on_one_rank", "mismatch_list_length",
+                                  "mismatch_barrier", "mismatch_bad_on_one_rank", "mismatch_list_length",
                                   "mismatch_all_to_all_sizes"])
 def test_mismatch_raises_the_same_error_on_every_rank(job, case):
     msgs = outcomes(job, case)
-    if case == "mismatch_op":     # each rank names the op it called, then the same text
-        assert [m.split(":")[0] for m in msgs] == ["all_reduce"] + ["broadcast"] * (job[0] - 1)
+    if case in ("mismatch_op", "mismatch_barrier"):  # each names its op, then the same text
+        first, rest = {"mismatch_op": ("all_reduce", "broadcast"),
+                       "mismatch_barrier": ("barrier", "all_reduce")}[case]
+        assert [m.split(":")[0] for m in msgs] == [first] + [rest] * (job[0] - 1)
         msgs = [m.split(":", 1)[1] for m in msgs]
     assert len(set(msgs)) == 1, msgs
     expected = {"mismatch_shape": r"all_reduce: the ranks' calls do not match: rank 0 called "
@@ -89,6 +91,8 @@ def test_mismatch_raises_the_same_error_on_every_rank(job, case):
                 "mismatch_dtype": r"broadcast: .* float64",
                 "mismatch_op": r"^ the ranks' calls do not match: rank 0 called all_reduce\(.*"
                                r"rank 1 called broadcast\(\[3\] float32, src=0\)",
+                "mismatch_barrier": r"^ the ranks' calls do not match: rank 0 called barrier\(\), "
+                                    r"rank 1 called all_reduce\(\[1\] float32, SUM\)",
                 "mismatch_bad_on_one_rank": r"^all_reduce: rank 0: ReduceOp.AVG needs a "
                                             r"floating-point tensor, got int64$",
                 "mismatch_list_length": r"all_gather: rank 0: tensor_list has \d tensors, "

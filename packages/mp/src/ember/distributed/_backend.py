@@ -843,6 +843,8 @@ def barrier(group=None, async_op=False, device_ids=None):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
+    # the check's exchange also catches a rank that called another collective here
+    _check(g, what, None, [what], _STATE.check)
     return _run(what, g, [g.comm.Ibarrier()], None, async_op)
 
 
@@ -1018,8 +1020,9 @@ class _RecvWork(Work):
         if shape != list(self._t.shape) or dtype != self._t.dtype.name:
             self._done, self._requests = True, None
             # take the data message anyway so that the channel stays in step
-            self._group.comm.Recv([bytearray(math.prod(shape) * _itemsize(dtype)),
-                                   _MPI.BYTE], peer, self._tag)
+            drain = self._group.comm.Irecv([bytearray(math.prod(shape) * _itemsize(dtype)),
+                                            _MPI.BYTE], peer, self._tag)
+            _poll([drain], self._deadline, self._what, self._group, True)
             raise ValueError(f"recv: rank {self._group.ranks[peer]} sent {tuple(shape)} "
                              f"{dtype} but the receiving tensor is {_desc(self._t)}")
         self._requests = [self._data_request(peer)]
