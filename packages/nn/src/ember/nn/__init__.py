@@ -5,3 +5,4 @@ from ember.nn.parameter import Parameter, Buffer  # noqa: F401
 from ember.nn.modules import *  # noqa: F401,F403
 from ember.nn import functional, init  # noqa: F401
 from ember.nn import utils  # noqa: F401
+from ember.nn import parallel  # noqa: F401  (DistributedDataParallel; ember-mp on use)

@@ -8,6 +8,13 @@
  * `a + b` on 10^7 elements then reuses warm memory instead of faulting in 10,000
  * fresh 4 KiB pages per result. The cache holds at most EMBER_HOST_CACHE_MB
  * (default 1024) MiB; em.empty_cache() returns it to the OS.
+ *
+ * A large block does not start at its 2 MiB boundary but 256 * (1..15) bytes into it,
+ * a different offset each time: buffers that all start at the same offset modulo
+ * 4 KiB make the CPU's store-to-load disambiguation stall ("4K aliasing") whenever a
+ * loop reads one and writes another at the same pace. MPI's copies and reductions
+ * (ember.distributed) ran 20-30% slower on 2 MiB-aligned tensors than on NumPy's
+ * malloc'd arrays because of it. 256 keeps DLPack's alignment.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,6 +26,8 @@
 #define LARGE ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define SLOTS 32
+#define COLOUR ((size_t)256)
+#define COLOURS 15                 /* offsets COLOUR * (1..COLOURS), all < 4 KiB */
 
 typedef struct { void *ptr; size_t size; } block;
 
@@ -28,6 +37,15 @@ static size_t cached_bytes, cache_limit = (size_t)-1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* the mapping behind a large block of nbytes, with room for the colour offset */
+static size_t large_size(size_t nbytes) { return round_up(nbytes + 4096, HUGE_PAGE); }
+
+static char *coloured(void *base) {
+    static unsigned next;
+    unsigned k = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % COLOURS;
+    return (char *)base + COLOUR * (1 + k);
+}
 
 static void reinit_lock_in_child(void) { pthread_mutex_init(&lock, NULL); }
 
@@ -63,7 +81,7 @@ void *em_host_alloc(size_t nbytes) {
         if (posix_memalign(&p, 64, round_up(nbytes, 64))) return NULL;
         return p;
     }
-    size_t size = round_up(nbytes, HUGE_PAGE);
+    size_t size = large_size(nbytes);
     pthread_mutex_lock(&lock);
     int best = -1;
     for (int i = 0; i < ncached; i++)
@@ -78,10 +96,11 @@ void *em_host_alloc(size_t nbytes) {
         cache[best] = cache[--ncached];
         pthread_mutex_unlock(&lock);
         if (got != size) munmap((char *)p + size, got - size);
-        return p;
+        return coloured(p);
     }
     pthread_mutex_unlock(&lock);
-    return map_large(size);
+    void *p = map_large(size);
+    return p ? coloured(p) : NULL;
 }
 
 void em_host_free(void *ptr, size_t nbytes) {
@@ -90,7 +109,8 @@ void em_host_free(void *ptr, size_t nbytes) {
         free(ptr);
         return;
     }
-    size_t size = round_up(nbytes, HUGE_PAGE);
+    size_t size = large_size(nbytes);
+    ptr = (void *)((size_t)ptr & ~(HUGE_PAGE - 1));    /* back to the mapping's start */
     pthread_mutex_lock(&lock);
     if (ncached < SLOTS && cached_bytes + size <= cache_limit) {
         cache[ncached].ptr = ptr;

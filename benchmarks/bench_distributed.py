@@ -1,0 +1,217 @@
+#!/usr/bin/env python
+"""ember.distributed on this machine, beside raw mpi4py, and the cost model for many
+machines.
+
+    python benchmarks/bench_distributed.py [--ranks 2] [--mb 100] [--rounds 7] [--steps 20]
+
+It starts itself under `mpiexec -n RANKS` (the one beside this Python, as the mpich wheel
+installs it). Cases, medians over rounds, every rank at 1 thread:
+- all_reduce_<MB>MB: ember's all_reduce (in place, metadata check on) of a float32
+  tensor beside mpi4py's Allreduce(IN_PLACE) on a NumPy array of the same size; the
+  ratio is mpi4py_time / ember_time (the bandwidth ratio). Target >= 0.8.
+- ddp_mlp_step: a training step (zero_grad, forward, MSE loss, backward, SGD step) of the
+  MLP of the nn issue (784-256-256-10, 269,322 parameters) on a per-rank batch of 128,
+  wrapped in DistributedDataParallel, beside the same step without DDP run at the same
+  time on every rank (same CPU contention, no communication). Steps alternate one by
+  one, each started together on all ranks; medians over steps * rounds steps. The
+  ratio is ddp_time / plain_time. Target <= 1.3. The note gives the floor: the plain
+  step followed by mpi4py's Allreduce of a gradient-sized NumPy array.
+Then the ring all-reduce cost model (see the README): each rank sends and receives
+2(N-1)/N of the gradient bytes per step, in 2(N-1) messages, so
+    t_comm = 2(N-1) * latency + 2(N-1)/N * bytes / bandwidth
+and its predictions for the MLP and the CNNs at 8 and 64 ranks on 10 and 100 Gb/s,
+beside the measured single-process step time of each model.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
+    os.environ[var] = "1"
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = [os.path.join(HERE, "..", "packages", sub, "src")
+       for sub in ("tensor-core", "autograd", "nn", "data", "mp")]
+sys.path[:0] = SRC
+UNDER_MPI = "EMBER_BENCH_UNDER_MPI"
+
+# (latency per message, bandwidth in bytes/s): TCP over 10 GbE, RDMA-class 100 Gb/s
+NETWORKS = {"10 Gb/s": (25e-6, 10e9 / 8), "100 Gb/s": (5e-6, 100e9 / 8)}
+
+
+def ring_allreduce_seconds(nbytes, ranks, latency, bandwidth):
+    return 2 * (ranks - 1) * latency + 2 * (ranks - 1) / ranks * nbytes / bandwidth
+
+
+def models(em):
+    nn = em.nn
+    mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                        nn.Linear(256, 10))
+    cnn = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+    digits = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Flatten(), nn.Dropout(0.2), nn.Linear(128, 10))
+    # (model, input shape, loss): the MLP of the nn issue (batch 128), the CNN of
+    # issue 5 (32 x 1 x 28 x 28), the digits CNN of examples/ (64 x 1 x 8 x 8)
+    return {"MLP 784-256-256-10": (mlp, (128, 784), "mse"),
+            "CNN (issue 5, 28x28)": (cnn, (32, 1, 28, 28), "ce"),
+            "digits CNN (8x8)": (digits, (64, 1, 8, 8), "ce")}
+
+
+def make_step(em, model, shape, loss, wrap=None):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = em.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    if loss == "mse":
+        y = em.from_numpy(rng.standard_normal((shape[0], 10)).astype(np.float32))
+    else:
+        y = em.from_numpy(rng.integers(0, 10, shape[0]).astype(np.int64))
+    net = wrap(model) if wrap else model
+    opt = em.optim.SGD(net.parameters(), lr=1e-3)
+    ce = em.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        out = net(x)
+        if loss == "mse":
+            d = out - y
+            (d * d).mean().backward()
+        else:
+            ce(out, y).backward()
+        opt.step()
+    return step
+
+
+def timed(fn, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def ranks_main(args):
+    import numpy as np
+    from mpi4py import MPI
+
+    import ember as em
+    import ember.distributed as dist
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group("mpi")
+    comm, rank = MPI.COMM_WORLD, dist.get_rank()
+    out = []
+
+    # all_reduce of a large float32 tensor
+    n = args.mb * 1024 * 1024 // 4
+    a = np.ones(n, dtype=np.float32)
+    t = em.ones(n)
+    em_times, mpi_times = [], []
+    for r in range(args.rounds + 1):
+        pair = [("em", lambda: dist.all_reduce(t)),
+                ("mpi", lambda: comm.Allreduce(MPI.IN_PLACE, a))]
+        for name, fn in pair if r % 2 == 0 else pair[::-1]:
+            comm.Barrier()
+            s = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - s
+            if r:                 # round 0 warms up (page faults, MPI's shm windows)
+                (em_times if name == "em" else mpi_times).append(dt)
+    check = float(t[0])           # ones summed over the ranks, (rounds + 1) times
+    assert check == float(args.ranks) ** (args.rounds + 1), check
+    em_t, mpi_t = statistics.median(em_times), statistics.median(mpi_times)
+    out.append((f"all_reduce_{args.mb}MB", em_t, mpi_t, mpi_t / em_t, ">= 0.8",
+                mpi_t / em_t >= 0.8, f"ember {args.mb * 2**20 / em_t / 1e9:.2f} GB/s, "
+                f"mpi4py {args.mb * 2**20 / mpi_t / 1e9:.2f} GB/s"))
+
+    # DDP step of the MLP beside the plain step, both on every rank at once
+    em.manual_seed(0)
+    mlp, shape, loss = models(em)["MLP 784-256-256-10"]
+    plain = make_step(em, mlp, shape, loss)
+    em.manual_seed(0)
+    mlp2, _, _ = models(em)["MLP 784-256-256-10"]
+    ddp = make_step(em, mlp2, shape, loss, wrap=DDP)
+    grads = np.zeros(sum(p.numel() for p in mlp.parameters()), dtype=np.float32)
+
+    def raw():       # the floor for any MPI data parallelism: plain step + one Allreduce
+        plain()
+        comm.Allreduce(MPI.IN_PLACE, grads)
+    plain_times, ddp_times, raw_times = [], [], []
+    for r in range(args.steps * args.rounds + 2):
+        # step by step, alternating, each from a common start (a barrier): the time of
+        # a DDP step includes waiting for the slower rank, as in training
+        trio = [(plain_times, plain), (ddp_times, ddp), (raw_times, raw)]
+        for times, fn in trio if r % 2 == 0 else trio[::-1]:
+            comm.Barrier()
+            s = time.perf_counter()
+            fn()
+            if r >= 2:
+                times.append(time.perf_counter() - s)
+    p_t, d_t = statistics.median(plain_times), statistics.median(ddp_times)
+    raw_t = statistics.median(raw_times)
+    out.append(("ddp_mlp_step", d_t, p_t, d_t / p_t, "<= 1.3", d_t / p_t <= 1.3,
+                f"per-rank batch 128, {len(DDP(mlp2)._buckets)} bucket(s); plain step + "
+                f"mpi4py Allreduce of the gradients: {raw_t * 1e3:.2f}ms ({raw_t / p_t:.2f}x)"))
+
+    # single-process step times for the cost model (every rank measures; rank 0 reports)
+    steps = {}
+    for name, (model, shp, ls) in models(em).items():
+        fn = make_step(em, model, shp, ls)
+        fn()
+        steps[name] = (statistics.median(timed(fn, args.steps) for _ in range(3)),
+                       sum(p.numel() for p in model.parameters()))
+    comm.Barrier()
+    if rank == 0:
+        report(args, out, steps)
+    dist.destroy_process_group()
+
+
+def report(args, rows, steps):
+    print(f"ember.distributed on {args.ranks} ranks of this machine ({os.cpu_count()} CPUs), "
+          f"1 thread per rank, medians of {args.rounds} rounds")
+    print(f"{'case':<20}{'ember':>12}{'baseline':>12}{'ratio':>8}  {'target':<8} note")
+    for name, a, b, ratio, target, ok, note in rows:
+        print(f"{name:<20}{a * 1e3:>10.2f}ms{b * 1e3:>10.2f}ms{ratio:>8.2f}  "
+              f"{target:<8} {'ok' if ok else 'FAIL'}  {note}")
+    print("\nring all-reduce cost model: t = 2(N-1)*latency + 2(N-1)/N * bytes/bandwidth "
+          "(latency 25 us at 10 Gb/s TCP, 5 us at 100 Gb/s RDMA)")
+    print(f"{'model':<22}{'params':>9}{'step 1 proc':>13}" +
+          "".join(f"{f'N={n} {net}':>16}" for n in (8, 64) for net in NETWORKS))
+    for name, (step_t, params) in steps.items():
+        cells = []
+        for n in (8, 64):
+            for lat, bw in NETWORKS.values():
+                c = ring_allreduce_seconds(params * 4, n, lat, bw)
+                cells.append(f"{c * 1e3:.3f}ms {c / step_t:4.0%}")
+        print(f"{name:<22}{params:>9,}{step_t * 1e3:>11.2f}ms" +
+              "".join(f"{c:>16}" for c in cells))
+    print("(each cell: the all-reduce time per step, and that time as a share of the "
+          "single-process step; with full overlap a step costs max(compute, comm), "
+          "without it compute + comm)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+    if os.environ.get(UNDER_MPI):
+        return ranks_main(args)
+    from ember.distributed.run import find_mpiexec
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(SRC + [os.environ.get("PYTHONPATH",
+                                                                              "")]))
+    env[UNDER_MPI] = "1"
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):    # slow current NumPy wheels
+        env.pop(var, None)
+    return subprocess.call([find_mpiexec(), "-n", str(args.ranks), sys.executable,
+                            os.path.abspath(__file__)] + sys.argv[1:], env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

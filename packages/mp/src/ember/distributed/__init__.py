@@ -1,0 +1,31 @@
+"""ember.distributed: data-parallel training across processes and machines on MPI
+(mpi4py), the counterpart of torch.distributed (part of the ember-mp package; install
+its MPI with `pip install 'ember-mp[distributed]'`).
+
+    import ember.distributed as dist
+    dist.init_process_group("mpi", timeout=datetime.timedelta(minutes=5))
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)          # t is summed over the ranks in place
+    model = ember.nn.parallel.DistributedDataParallel(model)
+
+Start the processes with `mpiexec -n N python train.py` or
+`python -m ember.distributed.run --nproc-per-node N train.py`; across machines, MPI's
+hostfile places them. Every rank runs the same script.
+
+* Collectives: all_reduce (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR),
+  broadcast, reduce, all_gather, all_gather_into_tensor, reduce_scatter,
+  reduce_scatter_tensor, gather, scatter, barrier, all_to_all, all_to_all_single;
+  point to point: send, recv, isend, irecv. `async_op=True` returns a Work handle
+  (wait(), is_completed()).
+* Contiguous CPU tensors go to MPI without a copy (the buffer protocol); others
+  (non-contiguous views, other devices) are staged through a contiguous host copy.
+* Before each collective the ranks compare their calls (op, shapes, dtypes, roots),
+  and a mismatch raises the same ValueError on every rank instead of corrupting data
+  or hanging (`set_metadata_check(False)` or `init_process_group(metadata_check=False)`
+  saves that one small message per call).
+* Nothing waits forever: past the group's timeout a collective raises
+  DistTimeoutError on the ranks that are waiting (a peer died, hung or never called
+  it), and the process groups are unusable from then on.
+"""
+from ember.multiprocessing._version import __version__  # noqa: F401
+from ember.distributed._backend import *  # noqa: F401,F403
+from ember.distributed._backend import __all__  # noqa: F401
