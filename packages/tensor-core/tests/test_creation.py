@@ -214,3 +214,15 @@ def test_creation_from_scalars_and_special_values():
     assert em.tensor([np.float32(1.5), 2]).dtype is em.float32
     assert em.tensor([em.tensor(1.0), em.tensor(2.0)]).tolist() == [1.0, 2.0]
     assert em.tensor(np.array(5)).shape == ()
+
+
+@pytest.mark.parametrize("value", [np.array(1.5), np.float64(1.5), np.int32(3),
+                                   np.array(3, dtype=np.int16), np.bool_(True),
+                                   np.float32(0.25), np.array(7, dtype=np.uint8)])
+def test_numpy_scalars_and_0d_arrays_keep_their_dtype(value):
+    # em.tensor(np.float64(x)) is float64 and np.int32 stays int32, as in PyTorch
+    for fn in (em.tensor, em.as_tensor, em.asarray):
+        t = fn(value)
+        assert t.shape == () and t.dtype.name == np.asarray(value).dtype.name
+        assert t.item() == value.item()
+    assert em.tensor(value, dtype=em.float32).dtype is em.float32

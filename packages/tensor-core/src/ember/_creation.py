@@ -199,10 +199,11 @@ def _convert(data, dtype, device, copy, op):
     if hasattr(data, "__dlpack__") and not hasattr(data, "__array_interface__"):
         from ember._interop import from_dlpack
         return _convert(from_dlpack(data), dtype, device, copy, op)
-    if hasattr(data, "__array_interface__") and type(data).__module__ == "numpy" \
-            and getattr(data, "ndim", 0) > 0:
+    if type(data).__module__ == "numpy" and hasattr(data, "dtype"):
+        # NumPy arrays of any rank and NumPy scalars keep their dtype, as in PyTorch
+        import numpy
         from ember._interop import from_numpy
-        return _convert(from_numpy(data), dtype, device, copy, op)
+        return _convert(from_numpy(numpy.asarray(data)), dtype, device, copy, op)
     t = _from_python(data, dtype, op)
     return t if device is None else t.to(device)
 
