@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import array
 import functools
+import math
+import os
 import re
 import struct
 import threading
@@ -255,6 +257,7 @@ class GPUBackend(Backend):
     def __init__(self):
         self.launches = 0          # kernel launches since the last reset_counters()
         self.host_transfers = 0    # host<->device copies since the last reset_counters()
+        self._pending = []         # deferred device-side checks (check_targets)
         self._lock = threading.Lock()
 
     # primitives (a subclass supplies these) -------------------------------------------
@@ -329,6 +332,8 @@ class GPUBackend(Backend):
         return out
 
     def to_cpu(self, tensor):
+        if self._pending:
+            self.raise_pending()
         src = tensor if tensor.is_contiguous() else self.contiguous(tensor)
         out = _core.empty(tuple(src.shape), src.dtype)
         if src.nbytes:
@@ -447,6 +452,215 @@ class GPUBackend(Backend):
         self.launch(x.device, f"reduce_{op_name}_{x.dtype.name}", (g * REDUCE_GROUP,),
                     (REDUCE_GROUP,), [m, k, self.handle(out), self.handle(x), layout])
         return out
+
+    # hand-written kernels -------------------------------------------------------------
+    def _float_kernel(self, x, op, dtypes=("float16", "float32", "float64")):
+        if x.dtype.name not in dtypes:
+            raise NotImplementedError(f"{op}: no {self.name} kernel for {x.dtype.name}")
+        self._check_dtype(x.dtype, x.device, op)
+
+    def matmul(self, a, b):
+        """NumPy's matmul (1-d operands, broadcast batch dims) over kernels/gpu/gemm.h."""
+        self._float_kernel(a, "matmul")
+        nda, ndb = a.ndim, b.ndim
+        sa, sb = a.stride(), b.stride()
+        if nda == 1:
+            m, k, rsa, csa = 1, a.shape[0], 0, sa[0]
+        else:
+            m, k, rsa, csa = a.shape[-2], a.shape[-1], sa[-2], sa[-1]
+        if ndb == 1:
+            n, rsb, csb = 1, sb[0], 0
+        else:
+            n, rsb, csb = b.shape[-1], sb[-2], sb[-1]
+        ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+        bnd = max(len(ba), len(bb))
+        ba, bb = (1,) * (bnd - len(ba)) + ba, (1,) * (bnd - len(bb)) + bb
+        bshape = []
+        for x, y in zip(ba, bb):
+            if x != y and x != 1 and y != 1:
+                raise ValueError(f"matmul: batch dimensions {tuple(a.shape[:-2])} and "
+                                 f"{tuple(b.shape[:-2])} cannot be broadcast")
+            bshape.append(y if x == 1 else x)
+        oshape = tuple(bshape) + ((m,) if nda > 1 else ()) + ((n,) if ndb > 1 else ())
+        out = self.empty(oshape, a.dtype, a.device)
+        if out.numel() == 0:
+            return out
+        if k == 0:
+            self.fill(out, 0)
+            return out
+        pad = lambda strides, nd: (0,) * (bnd - nd) + tuple(strides)
+        bsa = [0 if s == 1 else st for s, st in zip(ba, pad(sa[:-2], max(nda - 2, 0)))]
+        bsb = [0 if s == 1 else st for s, st in zip(bb, pad(sb[:-2], max(ndb - 2, 0)))]
+        bsc = list(contiguous_strides(tuple(bshape) + (m, n)))[:bnd]
+        layout = pack_layout(tuple(bshape), [(bsc, 0), (bsa, a.storage_offset()),
+                                             (bsb, b.storage_offset())], op="matmul")
+        nbatch = math.prod(bshape)
+        tiles = (-(-n // 64) * 16, -(-m // 64) * 16, min(nbatch, 65535))
+        self.launch(a.device, f"gemm_{a.dtype.name}", tiles, (16, 16, 1),
+                    [m, n, k, nbatch, self.handle(out), n, 1, self.handle(a), rsa, csa,
+                     self.handle(b), rsb, csb, layout])
+        return out
+
+    def dense(self, x):
+        """x itself when contiguous from element 0 of its buffer (what hand-written
+        kernels take), else a dense copy on the device."""
+        if x.is_contiguous() and x.storage_offset() == 0:
+            return x
+        return self.contiguous(x)
+
+    def rows_launch(self, device, kernel, rows, args):
+        """One work-group per row (grid-stride over rows)."""
+        if rows > 0:
+            g = min(rows, 4096)
+            self.launch(device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,), args)
+
+    # softmax --------------------------------------------------------------------------
+    def softmax_rows(self, x, log_softmax):
+        self._float_kernel(x, "softmax", ("float32", "float64"))
+        x = self.dense(x)
+        y = self.empty(x.shape, x.dtype, x.device)
+        n = x.shape[-1] if x.ndim else 1
+        rows = x.numel() // n if n else 0
+        self.rows_launch(x.device, f"softmax_rows_{x.dtype.name}", rows,
+                         [rows, n, self.handle(y), self.handle(x), int(log_softmax)])
+        return y
+
+    def softmax_backward_rows(self, grad, out, log_softmax):
+        self._float_kernel(out, "softmax_backward", ("float32", "float64"))
+        grad, out = self.dense(grad), self.dense(out)
+        dx = self.empty(out.shape, out.dtype, out.device)
+        n = out.shape[-1] if out.ndim else 1
+        rows = out.numel() // n if n else 0
+        self.rows_launch(out.device, f"softmax_backward_rows_{out.dtype.name}", rows,
+                         [rows, n, self.handle(dx), self.handle(grad), self.handle(out),
+                          int(log_softmax)])
+        return dx
+
+    # losses ---------------------------------------------------------------------------
+    def check_targets(self, target, C, ignore_index):
+        """Checked on the device without waiting: a bad target is reported (IndexError)
+        at the next synchronizing read (item(), cpu(), ...; at once under EMBER_SYNC=1),
+        as CUDA's device-side asserts do. Always returns -1."""
+        n = target.numel()
+        if n == 0:
+            return -1
+        target = self.dense(target)
+        flag = self.empty((1,), _core._dtype_by_name("int64"), target.device)
+        self.fill(flag, n)
+        self.run(target.device, "check_targets", n,
+                 [n, self.handle(target), C, ignore_index, self.handle(flag)])
+        self._pending.append((flag, target, C, ignore_index))
+        if os.environ.get("EMBER_SYNC") == "1":
+            self.raise_pending()
+        return -1
+
+    def raise_pending(self):
+        """Read the deferred checks (one small read each) and raise the first failure."""
+        pending, self._pending = self._pending, []
+        for flag, target, C, ignore in pending:
+            bad = _core.item(self.to_cpu(flag))
+            if bad < target.numel():
+                v = _core.item(self.to_cpu(target.reshape(-1)[bad]))
+                raise IndexError(f"cross_entropy/nll_loss: target {v} is out of bounds for {C} "
+                                 f"classes (expected values in [0, {C - 1}] or "
+                                 f"ignore_index={ignore}); found by an earlier launch")
+
+    def _weights(self, w, like):
+        return (self.handle(like), 0, 0.0) if w is None else \
+            (self.handle(self.dense(w)), 1, None)
+
+    def cross_entropy(self, x, target, weight, ignore_index, label_smoothing):
+        self._float_kernel(x, "cross_entropy", ("float32", "float64"))
+        x, target = self.dense(x), self.dense(target)
+        C = x.shape[-1]
+        rows = x.numel() // C if C else 0
+        wbuf, has_w, _ = self._weights(weight, x)
+        wtotal = float(C) if weight is None else self._wtotal(weight)
+        loss = self.empty(x.shape[:-1], x.dtype, x.device)
+        wrow = self.empty(x.shape[:-1], x.dtype, x.device)
+        self.rows_launch(x.device, f"cross_entropy_{x.dtype.name}", rows,
+                         [rows, C, self.handle(x), self.handle(target), wbuf, has_w,
+                          self.handle(loss), self.handle(wrow), ignore_index,
+                          float(label_smoothing), wtotal])
+        return loss, wrow
+
+    def _wtotal(self, weight):
+        # the sum of the class weights is a kernel argument: one small read per call
+        # with class weights (weights are few and rarely change)
+        return float(_core.item(self.to_cpu(_core.reduce("sum", weight, None, False))))
+
+    @staticmethod
+    def _gstride(grad, n):
+        return 0 if grad.numel() == 1 else 1
+
+    def cross_entropy_backward(self, x, target, weight, grad, scale, ignore_index,
+                               label_smoothing):
+        self._float_kernel(x, "cross_entropy_backward", ("float32", "float64"))
+        x, target, grad = self.dense(x), self.dense(target), self.dense(grad)
+        C = x.shape[-1]
+        rows = x.numel() // C if C else 0
+        wbuf, has_w, _ = self._weights(weight, x)
+        wtotal = float(C) if weight is None else self._wtotal(weight)
+        dx = self.empty(x.shape, x.dtype, x.device)
+        self.rows_launch(x.device, f"cross_entropy_backward_{x.dtype.name}", rows,
+                         [rows, C, self.handle(x), self.handle(target), wbuf, has_w,
+                          self.handle(grad), self._gstride(grad, rows), float(scale),
+                          self.handle(dx), ignore_index, float(label_smoothing), wtotal])
+        return dx
+
+    @staticmethod
+    def _nll_dims(x):
+        if x.ndim == 1:
+            return 1, x.shape[0], 1
+        return x.shape[0], x.shape[1], math.prod(x.shape[2:])
+
+    def nll_loss(self, x, target, weight, ignore_index):
+        self._float_kernel(x, "nll_loss", ("float32", "float64"))
+        x, target = self.dense(x), self.dense(target)
+        N, C, S = self._nll_dims(x)
+        wbuf, has_w, _ = self._weights(weight, x)
+        loss = self.empty(target.shape, x.dtype, x.device)
+        wrow = self.empty(target.shape, x.dtype, x.device)
+        self.run(x.device, f"nll_loss_{x.dtype.name}", N * S,
+                 [N, C, S, self.handle(x), self.handle(target), wbuf, has_w, self.handle(loss),
+                  self.handle(wrow), ignore_index])
+        return loss, wrow
+
+    def nll_loss_backward(self, x, target, weight, grad, scale, ignore_index):
+        self._float_kernel(x, "nll_loss_backward", ("float32", "float64"))
+        target, grad = self.dense(target), self.dense(grad)
+        N, C, S = self._nll_dims(x)
+        wbuf, has_w, _ = self._weights(weight, x)
+        dx = self.empty(x.shape, x.dtype, x.device)
+        self.fill(dx, 0)
+        self.run(x.device, f"nll_loss_backward_{x.dtype.name}", N * S,
+                 [N, C, S, self.handle(target), wbuf, has_w, self.handle(grad),
+                  self._gstride(grad, N * S), float(scale), self.handle(dx), ignore_index])
+        return dx
+
+    # dropout ----------------------------------------------------------------------------
+    def dropout(self, x, p, seed, offset):
+        self._float_kernel(x, "dropout", ("float32", "float64"))
+        x = self.dense(x)
+        y = self.empty(x.shape, x.dtype, x.device)
+        mask = self.empty(x.shape, _core._dtype_by_name("bool"), x.device)
+        n = x.numel()
+        pf = struct.unpack("f", struct.pack("f", p))[0]     # p rounded to float32
+        thr = math.ceil(pf * 16777216.0)
+        scale = 1 / (1 - p) if p < 1 else 0.0
+        self.run(x.device, f"dropout_{x.dtype.name}", n,
+                 [n, self.handle(x), self.handle(y), self.handle(mask), thr, scale,
+                  seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF, offset])
+        return y, mask
+
+    def dropout_backward(self, grad, mask, scale):
+        self._float_kernel(grad, "dropout_backward", ("float32", "float64"))
+        grad, mask = self.dense(grad), self.dense(mask)
+        dx = self.empty(grad.shape, grad.dtype, grad.device)
+        n = grad.numel()
+        self.run(grad.device, f"dropout_backward_{grad.dtype.name}", n,
+                 [n, self.handle(grad), self.handle(mask), float(scale), self.handle(dx)])
+        return dx
 
     @staticmethod
     def _ensure_contiguous_out(out, op):
