@@ -662,6 +662,164 @@ class GPUBackend(Backend):
                  [n, self.handle(grad), self.handle(mask), float(scale), self.handle(dx)])
         return dx
 
+    # convolution --------------------------------------------------------------------
+    @staticmethod
+    def view(t, shape, strides, offset=0):
+        """A view of t's storage (no autograd recording: kernels run outside the tape)."""
+        return _core.as_strided_from(t.untyped_storage(), t.dtype, tuple(shape), tuple(strides),
+                                     t.storage_offset() + offset)
+
+    def _unfold(self, x, khw, ohw, stride, padding, dilation):
+        """im2col of dense x: (N, C * KH * KW, OH * OW)."""
+        N, C, H, W = x.shape
+        cols = self.empty((N, C * khw[0] * khw[1], ohw[0] * ohw[1]), x.dtype, x.device)
+        n = cols.numel()
+        self.run(x.device, f"im2col_{x.dtype.name}", n,
+                 [n, C, H, W, khw[0], khw[1], ohw[0], ohw[1], stride[0], stride[1], padding[0],
+                  padding[1], dilation[0], dilation[1], self.handle(x), self.handle(cols)])
+        return cols
+
+    def conv2d_forward(self, x, w, bias, out_hw, stride, padding, dilation, groups):
+        self._float_kernel(x, "conv2d", ("float32", "float64"))
+        x, w = self.dense(x), self.dense(w)
+        N, C = x.shape[:2]
+        OC, Cg, KH, KW = w.shape
+        G, OCg, K, P = groups, OC // groups, Cg * KH * KW, out_hw[0] * out_hw[1]
+        cols = self._unfold(x, (KH, KW), out_hw, stride, padding, dilation)
+        # y[n, g] (OCg, P) = w[g] (OCg, K) @ cols[n, g] (K, P), one batched GEMM
+        a = self.view(w, (1, G, OCg, K), (0, OCg * K, K, 1))
+        b = self.view(cols, (N, G, K, P), (G * K * P, K * P, P, 1))
+        y = self.matmul(a, b)
+        y = self.view(y, (N, OC, out_hw[0], out_hw[1]), contiguous_strides((N, OC) + tuple(out_hw)))
+        if bias is not None:
+            self.elementwise("add", [y, self.view(self.dense(bias), (OC, 1, 1), (1, 0, 0))],
+                             y.dtype, y.dtype, y)
+        return y
+
+    def conv2d_backward_input(self, gy, w, bias, in_hw, stride, padding, dilation, groups):
+        self._float_kernel(gy, "conv2d_backward_input", ("float32", "float64"))
+        gy, w = self.dense(gy), self.dense(w)
+        N, OC, OH, OW = gy.shape
+        _, Cg, KH, KW = w.shape
+        G, OCg, K, P = groups, OC // groups, Cg * KH * KW, OH * OW
+        C = Cg * G
+        # cols[n, g] (K, P) = w[g]^T (K, OCg) @ gy[n, g] (OCg, P)
+        a = self.view(w, (1, G, K, OCg), (0, OCg * K, 1, K))
+        b = self.view(gy, (N, G, OCg, P), (OC * P, OCg * P, P, 1))
+        cols = self.matmul(a, b)
+        gx = self.empty((N, C) + tuple(in_hw), gy.dtype, gy.device)
+        n = gx.numel()
+        bb = self.dense(bias) if bias is not None else gy
+        self.run(gy.device, f"col2im_{gy.dtype.name}", n,
+                 [n, C, in_hw[0], in_hw[1], KH, KW, OH, OW, stride[0], stride[1], padding[0],
+                  padding[1], dilation[0], dilation[1], self.handle(cols), self.handle(gx),
+                  self.handle(bb), int(bias is not None)])
+        return gx
+
+    def conv2d_backward_weight(self, x, gy, kernel_hw, stride, padding, dilation, groups):
+        self._float_kernel(x, "conv2d_backward_weight", ("float32", "float64"))
+        x, gy = self.dense(x), self.dense(gy)
+        N, C = x.shape[:2]
+        OC, OH, OW = gy.shape[1:]
+        KH, KW = kernel_hw
+        G, Cg = groups, C // groups
+        OCg, K, P = OC // G, Cg * KH * KW, OH * OW
+        cols = self._unfold(x, (KH, KW), (OH, OW), stride, padding, dilation)
+        # per image gw[n, g] (OCg, K) = gy[n, g] (OCg, P) @ cols[n, g]^T (P, K), summed over n
+        a = self.view(gy, (N, G, OCg, P), (OC * P, OCg * P, P, 1))
+        b = self.view(cols, (N, G, P, K), (G * K * P, K * P, 1, P))
+        per = self.matmul(a, b)
+        gw = self.empty((1, G, OCg, K), x.dtype, x.device)
+        self.reduce("sum", per, (0,), gw)
+        return self.view(gw, (OC, Cg, KH, KW), contiguous_strides((OC, Cg, KH, KW)))
+
+    # pooling --------------------------------------------------------------------------
+    @staticmethod
+    def _pair(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+
+    def _planes_out(self, x, ohw, dtype=None):
+        N, C = x.shape[:2]
+        return self.empty((N, C) + tuple(ohw), dtype or x.dtype, x.device)
+
+    def max_pool2d(self, x, kernel, stride, padding, dilation, out_size, with_indices):
+        self._float_kernel(x, "max_pool2d", ("float32", "float64"))
+        x = self.dense(x)
+        k, st, p, d, o = map(self._pair, (kernel, stride, padding, dilation, out_size))
+        y = self._planes_out(x, o)
+        ix = self._planes_out(x, o, _core._dtype_by_name("int64")) if with_indices else None
+        n = y.numel()
+        self.run(x.device, f"max_pool2d_{x.dtype.name}", n,
+                 [n, x.shape[2], x.shape[3], o[0], o[1], k[0], k[1], st[0], st[1], p[0], p[1],
+                  d[0], d[1], self.handle(x), self.handle(y), self.handle(ix if ix is not None else y),
+                  int(with_indices)])
+        return y, ix
+
+    def avg_pool2d(self, x, kernel, stride, padding, out_size, count_include_pad, divisor):
+        self._float_kernel(x, "avg_pool2d", ("float32", "float64"))
+        x = self.dense(x)
+        k, st, p, o = map(self._pair, (kernel, stride, padding, out_size))
+        y = self._planes_out(x, o)
+        n = y.numel()
+        self.run(x.device, f"avg_pool2d_{x.dtype.name}", n,
+                 [n, x.shape[2], x.shape[3], o[0], o[1], k[0], k[1], st[0], st[1], p[0], p[1],
+                  self.handle(x), self.handle(y), int(count_include_pad), int(divisor)])
+        return y
+
+    def avg_pool2d_backward(self, grad, input_shape, kernel, stride, padding,
+                            count_include_pad, divisor):
+        self._float_kernel(grad, "avg_pool2d_backward", ("float32", "float64"))
+        grad = self.dense(grad)
+        k, st, p = map(self._pair, (kernel, stride, padding))
+        H, W = tuple(input_shape)[2:]
+        dx = self._planes_out(grad, (H, W))
+        planes = grad.shape[0] * grad.shape[1]
+        self.run(grad.device, f"avg_pool2d_backward_{grad.dtype.name}", planes,
+                 [planes, H, W, grad.shape[2], grad.shape[3], k[0], k[1], st[0], st[1], p[0],
+                  p[1], self.handle(grad), self.handle(dx), int(count_include_pad),
+                  int(divisor)], group=64)
+        return dx
+
+    def _adaptive(self, x, out_size, is_max):
+        self._float_kernel(x, "adaptive_pool2d", ("float32", "float64"))
+        x = self.dense(x)
+        o = self._pair(out_size)
+        y = self._planes_out(x, o)
+        ix = self._planes_out(x, o, _core._dtype_by_name("int64")) if is_max else None
+        n = y.numel()
+        self.run(x.device, f"adaptive_pool2d_{x.dtype.name}", n,
+                 [n, x.shape[2], x.shape[3], o[0], o[1], self.handle(x), self.handle(y),
+                  self.handle(ix if is_max else y), int(is_max)])
+        return (y, ix) if is_max else y
+
+    def adaptive_avg_pool2d(self, x, out_size):
+        return self._adaptive(x, out_size, False)
+
+    def adaptive_max_pool2d(self, x, out_size):
+        return self._adaptive(x, out_size, True)
+
+    def adaptive_avg_pool2d_backward(self, grad, input_shape):
+        self._float_kernel(grad, "adaptive_avg_pool2d_backward", ("float32", "float64"))
+        grad = self.dense(grad)
+        H, W = tuple(input_shape)[2:]
+        dx = self._planes_out(grad, (H, W))
+        planes = grad.shape[0] * grad.shape[1]
+        self.run(grad.device, f"adaptive_avg_pool2d_backward_{grad.dtype.name}", planes,
+                 [planes, H, W, grad.shape[2], grad.shape[3], self.handle(grad),
+                  self.handle(dx)], group=64)
+        return dx
+
+    def max_pool2d_backward(self, grad, indices, input_shape):
+        self._float_kernel(grad, "max_pool2d_backward", ("float32", "float64"))
+        grad, indices = self.dense(grad), self.dense(indices)
+        H, W = tuple(input_shape)[2:]
+        dx = self._planes_out(grad, (H, W))
+        planes = grad.shape[0] * grad.shape[1]
+        self.run(grad.device, f"max_pool_backward_{grad.dtype.name}", planes,
+                 [planes, H * W, grad.shape[2] * grad.shape[3], self.handle(grad),
+                  self.handle(indices), self.handle(dx)], group=64)
+        return dx
+
     @staticmethod
     def _ensure_contiguous_out(out, op):
         if not out.is_contiguous():
