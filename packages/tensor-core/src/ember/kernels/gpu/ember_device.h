@@ -62,6 +62,7 @@ typedef double em_float64;
 #define EM_LD_float16(p, i) vload_half((i), (p))
 #define EM_ST_float16(p, i, v) vstore_half((float)(v), (i), (p))
 #define em_atomic_add_int32(p, v) atomic_add((p), (v))
+#define em_mulhi64(a, b) mul_hi((em_uint64)(a), (em_uint64)(b))
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 #define em_atomic_min_int64(p, v) atom_min((p), (v))
 
@@ -102,6 +103,7 @@ typedef double em_float64;
 #define EM_LD_float16(p, i) __half2float((p)[i])
 #define EM_ST_float16(p, i, v) ((p)[i] = __float2half((float)(v)))
 #define em_atomic_add_int32(p, v) atomicAdd((p), (v))
+#define em_mulhi64(a, b) __umul64hi((em_uint64)(a), (em_uint64)(b))
 #define em_atomic_min_int64(p, v) atomicMin((long long *)(p), (long long)(v))
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
