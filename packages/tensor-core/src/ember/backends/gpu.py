@@ -834,6 +834,134 @@ class GPUBackend(Backend):
                   self.handle(indices), self.handle(dx)], group=64)
         return dx
 
+    # indexing, sorting, scans (ember._C.index's entry points) ---------------------------
+    def _read_flag(self, flag):
+        """The value of a one-element int64 check flag (a synchronizing 8-byte read)."""
+        self.check_reads += 1
+        buf = _core.empty((1,), flag.dtype)
+        self.read(self.handle(flag), flag.storage_offset() * 8, _host_bytes(buf))
+        return _core.item(buf)
+
+    def normalize(self, idx, size, allow_negative):
+        """Wrap negative indices in place, return the first bad position or -1 (read
+        at once: an index error is raised at the line that indexes)."""
+        n = idx.numel()
+        if n == 0:
+            return -1
+        flag = self.empty((1,), idx.dtype, idx.device)
+        self.fill(flag, n)
+        self.run(idx.device, "index_normalize", n,
+                 [n, self.handle(idx), size, int(allow_negative), self.handle(flag)])
+        bad = self._read_flag(flag)
+        return -1 if bad >= n else bad
+
+    def _index_layout(self, out_shape, first, second, indices, op):
+        """em_layout over out_shape for two strided operands and up to two index
+        tensors; (layout, index buffers, steps)."""
+        if len(indices) > 2:
+            raise NotImplementedError(f"{op}: the {self.name} kernels take at most 2 index "
+                                      f"tensors at once, got {len(indices)}")
+        ops = [first, second]
+        bufs, steps = [], []
+        for t, strides, step, _size in indices:
+            ops.append((tuple(strides), t.storage_offset()))
+            bufs.append(self.handle(t))
+            steps.append(step)
+        while len(bufs) < 2:
+            bufs.append(self.handle(indices[0][0]) if indices else None)
+            steps.append(0)
+        return pack_layout(tuple(out_shape), ops, op=op), bufs, steps
+
+    def gather(self, out, src, src_strides, indices):
+        n = out.numel()
+        if n == 0:
+            return out
+        layout, bufs, steps = self._index_layout(
+            out.shape, (out.stride(), out.storage_offset()),
+            (tuple(src_strides), src.storage_offset()), indices, "index")
+        bufs = [b if b is not None else self.handle(out) for b in bufs]
+        self.run(out.device, f"gather_{out.dtype.name}", n,
+                 [n, self.handle(out), self.handle(src)] + bufs + steps + [len(indices), layout])
+        return out
+
+    _SCATTER_OPS = {None: 0, "assign": 0, "add": 1, "sum": 1, "multiply": 2, "prod": 2,
+                    "amax": 3, "amin": 4}
+
+    def scatter(self, dst, dst_strides, src, src_strides, shape, indices, reduce=None):
+        n = math.prod(shape)
+        if n == 0:
+            return dst
+        layout, bufs, steps = self._index_layout(
+            shape, (tuple(dst_strides), dst.storage_offset()),
+            (tuple(src_strides), src.storage_offset()), indices, "index_put")
+        bufs = [b if b is not None else self.handle(dst) for b in bufs]
+        self.launch(dst.device, f"scatter_{dst.dtype.name}", (1,), (1,),
+                    [n, self.handle(dst), self.handle(src)] + bufs + steps +
+                    [len(indices), self._SCATTER_OPS[reduce], layout])
+        return dst
+
+    def _count_true(self, mask):
+        total = self.empty((1,), _core._dtype_by_name("int64"), mask.device)
+        self.reduce("sum", mask, tuple(range(mask.ndim)), total.reshape((1,) * mask.ndim)
+                    if mask.ndim else total.reshape(()))
+        return self._read_flag(total)
+
+    def nonzero(self, mask):
+        mask = self.dense(mask)
+        count = self._count_true(mask)
+        out = self.empty((count, mask.ndim), _core._dtype_by_name("int64"), mask.device)
+        if count and mask.ndim:
+            layout = array.array("q", [mask.ndim, 0, 0, 0] + list(mask.shape) +
+                                 [0] * (_LAYOUT_WORDS - 4 - mask.ndim)).tobytes()
+            if mask.ndim > MAXD:
+                raise NotImplementedError(f"nonzero: at most {MAXD} dims on {self.name}")
+            self.launch(mask.device, "nonzero_bool", (1,), (1,),
+                        [mask.numel(), self.handle(mask), self.handle(out), layout])
+        return out
+
+    def compress(self, src, stride, mask):
+        mask = self.dense(mask)
+        count = self._count_true(mask)
+        out = self.empty((count,), src.dtype, src.device)
+        if count:
+            self.launch(src.device, f"compress_{src.dtype.name}", (1,), (1,),
+                        [mask.numel(), self.handle(src), src.storage_offset(), stride,
+                         self.handle(mask), self.handle(out)])
+        return out
+
+    def sort_rows(self, vals, idx, n, descending):
+        total = vals.numel()
+        if total == 0:
+            return vals
+        if not (vals.is_contiguous() and vals.storage_offset() == 0 and idx.is_contiguous()
+                and idx.storage_offset() == 0):
+            raise ValueError("sort: internal error: bad layout")
+        rows = total // n
+        tv = self.empty(vals.shape, vals.dtype, vals.device)
+        ti = self.empty(idx.shape, idx.dtype, idx.device)
+        self.run(vals.device, f"sort_rows_{vals.dtype.name}", rows,
+                 [rows, n, self.handle(vals), self.handle(idx), self.handle(tv), self.handle(ti),
+                  int(descending)], group=64)
+        return vals
+
+    def searchsorted(self, seq, shared, vals, out, right):
+        n, m = seq.shape[-1], vals.shape[-1]
+        if vals.numel() == 0:
+            return out
+        seq, vals = self.dense(seq), self.dense(vals)
+        rows = vals.numel() // m
+        self.run(vals.device, f"searchsorted_{vals.dtype.name}", rows * m,
+                 [rows, m, n, self.handle(seq), 0 if shared else n, self.handle(vals),
+                  self.handle(out), int(right)])
+        return out
+
+    def scan(self, op, x, outer, n, inner):
+        if not (x.is_contiguous() and x.storage_offset() == 0):
+            raise ValueError(f"{op}: internal error: bad layout")
+        self.run(x.device, f"scan_{x.dtype.name}", outer * inner,
+                 [outer, n, inner, self.handle(x), 0 if op == "cumsum" else 1], group=64)
+        return x
+
     # random numbers ------------------------------------------------------------------
     def random(self, kind, out, *args):
         """Philox draws into `out`, the CPU's numbers (ember._random's entry point):
