@@ -62,7 +62,7 @@ EM_KERNEL void EM_NAME(nonzero)(em_int64 n, EM_GLOBAL const EM_T *mask,
     if (EM_GID() != 0) return;
     em_int64 o = 0;
     for (em_int64 i = 0; i < n; i++) {
-        if (!mask[i]) continue;
+        if (EM_LD(mask, i) == 0) continue;
         em_int64 r = i;
         for (int d = (int)L.nd - 1; d >= 0; d--) {
             out[o * L.nd + d] = r % L.shape[d];

@@ -4,6 +4,17 @@
  * same words on every device. Seeds come as two 32-bit halves. u24: float32 uniform
  * from one word; u53: float64 uniform from two. */
 
+/* a * b rounded before any addition: compilers may fuse a * b + c into one fma
+ * (OpenCL C and nvcc do by default), which the CPU's loops do not */
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL FP_CONTRACT OFF
+#define EM_MULF(a, b) ((a) * (b))
+#define EM_MULD(a, b) ((a) * (b))
+#else
+#define EM_MULF(a, b) __fmul_rn((a), (b))
+#define EM_MULD(a, b) __dmul_rn((a), (b))
+#endif
+
 EM_INLINE float EM_NAME(u24)(em_uint32 w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
 
 #ifdef EM_HAS_FP64
@@ -19,10 +30,10 @@ EM_KERNEL void EM_NAME(random_uniform)(em_int64 n, EM_GLOBAL EM_T *out, em_uint3
     for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {
 #if defined(EM_NEEDS_FP64)
         const em_uint64 p = (em_uint64)offset + 2 * (em_uint64)i;
-        EM_ST(out, i, lo64 + span64 * EM_NAME(u53)(em_philox_word(k0, k1, p),
-                                                   em_philox_word(k0, k1, p + 1)));
+        EM_ST(out, i, lo64 + EM_MULD(span64, EM_NAME(u53)(em_philox_word(k0, k1, p),
+                                                           em_philox_word(k0, k1, p + 1))));
 #else
-        EM_ST(out, i, lo + span * EM_NAME(u24)(em_philox_word(k0, k1, (em_uint64)offset + i)));
+        EM_ST(out, i, lo + EM_MULF(span, EM_NAME(u24)(em_philox_word(k0, k1, (em_uint64)offset + i))));
 #endif
     }
 }
@@ -40,9 +51,12 @@ EM_KERNEL void EM_NAME(random_normal)(em_int64 n, EM_GLOBAL EM_T *out, em_uint32
         const em_uint64 p = (em_uint64)offset + 2 * (em_uint64)i;
         const float u1 = 1.0f - EM_NAME(u24)(em_philox_word(k0, k1, p));
         const float u2 = EM_NAME(u24)(em_philox_word(k0, k1, p + 1));
-        const em_wide z = sqrt(-2.0f * log(u1)) * cos(6.2831855f * u2);
+        /* each float step rounded from double: the CPU's logf/cosf within an ulp */
+        const float l = (float)log((em_wide)u1);
+        const float c = (float)cos((em_wide)(6.2831855f * u2));
+        const em_wide z = (float)sqrt((em_wide)(-2.0f * l)) * c;
 #endif
-        EM_ST(out, i, mean + std * z);
+        EM_ST(out, i, mean + EM_MULD(std, (double)z));
     }
 }
 
