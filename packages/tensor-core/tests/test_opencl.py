@@ -60,7 +60,7 @@ def test_memory_stats_and_empty_cache():
     em.opencl.empty_cache()
     base = em.opencl.memory_allocated()
     t = em.empty(1 << 20, device="opencl")
-    assert em.opencl.memory_allocated() >= base + 4 << 20
+    assert em.opencl.memory_allocated() >= base + (4 << 20)
     assert em.opencl.memory_reserved() >= em.opencl.memory_allocated()
     del t
     assert em.opencl.memory_allocated() == base

@@ -580,15 +580,15 @@ class GPUBackend(Backend):
                                  f"ignore_index={ignore}); found by an earlier launch")
 
     def _weights(self, w, like):
-        return (self.handle(like), 0, 0.0) if w is None else \
-            (self.handle(self.dense(w)), 1, None)
+        """(buffer, has_w) of optional class weights (`like`'s buffer stands in)."""
+        return (self.handle(like), 0) if w is None else (self.handle(self.dense(w)), 1)
 
     def cross_entropy(self, x, target, weight, ignore_index, label_smoothing):
         self._float_kernel(x, "cross_entropy", ("float32", "float64"))
         x, target = self.dense(x), self.dense(target)
         C = x.shape[-1]
         rows = x.numel() // C if C else 0
-        wbuf, has_w, _ = self._weights(weight, x)
+        wbuf, has_w = self._weights(weight, x)
         wtotal = float(C) if weight is None else self._wtotal(weight)
         loss = self.empty(x.shape[:-1], x.dtype, x.device)
         wrow = self.empty(x.shape[:-1], x.dtype, x.device)
@@ -605,7 +605,8 @@ class GPUBackend(Backend):
 
     @staticmethod
     def _gstride(grad, n):
-        return 0 if grad.numel() == 1 else 1
+        """0 when one grad value serves all n positions, else 1."""
+        return 0 if grad.numel() == 1 and n != 1 else 1
 
     def cross_entropy_backward(self, x, target, weight, grad, scale, ignore_index,
                                label_smoothing):
@@ -613,7 +614,7 @@ class GPUBackend(Backend):
         x, target, grad = self.dense(x), self.dense(target), self.dense(grad)
         C = x.shape[-1]
         rows = x.numel() // C if C else 0
-        wbuf, has_w, _ = self._weights(weight, x)
+        wbuf, has_w = self._weights(weight, x)
         wtotal = float(C) if weight is None else self._wtotal(weight)
         dx = self.empty(x.shape, x.dtype, x.device)
         self.rows_launch(x.device, f"cross_entropy_backward_{x.dtype.name}", rows,
@@ -632,7 +633,7 @@ class GPUBackend(Backend):
         self._float_kernel(x, "nll_loss", ("float32", "float64"))
         x, target = self.dense(x), self.dense(target)
         N, C, S = self._nll_dims(x)
-        wbuf, has_w, _ = self._weights(weight, x)
+        wbuf, has_w = self._weights(weight, x)
         loss = self.empty(target.shape, x.dtype, x.device)
         wrow = self.empty(target.shape, x.dtype, x.device)
         self.run(x.device, f"nll_loss_{x.dtype.name}", N * S,
@@ -644,7 +645,7 @@ class GPUBackend(Backend):
         self._float_kernel(x, "nll_loss_backward", ("float32", "float64"))
         target, grad = self.dense(target), self.dense(grad)
         N, C, S = self._nll_dims(x)
-        wbuf, has_w, _ = self._weights(weight, x)
+        wbuf, has_w = self._weights(weight, x)
         dx = self.empty(x.shape, x.dtype, x.device)
         self.fill(dx, 0)
         self.run(x.device, f"nll_loss_backward_{x.dtype.name}", N * S,
