@@ -455,9 +455,23 @@ class GPUBackend(Backend):
                                      (tuple(xs[d] for d in order), x.storage_offset())],
                              split=len(kept), op=op_name)
         self._ensure_contiguous_out(out, op_name)
+        kernel = f"reduce_{op_name}_{x.dtype.name}"
+        # Few outputs of many elements: split each into parts (a work-group each) whose
+        # results a second pass combines. Parts are stored in the output dtype, as the
+        # CPU's split reductions do; not for float16 sums, whose parts would round.
+        parts = 1
+        if m < 256 and k >= 1 << 15 and not (x.dtype.name == "float16" and op_name in
+                                              ("sum", "prod")):
+            parts = min(1024, k // (1 << 13), max(1, 2048 // m))
+        if parts > 1:
+            partial = self.empty((m, parts), out.dtype, x.device)
+            g = min(m * parts, 4096)
+            self.launch(x.device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,),
+                        [m, k, parts, self.handle(partial), self.handle(x), layout])
+            return self.reduce(op_name, partial, (1,), self.view(out, (m, 1), (1, 1)))
         g = max(1, min(m, 4096))
-        self.launch(x.device, f"reduce_{op_name}_{x.dtype.name}", (g * REDUCE_GROUP,),
-                    (REDUCE_GROUP,), [m, k, self.handle(out), self.handle(x), layout])
+        self.launch(x.device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,),
+                    [m, k, 1, self.handle(out), self.handle(x), layout])
         return out
 
     # hand-written kernels -------------------------------------------------------------

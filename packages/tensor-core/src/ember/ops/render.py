@@ -374,17 +374,23 @@ def _gpu_reduction(row, dt: DTypeInfo) -> str:
     load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({out_dt.compute})r"
     name = f"reduce_{row.name}_{dt.name}"
-    # One work-group per output (grid-stride over outputs): its work-items stride over
-    # the reduced elements, then combine through local memory as a tree.
+    # One work-group per output and part (grid-stride over them): its work-items stride
+    # over the part's share of the reduced elements, then combine through local memory
+    # as a tree. With parts > 1, output m's parts land in o[m * parts + p], for a
+    # second pass to combine (few outputs of many elements: one group each would
+    # leave most of a GPU idle).
     return f"""#define COMBINE(acc, x) ({row.combine})
-EM_KERNEL void {name}(em_int64 M, em_int64 K, EM_GLOBAL {out_dt.storage} *o, EM_GLOBAL const {dt.storage} *x, em_layout L) {{
+EM_KERNEL void {name}(em_int64 M, em_int64 K, em_int64 parts, EM_GLOBAL {out_dt.storage} *o, EM_GLOBAL const {dt.storage} *x, em_layout L) {{
     EM_LOCAL {acc} part[{GPU_REDUCE_GROUP}];
     const int lid = EM_LID(), ls = EM_LSIZE();
-    for (em_int64 m = EM_GROUP(); m < M; m += EM_NGROUPS()) {{
+    const em_int64 chunk = (K + parts - 1) / parts;
+    for (em_int64 g = EM_GROUP(); g < M * parts; g += EM_NGROUPS()) {{
+        const em_int64 m = g / parts, k0 = (g % parts) * chunk;
+        const em_int64 k1 = k0 + chunk < K ? k0 + chunk : K;
         em_int64 base[2] = {{0, L.offset[1]}};
         em_layout_offsets(&L, 0, (int)L.split, m, 2, base);
         {acc} a = ({acc})({ident});
-        for (em_int64 k = EM_LID(); k < K; k += ls) {{
+        for (em_int64 k = k0 + EM_LID(); k < k1; k += ls) {{
             em_int64 off[2] = {{0, base[1]}};
             em_layout_offsets(&L, (int)L.split, (int)L.nd, k, 2, off);
             {acc} v = {load(f"EM_LD_{dt.name}(x, off[1])")};
@@ -396,7 +402,7 @@ EM_KERNEL void {name}(em_int64 M, em_int64 K, EM_GLOBAL {out_dt.storage} *o, EM_
             if (lid < s) {{ {acc} l = part[lid], r = part[lid + s]; part[lid] = COMBINE(l, r); }}
             EM_BARRIER();
         }}
-        if (lid == 0) {{ {acc} r = part[0]; EM_ST_{out_name}(o, L.offset[0] + m, {store}); }}
+        if (lid == 0) {{ {acc} r = part[0]; EM_ST_{out_name}(o, L.offset[0] + g, {store}); }}
         EM_BARRIER();
     }}
 }}
