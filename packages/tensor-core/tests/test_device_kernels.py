@@ -254,3 +254,21 @@ def test_gradcheck_on_the_device(dev):
     target = em.tensor([1, 0, 4], device=dev)
     assert gradcheck(lambda x: F.cross_entropy(x, target, label_smoothing=0.1), (t(3, 6),))
     assert gradcheck(lambda x: em.cumsum(x, 1), (t(3, 6),))
+
+
+@settings(max_examples=fewer_examples(8), deadline=None)
+@given(rows=st.sampled_from([1, 3]), n=st.integers(1 << 15, 1 << 17),
+       dt=st.sampled_from(["bool", "int8", "float32"]), seed=st.integers(0, 2 ** 31))
+def test_long_reductions_in_two_passes(dev, rows, n, dt, seed):
+    """Few outputs over many elements take the split path (parts, then a second pass);
+    checked against NumPy itself."""
+    rng = np.random.default_rng(seed)
+    a = (rng.integers(-100, 100, (rows, n)) if dt != "float32"
+         else rng.standard_normal((rows, n))).astype(dt)
+    x = em.from_numpy(a).to(dev)
+    assert_close(x.sum(1), a.sum(1, dtype=np.int64 if dt != "float32" else np.float64),
+                 em.int64 if dt != "float32" else em.float32, rtol=1e-5, atol=1e-3)
+    assert_close(x.amax(1), a.max(1), getattr(em, dt))
+    assert_close(x.any(1), a.any(1), em.bool)
+    assert_close((x > 0).all(1), (a > 0).all(1), em.bool)
+    assert_close((x > 0).sum(), (a > 0).sum(), em.int64)
