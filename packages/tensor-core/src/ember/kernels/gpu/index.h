@@ -10,6 +10,11 @@
 #else
 #define EM_ACC EM_CT
 #endif
+#if defined(EM_DT_float16) || defined(EM_DT_float32) || defined(EM_DT_float64)
+#define EM_ISNAN(v) ((v) != (v))
+#else
+#define EM_ISNAN(v) 0     /* no self-comparison warnings for integers */
+#endif
 
 /* out[p] = src[p . src_strides + sum_k idx_k[p . idx_strides_k] * step_k], p over the
  * shape of L (operands: 0 out, 1 src, 2 idx0, 3 idx1); indices already checked */
@@ -47,8 +52,8 @@ EM_KERNEL void EM_NAME(scatter)(em_int64 n, EM_GLOBAL EM_T *dst, EM_GLOBAL const
         EM_ACC a = (EM_ACC)EM_LD(dst, d), b = (EM_ACC)EM_LD(src, off[1]);
         if (op == 1) a = a + b;
         else if (op == 2) a = a * b;
-        else if (op == 3) a = (b > a || b != b) ? b : a;
-        else if (op == 4) a = (b < a || b != b) ? b : a;
+        else if (op == 3) a = (b > a || EM_ISNAN(b)) ? b : a;
+        else if (op == 4) a = (b < a || EM_ISNAN(b)) ? b : a;
         else a = b;
         EM_ST(dst, d, a);
 #endif
