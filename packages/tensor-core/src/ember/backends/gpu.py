@@ -73,7 +73,7 @@ def program_names() -> list:
 def program_source(name: str) -> str:
     """The portable source of program `name`, with its #include lines (nvcc compiles
     it as is with -I kernels/gpu; run-time compilers take `inlined_source`)."""
-    if render.gpu_program_of(_first_kernel_guess(name)) == name:
+    if name in render.gpu_generated_programs():
         return render.render_gpu_program(name)
     for stem, dtypes in hand_written_files().items():
         for d in dtypes:
@@ -81,12 +81,6 @@ def program_source(name: str) -> str:
                 dt = None if d is None else render.BY_NAME[d]
                 return render.gpu_prelude(dt) + f'#include "{stem}.h"\n'
     raise KeyError(f"no GPU program {name!r}")
-
-
-def _first_kernel_guess(program: str) -> str:
-    """A kernel name that the generated program `program` would hold (for lookup)."""
-    kind, _, d = program.partition("_")
-    return {"ew": f"ew_x_{d}", "reduce": f"reduce_x_{d}", "cast": f"cast_{d}_bool"}.get(kind, "")
 
 
 @functools.lru_cache(maxsize=None)
