@@ -1066,6 +1066,12 @@ class GPUBackend(Backend):
                  [outer, n, inner, self.handle(x), 0 if op == "cumsum" else 1], group=64)
         return x
 
+    def iota(self, n, device):
+        """0, 1, ..., n - 1 as int64 on the device (arange, linspace)."""
+        out = self.empty((n,), _core._dtype_by_name("int64"), device)
+        self.run(device, "iota_int64", n, [n, self.handle(out)])
+        return out
+
     # random numbers ------------------------------------------------------------------
     def random(self, kind, out, *args):
         """Philox draws into `out`, the CPU's numbers (ember._random's entry point):

@@ -166,3 +166,8 @@ EM_KERNEL void EM_NAME(scan)(em_int64 outer, em_int64 n, em_int64 inner, EM_GLOB
         }
     }
 }
+
+/* 0, 1, ..., n - 1 (arange and linspace build on it) */
+EM_KERNEL void EM_NAME(iota)(em_int64 n, EM_GLOBAL EM_T *out) {
+    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) EM_ST(out, i, (EM_CT)i);
+}
