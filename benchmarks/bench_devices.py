@@ -26,7 +26,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
-import ember as em  # noqa: E402
+import ember as em
 
 try:
     import torch

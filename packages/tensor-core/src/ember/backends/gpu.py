@@ -41,13 +41,13 @@ class OutOfMemoryError(RuntimeError):
 
 # sources ------------------------------------------------------------------------------
 
-_DTYPES_LINE = re.compile(r"^//\s*dtypes:\s*(.*)$", re.M)
+_DTYPES_LINE = re.compile(r"^//\s*dtypes:\s*(.*)$", re.MULTILINE)
 _KERNEL = re.compile(r"EM_KERNEL\s+void\s+(EM_NAME\s*\(\s*\w+\s*\)|\w+)\s*\(([^)]*)\)")
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hand_written_files() -> dict:
     """kernels/gpu/<file>.h -> the dtypes it is compiled for (None: dtype-free), from
     its `// dtypes: float32 float64` (or `// dtypes: none`) line."""
@@ -69,7 +69,7 @@ def program_names() -> list:
     return names
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def program_source(name: str) -> str:
     """The portable source of program `name`, with its #include lines (nvcc compiles
     it as is with -I kernels/gpu; run-time compilers take `inlined_source`)."""
@@ -83,7 +83,7 @@ def program_source(name: str) -> str:
     raise KeyError(f"no GPU program {name!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def inlined_source(name: str) -> str:
     """program_source with every #include replaced by the file (once each)."""
     seen = set()
@@ -121,7 +121,7 @@ def _param_code(param: str, dt) -> str:
     return _CTYPES[ctype]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def program_kernels(name: str) -> dict:
     """kernel name -> parameter codes, for every kernel of program `name`."""
     text = _COMMENTS.sub(" ", inlined_source(name))
@@ -137,7 +137,7 @@ def program_kernels(name: str) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hand_written_index() -> dict:
     index = {}
     for stem, dtypes in hand_written_files().items():
@@ -1159,5 +1159,12 @@ def _scalar_for(value, dt, op):
     return v
 
 
-__all__ = ["GPUBackend", "OutOfMemoryError", "all_kernels", "program_names", "program_source",
-           "signature", "pack_layout"]
+__all__ = [
+    "GPUBackend",
+    "OutOfMemoryError",
+    "all_kernels",
+    "pack_layout",
+    "program_names",
+    "program_source",
+    "signature",
+]

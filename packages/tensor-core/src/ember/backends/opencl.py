@@ -52,7 +52,7 @@ def enumerate_devices():
 
 class _Buffer:
     """A pooled device buffer; returns to the pool when collected."""
-    __slots__ = ("buf", "nbytes", "device", "__weakref__")
+    __slots__ = ("__weakref__", "buf", "device", "nbytes")
 
     def __init__(self, buf, nbytes, device):
         self.buf, self.nbytes, self.device = buf, nbytes, device
