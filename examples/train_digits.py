@@ -10,7 +10,6 @@ import tempfile
 import time
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 import ember as em
 from ember import nn
@@ -63,6 +62,7 @@ def main():
     args = ap.parse_args()
     em.manual_seed(args.seed)
 
+    from sklearn.datasets import load_digits   # here: DigitsCNN imports without scikit-learn
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None]     # N x 1 x 8 x 8
     labels = digits.target.astype(np.int64)

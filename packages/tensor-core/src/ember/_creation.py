@@ -238,6 +238,12 @@ def scalar_tensor(s, *, dtype=None, device=None):
     return full((), s, dtype=dtype or _core.get_default_dtype(), device=device)
 
 
+def _iota(n, device):
+    """0, 1, ..., n - 1 as int64, made on `device` (no upload from the host)."""
+    dev = _core.as_device(device)
+    return _core._iota(n) if dev.type == "cpu" else _core.backend_for(dev).iota(n, dev)
+
+
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values start, start + step, ... below end (like range, for floats too)."""
     if end is None:
@@ -254,14 +260,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dtype = int64 if all(isinstance(v, numbers.Integral) for v in vals) \
             else _core.get_default_dtype()
     dtype = as_dtype(dtype)
-    idx = _core._iota(n)
+    idx = _iota(n, device)
     if dtype.kind == "int" and all(isinstance(v, numbers.Integral) for v in vals):
         r = idx * step + start if (step, start) != (1, 0) else idx
         r = r.to(dtype)
     else:
         r = (idx.to(float64) * float(step) + float(start)).to(dtype)
-    if device is not None:
-        r = r.to(device)
     return r.requires_grad_() if requires_grad else r
 
 
@@ -275,7 +279,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _core.get_default_dtype() if dtype is None else as_dtype(dtype)
     start, end = float(start), float(end)
-    i = _core._iota(steps).to(float64)
+    i = _iota(steps, device).to(float64)
     if steps == 1:
         r = i * 0.0 + start
     else:
@@ -285,8 +289,6 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
         half = steps // 2
         r = (i * step + start).where(i < half, end - (steps - 1 - i) * step)
     r = r.to(dtype)
-    if device is not None:
-        r = r.to(device)
     return r.requires_grad_() if requires_grad else r
 
 
