@@ -169,6 +169,25 @@ def test_float32_sum_along_a_long_dim_is_accurate(million, device):
         assert err <= 1e-6, f"{name}: relative error {err:.2e}"
 
 
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32"])
+def test_large_reductions_that_widen_the_dtype(dtype, device):
+    """Reductions big enough to be split across the pool, whose output dtype is wider
+    than the input (int8 -> int64 sums) or a predicate: the partial results are folded
+    in the output dtype, never reread as the input's."""
+    rng = np.random.default_rng(7)
+    vals = (rng.integers(0, 2, 1_000_003) if dtype == "bool"
+            else rng.integers(-100 if dtype != "uint8" else 0, 100, 1_000_003)).astype(dtype)
+    t = em.from_numpy(vals).to(device)
+    for name, got, want in (("sum", t.sum(), vals.sum(dtype=np.int64)),
+                            ("prod", (t != 0).prod(), np.prod(vals != 0, dtype=np.int64)),
+                            ("sum of a predicate", (t > 0).sum(), (vals > 0).sum()),
+                            ("2-d sum", t[:1_000_000].reshape(4, 250_000).sum(1),
+                             vals[:1_000_000].reshape(4, 250_000).sum(1, dtype=np.int64)),
+                            ("all", (t < 101).all(), True), ("any", (t > 100).any(), False)):
+        np.testing.assert_array_equal(to_numpy(got), want, err_msg=f"{name} of {dtype}")
+
+
 # ----------------------------------------------------------------------------- composites
 
 @given(data=st.data())

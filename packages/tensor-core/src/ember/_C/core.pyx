@@ -35,7 +35,8 @@ cdef extern from "ember_cpu.h" nogil:
     void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim,
                           const int64_t *shape, const int64_t *strides, const int *itemsizes)
     void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
-                   int out_itemsize, int may_split, char *out, const int64_t *out_strides,
+                   em_reduce_inner_fn fold_inner, em_reduce_outer_fn fold_outer,
+                   int out_itemsize, char *out, const int64_t *out_strides,
                    const char *inp, const int64_t *in_strides, int ndim, const int64_t *shape)
     void *em_host_alloc(size_t nbytes)
     void em_host_free(void *ptr, size_t nbytes)
@@ -1689,16 +1690,21 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     cdef char *op_ = o.ptr()
     cdef char *ip = x.ptr()
     cdef int osize = o._itemsize
-    # Partial results of a split reduction are stored in the output dtype: fine for
-    # float32 (its leaves already add in float32), too coarse for float16 sums.
-    cdef bint may_split = not (RED_WIDE[r] and x._dtype == FLOAT16)
+    # Partial results of a split reduction are stored in the output dtype and folded
+    # by the reduction over that dtype: fine for float32 (its leaves already add in
+    # float32), too coarse for float16 sums, which never split.
+    cdef em_reduce_inner_fn fold_inner = NULL
+    cdef em_reduce_outer_fn fold_outer = NULL
+    if not (RED_WIDE[r] and x._dtype == FLOAT16):
+        fold_inner = em_reduce_inner(r, o._dtype)
+        fold_outer = em_reduce_outer(r, o._dtype)
     if x.numel_c() >= NBIG:
         with nogil:
-            em_reduce(inner, outer, init, osize, may_split, op_, ostrides, ip, istrides, nd,
-                      x._shape)
+            em_reduce(inner, outer, init, fold_inner, fold_outer, osize, op_, ostrides, ip,
+                      istrides, nd, x._shape)
     else:
-        em_reduce(inner, outer, init, osize, may_split, op_, ostrides, ip, istrides, nd,
-                  x._shape)
+        em_reduce(inner, outer, init, fold_inner, fold_outer, osize, op_, ostrides, ip,
+                  istrides, nd, x._shape)
     return _reduce_finish(name, x, o, nd, reduced, keepdim)
 
 

@@ -34,12 +34,14 @@ void em_iterate_sized(em_loop_fn loop, int nop, char **ptrs, int ndim, const int
                       const int64_t *strides, const int *itemsizes);
 /* Reduce `in` into `out` (out_strides are 0 along reduced dims); out already holds
  * the identity. Large reductions run on the thread pool; when there are too few
- * outputs to share out, and may_split is set, a reduced dim is cut into chunks
- * whose partial results (out_itemsize bytes each, set up by init) are folded in
- * order. Clear may_split where a partial rounded to the output dtype loses too
- * much (float16 sums). */
+ * outputs to share out, and fold_inner/fold_outer are given, a reduced dim is cut
+ * into chunks whose partial results (in the output dtype, out_itemsize bytes each,
+ * set up by init) are folded in order by the same reduction over the OUTPUT dtype
+ * (an int8 sum's partials are int64). Pass NULL folds where a partial rounded to the
+ * output dtype loses too much (float16 sums). */
 void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
-               int out_itemsize, int may_split, char *out, const int64_t *out_strides,
+               em_reduce_inner_fn fold_inner, em_reduce_outer_fn fold_outer,
+               int out_itemsize, char *out, const int64_t *out_strides,
                const char *in, const int64_t *in_strides, int ndim, const int64_t *shape);
 
 /* alloc.c: host memory. Large blocks are 2 MiB aligned, advised for huge pages and

@@ -356,7 +356,8 @@ static void split_range(void *ctx, int64_t b, int64_t e) {
  * allocated. */
 static int split_reduced(const layout *L, int d, char *out, const char *in,
                          em_reduce_inner_fn inner, em_reduce_outer_fn outer,
-                         em_reduce_init_fn init, int itemsize) {
+                         em_reduce_init_fn init, em_reduce_inner_fn fold_inner,
+                         em_reduce_outer_fn fold_outer, int itemsize) {
     int64_t total = count(L, L->ndim), per = total / L->shape[d];
     int64_t pstrides[EMBER_MAX_DIMS], n_out = 1;
     for (int k = L->ndim - 1; k >= 0; k--) {
@@ -389,7 +390,7 @@ static int split_reduced(const layout *L, int d, char *out, const char *in,
     int64_t per_chunk = per * chunk;
     em_parallel_for(nchunks, EM_RED_GRAIN / per_chunk > 1 ? EM_RED_GRAIN / per_chunk : 1,
                     split_range, &J);
-    reduce_seq(&F, out, parts, inner, outer);
+    reduce_seq(&F, out, parts, fold_inner, fold_outer);
     free(parts);
     return 1;
 }
@@ -419,7 +420,8 @@ static void kept_parallel(const layout *L, int d, int64_t grain, char *out, cons
 }
 
 void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_init_fn init,
-               int out_itemsize, int may_split, char *out, const int64_t *out_strides,
+               em_reduce_inner_fn fold_inner, em_reduce_outer_fn fold_outer,
+               int out_itemsize, char *out, const int64_t *out_strides,
                const char *in, const int64_t *in_strides, int ndim, const int64_t *shape) {
     int64_t strides[2 * EMBER_MAX_DIMS];
     memcpy(strides, out_strides, sizeof(int64_t) * ndim);
@@ -448,9 +450,11 @@ void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_ini
             return;
         }
         /* (3) Too few outputs, or short rows: a reduced dim in fixed chunks. */
-        for (int d = 0; may_split && d < L.ndim; d++)
+        for (int d = 0; fold_inner && fold_outer && d < L.ndim; d++)
             if (!L.strides[0][d] && L.shape[d] > 1)
-                if (split_reduced(&L, d, out, in, inner, outer, init, out_itemsize)) return;
+                if (split_reduced(&L, d, out, in, inner, outer, init, fold_inner, fold_outer,
+                                  out_itemsize))
+                    return;
         /* (4) Else column blocks of at least a page per row. */
         grain = c_kept ? column_grain(&L, total, 4096) : 0;
         if (c_kept && L.shape[c] >= 2 * grain) {
