@@ -768,6 +768,26 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _run(what, g, [req], _chain(*steps), async_op, (output,))
 
 
+def _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what):
+    """(error or None, root, tensors) of gather's and scatter's arguments: the root
+    passes one tensor like `tensor` per rank of the group, the other ranks pass None."""
+    try:
+        root = _root(root_rank, g, root_name)
+    except _Invalid as e:
+        return str(e), -1, []
+    if g.rank() != root:
+        return ((f"{list_name} must be None or empty on ranks other than "
+                 f"{root_name}={root_rank}") if tensors else None), root, []
+    if tensors is None:
+        side = "destination" if root_name == "dst" else "source"
+        return f"{list_name} is required on the {side} rank {root_rank}", root, []
+    ts = _list(tensors, list_name, what)
+    if len(ts) != g.size():
+        return (f"{list_name} has {len(ts)} tensors, expected {g.size()} (the group's size)",
+                root, ts)
+    return _same_tensors(ts, tensor, list_name, what), root, ts
+
+
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """gather_list[i] = rank i's `tensor`, on rank `dst` only (the others pass None)."""
     what = "gather"
@@ -775,25 +795,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    err, ts = None, []
-    try:
-        root = _root(dst, g, "dst")
-    except _Invalid as e:
-        err, root = str(e), -1
-    if err is not None:
-        pass
-    elif g.rank() == root:
-        if gather_list is None:
-            err = f"gather_list is required on the destination rank {dst}"
-        else:
-            ts = _list(gather_list, "gather_list", what)
-            if len(ts) != g.size():
-                err = (f"gather_list has {len(ts)} tensors, expected {g.size()} "
-                       f"(the group's size)")
-            else:
-                err = _same_tensors(ts, tensor, "gather_list", what)
-    elif gather_list:
-        err = f"gather_list must be None or empty on ranks other than dst={dst}"
+    err, root, ts = _rooted_list(tensor, gather_list, dst, "dst", g, "gather_list", what)
     _check(g, what, err, [what, _key(tensor), f"dst={dst}"], _STATE.check)
     si = _Staged(tensor)
     if g.rank() == root:
@@ -811,25 +813,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     g = _group(group, what)
     if g is None:
         return _Done() if async_op else None
-    err, ts = None, []
-    try:
-        root = _root(src, g, "src")
-    except _Invalid as e:
-        err, root = str(e), -1
-    if err is not None:
-        pass
-    elif g.rank() == root:
-        if scatter_list is None:
-            err = f"scatter_list is required on the source rank {src}"
-        else:
-            ts = _list(scatter_list, "scatter_list", what)
-            if len(ts) != g.size():
-                err = (f"scatter_list has {len(ts)} tensors, expected {g.size()} "
-                       f"(the group's size)")
-            else:
-                err = _same_tensors(ts, tensor, "scatter_list", what)
-    elif scatter_list:
-        err = f"scatter_list must be None or empty on ranks other than src={src}"
+    err, root, ts = _rooted_list(tensor, scatter_list, src, "src", g, "scatter_list", what)
     _check(g, what, err, [what, _key(tensor), f"src={src}"], _STATE.check)
     so = _Staged(tensor, fill=False)
     send = _spec(_stack(ts, tensor.dtype), g) if g.rank() == root else None
