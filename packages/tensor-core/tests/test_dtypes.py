@@ -271,7 +271,7 @@ def test_tensor_dtype_inference():
     assert em.tensor([1, 2.5]).dtype is em.float32
     assert em.tensor([True, 2]).dtype is em.int64
     assert em.tensor(3).dtype is em.int64
-    assert em.tensor(np.float64(1.5)).dtype is em.float32
+    assert em.tensor(np.float64(1.5)).dtype is em.float64   # NumPy scalars too, as in PyTorch
     assert em.tensor(np.array([1.5])).dtype is em.float64   # NumPy arrays keep theirs
     assert em.full((2,), 7).dtype is em.int64
     assert em.full((2,), 7.0).dtype is em.float32
