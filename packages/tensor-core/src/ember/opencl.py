@@ -1,14 +1,99 @@
-"""ember.opencl: the OpenCL backend's public face (AMD, Intel, any OpenCL device).
+"""ember.opencl: the OpenCL backend's public face (AMD, Intel, NVIDIA, CPUs through PoCL).
 
-The backend itself (kernels/opencl, host side through pyopencl) arrives in a later
-release; is_available() says whether it can run here.
+`em.device("opencl")` / `"opencl:N"` name the devices of every OpenCL platform in
+order; EMBER_OPENCL_PLATFORM=<index or part of a platform name> keeps one platform.
+The backend (ember/backends/opencl.py) needs pyopencl and an OpenCL driver
+(`pip install ember-tensor-core[opencl]` installs pyopencl and PoCL, an OpenCL on
+the CPU); without them is_available() is False.
 """
 from __future__ import annotations
 
+from ember._C import core as _core
+
+_backend = None
+_error = None
+
+
+def _get():
+    """The backend, created (and registered with the core) on first use."""
+    global _backend, _error
+    if _backend is None and _error is None:
+        try:
+            from ember.backends.opencl import OpenCLBackend
+            _backend = OpenCLBackend()
+            _core.register_backend("opencl", _backend)
+        except ImportError as e:   # no pyopencl, or no ICD loader
+            _error = f"pyopencl is not usable ({e}); pip install pyopencl pocl-binary-distribution"
+    return _backend
+
+
+def _require():
+    b = _get()
+    if b is None or not b.devices:
+        raise RuntimeError(f"ember.opencl: no OpenCL device is available "
+                           f"({_error or 'no platform reports a device'})")
+    return b
+
+
+def _device(device):
+    d = _core.as_device("opencl" if device is None else
+                        f"opencl:{device}" if isinstance(device, int) else device)
+    if d.type != "opencl":
+        raise ValueError(f"ember.opencl: expected an opencl device, got {d}")
+    return d
+
 
 def is_available() -> bool:
-    return False
+    b = _get()
+    return b is not None and bool(b.devices)
 
 
 def device_count() -> int:
-    return 0
+    b = _get()
+    return 0 if b is None else len(b.devices)
+
+
+def get_device_name(device=None) -> str:
+    b = _require()
+    d = _device(device)
+    idx = max(d.index, 0)
+    if idx >= len(b.devices):
+        raise RuntimeError(f"ember.opencl: device {d} does not exist ({len(b.devices)} "
+                           f"device(s))")
+    dev = b.devices[idx]
+    return f"{dev.name.strip()} ({dev.platform.name.strip()})"
+
+
+def synchronize(device=None):
+    if _backend is not None:
+        _backend.synchronize(device)
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes of device memory held by live tensors (rounded to the pool's bins)."""
+    return _require().memory_allocated(_device(device))
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes the memory pool holds: in use plus cached for reuse."""
+    return _require().memory_reserved(_device(device))
+
+
+def empty_cache(device=None):
+    """Return the pool's cached (unused) blocks to the driver."""
+    _require().empty_cache(_device(device))
+
+
+def counters() -> dict:
+    """Kernel launches and host<->device transfers since reset_counters()."""
+    return _require().counters()
+
+
+def reset_counters():
+    _require().reset_counters()
+
+
+def manual_seed(seed: int):
+    """Seed the generators (every device shares the CPU's Philox stream definition)."""
+    import ember
+    ember.manual_seed(seed)

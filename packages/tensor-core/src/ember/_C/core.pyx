@@ -283,8 +283,17 @@ def register_backend(str device_type, backend):
     BACKENDS[device_type] = backend
 
 
+# Modules that register a backend when first needed (so `import ember` doesn't pay
+# for importing pyopencl).
+cdef dict LAZY_BACKENDS = {"opencl": "ember.opencl"}
+
+
 cpdef object backend_for(Device device):
     b = BACKENDS.get(device.type)
+    if b is None and device.type in LAZY_BACKENDS:
+        import importlib
+        importlib.import_module(LAZY_BACKENDS[device.type])._get()
+        b = BACKENDS.get(device.type)
     if b is None:
         raise RuntimeError(
             f"device {device}: ember was built without a {device.type} backend "
@@ -1219,9 +1228,6 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
     if not (info.kinds >> KIND[compute]) & 1:
         raise TypeError(_unsupported(op, compute))
     cdef int out_dtype = BOOL if info.out_bool else compute
-    if device.type_id != 0:
-        return backend_for(device).elementwise(OP_NAMES[op], [<object>args[k] for k in range(nin)],
-                                               DTYPE_LIST[compute], DTYPE_LIST[out_dtype], out)
 
     # 2. broadcast
     cdef int64_t shape[MAXD]
@@ -1288,12 +1294,29 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
                          inplace_attrs)
             return o
 
-    # 4. operands: pointers and byte strides over the broadcast shape
+    # 4. operands: pointers and byte strides over the broadcast shape (on another
+    # device: the operands in the compute dtype, handed to its backend)
     cdef ScalarSlot slots[3]
     cdef char *ptrs[4]
     cdef int64_t strides[4 * MAXD]
     cdef int cd
     cdef object keep = None   # casted / de-aliased copies that must outlive the loop
+    cdef list dev_operands
+    if device.type_id != 0:
+        dev_operands = []
+        for k in range(nin):
+            a = <object>args[k]
+            cd = BOOL if (k == 0 and info.is_where) else compute
+            if isinstance(a, TensorBase):
+                t = <TensorBase>a
+                if t._dtype != cd or (out is not None and t._storage is o._storage
+                                      and not same_layout(t, o)):
+                    t = cast_copy(t, cd)
+                a = t
+            dev_operands.append(a)
+        backend_for(device).elementwise(OP_NAMES[op], dev_operands, DTYPE_LIST[compute],
+                                        DTYPE_LIST[out_dtype], o)
+        return _ew_finish(op, o, out, x0, x1, x2, nin, inplace_attrs, args)
     ptrs[0] = o.ptr()
     for d in range(nd):
         strides[d] = o._strides[d] * o._itemsize
@@ -1331,6 +1354,12 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
     else:
         em_iterate_sized(loop, nin + 1, ptrs, nd, shape, strides, sizes)
 
+    return _ew_finish(op, o, out, x0, x1, x2, nin, inplace_attrs, args)
+
+
+cdef object _ew_finish(int op, TensorBase o, object out, object x0, object x1, object x2,
+                       int nin, object inplace_attrs, PyObject **args):
+    """After the kernel: bump the version of an in-place output, record for autograd."""
     if out is not None:
         o._storage.version += 1
         if inplace_attrs is not None:
@@ -1621,15 +1650,12 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     cdef int out_dtype = RED_OUT[r][x._dtype]
     if out_dtype < 0:
         raise TypeError(f"{name}: not supported for dtype {DTYPE_LIST[x._dtype]!r}")
-    if x._storage.device.type_id != 0:
-        return backend_for(x._storage.device).reduce(name, x, dims, keepdim,
-                                                     DTYPE_LIST[out_dtype])
     cdef int nreduced = 0
     for d in range(nd):
         if reduced[d] and x._shape[d] > 1:
             nreduced += 1
     if RED_WIDE[r] and KIND[x._dtype] == KIND_FLOAT and x._dtype != FLOAT64 and \
-            (nreduced > 1 or not x.contiguous_c()):
+            x._storage.device.type_id == 0 and (nreduced > 1 or not x.contiguous_c()):
         # The reduced elements don't form one run per output, so partial results
         # would round to the output dtype between runs: reduce in float64 instead.
         with _no_record():
@@ -1648,6 +1674,11 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
                              f"{tuple(x.shape)}): the maximum of nothing is undefined")
     cdef TensorBase o = new_tensor(nd, oshape, out_dtype, x._storage.device)
     cdef int64_t n_out = o.numel_c()
+    if x._storage.device.type_id != 0:
+        # the device's kernels accumulate float16/float32 sums wide in one pass
+        backend_for(x._storage.device).reduce(
+            name, x, tuple([d for d in range(nd) if reduced[d]]), o)
+        return _reduce_finish(name, x, o, nd, reduced, keepdim)
     em_reduce_init(r, x._dtype)(o.ptr(), n_out)
     for d in range(nd):
         ostrides[d] = 0 if reduced[d] else o._strides[d] * o._itemsize
@@ -1668,6 +1699,15 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     else:
         em_reduce(inner, outer, init, osize, may_split, op_, ostrides, ip, istrides, nd,
                   x._shape)
+    return _reduce_finish(name, x, o, nd, reduced, keepdim)
+
+
+cdef object _reduce_finish(str name, TensorBase x, TensorBase o, int nd, bint *reduced,
+                           bint keepdim):
+    """The keepdim=False view of a reduction's output, recorded for autograd."""
+    cdef int64_t oshape[MAXD]
+    cdef int64_t ostrides[MAXD]
+    cdef int d
     cdef TensorBase result = o
     cdef int m = 0
     if not keepdim:

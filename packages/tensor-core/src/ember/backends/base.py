@@ -41,11 +41,16 @@ class Backend:
 
     # the op table ---------------------------------------------------------------
     def elementwise(self, op_name, operands, compute_dtype, out_dtype, out):
-        """Run op-table row `op_name` over tensors / Python scalars (broadcast,
-        computed in compute_dtype, producing out_dtype) into `out` or a new tensor."""
+        """Run op-table row `op_name` into `out`. The core has already checked devices,
+        broadcast the shapes, allocated `out` (the broadcast shape, out_dtype, this
+        device) and converted the tensor operands to compute_dtype (the condition of
+        `where` to bool); Python scalars come as they are, to be passed by value.
+        Autograd recording and version bumps stay in the core."""
         raise NotImplementedError
 
-    def reduce(self, op_name, tensor, dims, keepdim, out_dtype):
+    def reduce(self, op_name, tensor, dims, out):
+        """Reduction row `op_name` of `tensor` over `dims` (a tuple of normalized dims)
+        into `out`: contiguous, the keepdim shape, the row's output dtype."""
         raise NotImplementedError
 
     # The hand-written kernels: see HAND_WRITTEN_KERNELS below. A backend implements

@@ -9,6 +9,7 @@ it only imports its sibling ``table``.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 try:
@@ -266,6 +267,185 @@ em_reduce_outer_fn em_reduce_outer(int op, int dtype) {{ return (op >= 0 && op <
 em_reduce_init_fn em_reduce_init(int op, int dtype) {{ return (op >= 0 && op < {n_red}) ? reduce_init[op][dtype] : 0; }}
 """)
     return "\n\n".join(parts)
+
+
+
+# GPU kernels ------------------------------------------------------------------------
+# The OpenCL and CUDA backends run the same rows as the CPU, rendered in the portable
+# dialect of kernels/gpu/ember_device.h. Sources are grouped into programs (compile
+# units) so a run-time compiler (OpenCL) builds a few programs lazily instead of one
+# per kernel, and nvcc compiles each program as one translation unit:
+#   ew_<dtype>       ew_<op>_<dtype>      every elementwise row with a body for dtype
+#   cast_<src>       cast_<src>_<dst>     conversions (strided, broadcasting), and
+#                    fill_<src>           one value into every element
+#   reduce_<dtype>   reduce_<op>_<dtype>  every reduction row over dtype
+# Hand-written files kernels/gpu/<file>.h are programs <file>_<dtype> (one per dtype
+# on the file's `// dtypes:` line, kernels EM_NAME(base) = <base>_<dtype>) or
+# <file> when the line says `// dtypes: none`.
+
+GPU_HEADER_LINES = ('#include "ember_device.h"', '#include "../common/ember_scalar.h"')
+
+
+def gpu_prelude(dt: DTypeInfo | None) -> str:
+    """The first lines of a GPU program: the dtype macros (EM_DT, EM_T, EM_CT) of a
+    per-dtype program, then the device header and the scalar helpers."""
+    lines = []
+    if dt is not None:
+        lines += [f"#define EM_DT {dt.name}", f"#define EM_T {dt.storage}",
+                  f"#define EM_CT {dt.compute}"]
+    if dt is not None and dt.name == "float64":
+        lines.append("#define EM_NEEDS_FP64 1")
+    return "\n".join(lines + list(GPU_HEADER_LINES)) + "\n"
+
+
+def _gpu_operand(k: int, name: str, ptype: str, ctype: str, dname: str) -> str:
+    """`const CT a = ...` reading operand k (a buffer, or its by-value scalar)."""
+    load = f"EM_LD_{dname}(x{k}, off[{k + 1}])"
+    return f"        const {ctype} {name} = (L.scalar & {1 << (k + 1)}) ? ({ctype})s{k} : ({ctype}){load};"
+
+
+def _gpu_elementwise(row, dt: DTypeInfo) -> str:
+    names = "abc"[: row.arity]
+    ops = []
+    for k in range(row.arity):
+        is_cond = row.name == "where" and k == 0
+        ops.append(BOOL if is_cond else dt)
+    expr = _expr(row.body[dt.kind], dt)
+    out_dt = BOOL if (row.out == "bool" or dt.kind == "bool") else dt
+    if out_dt is BOOL:
+        value = f"(em_bool)(({expr}) != 0)"
+    else:
+        value = f"({dt.compute})({expr})"
+    nops = row.arity + 1
+    params = ["em_int64 n", f"EM_GLOBAL {out_dt.storage} *o"]
+    params += [f"EM_GLOBAL const {o.storage} *x{k}" for k, o in enumerate(ops)]
+    params += [f"{o.compute} s{k}" for k, o in enumerate(ops)]
+    params.append("em_layout L")
+    body = [f"EM_KERNEL void ew_{row.name}_{dt.name}({', '.join(params)}) {{",
+            "    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {",
+            f"        em_int64 off[{nops}];",
+            f"        for (int k = 0; k < {nops}; k++) off[k] = L.offset[k] + (L.contig ? i : 0);",
+            f"        if (!L.contig) em_layout_offsets(&L, 0, (int)L.nd, i, {nops}, off);"]
+    for k, (name, o) in enumerate(zip(names, ops)):
+        body.append(_gpu_operand(k, name, o.storage, o.compute, o.name))
+    body.append(f"        EM_ST_{out_dt.name}(o, off[0], {value});")
+    body += ["    }", "}"]
+    return "\n".join(body)
+
+
+def _gpu_cast(src: DTypeInfo, dst: DTypeInfo) -> str:
+    x = f"EM_LD_{src.name}(x, off[1])"
+    if dst.kind == "bool":
+        conv = f"({x} != 0)"
+    elif src.kind == "float" and dst.kind == "int":
+        conv = f"({dst.storage})(em_int64){x}"   # as the CPU loop: via int64
+    else:
+        conv = f"({dst.compute})({src.compute}){x}"
+    return f"""EM_KERNEL void cast_{src.name}_{dst.name}(em_int64 n, EM_GLOBAL {dst.storage} *o, EM_GLOBAL const {src.storage} *x, em_layout L) {{
+    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {{
+        em_int64 off[2];
+        off[0] = L.offset[0] + (L.contig ? i : 0);
+        off[1] = L.offset[1] + (L.contig ? i : 0);
+        if (!L.contig) em_layout_offsets(&L, 0, (int)L.nd, i, 2, off);
+        EM_ST_{dst.name}(o, off[0], {conv});
+    }}
+}}"""
+
+
+def _gpu_fill(dt: DTypeInfo) -> str:
+    return f"""EM_KERNEL void fill_{dt.name}(em_int64 n, EM_GLOBAL {dt.storage} *o, {dt.compute} v, em_layout L) {{
+    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {{
+        em_int64 off[1];
+        off[0] = L.offset[0] + (L.contig ? i : 0);
+        if (!L.contig) em_layout_offsets(&L, 0, (int)L.nd, i, 1, off);
+        EM_ST_{dt.name}(o, off[0], v);
+    }}
+}}"""
+
+
+GPU_REDUCE_GROUP = 256   # work-items per output of a reduction (a power of two)
+
+
+def _gpu_reduction(row, dt: DTypeInfo) -> str:
+    acc, out_name = reduction_types(row, dt)
+    acc = "em_wide" if acc == "double" and dt.name != "float64" else acc
+    out_dt = BY_NAME[out_name]
+    ident = _expr(row.identity[dt.kind], dt)
+    load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
+    store = "(em_bool)(r != 0)" if out_name == "bool" else f"({out_dt.compute})r"
+    name = f"reduce_{row.name}_{dt.name}"
+    # One work-group per output (grid-stride over outputs): its work-items stride over
+    # the reduced elements, then combine through local memory as a tree.
+    return f"""#define COMBINE(acc, x) ({row.combine})
+EM_KERNEL void {name}(em_int64 M, em_int64 K, EM_GLOBAL {out_dt.storage} *o, EM_GLOBAL const {dt.storage} *x, em_layout L) {{
+    EM_LOCAL {acc} part[{GPU_REDUCE_GROUP}];
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    for (em_int64 m = EM_GROUP(); m < M; m += EM_NGROUPS()) {{
+        em_int64 base[2] = {{0, L.offset[1]}};
+        em_layout_offsets(&L, 0, (int)L.split, m, 2, base);
+        {acc} a = ({acc})({ident});
+        for (em_int64 k = EM_LID(); k < K; k += ls) {{
+            em_int64 off[2] = {{0, base[1]}};
+            em_layout_offsets(&L, (int)L.split, (int)L.nd, k, 2, off);
+            {acc} v = {load(f"EM_LD_{dt.name}(x, off[1])")};
+            a = COMBINE(a, v);
+        }}
+        part[lid] = a;
+        EM_BARRIER();
+        for (int s = ls / 2; s > 0; s >>= 1) {{
+            if (lid < s) {{ {acc} l = part[lid], r = part[lid + s]; part[lid] = COMBINE(l, r); }}
+            EM_BARRIER();
+        }}
+        if (lid == 0) {{ {acc} r = part[0]; EM_ST_{out_name}(o, L.offset[0] + m, {store}); }}
+        EM_BARRIER();
+    }}
+}}
+#undef COMBINE"""
+
+
+def gpu_fp64_guard(text: str) -> str:
+    """A kernel over float64 compiles only where the device has it (OpenCL's
+    cl_khr_fp64); elsewhere the host raises a clear error instead of launching it."""
+    m = re.search(r"EM_KERNEL void (\w+)", text)
+    return f"#ifdef EM_HAS_FP64\n{text}\n#endif" if m and "float64" in m.group(1) else text
+
+
+def render_gpu_program(name: str) -> str:
+    """The source of one generated GPU program (see the table above)."""
+    kind, _, dname = name.partition("_")
+    dt = BY_NAME[dname]
+    parts = [gpu_prelude(dt)]
+    if kind == "ew":
+        for row in table.ELEMENTWISE:
+            if dt.kind in row.body:
+                parts.append(_gpu_elementwise(row, dt))
+    elif kind == "cast":
+        parts += [_gpu_cast(dt, dst) for dst in DTYPES] + [_gpu_fill(dt)]
+    elif kind == "reduce":
+        parts += [_gpu_reduction(row, dt) for row in table.REDUCTIONS if dt.kind in row.kinds]
+    else:
+        raise KeyError(f"render_gpu_program: no generated program {name!r}")
+    parts = [parts[0]] + [gpu_fp64_guard(p) for p in parts[1:]]
+    return "\n\n".join(parts) + "\n"
+
+
+def gpu_generated_programs() -> list[str]:
+    """Names of the generated GPU programs, for builds that compile them all (CUDA)."""
+    return [f"{kind}_{dt.name}" for kind in ("ew", "cast", "reduce") for dt in DTYPES]
+
+
+def gpu_program_of(kernel: str) -> str | None:
+    """The generated program that holds `kernel`, or None if it isn't generated."""
+    kind, _, rest = kernel.partition("_")
+    if kind in ("ew", "reduce"):
+        dname = next((d.name for d in DTYPES if rest.endswith("_" + d.name)), None)
+        return f"{kind}_{dname}" if dname else None
+    if kind == "cast":
+        src = next((d.name for d in DTYPES if rest.startswith(d.name + "_")), None)
+        return f"cast_{src}" if src else None
+    if kind == "fill" and rest in BY_NAME:
+        return f"cast_{rest}"
+    return None
 
 
 if __name__ == "__main__":

@@ -85,7 +85,9 @@ EM_INT_HELPERS(int64, em_int64, EM_MIN_int64, 64)
 
 EM_FLOAT_HELPERS(float16, float)
 EM_FLOAT_HELPERS(float32, float)
+#if !defined(__OPENCL_VERSION__) || defined(EM_HAS_FP64)   /* OpenCL: only with cl_khr_fp64 */
 EM_FLOAT_HELPERS(float64, double)
+#endif
 
 /* Transcendentals of the float32 rows. On the CPU, libm's expf/tanhf/logf are one
  * call per element, which the compiler cannot vectorise; these branch-free Cephes

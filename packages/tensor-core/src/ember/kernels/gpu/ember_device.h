@@ -1,0 +1,166 @@
+/* The portable device dialect of ember's GPU kernels (OpenCL C and CUDA C++).
+ *
+ * Every file under kernels/gpu/ and every kernel ops/render.py generates for a GPU is
+ * written once against these macros: OpenCL compiles the text at run time
+ * (__OPENCL_VERSION__), nvcc at build time (__CUDACC__). Rules for kernel authors:
+ *   - a kernel is `EM_KERNEL void name(params)`; its parameters are buffers
+ *     (`EM_GLOBAL T *p`, always followed somewhere by an element offset: OpenCL
+ *     buffers cannot be offset on the host), scalars (em_int64, int, float, double,
+ *     EM_CT, EM_ACC) or an em_layout by value. The hosts type their arguments from
+ *     this parameter list (ember/backends/gpu.py parses it), so no other parameter
+ *     types are allowed;
+ *   - memory is read and written through EM_LD_<dtype>(p, i) / EM_ST_<dtype>(p, i, v)
+ *     (float16 is a storage type only: it is computed in float);
+ *   - hand-written files are compiled once per dtype named on their `// dtypes:` line
+ *     with EM_T (storage type), EM_CT (compute type), EM_DT (the dtype's name token)
+ *     defined, and name their kernels EM_NAME(base) -> base_<dtype>.
+ */
+#ifndef EMBER_DEVICE_H
+#define EMBER_DEVICE_H
+
+#define EM_MAXD 8          /* dims of an em_layout after merging (the host merges) */
+
+#if defined(__OPENCL_VERSION__)
+/* ---------------------------------------------------------------- OpenCL C */
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define EM_HAS_FP64 1
+#endif
+#define EM_KERNEL __kernel
+#define EM_DEVICE
+#define EM_INLINE static inline
+#define EM_GLOBAL __global
+#define EM_LOCAL __local
+#define EM_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define EM_GID() ((em_int64)get_global_id(0))
+#define EM_GSIZE() ((em_int64)get_global_size(0))
+#define EM_LID() ((int)get_local_id(0))
+#define EM_LSIZE() ((int)get_local_size(0))
+#define EM_GROUP() ((em_int64)get_group_id(0))
+#define EM_NGROUPS() ((em_int64)get_num_groups(0))
+#define EM_GROUP_Y() ((em_int64)get_group_id(1))
+#define EM_GROUP_Z() ((em_int64)get_group_id(2))
+#define EM_LID_Y() ((int)get_local_id(1))
+typedef uchar em_bool;
+typedef uchar em_uint8;
+typedef char em_int8;
+typedef short em_int16;
+typedef int em_int32;
+typedef long em_int64;
+typedef ulong em_uint64;
+typedef uint em_uint32;
+typedef half em_float16;       /* a pointer type only, through vload_half/vstore_half */
+typedef float em_float32;
+#ifdef EM_HAS_FP64
+typedef double em_float64;
+#endif
+#define EM_LD_float16(p, i) vload_half((i), (p))
+#define EM_ST_float16(p, i, v) vstore_half((float)(v), (i), (p))
+#define em_atomic_add_int32(p, v) atomic_add((p), (v))
+
+#elif defined(__CUDACC__)
+/* ---------------------------------------------------------------- CUDA C++ */
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <math.h>
+#define EM_HAS_FP64 1
+#define EM_KERNEL extern "C" __global__
+#define EM_DEVICE __device__
+#define EM_INLINE static __device__ __forceinline__
+#define EM_GLOBAL
+#define EM_LOCAL __shared__
+#define EM_BARRIER() __syncthreads()
+#define EM_GID() ((em_int64)blockIdx.x * blockDim.x + threadIdx.x)
+#define EM_GSIZE() ((em_int64)gridDim.x * blockDim.x)
+#define EM_LID() ((int)threadIdx.x)
+#define EM_LSIZE() ((int)blockDim.x)
+#define EM_GROUP() ((em_int64)blockIdx.x)
+#define EM_NGROUPS() ((em_int64)gridDim.x)
+#define EM_GROUP_Y() ((em_int64)blockIdx.y)
+#define EM_GROUP_Z() ((em_int64)blockIdx.z)
+#define EM_LID_Y() ((int)threadIdx.y)
+typedef unsigned char em_bool;
+typedef unsigned char em_uint8;
+typedef signed char em_int8;
+typedef short em_int16;
+typedef int em_int32;
+typedef long long em_int64;
+typedef unsigned long long em_uint64;
+typedef unsigned int em_uint32;
+typedef __half em_float16;
+typedef float em_float32;
+typedef double em_float64;
+#define EM_LD_float16(p, i) __half2float((p)[i])
+#define EM_ST_float16(p, i, v) ((p)[i] = __float2half((float)(v)))
+#define em_atomic_add_int32(p, v) atomicAdd((p), (v))
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
+#else
+#error "ember_device.h is device code: compile it as OpenCL C or CUDA C++"
+#endif
+
+/* Plain loads and stores for every dtype but float16. */
+#define EM_LD_bool(p, i) ((p)[i])
+#define EM_LD_uint8(p, i) ((p)[i])
+#define EM_LD_int8(p, i) ((p)[i])
+#define EM_LD_int16(p, i) ((p)[i])
+#define EM_LD_int32(p, i) ((p)[i])
+#define EM_LD_int64(p, i) ((p)[i])
+#define EM_LD_float32(p, i) ((p)[i])
+#define EM_LD_float64(p, i) ((p)[i])
+#define EM_ST_bool(p, i, v) ((p)[i] = (em_bool)(v))
+#define EM_ST_uint8(p, i, v) ((p)[i] = (em_uint8)(v))
+#define EM_ST_int8(p, i, v) ((p)[i] = (em_int8)(v))
+#define EM_ST_int16(p, i, v) ((p)[i] = (em_int16)(v))
+#define EM_ST_int32(p, i, v) ((p)[i] = (em_int32)(v))
+#define EM_ST_int64(p, i, v) ((p)[i] = (em_int64)(v))
+#define EM_ST_float32(p, i, v) ((p)[i] = (float)(v))
+#define EM_ST_float64(p, i, v) ((p)[i] = (double)(v))
+
+#define EM_CAT_(a, b) a##_##b
+#define EM_CAT(a, b) EM_CAT_(a, b)
+#define EM_NAME(base) EM_CAT(base, EM_DT)
+#define EM_LD(p, i) EM_CAT(EM_LD, EM_DT)(p, i)
+#define EM_ST(p, i, v) EM_CAT(EM_ST, EM_DT)(p, i, v)
+
+/* Accumulators of float16/float32 sums: double where the device has it. */
+#ifdef EM_HAS_FP64
+typedef double em_wide;
+#else
+typedef float em_wide;
+#endif
+
+/* A strided iteration space of up to EM_MAXD dims over up to 4 operands (operand 0
+ * is the output), in elements. `contig`: every tensor operand is contiguous in the
+ * same order (index i is element offset + i). `scalar`: bit k set when operand k is
+ * a by-value scalar argument instead of a buffer. `split`: for reductions, the
+ * first `split` dims are kept, the rest reduced. All int64: the host packs it as
+ * an array of int64. */
+typedef struct {
+    em_int64 nd, contig, scalar, split;
+    em_int64 shape[EM_MAXD];
+    em_int64 strides[4][EM_MAXD];
+    em_int64 offset[4];
+} em_layout;
+
+/* Element offsets of flat index i (row-major over shape[lo..hi)) for operands
+ * 0..nops-1 added into off[]. */
+EM_INLINE void em_layout_offsets(const em_layout *L, int lo, int hi, em_int64 i, int nops,
+                                 em_int64 *off) {
+    for (int d = hi - 1; d >= lo; d--) {
+        em_int64 s = L->shape[d], c = i % s;
+        i /= s;
+        for (int k = 0; k < nops; k++) off[k] += c * L->strides[k][d];
+    }
+}
+
+/* The op table's scalar helpers (kernels/common/ember_scalar.h, included next by
+ * every program) use the device's own math library for float32 transcendentals. */
+#define EM_NATIVE_MATH 1
+
+#endif /* EMBER_DEVICE_H */
