@@ -100,9 +100,46 @@ KERNEL_NAME = re.compile(
     r"(?:EM_KERNEL|__global__)\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(")
 
 
+def load_gpu_sources():
+    """ember/backends/gpu.py, whose source functions (program_names, program_source,
+    program_kernels) say what the GPU programs are, loaded before ember is built. Its
+    module-level imports of ember._C.core and ember.backends.base get stand-ins for
+    the duration: those functions use only ember.ops."""
+    import types
+    ops = load_ops()
+    names = ["ember", "ember._C", "ember._C.core", "ember.backends", "ember.backends.base",
+             "ember.ops", "ember.ops.render", "ember.ops.table"]
+    saved = {n: sys.modules.get(n) for n in names}
+    stubs = {n: types.ModuleType(n) for n in names[:5]}
+    stubs["ember.backends.base"].Backend = object
+    stubs["ember._C"].core = stubs["ember._C.core"]
+    stubs["ember.ops"] = sys.modules["_ember_ops"]
+    stubs["ember.ops.render"] = ops
+    stubs["ember.ops.table"] = sys.modules["_ember_ops.table"]
+    sys.modules.update(stubs)
+    try:
+        spec = importlib.util.spec_from_file_location("_ember_gpu", SRC / "backends" / "gpu.py")
+        gpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gpu)
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return gpu
+
+
 def cuda_sources():
-    """(stem, path) of every device source nvcc compiles."""
-    return [(p.stem, p) for p in sorted((SRC / "kernels" / "cuda").glob("*.cu"))]
+    """(stem, source text, kernel names) of every compile unit nvcc builds: the shared
+    GPU programs (the op table's rendered rows and kernels/gpu/<file>.h per dtype, as
+    gpu.py defines them: the very text OpenCL compiles) and kernels/cuda/*.cu."""
+    gpu = load_gpu_sources()
+    units = [(name, gpu.program_source(name), list(gpu.program_kernels(name)))
+             for name in gpu.program_names()]
+    for p in sorted((SRC / "kernels" / "cuda").glob("*.cu")):
+        units.append((p.stem, f'#include "{p}"\n', KERNEL_NAME.findall(p.read_text())))
+    return units
 
 
 def nvcc_flags(archs):
@@ -125,18 +162,18 @@ def compile_cuda(nvcc, archs, build_temp, jobs):
     out = Path(build_temp).resolve() / "cuda"
     out.mkdir(parents=True, exist_ok=True)
     flags = nvcc_flags(archs)
-    headers = [p for d in ("cuda", "gpu") for p in (SRC / "kernels" / d).glob("*.h")]
+    headers = [p for d in ("cuda", "gpu", "common") for p in (SRC / "kernels" / d).glob("*.h")]
     newest_header = max((p.stat().st_mtime for p in headers), default=0)
     jobs_list, stems = [], []
-    for stem, src in cuda_sources():
-        names = KERNEL_NAME.findall(src.read_text())
-        wrapper = out / f"{stem}.table.cu"
-        text = (f'#include "{src}"\n#include "kernel_table.h"\n'
+    for stem, source, names in cuda_sources():
+        wrapper = out / f"{stem}.cu"
+        text = (source + '#include "kernel_table.h"\n'
                 f'EM_KERNEL_TABLE({stem}, {" ".join(f"EM_TABLE_ENTRY({n})" for n in names)})\n')
         if not wrapper.exists() or wrapper.read_text() != text:
-            wrapper.write_text(text)
+            wrapper.write_text(text)     # unchanged: keep the mtime, skip recompiling
         stems.append(stem)
-        jobs_list.append((wrapper, [src], out / f"{stem}.o"))
+        deps = [Path(m) for m in re.findall(r'#include "(/[^"]+)"', source)]
+        jobs_list.append((wrapper, deps, out / f"{stem}.o"))
     tables = out / "ember_cuda_tables.cu"
     text = ('#include "kernel_table.h"\n' +
             "".join(f'extern "C" const em_cuda_kernel em_kernels_{s}[];\n' for s in stems) +
@@ -188,6 +225,7 @@ class BuildExt(build_ext):
                 config = build_config()
                 ext.extra_objects = compile_cuda(config["nvcc"], config["cuda_archs"],
                                                  self.build_temp, jobs)
+                ext.depends = ext.depends + ext.extra_objects   # relink when one changes
         super().build_extensions()
 
 

@@ -326,3 +326,47 @@ def test_ember_sync_switch():
     finally:
         rt.set_sync(old)
     assert rt.get_sync() == old
+
+
+# gpu.py's parameter codes (struct module letters, "P" a buffer, "L" an em_layout by
+# value) -> the letters kernel_table.h derives from the compiled kernels' own types
+_GPU_TO_CUDA = {"P": "p", "q": "l", "i": "i", "I": "I", "f": "f", "d": "d", "B": "C",
+                "b": "c", "h": "s", "L": "B"}
+
+
+def test_every_shared_kernel_is_compiled_with_the_parameters_the_host_passes():
+    """The CUDA build compiles every GPU program gpu.py knows (the op table's rows and
+    kernels/gpu/*.h), and nvcc's parameter types agree with the signatures the shared
+    host code types its arguments from."""
+    rt = _runtime()
+    from ember.backends import gpu
+    compiled = rt.kernels()
+    shared = gpu.all_kernels()
+    assert shared, "gpu.py lists no kernels"
+    missing = sorted(set(shared) - set(compiled))
+    assert not missing, f"not in the CUDA build: {missing[:20]}"
+    wrong = {k: (sig, compiled[k].params) for k, (_, sig) in shared.items()
+             if "".join(_GPU_TO_CUDA[c] for c in sig).encode() != compiled[k].params}
+    assert not wrong, f"parameter types differ: {dict(list(wrong.items())[:10])}"
+
+
+def test_layout_struct_argument_is_passed_by_value():
+    rt = _runtime()
+    from ember.backends import gpu
+    layout = gpu.pack_layout((3, 4), [((4, 1), 0), ((4, 1), 2)])
+    k = rt.kernels()["cast_float32_int32"]
+    packed = rt.pack_args("cast_float32_int32", [12, 0x10, 0x20, layout])
+    assert packed[3] == layout and k.sizes[3] == len(layout)
+    with pytest.raises(TypeError, match=f"struct of {len(layout)} bytes, got 8 bytes"):
+        rt.pack_args("cast_float32_int32", [12, 0x10, 0x20, bytes(8)])
+    with pytest.raises(OverflowError, match="does not fit"):
+        rt.pack_args("ew_add_uint8", [1, 0, 0, 0, 256, 0, layout])
+
+
+def test_allow_tf32_flag():
+    assert em.backends.cuda.matmul.allow_tf32 is False
+    em.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert em.backends.cuda.matmul.allow_tf32 is True
+    finally:
+        em.backends.cuda.matmul.allow_tf32 = False

@@ -34,7 +34,13 @@ def _runtime():
 
 if BUILD_CONFIG.get("cuda"):
     from ember._C.cuda import OutOfMemoryError, CudaError  # noqa: F401
+    from ember._C import core as _core
+    from ember.backends import cuda as _backend_module
+    # registered also without a device: allocating then says why there is none
+    _core.register_backend("cuda", _backend_module.get())
 else:
+    import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 exists anyway)
+
     class OutOfMemoryError(RuntimeError):
         """The CUDA caching allocator could not get memory (raised on CUDA builds)."""
 
