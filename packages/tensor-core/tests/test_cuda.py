@@ -370,3 +370,163 @@ def test_allow_tf32_flag():
         assert em.backends.cuda.matmul.allow_tf32 is True
     finally:
         em.backends.cuda.matmul.allow_tf32 = False
+
+
+# ------------------------------------------------ host logic of CUDABackend, over OpenCL
+
+def test_split_parts():
+    from ember.backends.cuda import _split_parts
+    assert _split_parts(1, 1 << 28, 2048, 4096) == 2048
+    assert _split_parts(4, 1 << 28, 2048, 4096) == 512
+    assert _split_parts(1, 3 * 4097, 2048, 4096) == 1       # odd: no power of two divides
+    assert _split_parts(1, 3 * 4096, 2048, 4096) == 2
+    assert _split_parts(4096, 1 << 20, 2048, 4096) == 1     # enough outputs already
+    assert _split_parts(1, 1 << 14, 2048, 4096) == 4        # pieces keep >= 4096
+
+
+@pytest.fixture(scope="module")
+def split_opencl():
+    """The OpenCL backend (PoCL in CI) with CUDABackend's split reductions mixed in and
+    tiny split thresholds, registered for "opencl" while a test runs."""
+    if not em.opencl.is_available():
+        pytest.skip("no OpenCL device (pip install pyopencl pocl-binary-distribution)")
+    from ember._C import core
+    from ember.backends.cuda import SplitReduction
+    orig = core.backend_for(em.device("opencl"))
+
+    class Probe(SplitReduction, type(orig)):
+        split_blocks, split_min_run = 8, 2
+
+    probe = object.__new__(Probe)
+    probe.__dict__.update(orig.__dict__)      # the same contexts, queues and programs
+    core.register_backend("opencl", probe)
+    yield probe
+    core.register_backend("opencl", orig)
+
+
+@settings(deadline=None, max_examples=15)
+@given(st.sampled_from(["sum", "amax", "amin", "prod", "all", "any"]),
+       st.sampled_from(["float32", "int32"]), st.integers(1, 3), st.integers(0, 5),
+       st.integers(1, 3), st.integers(0, 2 ** 32 - 1))
+def test_split_reduction_matches_numpy(split_opencl, op, dtype, m, log2k, odd, seed):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    k = (1 << log2k) * odd
+    vals = rng.integers(-3, 4, size=(m, k)).astype(dtype)
+    if op == "prod":
+        vals = np.where(vals == 0, 1, np.clip(vals, -2, 2)).astype(dtype)
+    x = em.from_numpy(vals).to("opencl")
+    before = split_opencl.launches
+    got = getattr(em, op)(x, dim=1).cpu().numpy()
+    ref = {"sum": np.sum, "amax": np.max, "amin": np.min, "prod": np.prod, "all": np.all,
+           "any": np.any}[op](vals, axis=1)
+    np.testing.assert_array_equal(got, ref.astype(got.dtype))
+    split = k >= 4 and k % 4 == 0 and m * 2 <= 8
+    assert (split_opencl.launches - before == 2) == split
+
+
+# ----------------------------------------------------------------- on a GPU (gpu-check)
+
+gpu = pytest.mark.skipif(not em.cuda.is_available(), reason="no CUDA device here "
+                         "(tools/gpu-check runs these on the GPU machine)")
+
+
+@gpu
+def test_device_queries():
+    n = em.cuda.device_count()
+    assert n >= 1 and 0 <= em.cuda.current_device() < n
+    p = em.cuda.get_device_properties(0)
+    assert p["total_memory"] > 0 and p["major"] >= 7 and em.cuda.get_device_name(0) == p["name"]
+    assert em.cuda.get_device_capability() == (p["major"], p["minor"])
+    free, total = em.cuda.mem_get_info()
+    assert 0 < free <= total
+    with pytest.raises(RuntimeError, match=f"device index {n} is out of range"):
+        em.cuda.set_device(n)
+
+
+@gpu
+def test_round_trip_and_caching_allocator_stats():
+    em.cuda.synchronize()
+    em.cuda.empty_cache()
+    base = em.cuda.memory_allocated()
+    em.cuda.reset_peak_memory_stats()
+    x = em.arange(1000, dtype=em.float32).cuda()        # 4000 bytes -> one 4096-byte block
+    assert x.device.type == "cuda" and x.cpu().tolist() == list(range(1000))
+    assert em.cuda.memory_allocated() == base + 4096
+    assert em.cuda.memory_reserved() >= em.cuda.memory_allocated()
+    ptr = x.data_ptr()
+    del x
+    assert em.cuda.memory_allocated() == base
+    assert em.cuda.max_memory_allocated() == base + 4096
+    y = em.empty(1000, dtype=em.float32, device="cuda")  # the cached block again
+    assert y.data_ptr() == ptr
+    del y
+    em.cuda.empty_cache()
+    assert em.cuda.memory_stats()["segment.all.freed"] >= 1
+
+
+@gpu
+def test_device_out_of_memory_message():
+    free, total = em.cuda.mem_get_info()
+    with pytest.raises(em.cuda.OutOfMemoryError,
+                       match=r"cuda:\d: out of memory: tried to allocate .* \(\d+ bytes\); "
+                             r"ember has .* allocated and .* reserved .* free"):
+        em.empty(total, dtype=em.float64, device="cuda")
+    assert em.cuda.memory_stats()["num_ooms"] >= 1
+    assert em.ones(4, device="cuda").sum().item() == 4     # the device still works
+
+
+@gpu
+def test_pinned_memory_and_async_copies():
+    x = em.arange(4096, dtype=em.float32)
+    p = x.pin_memory()
+    assert p.is_pinned() and not x.is_pinned() and p.pin_memory() is p
+    assert p[7:9].is_pinned()                               # views share the pinned block
+    d = p.to("cuda", non_blocking=True)
+    assert d.cpu().tolist() == x.tolist()
+
+
+@gpu
+@pytest.mark.parametrize("dtype, allow_tf32, tol", [("float16", False, 2e-2),
+                                                    ("float32", True, 5e-3)])
+@pytest.mark.parametrize("shapes", [((70, 45), (45, 129)), ((3, 1, 17, 33), (2, 33, 5)),
+                                    ((33,), (33, 7)), ((7, 33), (33,))])
+def test_tensor_core_matmul(dtype, allow_tf32, tol, shapes):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a_np = rng.standard_normal(shapes[0]).astype(dtype)
+    b_np = rng.standard_normal(shapes[1]).astype(dtype)
+    em.backends.cuda.matmul.allow_tf32 = allow_tf32
+    try:
+        a, b = em.from_numpy(a_np).cuda(), em.from_numpy(b_np).cuda()
+        got = (a @ b).cpu().numpy().astype(np.float64)
+        ref = a_np.astype(np.float64) @ b_np.astype(np.float64)
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+        if a.ndim == 2:                   # transposed operands are read in place
+            at = em.from_numpy(np.ascontiguousarray(a_np.T)).cuda().T
+            np.testing.assert_allclose((at @ b).cpu().numpy().astype(np.float64), ref,
+                                       rtol=tol, atol=tol * np.abs(ref).max())
+    finally:
+        em.backends.cuda.matmul.allow_tf32 = False
+
+
+@gpu
+def test_ember_sync_raises_at_the_failing_launch(tmp_path):
+    """A kernel that faults is reported by the launch itself under EMBER_SYNC=1 (in a
+    child process: a device fault poisons the CUDA context for the rest of it)."""
+    import subprocess
+    import sys
+    script = tmp_path / "fault.py"
+    script.write_text(
+        "import ember as em\n"
+        "from ember._C import cuda\n"
+        "from ember.backends import gpu\n"
+        "x = em.zeros(4, device='cuda')\n"
+        "layout = gpu.pack_layout((1 << 20,), [((1,), 0)])\n"
+        "cuda.launch(0, 'fill_float32', (4096,), (256,), [1 << 20, 16, 1.0, layout])  # line 6\n")
+    env = dict(__import__("os").environ, EMBER_SYNC="1")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode != 0
+    assert "line 6" in r.stderr and "CudaError" in r.stderr and "fill_float32" in r.stderr, r.stderr

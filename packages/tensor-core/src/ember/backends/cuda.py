@@ -12,6 +12,7 @@ matrix products round their operands to TF32 on the tensor cores.
 """
 from __future__ import annotations
 
+from ember._C import core as _core
 from ember._grad_mode import no_grad
 from ember.backends.gpu import GPUBackend
 
@@ -34,7 +35,46 @@ TILE = 128            # the tensor-core GEMM's block tile (kernels/cuda/gemm_tc.
 MAX_GRID_Z = 65535
 
 
-class CUDABackend(GPUBackend):
+class SplitReduction:
+    """GPUBackend.reduce, with few-output reductions split in two passes (host logic
+    only, so the tests run it over the OpenCL backend on PoCL)."""
+
+    split_blocks = 2048      # aim for about this many blocks in the first pass
+    split_min_run = 4096     # ... each reducing at least this many elements
+
+    def reduce(self, op_name, tensor, dims, out):
+        """The shared kernel gives each output one block; few outputs of many elements
+        each (x.sum() of 2^28 elements: one output) would leave the GPU idle, so the
+        reduced run is cut into `parts` pieces reduced first, then the partials. Every
+        row combines its own partials (sum, prod, amax, amin, all, any) in the output
+        dtype; float16 partials would round, so float16 keeps one pass."""
+        x, m = tensor, out.numel()
+        k = x.numel() // max(m, 1)
+        parts = _split_parts(m, k, self.split_blocks, self.split_min_run)
+        trailing = tuple(dims) == tuple(range(x.ndim - len(dims), x.ndim))
+        if parts == 1 or x.dtype.name == "float16" or not trailing or not x.is_contiguous():
+            return super().reduce(op_name, x, dims, out)
+        run = k // parts
+        xv = _core.as_strided_from(x.untyped_storage(), x.dtype, (m, parts, run),
+                                   (k, run, 1), x.storage_offset())
+        partial = self.empty((m, parts, 1), out.dtype, out.device)
+        super().reduce(op_name, xv, (2,), partial)
+        ov = _core.as_strided_from(out.untyped_storage(), out.dtype, (m, 1, 1), (1, 1, 1),
+                                   out.storage_offset())
+        super().reduce(op_name, partial, (1,), ov)
+        return out
+
+
+def _split_parts(m, k, blocks, min_run):
+    """Pieces to cut each output's k reduced elements into: a power of two dividing k,
+    so that about `blocks` blocks run and each piece keeps >= min_run elements."""
+    parts = 1
+    while m * parts * 2 <= blocks and k % (parts * 2) == 0 and k // (parts * 2) >= min_run:
+        parts *= 2
+    return parts
+
+
+class CUDABackend(SplitReduction, GPUBackend):
     name = "cuda"
 
     @staticmethod
