@@ -558,17 +558,20 @@ cdef CachingAllocator _pinned_allocator():
     return _pinned
 
 
-cdef void _pinned_release(CachingAllocator alloc, uintptr_t block):
+cdef void _pinned_release(CachingAllocator alloc, uintptr_t block) noexcept:
     cdef cudaEvent_t ev
     cdef int i
-    events = []
-    for i in range(MAXDEV):
-        if _streams[i] != NULL and cudaSetDevice(i) == cudaSuccess and \
-                cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess:
-            cudaEventRecord(ev, _streams[i])
-            events.append(<uintptr_t>ev)
-    cudaSetDevice(_current)
-    _pinned_pending.append((block, events))
+    try:
+        events = []
+        for i in range(MAXDEV):
+            if _streams[i] != NULL and cudaSetDevice(i) == cudaSuccess and \
+                    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess:
+                cudaEventRecord(ev, _streams[i])
+                events.append(<uintptr_t>ev)
+        cudaSetDevice(_current)
+        _pinned_pending.append((block, events))
+    except BaseException:     # interpreter shutdown: nothing is queued any more
+        em_allocator_free(alloc.a, <em_block *>block)
 
 
 cdef _pinned_sweep():
