@@ -350,6 +350,17 @@ def test_every_shared_kernel_is_compiled_with_the_parameters_the_host_passes():
     assert not wrong, f"parameter types differ: {dict(list(wrong.items())[:10])}"
 
 
+def test_cuda_backend_has_every_kernel_the_shared_gpu_backend_has():
+    """HAND_WRITTEN_KERNELS on cuda: whatever GPUBackend implements over the shared
+    sources (compiled into this build, see above), CUDABackend has too."""
+    _runtime()
+    from ember.backends import cuda
+    from ember.backends.base import missing_kernels
+    from ember.backends.gpu import GPUBackend
+    assert set(missing_kernels(cuda.get())) <= set(missing_kernels(GPUBackend()))
+    assert em._C.core.backend_for(em.device("cuda")) is cuda.get()
+
+
 def test_layout_struct_argument_is_passed_by_value():
     rt = _runtime()
     from ember.backends import gpu
