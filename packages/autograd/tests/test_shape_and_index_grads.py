@@ -93,9 +93,14 @@ EXTRA_CASES = {
     # test_dtype_conversion_gradient_has_the_input_dtype
     "to": (lambda x: x.to(em.float32), [(3,)]),
 }
+# a round trip through a second device, where one exists (opencl, else cuda)
+_OTHER = next((d for d in ("opencl", "cuda") if getattr(em, d).is_available()), None)
+if _OTHER is not None:
+    EXTRA_CASES["to_device"] = (lambda x: (x.to(_OTHER) * x.to(_OTHER)).cpu(), [(2, 3)])
 
 
-@pytest.mark.parametrize("name", ["random_fills", "copy_fill"])
+@pytest.mark.parametrize("name", ["random_fills", "copy_fill"] +
+                         (["to_device"] if _OTHER is not None else []))
 def test_gradcheck_extra(name):
     fn, shapes = EXTRA_CASES[name]
     inputs = [leaf(*s, seed=i) for i, s in enumerate(shapes)]

@@ -7,8 +7,8 @@ registers itself as ``ember_testing`` instead:
     from ember_testing import DTYPES, shapes, tensors, to_numpy, assert_close
 
 What is here:
-- ``device``: the device under test, ``EMBER_TEST_DEVICE`` (default ``cpu``);
-  skipped when that device is not usable in this build.
+- ``device``: the device under test: cpu, opencl and cuda in turn (each skipped with
+  the reason where it is not usable), or ``EMBER_TEST_DEVICE`` alone.
 - dtype tables (ember <-> NumPy), the expected-promotion rules written out
   independently of ember (``expected_promote``, ``expected_weak``).
 - strategies: ``shapes`` (0-d and empty included), ``broadcastable_shapes``,
@@ -33,7 +33,10 @@ import ember as em
 
 # ----------------------------------------------------------------------------- device
 
-DEVICE_NAME = os.environ.get("EMBER_TEST_DEVICE", "cpu")
+# Every device type, the CPU always; EMBER_TEST_DEVICE=<device> runs only that one.
+DEVICE_NAMES = [os.environ["EMBER_TEST_DEVICE"]] if os.environ.get("EMBER_TEST_DEVICE") \
+    else ["cpu", "opencl", "cuda"]
+_REASONS = {}
 
 
 def _usable(name):
@@ -41,16 +44,19 @@ def _usable(name):
         d = em.device(name)
         em.zeros(2, device=d).cpu()
         return d
-    except (RuntimeError, ValueError, NotImplementedError, ImportError):
+    except (RuntimeError, ValueError, NotImplementedError, ImportError) as e:
+        _REASONS[name] = str(e)
         return None
 
 
-@pytest.fixture(scope="session")
-def device():
-    """The device the op tests run on (EMBER_TEST_DEVICE, default cpu)."""
-    d = _usable(DEVICE_NAME)
+@pytest.fixture(scope="session", params=DEVICE_NAMES)
+def device(request):
+    """The device the op tests run on: each of cpu, opencl (where a device exists) and
+    cuda (where a GPU exists) in turn, or EMBER_TEST_DEVICE alone."""
+    d = _usable(request.param)
     if d is None:
-        pytest.skip(f"EMBER_TEST_DEVICE={DEVICE_NAME!r} is not available in this build")
+        pytest.skip(f"device {request.param!r} is not available here: "
+                    f"{_REASONS.get(request.param)}")
     return d
 
 

@@ -39,9 +39,27 @@ import operator
 from collections import namedtuple
 
 from ember._C import core as _core
-from ember._C import index as _kern
+from ember._C import index as _cpu_index
 from ember._registry import tensor_method
 from ember._reduction import values_indices
+
+
+class _Kernels:
+    """ember._C.index's functions for CPU tensors, the device backend's functions of
+    the same names and arguments for the others (picked by the first tensor argument)."""
+
+    def __getattr__(self, name):
+        cpu = getattr(_cpu_index, name)
+
+        def call(*args, **kwargs):
+            t = next(a for a in args if isinstance(a, _core.TensorBase))
+            if t.device.type == "cpu":
+                return cpu(*args, **kwargs)
+            return getattr(_core.backend_for(t.device), name)(*args, **kwargs)
+        return call
+
+
+_kern = _Kernels()
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",

@@ -448,11 +448,17 @@ def _grad_scale(grad, t, weight, ignore_index, reduction, work):
         return g, 1.0
     valid = t != ignore_index
     if weight is None:
-        total = valid.sum().item()
+        total = valid.sum()
     else:
         from ember._elementwise import where
         total = (weight.to(work).index_select(0, where(valid, t, 0).reshape(-1))
-                 * valid.reshape(-1)).sum().item()
+                 * valid.reshape(-1)).sum()
+    if g.device.type != "cpu":
+        # divide on the device: reading the total back would stall every backward
+        total = total.to(work)
+        g = _core.elementwise("where", total == 0, 0.0, g / total).contiguous()
+        return g, 1.0
+    total = total.item()
     return g, (1.0 / total if total else 0.0)   # all ignored: PyTorch's grad is 0
 
 

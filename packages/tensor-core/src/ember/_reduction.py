@@ -234,7 +234,7 @@ def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x))) over dim, without overflow."""
     x = input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
     dims = dims_of(dim, x.ndim, "logsumexp")
-    m = _reduce("amax", x, dims, True) if x.numel() else _core.empty([1] * x.ndim, x.dtype).fill_(0)
+    m = _reduce("amax", x, dims, True) if x.numel() else _core.empty([1] * x.ndim, x.dtype, x.device).fill_(0)
     m = _core.elementwise("where", _ew("isinf", m), 0.0, m).detach()
     s = _ew("log", _reduce("sum", _ew("exp", _ew("sub", x, m)), dims, True))
     r = _ew("add", s, m)

@@ -23,8 +23,7 @@ import numbers
 import operator
 
 from ember._C import core as _core
-from ember._C import index as _kern
-from ember._indexing import _tensor_input
+from ember._indexing import _kern, _tensor_input   # _kern: the CPU's or the device's
 from ember._registry import tensor_method
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",

@@ -291,8 +291,8 @@ def gpu_prelude(dt: DTypeInfo | None) -> str:
     per-dtype program, then the device header and the scalar helpers."""
     lines = []
     if dt is not None:
-        lines += [f"#define EM_DT {dt.name}", f"#define EM_T {dt.storage}",
-                  f"#define EM_CT {dt.compute}"]
+        lines += [f"#define EM_DT {dt.name}", f"#define EM_DT_{dt.name} 1",
+                  f"#define EM_T {dt.storage}", f"#define EM_CT {dt.compute}"]
     if dt is not None and dt.name == "float64":
         lines.append("#define EM_NEEDS_FP64 1")
     return "\n".join(lines + list(GPU_HEADER_LINES)) + "\n"

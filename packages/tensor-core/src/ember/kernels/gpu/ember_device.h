@@ -11,6 +11,9 @@
  *     types are allowed;
  *   - memory is read and written through EM_LD_<dtype>(p, i) / EM_ST_<dtype>(p, i, v)
  *     (float16 is a storage type only: it is computed in float);
+ *   - every work-item of a work-group reaches every barrier: no early `continue` or
+ *     `return` around a barrier even when the condition is uniform (PoCL miscompiles
+ *     it: the cross-entropy rows wrote out of bounds);
  *   - hand-written files are compiled once per dtype named on their `// dtypes:` line
  *     with EM_T (storage type), EM_CT (compute type), EM_DT (the dtype's name token)
  *     defined, and name their kernels EM_NAME(base) -> base_<dtype>.
@@ -31,6 +34,7 @@
 #define EM_INLINE static inline
 #define EM_GLOBAL __global
 #define EM_LOCAL __local
+#define EM_LPTR __local       /* a pointer parameter into local memory */
 #define EM_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define EM_GID() ((em_int64)get_global_id(0))
 #define EM_GSIZE() ((em_int64)get_global_size(0))
@@ -40,6 +44,7 @@
 #define EM_NGROUPS() ((em_int64)get_num_groups(0))
 #define EM_GROUP_Y() ((em_int64)get_group_id(1))
 #define EM_GROUP_Z() ((em_int64)get_group_id(2))
+#define EM_NGROUPS_Z() ((em_int64)get_num_groups(2))
 #define EM_LID_Y() ((int)get_local_id(1))
 typedef uchar em_bool;
 typedef uchar em_uint8;
@@ -57,6 +62,9 @@ typedef double em_float64;
 #define EM_LD_float16(p, i) vload_half((i), (p))
 #define EM_ST_float16(p, i, v) vstore_half((float)(v), (i), (p))
 #define em_atomic_add_int32(p, v) atomic_add((p), (v))
+#define em_mulhi64(a, b) mul_hi((em_uint64)(a), (em_uint64)(b))
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#define em_atomic_min_int64(p, v) atom_min((p), (v))
 
 #elif defined(__CUDACC__)
 /* ---------------------------------------------------------------- CUDA C++ */
@@ -69,6 +77,7 @@ typedef double em_float64;
 #define EM_INLINE static __device__ __forceinline__
 #define EM_GLOBAL
 #define EM_LOCAL __shared__
+#define EM_LPTR
 #define EM_BARRIER() __syncthreads()
 #define EM_GID() ((em_int64)blockIdx.x * blockDim.x + threadIdx.x)
 #define EM_GSIZE() ((em_int64)gridDim.x * blockDim.x)
@@ -78,6 +87,7 @@ typedef double em_float64;
 #define EM_NGROUPS() ((em_int64)gridDim.x)
 #define EM_GROUP_Y() ((em_int64)blockIdx.y)
 #define EM_GROUP_Z() ((em_int64)blockIdx.z)
+#define EM_NGROUPS_Z() ((em_int64)gridDim.z)
 #define EM_LID_Y() ((int)threadIdx.y)
 typedef unsigned char em_bool;
 typedef unsigned char em_uint8;
@@ -93,6 +103,8 @@ typedef double em_float64;
 #define EM_LD_float16(p, i) __half2float((p)[i])
 #define EM_ST_float16(p, i, v) ((p)[i] = __float2half((float)(v)))
 #define em_atomic_add_int32(p, v) atomicAdd((p), (v))
+#define em_mulhi64(a, b) __umul64hi((em_uint64)(a), (em_uint64)(b))
+#define em_atomic_min_int64(p, v) atomicMin((long long *)(p), (long long)(v))
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
@@ -157,6 +169,28 @@ EM_INLINE void em_layout_offsets(const em_layout *L, int lo, int hi, em_int64 i,
         i /= s;
         for (int k = 0; k < nops; k++) off[k] += c * L->strides[k][d];
     }
+}
+
+/* Philox4x32-10 (kernels/cpu/philox.c): word p of the stream of `seed` is word p % 4
+ * of the block counter {lo(p / 4), hi(p / 4), 0, 0} under key {lo(seed), hi(seed)}, so
+ * every device draws the CPU's numbers. */
+EM_INLINE em_uint32 em_mulhi32(em_uint32 a, em_uint32 b) {
+    return (em_uint32)(((em_uint64)a * b) >> 32);
+}
+
+EM_INLINE em_uint32 em_philox_word(em_uint32 key0, em_uint32 key1, em_uint64 p) {
+    em_uint64 blk = p >> 2;
+    em_uint32 c0 = (em_uint32)blk, c1 = (em_uint32)(blk >> 32), c2 = 0, c3 = 0;
+    em_uint32 k0 = key0, k1 = key1;
+    for (int r = 0; r < 10; r++) {
+        em_uint32 h0 = em_mulhi32(0xD2511F53u, c0), l0 = 0xD2511F53u * c0;
+        em_uint32 h1 = em_mulhi32(0xCD9E8D57u, c2), l1 = 0xCD9E8D57u * c2;
+        em_uint32 n0 = h1 ^ c1 ^ k0, n2 = h0 ^ c3 ^ k1;
+        c1 = l1; c3 = l0; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    int w = (int)(p & 3);
+    return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
 }
 
 /* The op table's scalar helpers (kernels/common/ember_scalar.h, included next by

@@ -1,0 +1,139 @@
+// dtypes: float32 float64
+/* Pooling over dense NCHW planes (kernels/cpu/pool.c on the CPU, the same results):
+ * one work-item per output for the forwards; the backwards scatter each plane's
+ * gradients from one work-item (planes are independent, so no atomics are needed
+ * and windows may overlap freely). Indices of max pools are flat h * W + w in the
+ * plane, PyTorch's: the window's first position inside the input, then a later tap
+ * wins when greater or NaN; -1 for a window wholly in the padding. */
+
+EM_KERNEL void EM_NAME(max_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_int64 OH,
+                                   em_int64 OW, em_int64 KH, em_int64 KW, em_int64 SH,
+                                   em_int64 SW, em_int64 PH, em_int64 PW, em_int64 DH,
+                                   em_int64 DW, EM_GLOBAL const EM_T *x, EM_GLOBAL EM_T *y,
+                                   EM_GLOBAL em_int64 *ix, int with_indices) {
+    for (em_int64 o = EM_GID(); o < total; o += EM_GSIZE()) {
+        const em_int64 ow = o % OW, oh = (o / OW) % OH, plane = o / (OW * OH);
+        EM_GLOBAL const EM_T *xp = x + plane * H * W;
+        EM_CT m = -INFINITY;
+        em_int64 best = -1;
+        for (em_int64 kh = 0; kh < KH; kh++) {
+            const em_int64 ih = oh * SH - PH + kh * DH;
+            if (ih < 0 || ih >= H) continue;
+            for (em_int64 kw = 0; kw < KW; kw++) {
+                const em_int64 iw = ow * SW - PW + kw * DW;
+                if (iw < 0 || iw >= W) continue;
+                const EM_CT v = xp[ih * W + iw];
+                if (best < 0 || v > m || v != v) { m = v; best = ih * W + iw; }
+            }
+        }
+        y[o] = m;
+        if (with_indices) ix[o] = best;
+    }
+}
+
+/* PyTorch's divisor: the window clipped to the padded input (count_include_pad) or
+ * to the input, or divisor (divisor_override) when non-zero; 0 output where the
+ * window holds no input */
+EM_KERNEL void EM_NAME(avg_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_int64 OH,
+                                   em_int64 OW, em_int64 KH, em_int64 KW, em_int64 SH,
+                                   em_int64 SW, em_int64 PH, em_int64 PW,
+                                   EM_GLOBAL const EM_T *x, EM_GLOBAL EM_T *y,
+                                   int count_include_pad, em_int64 divisor) {
+    for (em_int64 o = EM_GID(); o < total; o += EM_GSIZE()) {
+        const em_int64 ow = o % OW, oh = (o / OW) % OH, plane = o / (OW * OH);
+        EM_GLOBAL const EM_T *xp = x + plane * H * W;
+        const em_int64 h0 = oh * SH - PH, w0 = ow * SW - PW;
+        const em_int64 h1 = h0 + KH < H + PH ? h0 + KH : H + PH;
+        const em_int64 w1 = w0 + KW < W + PW ? w0 + KW : W + PW;
+        const em_int64 hi = (h1 < H ? h1 : H) - (h0 > 0 ? h0 : 0);
+        const em_int64 wi = (w1 < W ? w1 : W) - (w0 > 0 ? w0 : 0);
+        EM_CT s = 0;
+        for (em_int64 ih = h0 > 0 ? h0 : 0; ih < (h1 < H ? h1 : H); ih++)
+            for (em_int64 iw = w0 > 0 ? w0 : 0; iw < (w1 < W ? w1 : W); iw++) s += xp[ih * W + iw];
+        const EM_CT d = divisor ? (EM_CT)divisor
+                                : count_include_pad ? (EM_CT)((h1 - h0) * (w1 - w0)) : (EM_CT)(hi * wi);
+        y[o] = (hi > 0 && wi > 0) ? s / d : (EM_CT)0;
+    }
+}
+
+EM_KERNEL void EM_NAME(avg_pool2d_backward)(em_int64 planes, em_int64 H, em_int64 W,
+                                            em_int64 OH, em_int64 OW, em_int64 KH,
+                                            em_int64 KW, em_int64 SH, em_int64 SW,
+                                            em_int64 PH, em_int64 PW, EM_GLOBAL const EM_T *g,
+                                            EM_GLOBAL EM_T *dx, int count_include_pad,
+                                            em_int64 divisor) {
+    for (em_int64 p = EM_GID(); p < planes; p += EM_GSIZE()) {
+        EM_GLOBAL EM_T *dp = dx + p * H * W;
+        EM_GLOBAL const EM_T *gp = g + p * OH * OW;
+        for (em_int64 i = 0; i < H * W; i++) dp[i] = 0;
+        for (em_int64 oh = 0; oh < OH; oh++)
+            for (em_int64 ow = 0; ow < OW; ow++) {
+                const em_int64 h0 = oh * SH - PH, w0 = ow * SW - PW;
+                const em_int64 h1 = h0 + KH < H + PH ? h0 + KH : H + PH;
+                const em_int64 w1 = w0 + KW < W + PW ? w0 + KW : W + PW;
+                const em_int64 hi = (h1 < H ? h1 : H) - (h0 > 0 ? h0 : 0);
+                const em_int64 wi = (w1 < W ? w1 : W) - (w0 > 0 ? w0 : 0);
+                if (hi <= 0 || wi <= 0) continue;
+                const EM_CT d = divisor ? (EM_CT)divisor
+                                        : count_include_pad ? (EM_CT)((h1 - h0) * (w1 - w0)) : (EM_CT)(hi * wi);
+                const EM_CT v = gp[oh * OW + ow] / d;
+                for (em_int64 ih = h0 > 0 ? h0 : 0; ih < (h1 < H ? h1 : H); ih++)
+                    for (em_int64 iw = w0 > 0 ? w0 : 0; iw < (w1 < W ? w1 : W); iw++)
+                        dp[ih * W + iw] += v;
+            }
+    }
+}
+
+/* adaptive windows: [o * size / n, ceil((o + 1) * size / n)) */
+EM_KERNEL void EM_NAME(adaptive_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_int64 OH,
+                                        em_int64 OW, EM_GLOBAL const EM_T *x, EM_GLOBAL EM_T *y,
+                                        EM_GLOBAL em_int64 *ix, int is_max) {
+    for (em_int64 o = EM_GID(); o < total; o += EM_GSIZE()) {
+        const em_int64 ow = o % OW, oh = (o / OW) % OH, plane = o / (OW * OH);
+        EM_GLOBAL const EM_T *xp = x + plane * H * W;
+        const em_int64 h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+        const em_int64 w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+        EM_CT m = -INFINITY, s = 0;
+        em_int64 best = h0 * W + w0;
+        for (em_int64 ih = h0; ih < h1; ih++)
+            for (em_int64 iw = w0; iw < w1; iw++) {
+                const EM_CT v = xp[ih * W + iw];
+                s += v;
+                if (v > m || v != v) { m = v; best = ih * W + iw; }
+            }
+        y[o] = is_max ? m : s / (EM_CT)((h1 - h0) * (w1 - w0));
+        if (is_max) ix[o] = best;
+    }
+}
+
+EM_KERNEL void EM_NAME(adaptive_avg_pool2d_backward)(em_int64 planes, em_int64 H, em_int64 W,
+                                                     em_int64 OH, em_int64 OW,
+                                                     EM_GLOBAL const EM_T *g, EM_GLOBAL EM_T *dx) {
+    for (em_int64 p = EM_GID(); p < planes; p += EM_GSIZE()) {
+        EM_GLOBAL EM_T *dp = dx + p * H * W;
+        for (em_int64 i = 0; i < H * W; i++) dp[i] = 0;
+        for (em_int64 oh = 0; oh < OH; oh++) {
+            const em_int64 h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+            for (em_int64 ow = 0; ow < OW; ow++) {
+                const em_int64 w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+                const EM_CT v = g[p * OH * OW + oh * OW + ow] / (EM_CT)((h1 - h0) * (w1 - w0));
+                for (em_int64 ih = h0; ih < h1; ih++)
+                    for (em_int64 iw = w0; iw < w1; iw++) dp[ih * W + iw] += v;
+            }
+        }
+    }
+}
+
+/* any max pool's backward: grad added at each output's index (-1 adds nothing) */
+EM_KERNEL void EM_NAME(max_pool_backward)(em_int64 planes, em_int64 HW, em_int64 OHW,
+                                          EM_GLOBAL const EM_T *g, EM_GLOBAL const em_int64 *ix,
+                                          EM_GLOBAL EM_T *dx) {
+    for (em_int64 p = EM_GID(); p < planes; p += EM_GSIZE()) {
+        EM_GLOBAL EM_T *dp = dx + p * HW;
+        for (em_int64 i = 0; i < HW; i++) dp[i] = 0;
+        for (em_int64 o = 0; o < OHW; o++) {
+            const em_int64 i = ix[p * OHW + o];
+            if (i >= 0) dp[i] += g[p * OHW + o];
+        }
+    }
+}
