@@ -285,10 +285,10 @@ def test_allocator_invariants(ops, limit):
 
 # --------------------------------------------------------------- kernel table and launcher
 
-def test_kernel_table_lists_the_tensor_core_gemm():
+def test_kernel_table_lists_the_cuda_gemms():
     rt = _runtime()
     ks = rt.kernels()
-    for name in ("gemm_tc_float16", "gemm_tf32_float32"):
+    for name in ("gemm_tc_float16", "gemm_tf32_float32", "gemm_simt_float32"):
         assert ks[name].params == b"pppiiillllllll"
         assert ks[name].sizes == (8, 8, 8, 4, 4, 4) + (8,) * 8
 
@@ -499,10 +499,11 @@ def test_pinned_memory_and_async_copies():
 
 @gpu
 @pytest.mark.parametrize("dtype, allow_tf32, tol", [("float16", False, 2e-2),
-                                                    ("float32", True, 5e-3)])
+                                                    ("float32", True, 5e-3),
+                                                    ("float32", False, 1e-5)])
 @pytest.mark.parametrize("shapes", [((70, 45), (45, 129)), ((3, 1, 17, 33), (2, 33, 5)),
                                     ((33,), (33, 7)), ((7, 33), (33,))])
-def test_tensor_core_matmul(dtype, allow_tf32, tol, shapes):
+def test_cuda_gemm_kernels(dtype, allow_tf32, tol, shapes):
     import numpy as np
     rng = np.random.default_rng(0)
     a_np = rng.standard_normal(shapes[0]).astype(dtype)

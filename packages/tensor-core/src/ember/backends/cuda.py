@@ -4,7 +4,7 @@ Everything but the primitives is GPUBackend's: the kernels are the same portable
 sources (kernels/gpu/ and the op table's rendered rows) that OpenCL runs, compiled by
 nvcc at build time; this class allocates from the caching allocator, copies and
 launches on the device's stream, and adds the CUDA-only fast paths of kernels/cuda/
-(tensor-core matmul). It is registered for "cuda" when ember was built with CUDA,
+(tensor-core and float32 matmul). It is registered for "cuda" when ember was built with CUDA,
 also where no driver exists: then the first allocation says why there is no device.
 
 `em.backends.cuda.matmul.allow_tf32` (default False, as in PyTorch) lets float32
@@ -31,7 +31,7 @@ matmul = _MatmulFlags()
 
 
 _rt = None            # ember._C.cuda, imported by get(): builds without CUDA lack it
-TILE = 128            # the tensor-core GEMM's block tile (kernels/cuda/gemm_tc.cu)
+TILE = 128            # the block tile of kernels/cuda/gemm_*.cu
 MAX_GRID_Z = 65535
 
 
@@ -108,19 +108,19 @@ class CUDABackend(SplitReduction, GPUBackend):
 
     # CUDA-only fast paths --------------------------------------------------------------
     def matmul(self, a, b):
-        """float16 (always) and float32 with allow_tf32 on the tensor cores; the other
-        dtypes through the shared tiled GEMM."""
-        tc = {"float16": "gemm_tc_float16",
-              "float32": "gemm_tf32_float32" if matmul.allow_tf32 else None}.get(a.dtype.name)
-        if tc is None:
-            shared = getattr(super(), "matmul", None)
-            if shared is None:
-                raise NotImplementedError(f"matmul: no cuda kernel for {a.dtype!r}")
-            return shared(a, b)
+        """float16 on the tensor cores, float32 on TF32 tensor cores when allow_tf32
+        else on kernels/cuda/gemm_f32.cu; float64 through the shared tiled GEMM."""
+        kernel = {"float16": "gemm_tc_float16",
+                  "float32": "gemm_tf32_float32" if matmul.allow_tf32 else "gemm_simt_float32"
+                  }.get(a.dtype.name)
+        if kernel is None:
+            return super().matmul(a, b)
         with no_grad():
-            return self._matmul_tc(tc, a, b)
+            return self._matmul_tiled(kernel, a, b)
 
-    def _matmul_tc(self, kernel, a, b):
+    def _matmul_tiled(self, kernel, a, b):
+        """The kernels of kernels/cuda/gemm_*.cu: 128 x 128 tiles of C per block, the
+        batch (broadcast, flattened to one stride per operand) along grid z."""
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
         (m, k), n = a2.shape[-2:], b2.shape[-1]
