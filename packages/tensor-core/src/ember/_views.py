@@ -503,7 +503,7 @@ def pin_memory(input, device=None):
     out = _core.as_strided_from(storage, input.dtype, (input.numel(),), (1,), 0) \
         .view(tuple(input.shape))
     _core.copy_(out, input)
-    return _record("pin_memory", (input,), out, None)
+    return _record("clone", (input,), out, None)   # a copy: the gradient passes through
 
 
 @tensor_method
