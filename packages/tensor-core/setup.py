@@ -3,12 +3,15 @@ generated from the op table.
 
 Environment:
   USE_CUDA=auto|0|1    CUDA backend (auto: when nvcc is found). 1 fails without nvcc.
+  CUDA_ARCHS="80 90"   the GPUs nvcc builds machine code for (plus PTX of the last one).
   USE_OPENCL=auto|0|1  OpenCL backend (auto: on; it needs pyopencl at run time only).
   EMBER_DEBUG=1        -O0 -g, for debugging kernels.
 """
 import importlib.util
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,22 +52,156 @@ def flag(name):
 
 def build_config():
     use_cuda, use_opencl = flag("USE_CUDA"), flag("USE_OPENCL")
-    nvcc = shutil.which("nvcc") or (os.path.join(os.environ["CUDA_HOME"], "bin", "nvcc")
-                                    if os.environ.get("CUDA_HOME") else None)
+    nvcc = find_nvcc()
     if use_cuda == "1" and not nvcc:
         sys.exit("USE_CUDA=1 but nvcc was not found (set CUDA_HOME or PATH)")
     config = {
         "use_cuda": use_cuda,
         "use_opencl": use_opencl,
         "nvcc": nvcc,
-        # The CUDA and OpenCL backends land in later releases; the toggles are read
-        # now so build scripts written today keep working.
-        "cuda": False,
+        "cuda": bool(nvcc) and use_cuda != "0",
+        "cuda_archs": cuda_archs() if nvcc and use_cuda != "0" else [],
         "opencl": use_opencl != "0",
     }
     (SRC / "_build_config.py").write_text(
         "# Written by setup.py at build time.\nBUILD_CONFIG = %r\n" % config)
     return config
+
+
+def find_nvcc():
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
+        return os.path.join(home, "bin", "nvcc")
+    return shutil.which("nvcc")
+
+
+def cuda_home(nvcc):
+    """The toolkit folder (include/, lib64/) of an nvcc, asked of nvcc itself (it may
+    be a wrapper script outside the toolkit)."""
+    out = subprocess.run([nvcc, "--dryrun", "-c", "probe.cu", "-o", "probe.o"], capture_output=True, text=True)
+    for line in (out.stdout + out.stderr).splitlines():
+        if line.startswith("#$ TOP="):
+            return Path(os.path.realpath(line.split("=", 1)[1].strip()))
+    return Path(os.path.realpath(nvcc)).parent.parent
+
+
+def cuda_archs():
+    archs = os.environ.get("CUDA_ARCHS", "80 90").replace(",", " ").split()
+    if not archs or not all(a.isdigit() for a in archs):
+        sys.exit(f"CUDA_ARCHS must list compute capabilities such as '80 90', got {archs!r}")
+    return archs
+
+
+# CUDA: every device source (kernels/cuda/*.cu, the shared kernels/gpu/ sources and the
+# op table's rendered GPU kernels) is compiled by nvcc as its own translation unit, in
+# parallel, with a generated tail that lists its kernels (kernels/cuda/kernel_table.h);
+# the objects are linked into ember._C.cuda with the static CUDA runtime.
+KERNEL_NAME = re.compile(
+    r"(?:EM_KERNEL|__global__)\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(")
+
+
+def load_gpu_sources():
+    """ember/backends/gpu.py, whose source functions (program_names, program_source,
+    program_kernels) say what the GPU programs are, loaded before ember is built. Its
+    module-level imports of ember._C.core and ember.backends.base get stand-ins for
+    the duration: those functions use only ember.ops."""
+    import types
+    ops = load_ops()
+    names = ["ember", "ember._C", "ember._C.core", "ember.backends", "ember.backends.base",
+             "ember.ops", "ember.ops.render", "ember.ops.table"]
+    saved = {n: sys.modules.get(n) for n in names}
+    stubs = {n: types.ModuleType(n) for n in names[:5]}
+    stubs["ember.backends.base"].Backend = object
+    stubs["ember._C"].core = stubs["ember._C.core"]
+    stubs["ember.ops"] = sys.modules["_ember_ops"]
+    stubs["ember.ops.render"] = ops
+    stubs["ember.ops.table"] = sys.modules["_ember_ops.table"]
+    sys.modules.update(stubs)
+    try:
+        spec = importlib.util.spec_from_file_location("_ember_gpu", SRC / "backends" / "gpu.py")
+        gpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gpu)
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return gpu
+
+
+def cuda_sources():
+    """(stem, source text, kernel names) of every compile unit nvcc builds: the shared
+    GPU programs (the op table's rendered rows and kernels/gpu/<file>.h per dtype, as
+    gpu.py defines them: the very text OpenCL compiles) and kernels/cuda/*.cu."""
+    gpu = load_gpu_sources()
+    units = [(name, gpu.program_source(name), list(gpu.program_kernels(name)))
+             for name in gpu.program_names()]
+    for p in sorted((SRC / "kernels" / "cuda").glob("*.cu")):
+        units.append((p.stem, f'#include "{p}"\n', KERNEL_NAME.findall(p.read_text())))
+    return units
+
+
+def nvcc_flags(archs):
+    # nvcc's -O is the host compiler's level: the host side here is launch stubs, so it
+    # stays at -O0 (a third of the build time saved); device code is optimised anyway.
+    # 186: "pointless comparison of unsigned integer with zero" in generated code
+    flags = ["-std=c++17", "-Xcompiler", "-fPIC", "-lineinfo", "--threads", "0",
+             "-Wno-deprecated-gpu-targets", "-diag-suppress", "186",
+             f"-I{SRC / 'kernels' / 'cuda'}",
+             f"-I{SRC / 'kernels' / 'gpu'}", f"-I{SRC / 'include'}"]
+    for a in archs:
+        flags += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+    # PTX of the newest arch: newer GPUs JIT it at load time
+    flags += ["-gencode", f"arch=compute_{archs[-1]},code=compute_{archs[-1]}"]
+    if DEBUG:
+        flags.append("-g")
+    return flags
+
+
+def compile_cuda(nvcc, archs, build_temp, jobs):
+    """nvcc every device source (only those changed since the last build) and the
+    table of tables; returns the object files."""
+    from concurrent.futures import ThreadPoolExecutor
+    out = Path(build_temp).resolve() / "cuda"
+    out.mkdir(parents=True, exist_ok=True)
+    flags = nvcc_flags(archs)
+    headers = [p for d in ("cuda", "gpu", "common") for p in (SRC / "kernels" / d).glob("*.h")]
+    newest_header = max((p.stat().st_mtime for p in headers), default=0)
+    jobs_list, stems = [], []
+    for stem, source, names in cuda_sources():
+        wrapper = out / f"{stem}.cu"
+        text = (source + '#include "kernel_table.h"\n'
+                f'EM_KERNEL_TABLE({stem}, {" ".join(f"EM_TABLE_ENTRY({n})" for n in names)})\n')
+        if not wrapper.exists() or wrapper.read_text() != text:
+            wrapper.write_text(text)     # unchanged: keep the mtime, skip recompiling
+        stems.append(stem)
+        deps = [Path(m) for m in re.findall(r'#include "(/[^"]+)"', source)]
+        jobs_list.append((wrapper, deps, out / f"{stem}.o"))
+    tables = out / "ember_cuda_tables.cu"
+    text = ('#include "kernel_table.h"\n' +
+            "".join(f'extern "C" const em_cuda_kernel em_kernels_{s}[];\n' for s in stems) +
+            'extern "C" const em_cuda_kernel *const em_cuda_tables[] = {' +
+            "".join(f"em_kernels_{s}, " for s in stems) + "0};\n")
+    if not tables.exists() or tables.read_text() != text:
+        tables.write_text(text)
+    jobs_list.append((tables, [], out / "ember_cuda_tables.o"))
+
+    def build(job):
+        source, deps, obj = job
+        stamp = obj.with_suffix(".flags")
+        inputs = [source] + deps
+        if (obj.exists() and stamp.exists() and stamp.read_text() == " ".join(flags)
+                and obj.stat().st_mtime >= max(newest_header, *(p.stat().st_mtime for p in inputs))):
+            return obj
+        cmd = [nvcc, *flags, "-c", str(source), "-o", str(obj)]
+        print(" ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+        stamp.write_text(" ".join(flags))
+        return obj
+
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(build, jobs_list))
 
 
 class BuildExt(build_ext):
@@ -87,6 +224,12 @@ class BuildExt(build_ext):
         self.compiler.compile = compile_in_parallel
         if self.parallel is None:
             self.parallel = jobs
+        for ext in self.extensions:
+            if ext.name == "ember._C.cuda":
+                config = build_config()
+                ext.extra_objects = compile_cuda(config["nvcc"], config["cuda_archs"],
+                                                 self.build_temp, jobs)
+                ext.depends = ext.depends + ext.extra_objects   # relink when one changes
         super().build_extensions()
 
 
@@ -100,14 +243,16 @@ def extensions():
     from Cython.Build import cythonize
 
     generated = generate_kernels()
-    build_config()
     cpu = SRC / "kernels" / "cpu"
     rel = lambda p: str(Path(p).relative_to(HERE))
     include = [rel(SRC / "include"), rel(cpu)]
     # Each _C/<name>.pyx names the hand-written C files it wraps in a first-lines
     # comment, "# kernels: index.c sort.c" (paths under kernels/cpu/).
     modules = {}
+    config = build_config()
     for pyx in sorted((SRC / "_C").glob("*.pyx")):
+        if pyx.stem == "cuda":
+            continue
         sources = []
         for line in pyx.read_text().splitlines()[:5]:
             if line.startswith("# kernels:"):
@@ -117,6 +262,17 @@ def extensions():
     exts = [Extension(f"ember._C.{name}", [rel(SRC / "_C" / f"{name}.pyx")] + sources,
                       include_dirs=include)
             for name, sources in modules.items()]
+    if config["cuda"]:
+        # host C (the allocator, the runtime glue) by the C compiler; the device code
+        # is added as objects by BuildExt. cudart_static: the extension imports where
+        # no driver exists (the runtime loads libcuda.so when first used).
+        home = cuda_home(config["nvcc"])
+        cuda_dir = SRC / "kernels" / "cuda"
+        exts.append(Extension(
+            "ember._C.cuda", [rel(SRC / "_C" / "cuda.pyx")] + [rel(p) for p in sorted(cuda_dir.glob("*.c"))],
+            include_dirs=include + [rel(cuda_dir), str(home / "include")],
+            library_dirs=[str(home / "lib64"), str(home / "lib")],
+            libraries=["cudart_static", "rt", "dl", "pthread", "stdc++"]))
     return cythonize(exts, compiler_directives={"language_level": 3},
                      nthreads=0, quiet=True)
 

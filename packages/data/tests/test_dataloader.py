@@ -149,3 +149,26 @@ def test_prefetch_and_defaults_with_workers():
     loader = DataLoader(Squares(), num_workers=2)
     assert loader.prefetch_factor == 2 and loader.persistent_workers is False
     assert DataLoader(Squares(), num_workers=2, prefetch_factor=4).prefetch_factor == 4
+
+
+@pytest.mark.skipif(em.cuda.is_available(), reason="a CUDA device is present: batches are pinned")
+def test_pin_memory_without_cuda_warns_and_yields_unpinned_batches():
+    ds = TensorDataset(em.arange(6.0), em.arange(6))
+    with pytest.warns(UserWarning, match="pin_memory=True but no CUDA device"):
+        batches = list(DataLoader(ds, batch_size=4, pin_memory=True))
+    assert [b[0].tolist() for b in batches] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0]]
+    assert not batches[0][0].is_pinned()
+
+
+def test_pin_memory_walks_the_batch_structure():
+    from collections import namedtuple
+
+    from ember.data.dataloader import pin_memory
+
+    class Custom:
+        def pin_memory(self):
+            return "pinned"
+
+    Pair = namedtuple("Pair", "a b")
+    batch = {"x": [Custom(), ("s", 3)], "y": Pair(Custom(), b"raw")}
+    assert pin_memory(batch) == {"x": ["pinned", ("s", 3)], "y": Pair("pinned", b"raw")}

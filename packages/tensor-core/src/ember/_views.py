@@ -487,6 +487,32 @@ def cuda(input, device=None):
     return to(input, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
 
+@tensor_method
+def pin_memory(input, device=None):
+    """A copy of this CPU tensor in page-locked (pinned) host memory, from which copies
+    to a GPU run asynchronously (`.to("cuda", non_blocking=True)`, DataLoader's
+    pin_memory=True). A tensor already pinned is returned as it is."""
+    if input.device.type != "cpu":
+        raise RuntimeError(f"pin_memory: only CPU tensors can be pinned, this one is on "
+                           f"{input.device}")
+    if is_pinned(input):
+        return input
+    from ember import cuda
+    block = cuda._runtime().pinned_malloc(max(input.nbytes, 1))
+    storage = _core.storage_from_pointer(block.ptr, input.nbytes, block, "cpu")
+    out = _core.as_strided_from(storage, input.dtype, (input.numel(),), (1,), 0) \
+        .view(tuple(input.shape))
+    _core.copy_(out, input)
+    return _record("clone", (input,), out, None)   # a copy: the gradient passes through
+
+
+@tensor_method
+def is_pinned(input, device=None):
+    """Whether this tensor's memory is page-locked host memory from pin_memory()."""
+    from ember import cuda
+    return cuda._is_pinned_owner(input.untyped_storage().owner)
+
+
 def _dtype_method(name):
     def fn(self):
         from ember import _dtypes

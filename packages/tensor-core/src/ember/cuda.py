@@ -1,44 +1,183 @@
-"""ember.cuda: the NVIDIA backend's public face.
+"""ember.cuda: the NVIDIA backend's public face (PyTorch's torch.cuda names).
 
-The CUDA backend is built when nvcc is found (USE_CUDA=auto|0|1 at build time);
-until it is compiled in, and on machines without a driver or GPU, is_available()
-is False and device_count() is 0.
+The backend (ember._C.cuda) is built where nvcc is found (USE_CUDA=auto|0|1 at build
+time). It links the CUDA runtime statically and loads the driver when first asked, so
+on machines without a driver or GPU it imports, is_available() is False and every
+call that needs a device raises a RuntimeError saying why.
+
+Memory: each device has a caching allocator (size-binned blocks, split and reused,
+returned to the driver by empty_cache() or when an allocation would otherwise fail);
+memory_allocated / memory_reserved / memory_stats read its counters.
 """
 from __future__ import annotations
 
 from ember._build_config import BUILD_CONFIG
 
+__all__ = [
+    "is_available", "is_built", "device_count", "current_device", "set_device",
+    "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
+    "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
+    "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
+    "empty_cache", "mem_get_info", "Event", "OutOfMemoryError", "CudaError",
+]
 
-def is_available() -> bool:
+
+def _runtime():
+    """ember._C.cuda, or a RuntimeError naming why there is none."""
     if not BUILD_CONFIG.get("cuda"):
-        return False
-    from ember._C import cuda as _cuda  # pragma: no cover - built only with CUDA
-    return _cuda.device_count() > 0
+        raise RuntimeError("ember.cuda: ember was built without CUDA support (nvcc was not "
+                           "found at build time, or USE_CUDA=0); rebuild with USE_CUDA=1 "
+                           "where nvcc is installed")
+    from ember._C import cuda
+    return cuda
 
 
-def device_count() -> int:
-    return 0 if not is_available() else __import__("ember._C.cuda").device_count()
+if BUILD_CONFIG.get("cuda"):
+    from ember._C.cuda import OutOfMemoryError, CudaError  # noqa: F401
+    from ember._C import core as _core
+    from ember.backends import cuda as _backend_module
+    # registered also without a device: allocating then says why there is none
+    _core.register_backend("cuda", _backend_module.get())
+else:
+    import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 exists anyway)
+
+    class OutOfMemoryError(RuntimeError):
+        """The CUDA caching allocator could not get memory (raised on CUDA builds)."""
+
+    class CudaError(RuntimeError):
+        """An error reported by the CUDA runtime (raised on CUDA builds)."""
 
 
 def is_built() -> bool:
+    """Whether this ember was compiled with the CUDA backend."""
     return bool(BUILD_CONFIG.get("cuda"))
 
 
-def _unavailable(*_, **__):
-    raise RuntimeError("ember.cuda: no CUDA device is available (ember was built "
-                       f"{'with' if is_built() else 'without'} CUDA support)")
+def is_available() -> bool:
+    """Whether a CUDA device can be used: built with CUDA, a driver and a GPU present."""
+    return is_built() and _runtime().device_count() > 0
 
 
-current_device = get_device_name = set_device = _unavailable
+def device_count() -> int:
+    return _runtime().device_count() if is_built() else 0
 
 
-def synchronize(device=None):
-    if is_available():  # pragma: no cover
-        from ember._C import cuda as _cuda
-        _cuda.synchronize()
+def _index(device=None) -> int:
+    """The device index of None (the current device), an int, "cuda:N" or a device."""
+    rt = _runtime()
+    if device is None:
+        return rt.current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    from ember._C.core import as_device
+    d = as_device(device)
+    if d.type != "cuda":
+        raise ValueError(f"ember.cuda: expected a cuda device, got {d}")
+    return rt.current_device() if d.index < 0 else d.index
 
 
-def manual_seed(seed: int):
-    """Seed the CUDA generators (they share the CPU's Philox stream definition)."""
+def current_device() -> int:
+    return _runtime().current_device()
+
+
+def set_device(device) -> None:
+    _runtime().set_device(_index(device))
+
+
+def get_device_properties(device=None) -> dict:
+    """name, total_memory, major, minor, multi_processor_count, ... of a device."""
+    return _runtime().get_device_properties(_index(device))
+
+
+def get_device_name(device=None) -> str:
+    return get_device_properties(device)["name"]
+
+
+def get_device_capability(device=None) -> tuple:
+    p = get_device_properties(device)
+    return p["major"], p["minor"]
+
+
+def synchronize(device=None) -> None:
+    """Wait for every kernel and copy queued on the device (all devices when None
+    is given and none is current)."""
+    _runtime().synchronize(None if device is None else _index(device))
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the CUDA generators. ember has one Philox4x32-10 stream definition on every
+    device, so this is the same seed as ember.manual_seed: a seed gives the same
+    numbers on the CPU and on the GPU."""
     import ember
     ember.manual_seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def _alloc(device):
+    return _runtime().allocator(_index(device))
+
+
+def memory_stats(device=None) -> dict:
+    """The caching allocator's counters under PyTorch's key names
+    ("allocated_bytes.all.current", "reserved_bytes.all.peak", "num_ooms", ...)."""
+    return _alloc(device).stats()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes in blocks handed out to tensors (block sizes, rounded up to 512)."""
+    return memory_stats(device)["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return memory_stats(device)["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes the allocator holds from the driver (allocated + cached)."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device=None) -> int:
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _alloc(device).reset_peak_stats()
+
+
+def empty_cache() -> None:
+    """Give every cached, unused block (all devices, and pinned host memory) back to
+    the driver. Tensors still alive keep their memory."""
+    if is_built() and _runtime().device_count() > 0:
+        _runtime().empty_cache()
+
+
+def _is_pinned_owner(owner) -> bool:
+    """Whether a CPU storage's owner is a block of pinned memory (Tensor.is_pinned)."""
+    return owner is not None and is_built() and _runtime().is_pinned_block(owner)
+
+
+def mem_get_info(device=None) -> tuple:
+    """(free, total) bytes of the device, as the driver reports them."""
+    return _runtime().mem_get_info(_index(device))
+
+
+class Event:
+    """A point in a device's stream: record() it, then elapsed_time(other) in ms."""
+
+    def __init__(self, enable_timing=True, device=None):
+        self._ev = _runtime().Event(_index(device))
+
+    def record(self):
+        self._ev.record()
+
+    def synchronize(self):
+        self._ev.synchronize()
+
+    def query(self) -> bool:
+        return self._ev.query()
+
+    def elapsed_time(self, end: "Event") -> float:
+        return self._ev.elapsed_time(end._ev)

@@ -21,6 +21,7 @@ polls its parent).
 from __future__ import annotations
 
 import atexit
+import collections.abc
 import gc
 import hashlib
 import itertools
@@ -107,7 +108,11 @@ class DataLoader:
       worker ``i`` seeds ember, ``random`` and NumPy with ``base_seed + i``, so workers
       differ from each other and from epoch to epoch, and a seeded generator repeats
       the whole run.
-    - ``pin_memory``, ``pin_memory_device``: accepted (meaningful once CUDA lands).
+    - ``pin_memory``: each batch's tensors are copied to page-locked host memory
+      (``Tensor.pin_memory()``, through mappings, namedtuples, sequences and objects
+      with a ``pin_memory()`` method), so ``.to("cuda", non_blocking=True)`` is an
+      asynchronous copy. Without a CUDA device the loader warns once and yields
+      batches unpinned. ``pin_memory_device`` is accepted for PyTorch compatibility.
     - ``in_order`` (default True): batches in sampler order; False yields them as they
       arrive.
 
@@ -310,6 +315,7 @@ class _BaseIter:
         self._base_seed = _draw_seed(loader.generator)
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._pin = loader.pin_memory and _can_pin()
 
     def _reset(self, loader, first_iter=False):
         self._sampler_iter = iter(self._index_sampler)
@@ -324,10 +330,42 @@ class _BaseIter:
     def __next__(self):
         data = self._next_data()
         self._num_yielded += 1
-        return data
+        return pin_memory(data) if self._pin else data
 
     def __len__(self):
         return len(self._index_sampler)
+
+
+def _can_pin():
+    if em.cuda.is_available():
+        return True
+    warnings.warn("DataLoader: pin_memory=True but no CUDA device is available, so the "
+                  "batches are not pinned", stacklevel=4)
+    return False
+
+
+def pin_memory(data):
+    """data with every tensor copied to pinned host memory (through mappings,
+    namedtuples, tuples, lists and objects with their own pin_memory())."""
+    if isinstance(data, em.Tensor):
+        return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        out = {k: pin_memory(v) for k, v in data.items()}
+        try:
+            return out if type(data) is dict else type(data)(out)
+        except TypeError:
+            return out
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(pin_memory(d) for d in data))
+    if isinstance(data, tuple):
+        return tuple(pin_memory(d) for d in data)
+    if isinstance(data, list):
+        return [pin_memory(d) for d in data]
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    return data
 
 
 class _SingleProcessIter(_BaseIter):

@@ -390,9 +390,13 @@ EM_KERNEL void {name}(em_int64 M, em_int64 K, em_int64 parts, EM_GLOBAL {out_dt.
         em_int64 base[2] = {{0, L.offset[1]}};
         em_layout_offsets(&L, 0, (int)L.split, m, 2, base);
         {acc} a = ({acc})({ident});
+        /* one reduced dim after merging (the common case): a plain stride instead of a
+           64-bit division per element */
+        const int one = L.nd - L.split == 1;
+        const em_int64 rs = one ? L.strides[1][L.nd - 1] : 0;
         for (em_int64 k = k0 + EM_LID(); k < k1; k += ls) {{
-            em_int64 off[2] = {{0, base[1]}};
-            em_layout_offsets(&L, (int)L.split, (int)L.nd, k, 2, off);
+            em_int64 off[2] = {{0, base[1] + k * rs}};
+            if (!one) em_layout_offsets(&L, (int)L.split, (int)L.nd, k, 2, off);
             {acc} v = {load(f"EM_LD_{dt.name}(x, off[1])")};
             a = COMBINE(a, v);
         }}
