@@ -31,11 +31,11 @@ def test_devices_and_names():
 def test_round_trip_factories_and_numpy():
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     t = em.from_numpy(a).to("opencl")
-    assert t.device == em.device("opencl") and t.device.type == "opencl"
+    assert t.device == em.device("opencl:0") and t.device.type == "opencl"
     np.testing.assert_array_equal(t.cpu().numpy(), a)
     np.testing.assert_array_equal(t.transpose(0, 2).cpu().numpy(), a.transpose(2, 1, 0))
     np.testing.assert_array_equal(t.numpy(force=True), a)
-    with pytest.raises(TypeError, match="tensor is on opencl; call .cpu"):
+    with pytest.raises(TypeError, match="tensor is on opencl:0; call .cpu"):
         t.numpy()
     for make in (lambda d: em.zeros((2, 3), device=d), lambda d: em.ones(4, device=d),
                  lambda d: em.full((2,), 7, dtype=em.int16, device=d),
@@ -53,6 +53,14 @@ def test_mixing_devices_names_both():
         a + b
     with pytest.raises(RuntimeError, match="matmul: expected all tensors on one device"):
         em.ones((2, 2)) @ em.ones((2, 2), device="opencl")
+
+
+def test_a_bare_device_type_means_device_0():
+    # "opencl" and "opencl:0" are one place: tensors record the index, as in PyTorch
+    a, b = em.ones(3, device="opencl"), em.ones(3, device="opencl:0")
+    assert a.device == b.device == em.device("opencl:0") and str(a.device) == "opencl:0"
+    np.testing.assert_array_equal((a + b).cpu().numpy(), [2, 2, 2])
+    assert (a.to("opencl") is a) and a.to("opencl:0") is a
 
 
 def test_memory_stats_and_empty_cache():

@@ -452,7 +452,7 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **
             dtype = as_dtype(a)
     out = input
     if device is not None:
-        dev = _core.as_device(device)
+        dev = _core.resolve_device(_core.as_device(device))
         if dev != input.device:
             out = _to_device(out, dev)
     if dtype is not None:

@@ -64,5 +64,6 @@ cdef TensorBase view_of(TensorBase base, int ndim, const int64_t *shape,
 cdef em_tensor_view tensor_view(TensorBase t)
 # entry points for `cimport ember` (ember/__init__.pxd): no Python-level dispatch
 cpdef Device as_device(object d)
+cpdef Device resolve_device(Device device)
 cdef TensorBase cast_copy(TensorBase src, int dtype)
 cdef object ew(int op, object x0, object x1, object x2, int nin, object out)

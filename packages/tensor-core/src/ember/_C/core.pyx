@@ -302,6 +302,15 @@ cpdef object backend_for(Device device):
     return b
 
 
+cpdef Device resolve_device(Device device):
+    """The numbered device a bare type means ("cuda": the current one, "opencl": 0).
+    Storages always record it, so "cuda" and "cuda:0" tensors meet in one op, as in
+    PyTorch."""
+    if device.type_id == 0 or device.index >= 0:
+        return device
+    return Device(device.type, backend_for(device).default_index(device))
+
+
 cpdef Device as_device(object d):
     if d is None:
         return CPU
@@ -346,6 +355,7 @@ cdef Storage alloc_storage(Py_ssize_t nbytes, Device device):
             raise MemoryError(f"ember: out of memory allocating {nbytes} bytes on the CPU")
         s.owns_data = True
     else:
+        s.device = device = resolve_device(device)
         s.handle = backend_for(device).allocate(nbytes, device)
         s.data = <char *><uintptr_t>getattr(s.handle, "ptr", 0)
         s.owns_data = False   # the handle frees itself

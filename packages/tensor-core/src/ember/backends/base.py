@@ -20,6 +20,10 @@ class Backend:
         expose `.ptr` (an integer device address) for backends that have one."""
         raise NotImplementedError
 
+    def default_index(self, device):
+        """The index a bare device type ("opencl") means; storages always record one."""
+        return 0
+
     def from_cpu(self, tensor, device):
         """A new tensor on device holding a copy of the CPU tensor."""
         raise NotImplementedError

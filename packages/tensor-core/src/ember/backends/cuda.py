@@ -42,6 +42,8 @@ class CUDABackend(GPUBackend):
         """The device index of a cuda device ("cuda" alone: the current device)."""
         return _rt.current_device() if device.index < 0 else device.index
 
+    default_index = index      # "cuda" alone is the current device, as in PyTorch
+
     # primitives ----------------------------------------------------------------------
     def allocate(self, nbytes, device):
         return _rt.malloc(self.index(device), nbytes)
