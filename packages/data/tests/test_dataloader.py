@@ -140,9 +140,6 @@ def test_option_checks():
     loader = DataLoader(ds, batch_size=2)
     with pytest.raises(ValueError, match="batch_size attribute should not be set"):
         loader.batch_size = 3
-    # accepted for PyTorch compatibility
-    loader = DataLoader(ds, batch_size=2, pin_memory=True, num_workers=0, timeout=0)
-    assert len(list(loader)) == 5
 
 
 def test_prefetch_and_defaults_with_workers():
