@@ -17,6 +17,7 @@ import pytest
 
 import ember as em
 from ember._C import random as philox
+from ember.backends.base import Backend
 
 FLOATS = [em.float16, em.float32, em.float64]
 INTS = [em.uint8, em.int8, em.int16, em.int32, em.int64]
@@ -630,7 +631,7 @@ def test_requires_grad_on_integer_factories_is_rejected():
         em.randint(0, 3, (2,), requires_grad=True)
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """A device backend that allocates nothing and records random() calls."""
 
     def __init__(self, with_random=True):
