@@ -127,6 +127,38 @@ def test_zeros_ones_full_empty(shape, dtype, device):
     assert em.zeros(list(shape)).dtype is em.float32
 
 
+@given(dtype=st.sampled_from(DTYPES), n=st.integers(0, 3000), step=st.sampled_from([1, 3]),
+       value=st.sampled_from([0, 1, -0.0, -2.5, 7]))
+@settings(max_examples=fewer_examples(4))
+def test_fill_contiguous_and_strided(dtype, n, step, value):
+    # contiguous tensors take a block-copy path (4 KiB pattern blocks, memset for
+    # zero bytes), strided ones the element loop: both must write every element
+    if dtype.kind != "float":
+        value = int(value)
+    t = em.full((n * step,), 9, dtype=dtype)
+    t[::step].fill_(value)
+    want = np.full(n * step, 9, np_dtype(dtype))
+    want[::step] = value
+    np.testing.assert_array_equal(to_numpy(t), want)
+    if dtype.kind == "float" and n:
+        assert np.signbit(to_numpy(t)[0]) == np.signbit(np.float64(value))
+
+
+def test_freed_mid_sized_blocks_are_reused():
+    # blocks from 128 KiB are kept and handed out again, warm (glibc maps or trims
+    # them, and each step of a training loop would fault its pages in afresh)
+    em._C.core.empty_cache()
+    a = em.empty(300_000, dtype=em.uint8)
+    page = a.data_ptr() & ~4095
+    del a
+    assert em._C.core.cached_bytes() >= 300_000
+    b = em.empty(290_000, dtype=em.uint8)
+    assert b.data_ptr() & ~4095 == page
+    del b
+    em._C.core.empty_cache()
+    assert em._C.core.cached_bytes() == 0
+
+
 @given(src_dtype=st.sampled_from(DTYPES), dtype=st.one_of(st.none(), st.sampled_from(DTYPES)),
        shape=shapes(max_dims=3))
 @settings(max_examples=fewer_examples(2))

@@ -38,6 +38,7 @@ cdef extern from "ember_cpu.h" nogil:
                    em_reduce_inner_fn fold_inner, em_reduce_outer_fn fold_outer,
                    int out_itemsize, char *out, const int64_t *out_strides,
                    const char *inp, const int64_t *in_strides, int ndim, const int64_t *shape)
+    void em_fill(char *out, int64_t n, const char *value, int itemsize)
     void *em_host_alloc(size_t nbytes)
     void em_host_free(void *ptr, size_t nbytes)
     void em_host_empty_cache()
@@ -1598,6 +1599,15 @@ def fill_(TensorBase x not None, value):
     if KIND[x._dtype] == KIND_INT and isinstance(value, float):
         value = int(value)
     write_scalar(slot.bytes, value, x._dtype, "fill_")
+    cdef int64_t n = x.numel_c()
+    cdef char *data = x.ptr()
+    if x.contiguous_c():
+        with nogil:
+            em_fill(data, n, slot.bytes, x._itemsize)
+        x._storage.version += 1
+        if not em_grad_off and RECORDER is not None and x._requires_grad:
+            RECORDER("fill_", (x,), x, {"inplace": True})
+        return x
     ptrs[0] = x.ptr()
     ptrs[1] = slot.bytes
     for d in range(x._ndim):

