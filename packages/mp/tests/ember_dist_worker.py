@@ -477,13 +477,15 @@ def train(model, opt, batches, accumulate=1):
         opt.zero_grad()
 
 
-def case_ddp_matches_single_process(r, n, views=False):
+def case_ddp_matches_single_process(r, n, views=False, shared=True):
     from ember.nn.parallel import DistributedDataParallel as DDP
     ref = mlp(0)
     local = mlp(0 if r == 0 else r + 10)     # DDP must copy rank 0's start to all
     # a small bucket cap: several buckets, launched in order from the hooks
     ddp = DDP(local, bucket_cap_mb=0.0005, gradient_as_bucket_view=views)
     assert len(ddp._buckets) > 1
+    # all ranks run here: the buckets are in shared memory unless told otherwise
+    assert all((b.shared is not None) == shared for b in ddp._buckets)
     for a, b in zip(params(ref), params(local)):
         np.testing.assert_array_equal(a, b)
     opt_ref = em.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
@@ -506,6 +508,38 @@ def case_ddp_matches_single_process(r, n, views=False):
 
 def case_ddp_gradient_as_bucket_view(r, n):
     case_ddp_matches_single_process(r, n, views=True)
+
+
+def case_ddp_over_mpi_messages(r, n):
+    """The path for ranks on several machines: buckets all-reduced by MPI_Iallreduce."""
+    backend = dist._backend
+    on_one_machine = backend._shared_buckets
+    backend._shared_buckets = lambda *args, **kwargs: None
+    try:
+        case_ddp_matches_single_process(r, n, shared=False)
+    finally:
+        backend._shared_buckets = on_one_machine
+
+
+def case_ddp_shared_buckets(r, n):
+    """DDP's buckets in MPI shared memory: an in-place sum over the ranks, for sizes
+    whose chunks are empty on some ranks (fewer elements than 64-byte lines), reused
+    round after round, two in flight at once and waited for in reverse order."""
+    for dtype in ("float32", "float64", "float16", "int64"):
+        for numel in (1, 5, 17, 1000, 4099):
+            pair = [dist._backend._shared_buckets(numel, getattr(em, dtype)) for _ in range(2)]
+            for round_ in range(2):
+                arrays = [[data(round_ * 100 + numel + k, i, (numel,), dtype) for i in range(n)]
+                          for k in range(2)]
+                works = []
+                for k, b in enumerate(pair):
+                    b.tensor.copy_(arr(arrays[k][r]))
+                    works.append(b.all_reduce())
+                for w in reversed(works):
+                    w.wait()
+                for k, b in enumerate(pair):
+                    same(b.tensor, reference("SUM", arrays[k], dtype), dtype,
+                         f"{dtype} {numel} round {round_} bucket {k}")
 
 
 def case_ddp_no_sync_accumulates(r, n):

@@ -4,11 +4,14 @@ batch, gradients averaged across ranks during backward.
 How the averaging overlaps the backward pass: the parameters are packed, in reverse
 registration order (roughly the order in which backward produces their gradients),
 into buckets of about `bucket_cap_mb`. A hook after each parameter's gradient is
-accumulated copies it into its bucket's flat buffer; a bucket whose parameters are all
-in starts a non-blocking all_reduce at once, while backward goes on with the layers
-below. Buckets start strictly in index order, so every rank issues the same sequence
-of collectives even when gradients arrive in different orders. When the last bucket
-has started, the hook waits for all of them and writes the averaged gradients back.
+accumulated copies it, divided by the world size, into its bucket's flat buffer; a
+bucket whose parameters are all in starts a non-blocking all_reduce (a sum) at once,
+while backward goes on with the layers below. Buckets start strictly in index order,
+so every rank issues the same sequence of collectives even when gradients arrive in
+different orders. When the last bucket has started, the hook waits for all of them
+and writes the averaged gradients back. When all ranks run on one machine the buckets
+live in MPI shared memory and are summed in place (ember.distributed's
+_SharedBuckets); across machines they go through MPI_Iallreduce.
 """
 import contextlib
 
@@ -32,14 +35,22 @@ def _dist():
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "flat", "pending", "work")
+    __slots__ = ("index", "params", "flat", "shared", "pending", "work")
 
-    def __init__(self, index, params, dtype):
+    def __init__(self, index, params, dtype, group):
         self.index = index
         self.params = params                  # [(param index, offset, numel)]
-        self.flat = em.zeros(sum(n for _, _, n in params), dtype=dtype)
+        numel = sum(n for _, _, n in params)
+        self.shared = _dist()._backend._shared_buckets(numel, dtype, group)
+        self.flat = em.zeros(numel, dtype=dtype) if self.shared is None else self.shared.tensor
         self.pending = 0
         self.work = None
+
+    def all_reduce(self, group):
+        """Start summing this bucket across the group (a Work handle)."""
+        if self.shared is not None:
+            return self.shared.all_reduce()
+        return _dist()._backend._all_reduce_unchecked(self.flat, group=group, async_op=True)
 
 
 class DistributedDataParallel(Module):
@@ -145,7 +156,7 @@ class DistributedDataParallel(Module):
                 layout.append((i, off, n))
                 where[i] = (b, off, n)
                 off += n
-            out.append(_Bucket(b, layout, dtype))
+            out.append(_Bucket(b, layout, dtype, self.process_group))
         return out, where
 
     # forward ------------------------------------------------------------------------
@@ -220,10 +231,7 @@ class DistributedDataParallel(Module):
                 self._unused.discard(i)
             else:
                 bucket.pending -= 1
-            slot = self._slots[i]
-            if p.grad.data_ptr() != slot.data_ptr():    # not already the bucket's view
-                with em.no_grad():
-                    slot.copy_(p.grad)
+            self._to_bucket(i, p.grad)
             self._launch_ready()
         return hook
 
@@ -231,22 +239,32 @@ class DistributedDataParallel(Module):
         buckets = self._buckets
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
-            with em.no_grad():
-                for i, _, _ in b.params:
-                    if not self._ready[i]:      # unused here: its grad so far, or zeros
-                        g = self._params[i].grad
-                        if g is None:
-                            self._slots[i].fill_(0)
-                        else:
-                            self._slots[i].copy_(g)
-            b.work = self._dist._backend._all_reduce_unchecked(
-                b.flat, group=self.process_group, async_op=True)
+            for i, _, _ in b.params:
+                if not self._ready[i]:      # unused here: its grad so far, or zeros
+                    self._to_bucket(i, self._params[i].grad)
+            b.work = b.all_reduce(self.process_group)
             self.__dict__["_next"] = self._next + 1
         # MPI moves data only inside MPI calls: a poll here lets started buckets progress
         for b in buckets[:self._next]:
             b.work.is_completed()
         if self._next == len(buckets):
             self._finish()
+
+    def _to_bucket(self, i, grad):
+        """grad / world size into parameter i's place in its bucket: the buckets are
+        then summed into the average (one pass, where dividing after the sum would be
+        a second one)."""
+        slot, scale = self._slots[i], 1.0 / self._world
+        with em.no_grad():
+            if grad is None:
+                slot.fill_(0)
+            elif grad.data_ptr() == slot.data_ptr():    # already the bucket's view
+                slot.mul_(scale)
+            elif grad.device == slot.device:
+                em.mul(grad, scale, out=slot)
+            else:
+                slot.copy_(grad)
+                slot.mul_(scale)
 
     def _finish(self):
         self.__dict__["_armed"] = False
@@ -261,8 +279,6 @@ class DistributedDataParallel(Module):
         with em.no_grad():
             for b in self._buckets:
                 b.work.wait()
-                if self._world > 1:
-                    b.flat.div_(self._world)
                 for i, _, _ in b.params:
                     if used is not None and not used[i]:
                         continue
