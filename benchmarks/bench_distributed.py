@@ -13,9 +13,12 @@ installs it). Cases, medians over rounds, every rank at 1 thread:
   MLP of the nn issue (784-256-256-10, 269,322 parameters) on a per-rank batch of 128,
   wrapped in DistributedDataParallel, beside the same step without DDP run at the same
   time on every rank (same CPU contention, no communication). Steps alternate one by
-  one, each started together on all ranks; medians over steps * rounds steps. The
-  ratio is ddp_time / plain_time. Target <= 1.3. The note gives the floor: the plain
-  step followed by mpi4py's Allreduce of a gradient-sized NumPy array.
+  one, each started together on all ranks; medians over steps * rounds steps, per
+  rank. The ratio is ddp_time / plain_time of the slower rank (the step no synchronous
+  data parallelism can beat; the shared vCPUs often make one rank 10-25% faster in a
+  run, and the ratio to the faster rank is printed too). Target <= 1.3. The note
+  gives the floor: the plain step followed by mpi4py's Allreduce of a gradient-sized
+  NumPy array.
 Then the ring all-reduce cost model (see the README): each rank sends and receives
 2(N-1)/N of the gradient bytes per step, in 2(N-1) messages, so
     t_comm = 2(N-1) * latency + 2(N-1)/N * bytes / bandwidth
@@ -151,11 +154,18 @@ def ranks_main(args):
             fn()
             if r >= 2:
                 times.append(time.perf_counter() - s)
-    p_t, d_t = statistics.median(plain_times), statistics.median(ddp_times)
-    raw_t = statistics.median(raw_times)
+    # Per-rank medians. The shared vCPUs often run one rank's plain step 10-25% faster
+    # than the other's in a run; a synchronous step can't beat the slower rank, so the
+    # baseline is the slower rank's plain step (the ratio to the faster one is shown too)
+    medians = comm.allgather([statistics.median(t) for t in (plain_times, ddp_times,
+                                                             raw_times)])
+    plains = [m[0] for m in medians]
+    p_t, d_t, raw_t = (max(m[k] for m in medians) for k in range(3))
     out.append(("ddp_mlp_step", d_t, p_t, d_t / p_t, "<= 1.3", d_t / p_t <= 1.3,
-                f"per-rank batch 128, {len(DDP(mlp2)._buckets)} bucket(s); plain step + "
-                f"mpi4py Allreduce of the gradients: {raw_t * 1e3:.2f}ms ({raw_t / p_t:.2f}x)"))
+                f"per-rank batch 128, {len(DDP(mlp2)._buckets)} bucket(s); plain step per "
+                f"rank {' / '.join(f'{t * 1e3:.2f}' for t in plains)}ms (to the faster: "
+                f"{d_t / min(plains):.2f}x); plain step + mpi4py Allreduce of the "
+                f"gradients: {raw_t * 1e3:.2f}ms ({raw_t / p_t:.2f}x)"))
 
     # single-process step times for the cost model (every rank measures; rank 0 reports)
     steps = {}

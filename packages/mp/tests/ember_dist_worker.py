@@ -522,24 +522,25 @@ def case_ddp_over_mpi_messages(r, n):
 
 
 def case_ddp_shared_buckets(r, n):
-    """DDP's buckets in MPI shared memory: an in-place sum over the ranks, for sizes
-    whose chunks are empty on some ranks (fewer elements than 64-byte lines), reused
-    round after round, two in flight at once and waited for in reverse order."""
+    """DDP's buckets in MPI shared memory: an in-place sum (and average) over the ranks,
+    for sizes whose chunks are empty on some ranks (fewer elements than 64-byte lines),
+    reused round after round, two in flight at once and waited for in reverse order."""
     for dtype in ("float32", "float64", "float16", "int64"):
         for numel in (1, 5, 17, 1000, 4099):
             pair = [dist._backend._shared_buckets(numel, getattr(em, dtype)) for _ in range(2)]
             for round_ in range(2):
                 arrays = [[data(round_ * 100 + numel + k, i, (numel,), dtype) for i in range(n)]
                           for k in range(2)]
+                ops = ["SUM", "SUM" if dtype == "int64" else "AVG"]
                 works = []
                 for k, b in enumerate(pair):
                     b.tensor.copy_(arr(arrays[k][r]))
-                    works.append(b.all_reduce())
+                    works.append(b.all_reduce(average=ops[k] == "AVG"))
                 for w in reversed(works):
                     w.wait()
                 for k, b in enumerate(pair):
-                    same(b.tensor, reference("SUM", arrays[k], dtype), dtype,
-                         f"{dtype} {numel} round {round_} bucket {k}")
+                    same(b.tensor, reference(ops[k], arrays[k], dtype), dtype,
+                         f"{ops[k]} {dtype} {numel} round {round_} bucket {k}")
 
 
 def case_ddp_no_sync_accumulates(r, n):

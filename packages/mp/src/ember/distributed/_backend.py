@@ -683,11 +683,12 @@ class _SharedBuckets:
         storage = core.storage_from_pointer(mem.address, numel * dtype.itemsize, self)
         return core.as_strided_from(storage, dtype, (numel,), (1,), 0)
 
-    def all_reduce(self):
-        """Start summing the buckets of all ranks into every rank's bucket (a Work)."""
-        return _SharedAllReduce(self)
+    def all_reduce(self, average=False):
+        """Start summing (averaging) the buckets of all ranks into every rank's bucket
+        (a Work handle)."""
+        return _SharedAllReduce(self, average)
 
-    def reduce_my_chunk(self):
+    def reduce_my_chunk(self, average):
         c = self.chunk
         if c.start == c.stop:
             return
@@ -697,6 +698,8 @@ class _SharedBuckets:
             acc = mine if self.acc_dtype == mine.dtype else mine.to(self.acc_dtype)
             for part in others:
                 acc.add_(part)
+            if average:
+                acc.div_(len(self.buffers))
             if acc is not mine:
                 mine.copy_(acc)
             for part in others:
@@ -709,8 +712,8 @@ class _SharedBuckets:
 
 
 class _SharedAllReduce(Work):
-    def __init__(self, buckets):
-        self._b, self._summed = buckets, False
+    def __init__(self, buckets, average):
+        self._b, self._average, self._summed = buckets, average, False
         buckets.win.Sync()
         super().__init__("all_reduce (DistributedDataParallel bucket)", buckets.group,
                          [buckets.comm.Ibarrier()])
@@ -721,7 +724,7 @@ class _SharedAllReduce(Work):
         if self._summed:
             self._done, self._requests = True, None
             return
-        b.reduce_my_chunk()
+        b.reduce_my_chunk(self._average)
         self._summed = True
         b.win.Sync()
         self._requests = [b.comm.Ibarrier()]

@@ -4,14 +4,14 @@ batch, gradients averaged across ranks during backward.
 How the averaging overlaps the backward pass: the parameters are packed, in reverse
 registration order (roughly the order in which backward produces their gradients),
 into buckets of about `bucket_cap_mb`. A hook after each parameter's gradient is
-accumulated copies it, divided by the world size, into its bucket's flat buffer; a
-bucket whose parameters are all in starts a non-blocking all_reduce (a sum) at once,
-while backward goes on with the layers below. Buckets start strictly in index order,
+accumulated copies it into its bucket's flat buffer; a bucket whose parameters are
+all in starts a non-blocking all_reduce at once, while backward goes on with the
+layers below. Buckets start strictly in index order,
 so every rank issues the same sequence of collectives even when gradients arrive in
 different orders. When the last bucket has started, the hook waits for all of them
 and writes the averaged gradients back. When all ranks run on one machine the buckets
-live in MPI shared memory and are summed in place (ember.distributed's
-_SharedBuckets); across machines they go through MPI_Iallreduce.
+live in MPI shared memory and are averaged in place (ember.distributed's
+_SharedBuckets); across machines they go through MPI_Iallreduce and a division.
 """
 import contextlib
 
@@ -47,10 +47,11 @@ class _Bucket:
         self.work = None
 
     def all_reduce(self, group):
-        """Start summing this bucket across the group (a Work handle)."""
+        """Start averaging this bucket across the group (a Work handle)."""
         if self.shared is not None:
-            return self.shared.all_reduce()
-        return _dist()._backend._all_reduce_unchecked(self.flat, group=group, async_op=True)
+            return self.shared.all_reduce(average=True)
+        return _dist()._backend._all_reduce_unchecked(self.flat, op=_dist().ReduceOp.AVG,
+                                                      group=group, async_op=True)
 
 
 class DistributedDataParallel(Module):
@@ -251,20 +252,12 @@ class DistributedDataParallel(Module):
             self._finish()
 
     def _to_bucket(self, i, grad):
-        """grad / world size into parameter i's place in its bucket: the buckets are
-        then summed into the average (one pass, where dividing after the sum would be
-        a second one)."""
-        slot, scale = self._slots[i], 1.0 / self._world
+        slot = self._slots[i]
         with em.no_grad():
             if grad is None:
                 slot.fill_(0)
-            elif grad.data_ptr() == slot.data_ptr():    # already the bucket's view
-                slot.mul_(scale)
-            elif grad.device == slot.device:
-                em.mul(grad, scale, out=slot)
-            else:
+            elif grad.data_ptr() != slot.data_ptr():    # not already the bucket's view
                 slot.copy_(grad)
-                slot.mul_(scale)
 
     def _finish(self):
         self.__dict__["_armed"] = False
