@@ -4,14 +4,14 @@ batch, gradients averaged across ranks during backward.
 How the averaging overlaps the backward pass: the parameters are packed, in reverse
 registration order (roughly the order in which backward produces their gradients),
 into buckets of about `bucket_cap_mb`. A hook after each parameter's gradient is
-accumulated copies it into its bucket's flat buffer; a bucket whose parameters are
-all in starts a non-blocking all_reduce at once, while backward goes on with the
-layers below. Buckets start strictly in index order,
-so every rank issues the same sequence of collectives even when gradients arrive in
-different orders. When the last bucket has started, the hook waits for all of them
-and writes the averaged gradients back. When all ranks run on one machine the buckets
-live in MPI shared memory and are averaged in place (ember.distributed's
-_SharedBuckets); across machines they go through MPI_Iallreduce and a division.
+accumulated copies it into its bucket's flat buffer; a bucket whose parameters are all
+in starts a non-blocking all_reduce at once, while backward goes on with the layers
+below. Buckets start strictly in index order, so every rank issues the same sequence
+of collectives even when gradients arrive in different orders. When the last bucket
+has started, the hook waits for all of them and writes the averaged gradients back.
+When all ranks run on one machine the buckets live in MPI shared memory and are
+averaged in place (ember.distributed's _SharedBuckets); across machines they go
+through MPI_Iallreduce.
 """
 import contextlib
 
