@@ -521,13 +521,31 @@ def case_ddp_over_mpi_messages(r, n):
         backend._shared_buckets = on_one_machine
 
 
+def case_ddp_full_shm_falls_back_to_messages(r, n):
+    """/dev/shm without room for the buckets (MPI would map them anyway, and the first
+    touch past the end would be SIGBUS): a warning, and the MPI path."""
+    import warnings
+    backend = dist._backend
+    free = backend._shm_free
+    backend._shm_free = lambda: 1000 if r == n - 1 else free()   # full on one rank only
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            case_ddp_matches_single_process(r, n, shared=False)
+    finally:
+        backend._shm_free = free
+    msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1 and "/dev/shm has 1,000 free: averaging through MPI messages" in msgs[0], msgs
+    return msgs[0]
+
+
 def case_ddp_shared_buckets(r, n):
     """DDP's buckets in MPI shared memory: an in-place sum (and average) over the ranks,
     for sizes whose chunks are empty on some ranks (fewer elements than 64-byte lines),
     reused round after round, two in flight at once and waited for in reverse order."""
     for dtype in ("float32", "float64", "float16", "int64"):
         for numel in (1, 5, 17, 1000, 4099):
-            pair = [dist._backend._shared_buckets(numel, getattr(em, dtype)) for _ in range(2)]
+            pair = dist._backend._shared_buckets([(numel, getattr(em, dtype))] * 2)
             for round_ in range(2):
                 arrays = [[data(round_ * 100 + numel + k, i, (numel,), dtype) for i in range(n)]
                           for k in range(2)]

@@ -16,6 +16,7 @@ import os
 import math
 import sys
 import time
+import warnings
 
 import ember as em
 
@@ -730,12 +731,12 @@ class _SharedAllReduce(Work):
         self._requests = [b.comm.Ibarrier()]
 
 
-def _shared_buckets(numel, dtype, group=None):
-    """A _SharedBuckets of `numel` elements of `dtype` when every rank of `group` runs on
-    this machine, else None (then DDP all-reduces through MPI messages). Collective
-    over the group."""
+def _shared_buckets(specs, group=None):
+    """A _SharedBuckets for each (numel, dtype) in `specs` when every rank of `group` runs
+    on this machine and /dev/shm has room for all of them, else None (then DDP averages
+    through MPI messages). Collective over the group."""
     g = _group(group, "DistributedDataParallel")
-    if g is None or g.size() == 1 or numel == 0:
+    if g is None or g.size() == 1 or not specs:
         return None
     if g._node is None:
         node = g.comm.Split_type(_MPI.COMM_TYPE_SHARED)
@@ -745,7 +746,31 @@ def _shared_buckets(numel, dtype, group=None):
             node.Free()
     if g._node is False:
         return None
-    return _SharedBuckets(g, numel, dtype)
+    # MPI maps the windows sparsely: a full /dev/shm would show up as SIGBUS on first
+    # touch, not as an error, so check first (every rank zeroes its bucket right away,
+    # which makes the next check see this one)
+    need = sum(n * dtype.itemsize for n, dtype in specs) * g.size()
+    free = _shm_free()
+    free = g.comm.allreduce(1 << 62 if free is None else free, op=_MPI.MIN)
+    if need > free:
+        warnings.warn(f"DistributedDataParallel: its buckets need {need:,} bytes of shared "
+                      f"memory and /dev/shm has {free:,} free: averaging "
+                      f"through MPI messages instead, which is slower (give /dev/shm "
+                      f"more room, e.g. docker run --shm-size)", RuntimeWarning,
+                      stacklevel=4)
+        return None
+    buckets = [_SharedBuckets(g, n, dtype) for n, dtype in specs]
+    for b in buckets:
+        b.tensor.zero_()
+    return buckets
+
+
+def _shm_free():
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _free_windows():

@@ -37,12 +37,12 @@ def _dist():
 class _Bucket:
     __slots__ = ("index", "params", "flat", "shared", "pending", "work")
 
-    def __init__(self, index, params, dtype, group):
+    def __init__(self, index, params, dtype, shared):
         self.index = index
         self.params = params                  # [(param index, offset, numel)]
-        numel = sum(n for _, _, n in params)
-        self.shared = _dist()._backend._shared_buckets(numel, dtype, group)
-        self.flat = em.zeros(numel, dtype=dtype) if self.shared is None else self.shared.tensor
+        self.shared = shared                  # its _SharedBuckets on one machine, or None
+        self.flat = em.zeros(sum(n for _, _, n in params), dtype=dtype) if shared is None \
+            else shared.tensor
         self.pending = 0
         self.work = None
 
@@ -149,6 +149,9 @@ class DistributedDataParallel(Module):
             members.append(i)
             open_[p.dtype] = (members, size + p.numel() * p.element_size())
         buckets += [(m, dt) for dt, (m, _) in open_.items() if m]
+        shared = self._dist._backend._shared_buckets(
+            [(sum(self._params[i].numel() for i in m), dt) for m, dt in buckets],
+            self.process_group)
         out = []
         for b, (members, dtype) in enumerate(buckets):
             layout, off = [], 0
@@ -157,7 +160,7 @@ class DistributedDataParallel(Module):
                 layout.append((i, off, n))
                 where[i] = (b, off, n)
                 off += n
-            out.append(_Bucket(b, layout, dtype, self.process_group))
+            out.append(_Bucket(b, layout, dtype, shared[b] if shared else None))
         return out, where
 
     # forward ------------------------------------------------------------------------
