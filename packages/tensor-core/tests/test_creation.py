@@ -258,3 +258,38 @@ def test_numpy_scalars_and_0d_arrays_keep_their_dtype(value):
         assert t.shape == () and t.dtype.name == np.asarray(value).dtype.name
         assert t.item() == value.item()
     assert em.tensor(value, dtype=em.float32).dtype is em.float32
+
+
+@pytest.mark.parametrize("data,want", [
+    ([np.float64(1)], "float64"), ([np.int32(1)], "int32"), ([[np.float64(1)], [2]], "float64"),
+    ([np.int32(1), 2.5], "float32"), ([1, np.float16(2)], "float16"),
+    ([np.int64(3), np.float32(1)], "float32"), ([np.int32(1), np.float64(2)], "float64"),
+    ([np.uint8(200), 1], "int64"), ([1, 2.5], "float32"), ([True, 1], "int64"),
+    ([np.float32(1), True], "float32"),
+])
+def test_lists_of_numpy_scalars_keep_their_dtype(data, want):
+    # PyTorch's rule: the promotion of every element's dtype, a NumPy scalar's own and
+    # int64 / the default float / bool for Python scalars
+    assert em.tensor(data).dtype.name == want
+    assert em.tensor([em.tensor(1, dtype=em.int16), em.tensor(2, dtype=em.int16)]).dtype \
+        is em.int16
+    assert em.tensor([em.tensor(1, dtype=em.int16), 3]).dtype is em.int64
+
+
+def test_tensor_from_lists_checks_ranges_and_raggedness():
+    # rectangular lists of Python numbers take a fast path (walked level by level):
+    # it must check the same things as the element-by-element one
+    with pytest.raises(OverflowError, match=r"tensor: value 9223372036854775808 is out of "
+                                            r"range for ember.int64"):
+        em.tensor([1, 2 ** 63])
+    with pytest.raises(OverflowError, match="tensor: value 256 is out of range for ember.uint8"):
+        em.tensor([[1], [256]], dtype=em.uint8)
+    with pytest.raises(ValueError, match="tensor: ragged nested sequence"):
+        em.tensor([[[1, 2]], [[3]]])
+    with pytest.raises(ValueError, match="tensor: cannot convert nan to ember.int32"):
+        em.tensor([1.0, float("nan")], dtype=em.int32)
+    with pytest.raises(TypeError, match="tensor: unsupported element"):
+        em.tensor([1, 2j])
+    assert em.tensor([(1, 2), [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert em.tensor([em.tensor([1.5, 2.0]), [3, 4]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
+    assert em.tensor([[np.int8(1), 2], [3, 4]]).dtype is em.int64

@@ -2,6 +2,8 @@
 (Random creation is in _random.py, NumPy/DLPack in _interop.py.)"""
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import numbers
 import operator
@@ -107,12 +109,41 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
         .requires_grad_(requires_grad)
 
 
-def _flatten(data, op):
-    """(shape, flat list of Python scalars) of nested sequences; ragged input is an error."""
+def _rectangular(data):
+    """(shape, flat list, element types) of nested lists and tuples of plain Python
+    scalars with one length per level, found level by level at C speed; None for
+    anything else (ragged, NumPy scalars, tensors: _flatten handles those)."""
+    shape, level = [], [data]
+    while True:
+        if not set(map(type, level)) <= {list, tuple}:
+            return None
+        lengths = set(map(len, level))
+        if len(lengths) != 1 or len(shape) == 16:
+            return None
+        shape.append(lengths.pop())
+        level = list(itertools.chain.from_iterable(level))
+        kinds = set(map(type, level))
+        if kinds <= _PYTHON_DTYPE.keys():        # all scalars (or none at all)
+            return tuple(shape), level, kinds
+        if kinds & _PYTHON_DTYPE.keys():
+            return None
+
+
+def _flatten(data, op, dtypes):
+    """(shape, flat list of Python scalars) of nested sequences; ragged input is an error.
+    Each element's dtype is added to `dtypes`: a tensor's or NumPy scalar's own, bool,
+    int64 or the default float for Python scalars (PyTorch's inference)."""
     if isinstance(data, _core.TensorBase):
+        dtypes.add(data.dtype)
         return tuple(data.shape), _flat_list(data.tolist(), data.ndim)
-    if isinstance(data, (numbers.Number,)) or _is_numpy_scalar(data):
-        return (), [data.item() if hasattr(data, "item") else data]
+    if _is_numpy_scalar(data):
+        data, dtype = data.item(), _core._resolve_dtype(data.dtype)
+        if dtype is not None:
+            dtypes.add(dtype)
+            return (), [data]
+    if isinstance(data, numbers.Number):
+        dtypes.add(_python_dtype(data, op))
+        return (), [data]
     if isinstance(data, (str, bytes, dict, set)):
         raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__} {data!r}")
     try:
@@ -121,7 +152,7 @@ def _flatten(data, op):
         raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__}") from None
     if not items:
         return (0,), []
-    shapes, flats = zip(*(_flatten(x, op) for x in items))
+    shapes, flats = zip(*(_flatten(x, op, dtypes) for x in items))
     first = shapes[0]
     for i, s in enumerate(shapes):
         if s != first:
@@ -141,43 +172,64 @@ def _is_numpy_scalar(x):
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
 
 
-def _infer_dtype(flat):
-    if not flat:
+# the fast path's exact types (subclasses such as numpy.float64 take the slow one)
+_PYTHON_DTYPE = {bool: lambda: bool_, int: lambda: int64, float: _core.get_default_dtype}
+
+
+def _python_dtype(v, op):
+    if isinstance(v, bool):
+        return bool_
+    if isinstance(v, numbers.Integral):
+        return int64
+    if isinstance(v, numbers.Real):
+        return _core.get_default_dtype()
+    raise TypeError(f"{op}: unsupported element {v!r} of type {type(v).__name__}")
+
+
+def _infer_dtype(dtypes):
+    """The promotion of the elements' dtypes: [np.int32(1), 2.5] is float32,
+    [np.float64(1)] float64, [1, np.float16(2)] float16, as in PyTorch."""
+    if not dtypes:
         return _core.get_default_dtype()   # tensor([]) is float, as in PyTorch
-    kind = 0
+    return functools.reduce(_core.promote_types, dtypes)
+
+
+def _as_ints(flat, kinds, dtype, op):
+    lo, hi = (0, 255) if dtype.name == "uint8" else (-(1 << (dtype.itemsize * 8 - 1)),
+                                                     (1 << (dtype.itemsize * 8 - 1)) - 1)
+    if kinds <= {int, bool}:            # the range check at C speed
+        for v in (min(flat), max(flat)) if flat else ():
+            if not lo <= v <= hi:
+                raise OverflowError(f"{op}: value {v} is out of range for {dtype!r}")
+        return flat
+    out = []
     for v in flat:
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, numbers.Integral):
-            kind = max(kind, 1)
-        elif isinstance(v, numbers.Real):
-            kind = 2
-            break
-        else:
-            raise TypeError(f"tensor: unsupported element {v!r} of type {type(v).__name__}")
-    return (bool_, int64, _core.get_default_dtype())[kind]
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{op}: cannot convert {v} to {dtype!r}")
+        iv = int(v)
+        if not lo <= iv <= hi:
+            raise OverflowError(f"{op}: value {v} is out of range for {dtype!r}")
+        out.append(iv)
+    return out
 
 
 def _from_python(data, dtype, op):
-    shape, flat = _flatten(data, op)
+    fast = _rectangular(data)
+    if fast is not None:
+        shape, flat, kinds = fast
+        dtypes = {_PYTHON_DTYPE[k]() for k in kinds}
+    else:
+        dtypes = set()
+        shape, flat = _flatten(data, op, dtypes)
+        kinds = set(map(type, flat))
     if len(shape) > 16:
         raise ValueError(f"{op}: {len(shape)} dimensions; ember supports at most 16")
-    dtype = _infer_dtype(flat) if dtype is None else dtype
+    dtype = _infer_dtype(dtypes) if dtype is None else dtype
     if dtype.kind == "int":
-        info = (0, 255) if dtype.name == "uint8" else (-(1 << (dtype.itemsize * 8 - 1)),
-                                                       (1 << (dtype.itemsize * 8 - 1)) - 1)
-        conv = []
-        for v in flat:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ValueError(f"{op}: cannot convert {v} to {dtype!r}")
-            iv = int(v)
-            if not info[0] <= iv <= info[1]:
-                raise OverflowError(f"{op}: value {v} is out of range for {dtype!r}")
-            conv.append(iv)
-        flat = conv
+        flat = _as_ints(flat, kinds, dtype, op)
     elif dtype.kind == "bool":
         flat = [bool(v) for v in flat]
-    else:
+    elif not kinds <= {float, int, bool}:       # struct packs these as they are
         flat = [float(v) for v in flat]
     t = _core.empty(shape, dtype)
     try:
@@ -210,8 +262,9 @@ def _convert(data, dtype, device, copy, op):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of data (nested sequences, scalars, NumPy arrays,
-    other tensors). dtype is inferred when not given: bool, int64 or the default
-    float (float32)."""
+    other tensors). dtype is inferred when not given: the promotion of the elements'
+    dtypes, bool, int64 or the default float (float32) for Python numbers and their
+    own for NumPy scalars and tensors ([np.float64(1)] is float64), as in PyTorch."""
     t = _convert(data, dtype, device, True, "tensor")
     if isinstance(data, _core.TensorBase) and t is not data:
         t = t.detach()
