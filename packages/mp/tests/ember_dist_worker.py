@@ -521,6 +521,31 @@ def case_ddp_over_mpi_messages(r, n):
         backend._shared_buckets = on_one_machine
 
 
+def case_ddp_on_opencl(r, n):
+    """A model on an OpenCL device (PoCL here): buckets in host memory, gradients back on
+    the device, with and without gradient_as_bucket_view and an unused parameter."""
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    if not em.opencl.is_available():
+        return "no OpenCL device"
+    for views in (False, True):
+        ddp = DDP(Branchy().to("opencl"), find_unused_parameters=True,
+                  gradient_as_bucket_view=views)
+        opt = em.optim.SGD(ddp.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            ddp(em.ones((2, 4), device="opencl") * (r + 1), r % 2 == 1).sum().backward()
+            opt.step()
+        for name, p in ddp.module.named_parameters():
+            if p.grad is not None:
+                assert p.grad.device == p.device, (views, name, p.grad.device)
+        flat = em.cat([p.detach().reshape(-1) for p in ddp.module.parameters()]).cpu()
+        everyone = [em.zeros_like(flat) for _ in range(n)]
+        dist.all_gather(everyone, flat)
+        for t in everyone[1:]:
+            np.testing.assert_array_equal(t.numpy(), everyone[0].numpy())
+    return "ok"
+
+
 def case_ddp_full_shm_falls_back_to_messages(r, n):
     """/dev/shm without room for the buckets (MPI would map them anyway, and the first
     touch past the end would be SIGBUS): a warning, and the MPI path."""

@@ -122,6 +122,7 @@ def test_bad_arguments_name_the_op_and_values(job):
 @pytest.mark.parametrize("case", ["ddp_matches_single_process", "ddp_gradient_as_bucket_view",
                                   "ddp_over_mpi_messages", "ddp_shared_buckets",
                                   "ddp_full_shm_falls_back_to_messages",
+                                  "ddp_on_opencl",
                                   "ddp_no_sync_accumulates", "ddp_unused_after_no_sync",
                                   "ddp_find_unused_parameters"])
 def test_ddp(job, case):

@@ -68,8 +68,9 @@ class DistributedDataParallel(Module):
     on some ranks (found by walking the output's graph); without it such a parameter
     makes the next forward raise, since its bucket never completes. Works with any
     optimizer: it only changes `.grad`. `gradient_as_bucket_view=True` leaves each
-    `.grad` as a view of its bucket instead of a copy (saves a copy per step; a
-    gradient kept across steps is then overwritten by the next backward)."""
+    `.grad` of a CPU parameter as a view of its bucket instead of a copy (saves a copy
+    per step; a gradient kept across steps is then overwritten by the next backward);
+    the buckets are host memory, so parameters on a GPU get their averages copied."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
                  broadcast_buffers=True, process_group=None, bucket_cap_mb=25,
@@ -279,10 +280,11 @@ class DistributedDataParallel(Module):
                     if used is not None and not used[i]:
                         continue
                     p, avg = self._params[i], self._slots[i]
-                    if self.gradient_as_bucket_view:
+                    # buckets are host memory: a parameter on a device gets a copy
+                    if self.gradient_as_bucket_view and p.device == avg.device:
                         p.grad = avg
                     elif p.grad is None:
-                        p.grad = avg.clone()
+                        p.grad = avg.to(p.device, copy=True)
                     elif p.grad.data_ptr() != avg.data_ptr():
                         p.grad.copy_(avg)
         self.__dict__["_ready"] = [False] * len(self._params)
