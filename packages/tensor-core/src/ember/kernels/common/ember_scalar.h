@@ -99,6 +99,8 @@ EM_FLOAT_HELPERS(float64, double)
 #define em_tanh_float32(x) tanh(x)
 #define em_log_float32(x) log(x)
 #define em_exp_nonpos_float32(x) exp(x)
+#define em_erf_float32(x) erf(x)
+#define em_erfc_float32(x) erfc(x)
 #else
 typedef union { float f; em_int32 i; } em_f32_bits;
 
@@ -169,12 +171,59 @@ EM_INLINE float em_log_float32(float x) {
     r = x < 0 ? NAN : r;
     return (x != x || x == INFINITY) ? x : r;
 }
+
+/* erf and erfc. erf(x) for |x| < 0.875 and erfc(x) for |x| < 0.5: x P(x^2), a
+ * degree-6 fit of erf(x)/x (relative error 5e-10), and 1 minus it. Beyond: erfc(a) =
+ * t exp(-a^2 + Q(t)), t = 1 / (1 + a/2) (the form of Numerical Recipes' erfcc,
+ * refitted on [0.5, 10.1]: degree 9, 3e-9), with a^2 split into a head that squares
+ * exactly and a small tail, so that the large exponent carries no rounding error into
+ * the tail of erfc; erf = 1 - erfc has nothing to cancel past 0.875. Measured over
+ * every 997th float32: erf within 2.4 ulp, erfc within 6.1 (test_elementwise checks a
+ * grid). */
+EM_INLINE float em_erf_small_f32(float x) {
+    float z = x * x;
+    return x * ((((((8.668693044e-05f * z - 8.207448409e-04f) * z + 5.206204485e-03f) * z
+                   - 2.686124668e-02f) * z + 1.128372326e-01f) * z - 3.761263490e-01f) * z
+                + 1.128379226e+00f);
+}
+
+EM_INLINE float em_erfc_tail_f32(float a) {      /* a >= 0.5 or NaN */
+    a = a > 10.5f ? 10.5f : a;                   /* erfc underflows to 0 from 10.06 */
+    float t = 1.0f / (1.0f + 0.5f * a);
+    float q = ((((((((2.570687532e-01f * t - 1.208213925e+00f) * t + 2.227609634e+00f) * t
+                    - 1.924847960e+00f) * t + 7.946898341e-01f) * t - 3.985999823e-01f) * t
+                 + 1.515132040e-01f) * t + 3.656106293e-01f) * t + 1.000740290e+00f) * t
+              - 1.265537500e+00f;
+    em_f32_bits head;
+    head.f = a;
+    head.i &= (em_int32)0xfffff000;              /* 12 significant bits: squares exactly */
+    float tail = (a - head.f) * (a + head.f);    /* a^2 - head^2 */
+    return t * em_exp_float32(-head.f * head.f) * em_exp_float32(q - tail);
+}
+
+EM_INLINE float em_erf_float32(float x) {
+    float ax = x < 0 ? -x : x;
+    float big = 1.0f - em_erfc_tail_f32(ax);
+    big = x < 0 ? -big : big;
+    return ax < 0.875f ? em_erf_small_f32(x) : big;
+}
+
+EM_INLINE float em_erfc_float32(float x) {
+    float ax = x < 0 ? -x : x;
+    float tail = em_erfc_tail_f32(ax);
+    float big = x < 0 ? 2.0f - tail : tail;
+    return ax < 0.5f ? 1.0f - em_erf_small_f32(x) : big;
+}
 #endif
 #define em_exp_float16 em_exp_float32
 #define em_tanh_float16 em_tanh_float32
 #define em_log_float16 em_log_float32
+#define em_erf_float16 em_erf_float32
+#define em_erfc_float16 em_erfc_float32
 #define em_exp_float64(x) exp(x)
 #define em_tanh_float64(x) tanh(x)
 #define em_log_float64(x) log(x)
+#define em_erf_float64(x) erf(x)
+#define em_erfc_float64(x) erfc(x)
 
 #endif
