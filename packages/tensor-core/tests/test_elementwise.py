@@ -40,6 +40,7 @@ REFERENCE = {
     "relu": lambda a: np.where(np.isnan(a) | (a > 0), a, np.zeros_like(a)),
     "erf": lambda a: _erf(a.astype(np.float64)),
     "erfc": lambda a: _erfc(a.astype(np.float64)),
+    "gelu": lambda a: a * 0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)),
     # PyTorch's and NumPy's clamp: max(min_, ...) then min(max_, ...), so min > max
     # gives max, and NaN anywhere propagates
     "clamp": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),

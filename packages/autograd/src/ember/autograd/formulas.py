@@ -323,12 +323,22 @@ def _(n, g):
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @formula("erf", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
     return g * _TWO_OVER_SQRT_PI * em.exp(-a * a),
+
+
+@formula("gelu", inputs=(0,))
+def _(n, g):
+    x = n.inputs[0]
+    cdf = em.erfc(x * -_SQRT_HALF) * 0.5
+    pdf = em.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf),
 
 
 @formula("erfc", inputs=(0,))

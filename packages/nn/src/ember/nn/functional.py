@@ -47,7 +47,7 @@ def celu(input, alpha=1.0, inplace=False):
 def gelu(input, approximate="none"):
     """x * Phi(x) (exact, with erf) or its tanh approximation."""
     if approximate == "none":
-        return 0.5 * input * (1.0 + em.erf(input * (1.0 / math.sqrt(2.0))))
+        return em.gelu(input)
     if approximate == "tanh":
         inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
         return 0.5 * input * (1.0 + em.tanh(inner))

@@ -154,6 +154,9 @@ ELEMENTWISE = [
     Elementwise("sigmoid", 1, {F: "1 / (1 + em_exp_{T}(-a))"}, promote="float", numpy=None),
     Elementwise("erf", 1, {F: "em_erf_{T}(a)"}, promote="float", numpy=None),
     Elementwise("erfc", 1, {F: "em_erfc_{T}(a)"}, promote="float", numpy=None),
+    # GELU, x * Phi(x): one pass (nn.functional.gelu; PyTorch has it in one kernel too)
+    Elementwise("gelu", 1, {F: "em_gelu_{T}(a)"}, promote="float", numpy=None, method=False,
+                inplace=False),
     Elementwise("floor", 1, {B: "a", I: "a", F: "floor(a)"}, numpy="floor"),
     Elementwise("ceil", 1, {B: "a", I: "a", F: "ceil(a)"}, numpy="ceil"),
     Elementwise("trunc", 1, {B: "a", I: "a", F: "trunc(a)"}, numpy="trunc", aliases=("fix",)),

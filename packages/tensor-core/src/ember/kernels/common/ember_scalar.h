@@ -101,6 +101,7 @@ EM_FLOAT_HELPERS(float64, double)
 #define em_exp_nonpos_float32(x) exp(x)
 #define em_erf_float32(x) erf(x)
 #define em_erfc_float32(x) erfc(x)
+#define em_gelu_float32(x) (0.5f * (x) * erfc((x) * -0.70710678118654752f))
 #else
 typedef union { float f; em_int32 i; } em_f32_bits;
 
@@ -214,16 +215,24 @@ EM_INLINE float em_erfc_float32(float x) {
     float big = x < 0 ? 2.0f - tail : tail;
     return ax < 0.5f ? 1.0f - em_erf_small_f32(x) : big;
 }
+
+/* x Phi(x) = x erfc(-x / sqrt 2) / 2: erfc keeps the negative tail's relative
+ * precision, where 1 + erf(x / sqrt 2) would cancel. */
+EM_INLINE float em_gelu_float32(float x) {
+    return 0.5f * x * em_erfc_float32(x * -0.70710678118654752f);
+}
 #endif
 #define em_exp_float16 em_exp_float32
 #define em_tanh_float16 em_tanh_float32
 #define em_log_float16 em_log_float32
 #define em_erf_float16 em_erf_float32
 #define em_erfc_float16 em_erfc_float32
+#define em_gelu_float16 em_gelu_float32
 #define em_exp_float64(x) exp(x)
 #define em_tanh_float64(x) tanh(x)
 #define em_log_float64(x) log(x)
 #define em_erf_float64(x) erf(x)
 #define em_erfc_float64(x) erfc(x)
+#define em_gelu_float64(x) (0.5 * (x) * erfc((x) * -0.70710678118654752440))
 
 #endif
