@@ -123,9 +123,9 @@ def _rectangular(data):
         shape.append(lengths.pop())
         level = list(itertools.chain.from_iterable(level))
         kinds = set(map(type, level))
-        if kinds <= _PYTHON_DTYPE.keys():        # all scalars (or none at all)
+        if kinds <= _PLAIN_NUMBERS:              # all scalars (or none at all)
             return tuple(shape), level, kinds
-        if kinds & _PYTHON_DTYPE.keys():
+        if kinds & _PLAIN_NUMBERS:
             return None
 
 
@@ -142,7 +142,10 @@ def _flatten(data, op, dtypes):
             dtypes.add(dtype)
             return (), [data]
     if isinstance(data, numbers.Number):
-        dtypes.add(_python_dtype(data, op))
+        if not isinstance(data, numbers.Real):
+            raise TypeError(f"{op}: unsupported element {data!r} of type "
+                            f"{type(data).__name__}")
+        dtypes.add(_number_dtype(type(data)))
         return (), [data]
     if isinstance(data, (str, bytes, dict, set)):
         raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__} {data!r}")
@@ -173,17 +176,14 @@ def _is_numpy_scalar(x):
 
 
 # the fast path's exact types (subclasses such as numpy.float64 take the slow one)
-_PYTHON_DTYPE = {bool: lambda: bool_, int: lambda: int64, float: _core.get_default_dtype}
+_PLAIN_NUMBERS = {bool, int, float}
 
 
-def _python_dtype(v, op):
-    if isinstance(v, bool):
+def _number_dtype(kind):
+    """bool, int64 or the default float for a type of real Python number."""
+    if issubclass(kind, bool):
         return bool_
-    if isinstance(v, numbers.Integral):
-        return int64
-    if isinstance(v, numbers.Real):
-        return _core.get_default_dtype()
-    raise TypeError(f"{op}: unsupported element {v!r} of type {type(v).__name__}")
+    return int64 if issubclass(kind, numbers.Integral) else _core.get_default_dtype()
 
 
 def _infer_dtype(dtypes):
@@ -217,7 +217,7 @@ def _from_python(data, dtype, op):
     fast = _rectangular(data)
     if fast is not None:
         shape, flat, kinds = fast
-        dtypes = {_PYTHON_DTYPE[k]() for k in kinds}
+        dtypes = {_number_dtype(k) for k in kinds}
     else:
         dtypes = set()
         shape, flat = _flatten(data, op, dtypes)
