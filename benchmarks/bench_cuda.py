@@ -47,28 +47,14 @@ except Exception:          # no torch, or one without CUDA: the columns are left
 N = 1 << 28
 
 
-def time_ember(fn, reps, samples=5):
-    """Median seconds per call of fn (CUDA events on ember's stream)."""
+def time_on(cuda, fn, reps, samples=5):
+    """Median seconds per call of fn, by CUDA events on the library's current stream
+    (`cuda` is em.cuda or torch.cuda: the same Event API)."""
     fn()
-    em.cuda.synchronize()
+    cuda.synchronize()
     out = []
     for _ in range(samples):
-        start, end = em.cuda.Event(), em.cuda.Event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / 1e3 / reps)
-    return statistics.median(out)
-
-
-def time_torch(fn, reps, samples=5):
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(samples):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         start.record()
         for _ in range(reps):
             fn()
@@ -95,14 +81,14 @@ def case_bandwidth(rows, state):
     y = em.empty(N, device="cuda")
     y.copy_(x)
     check(np.array_equal(y[-1000:].cpu().numpy(), x[-1000:].cpu().numpy()), "copy")
-    t = time_ember(lambda: y.copy_(x), 10)
+    t = time_on(em.cuda, lambda: y.copy_(x), 10)
     bw = 2 * 4 * N / t
     state["copy_bw"] = bw
     row = {"case": "copy_2^28", "ember_ms": t * 1e3, "ember": f"{bw / 1e12:.2f} TB/s"}
     if HAVE_TORCH:
         tx = torch.rand(N, device="cuda")
         ty = torch.empty_like(tx)
-        tt = time_torch(lambda: ty.copy_(tx), 10)
+        tt = time_on(torch.cuda, lambda: ty.copy_(tx), 10)
         row.update(torch_ms=tt * 1e3, torch=f"{2 * 4 * N / tt / 1e12:.2f} TB/s")
     rows.append(row)
 
@@ -111,13 +97,13 @@ def case_bandwidth(rows, state):
     z = x + y2
     sl = slice(N - 4096, N)
     check(np.allclose(z[sl].cpu().numpy(), x[sl].cpu().numpy() + y2[sl].cpu().numpy()), "add")
-    t = time_ember(lambda: x + y2, 10)
+    t = time_on(em.cuda, lambda: x + y2, 10)
     frac = 3 * 4 * N / t / bw
     row = {"case": "add_2^28", "ember_ms": t * 1e3, "ember": f"{frac:.0%} of copy",
            "target": ">= 80% of copy", "ok": frac >= 0.8}
     if HAVE_TORCH:
         ty2 = torch.rand(N, device="cuda")
-        tt = time_torch(lambda: tx + ty2, 10)
+        tt = time_on(torch.cuda, lambda: tx + ty2, 10)
         row.update(torch_ms=tt * 1e3, torch=f"{3 * 4 * N / tt / bw:.0%} of copy")
     rows.append(row)
     del z
@@ -125,12 +111,12 @@ def case_bandwidth(rows, state):
     s = float(x.sum().item())
     ref = float(np.sum(x.cpu().numpy(), dtype=np.float64))
     check(abs(s - ref) <= 1e-4 * abs(ref), f"sum {s} vs {ref}")
-    t = time_ember(lambda: x.sum(), 10)
+    t = time_on(em.cuda, lambda: x.sum(), 10)
     frac = 4 * N / t / bw
     row = {"case": "sum_2^28", "ember_ms": t * 1e3, "ember": f"{frac:.0%} of copy",
            "target": ">= 80% of copy", "ok": frac >= 0.8}
     if HAVE_TORCH:
-        tt = time_torch(lambda: tx.sum(), 10)
+        tt = time_on(torch.cuda, lambda: tx.sum(), 10)
         row.update(torch_ms=tt * 1e3, torch=f"{4 * N / tt / bw:.0%} of copy")
     rows.append(row)
 
@@ -147,13 +133,13 @@ def _matmul(rows, dtype, name, tf32, target):
     tol = 2e-2 if dtype == np.float16 else 1e-3
     err = np.max(np.abs(c[:64] - ref)) / np.max(np.abs(ref))
     check(err < tol, f"{name}: relative error {err:.2e}")
-    t = time_ember(lambda: a @ b, 5)
+    t = time_on(em.cuda, lambda: a @ b, 5)
     flops = 2 * n ** 3 / t
     row = {"case": name, "ember_ms": t * 1e3, "ember": f"{flops / 1e12:.1f} TFLOP/s"}
     if HAVE_TORCH:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         ta, tb = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
-        tt = time_torch(lambda: ta @ tb, 5)
+        tt = time_on(torch.cuda, lambda: ta @ tb, 5)
         row.update(torch_ms=tt * 1e3, torch=f"{2 * n ** 3 / tt / 1e12:.1f} TFLOP/s")
         if target:
             row.update(target=f">= {target}x torch", ok=tt / t >= target)
@@ -207,9 +193,9 @@ def _train_step_pair(rows, name, make_ember, make_torch, x_shape, classes, reps)
 
         l_em, l_t = float(step().item()), float(tstep().item())
         check(abs(l_em - l_t) <= 1e-3 * max(1.0, abs(l_t)), f"{name}: loss {l_em} vs torch {l_t}")
-        tt = time_torch(tstep, reps)
+        tt = time_on(torch.cuda, tstep, reps)
         row.update(torch_ms=tt * 1e3, torch=f"{tt * 1e3:.2f} ms")
-    t = time_ember(step, reps)
+    t = time_on(em.cuda, step, reps)
     row.update(ember_ms=t * 1e3, ember=f"{t * 1e3:.2f} ms")
     if HAVE_TORCH:
         row["ok"] = t <= 1.5 * row["torch_ms"] / 1e3

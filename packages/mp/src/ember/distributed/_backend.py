@@ -913,9 +913,21 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _run(what, g, [req], _chain(*steps), async_op, (output,))
 
 
+def _rooted(tensor, tensors, root_rank, root_name, group, list_name, what):
+    """The start of gather and scatter: (group, root, tensors) after the metadata
+    check, or None on a rank outside the group. The root passes one tensor like
+    `tensor` per rank of the group, the other ranks pass None."""
+    _tensor(tensor, "tensor", what)
+    g = _group(group, what)
+    if g is None:
+        return None
+    err, root, ts = _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what)
+    _check(g, what, err, [what, _key(tensor), f"{root_name}={root_rank}"], _STATE.check)
+    return g, root, ts
+
+
 def _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what):
-    """(error or None, root, tensors) of gather's and scatter's arguments: the root
-    passes one tensor like `tensor` per rank of the group, the other ranks pass None."""
+    """(error or None, root, tensors) of gather's and scatter's arguments."""
     try:
         root = _root(root_rank, g, root_name)
     except _Invalid as e:
@@ -936,12 +948,10 @@ def _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what):
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """gather_list[i] = rank i's `tensor`, on rank `dst` only (the others pass None)."""
     what = "gather"
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
-    if g is None:
+    start = _rooted(tensor, gather_list, dst, "dst", group, "gather_list", what)
+    if start is None:
         return _Done() if async_op else None
-    err, root, ts = _rooted_list(tensor, gather_list, dst, "dst", g, "gather_list", what)
-    _check(g, what, err, [what, _key(tensor), f"dst={dst}"], _STATE.check)
+    g, root, ts = start
     si = _Staged(tensor)
     if g.rank() == root:
         buf = em.empty((g.size(),) + tuple(tensor.shape), dtype=tensor.dtype)
@@ -954,12 +964,10 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Rank i's `tensor` = scatter_list[i] of rank `src` (the others pass None)."""
     what = "scatter"
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
-    if g is None:
+    start = _rooted(tensor, scatter_list, src, "src", group, "scatter_list", what)
+    if start is None:
         return _Done() if async_op else None
-    err, root, ts = _rooted_list(tensor, scatter_list, src, "src", g, "scatter_list", what)
-    _check(g, what, err, [what, _key(tensor), f"src={src}"], _STATE.check)
+    g, root, ts = start
     so = _Staged(tensor, fill=False)
     send = _spec(_stack(ts, tensor.dtype), g) if g.rank() == root else None
     req = g.comm.Iscatter(send, _spec(so.buf, g), root)

@@ -13,7 +13,7 @@ matrix products round their operands to TF32 on the tensor cores.
 from __future__ import annotations
 
 from ember._grad_mode import no_grad
-from ember.backends.gpu import GPUBackend
+from ember.backends.gpu import GPUBackend, matmul_batch_shape
 
 
 class _MatmulFlags:
@@ -86,7 +86,7 @@ class CUDABackend(GPUBackend):
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
         (m, k), n = a2.shape[-2:], b2.shape[-1]
-        batch = _broadcast(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]), a, b)
+        batch = matmul_batch_shape(a, b)
         nb = 1
         for s in batch:
             nb *= s
@@ -115,18 +115,6 @@ class CUDABackend(GPUBackend):
         if b.ndim == 1:
             out = out.squeeze(-1)
         return out
-
-
-def _broadcast(s1, s2, a, b):
-    n = max(len(s1), len(s2))
-    s1, s2 = (1,) * (n - len(s1)) + s1, (1,) * (n - len(s2)) + s2
-    out = []
-    for x, y in zip(s1, s2):
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"matmul: batch dimensions {tuple(a.shape)[:-2]} and "
-                             f"{tuple(b.shape)[:-2]} cannot be broadcast")
-        out.append(y if x == 1 else x)
-    return tuple(out)
 
 
 _backend = None

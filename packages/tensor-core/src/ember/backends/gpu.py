@@ -243,6 +243,18 @@ def groups_for(n, group=GROUP, limit=4096):
 
 # the backend --------------------------------------------------------------------------
 
+def matmul_batch_shape(a, b):
+    """The broadcast of matmul's batch dims (all but the last two of each operand)."""
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(ba), len(bb))
+    out = []
+    for x, y in zip((1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"matmul: batch dimensions {ba} and {bb} cannot be broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
 class GPUBackend(Backend):
     """Backend over the primitives below; subclasses: OpenCLBackend, CUDABackend."""
 
@@ -487,16 +499,11 @@ class GPUBackend(Backend):
             n, rsb, csb = 1, sb[0], 0
         else:
             n, rsb, csb = b.shape[-1], sb[-2], sb[-1]
-        ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
-        bnd = max(len(ba), len(bb))
-        ba, bb = (1,) * (bnd - len(ba)) + ba, (1,) * (bnd - len(bb)) + bb
-        bshape = []
-        for x, y in zip(ba, bb):
-            if x != y and x != 1 and y != 1:
-                raise ValueError(f"matmul: batch dimensions {tuple(a.shape[:-2])} and "
-                                 f"{tuple(b.shape[:-2])} cannot be broadcast")
-            bshape.append(y if x == 1 else x)
-        oshape = tuple(bshape) + ((m,) if nda > 1 else ()) + ((n,) if ndb > 1 else ())
+        bshape = matmul_batch_shape(a, b)
+        bnd = len(bshape)
+        ba = (1,) * (bnd - max(nda - 2, 0)) + tuple(a.shape[:-2])
+        bb = (1,) * (bnd - max(ndb - 2, 0)) + tuple(b.shape[:-2])
+        oshape = bshape + ((m,) if nda > 1 else ()) + ((n,) if ndb > 1 else ())
         out = self.empty(oshape, a.dtype, a.device)
         if out.numel() == 0:
             return out
