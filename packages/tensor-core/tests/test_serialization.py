@@ -3,17 +3,24 @@ safetensors layout read back by hand, corrupted and truncated files (always a cl
 ValueError naming the file), atomic saving, and refusing pickle payloads."""
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
 import os
 import pickle
+import signal
 import struct
+import subprocess
+import sys
+import time
+import zlib
 from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember as em
 from ember import serialization
@@ -426,3 +433,348 @@ def test_saved_file_permissions(tmp_path):
         assert (os.stat(tmp_path / "new").st_mode & 0o777) == 0o600
     finally:
         os.umask(umask)
+
+
+# issue 16: crafted headers, checksums, killed and failing saves ---------------------------
+
+def _plain_file(entries, data=b""):
+    """A safetensors file with the given header entries (no checksums)."""
+    h = json.dumps(entries).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+@pytest.mark.parametrize("code,shape", [
+    ("F32", [0, 2 ** 62, 2 ** 62]),
+    ("F32", [2 ** 63 - 1] * 15 + [0]),
+    ("F32", [0] + [2 ** 63 - 1] * 15),
+    ("F32", [2 ** 31, 0, 2 ** 31, 2]),          # 2**63 bytes of strides
+    ("F64", [2 ** 60, 0]),                      # 2**63 bytes: one past int64
+    ("U8", [2 ** 63 - 1, 2, 0]),
+])
+def test_issue16_item8_empty_tensor_of_a_huge_shape_is_refused_at_once(tmp_path, code, shape):
+    path = tmp_path / "crafted.safetensors"
+    start = time.perf_counter()
+    _refused(path, _plain_file({"t": {"dtype": code, "shape": shape, "data_offsets": [0, 0]}}),
+             r"tensor 't': shape .* is too large \(its byte strides overflow int64\)")
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize("code,shape", [
+    ("F64", [2 ** 59, 0]), ("U8", [2 ** 61, 0, 3]), ("F32", [0, 2 ** 40]), ("I8", [0] * 16)])
+def test_issue16_item8_empty_tensors_near_the_limit_load(tmp_path, code, shape):
+    path = tmp_path / "empty.safetensors"
+    path.write_bytes(_plain_file({"t": {"dtype": code, "shape": shape, "data_offsets": [0, 0]}}))
+    t = em.load(path)["t"]
+    assert tuple(t.shape) == tuple(shape) and t.numel() == 0
+    assert t.dtype.name == {"F64": "float64", "U8": "uint8", "F32": "float32",
+                            "I8": "int8"}[code]
+
+
+@pytest.mark.parametrize("info,match", [
+    ({"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}, "the shape must be a list"),
+    ({"dtype": "F32", "shape": [1.0], "data_offsets": [0, 4]}, "the shape must be a list"),
+    ({"dtype": "F32", "shape": [2 ** 63], "data_offsets": [0, 4]}, "the shape must be a list"),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0, 4.0]}, "data_offsets must be"),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0]}, "data_offsets must be"),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}, "data_offsets must be"),
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0, 2 ** 64 + 4]}, "needs 4 bytes"),
+    ({"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}, "unsupported dtype"),
+    ({"dtype": "F32", "shape": {"a": 1}, "data_offsets": [0, 4]}, "the shape must be a list"),
+])
+def test_issue16_item8_every_header_entry_is_validated(tmp_path, info, match):
+    _refused(tmp_path / "f", _plain_file({"t": info}, b"\0" * 4), rf"tensor 't': .*{match}")
+
+
+def _checked(tmp_path):
+    obj = {"w": em.arange(12, dtype=em.float32).reshape(3, 4), "b": em.arange(5, dtype=em.int64),
+           "m": em.tensor([True, False, True]), "meta": [1, "two", em.Size([2, 3])]}
+    path, raw = _saved(tmp_path, obj)
+    return obj, path, raw
+
+
+def test_issue16_item10_checksums_are_recorded(tmp_path):
+    _, _, raw = _checked(tmp_path)
+    header, data, _ = _parse(raw)
+    meta = header["__metadata__"]
+    crcs = json.loads(meta["ember_crc32"])
+    assert set(crcs) == {"w", "b", "m"}
+    for name, crc in crcs.items():
+        start, stop = header[name]["data_offsets"]
+        assert crc == zlib.crc32(data[start:stop])
+    del meta["ember_header_crc32"]
+    canonical = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    assert _parse(raw)[0]["__metadata__"]["ember_header_crc32"] == str(zlib.crc32(canonical))
+
+
+def test_issue16_item10_every_flipped_data_byte_is_detected(tmp_path):
+    _, path, raw = _checked(tmp_path)
+    header, _, n = _parse(raw)
+    owner = {}
+    for name, info in header.items():
+        if name != "__metadata__":
+            owner.update(dict.fromkeys(range(*info["data_offsets"]), name))
+    assert len(owner) == len(raw) - 8 - n
+    for pos, name in owner.items():
+        for bit in (0x01, 0x80):
+            data = bytearray(raw)
+            data[8 + n + pos] ^= bit
+            info = _refused(path, bytes(data), "its bytes do not match the checksum")
+            assert f"tensor {name!r}" in str(info.value)
+
+
+def test_issue16_item10_flipped_header_bytes_load_the_same_or_are_refused(tmp_path):
+    obj, path, raw = _checked(tmp_path)
+    _, _, n = _parse(raw)
+    outcomes = Counter()
+    for pos in range(8 + n):
+        for bit in (0x01, 0x80):
+            data = bytearray(raw)
+            data[pos] ^= bit
+            path.write_bytes(bytes(data))
+            try:
+                back = em.load(path)
+            except ValueError as e:
+                assert str(path) in str(e)
+                outcomes["refused"] += 1
+                continue
+            _same(obj, back)            # a flip that changes nothing that matters
+            outcomes["same"] += 1
+    # what loads: the padding, and the one entry no checksum covers (its own name)
+    padding = n - len(raw[8:8 + n].rstrip(b" "))
+    assert outcomes["same"] <= 2 * (padding + len("ember_header_crc32")), outcomes
+
+
+def _without_checksums(raw):
+    header, data, _ = _parse(raw)
+    del header["__metadata__"]["ember_crc32"], header["__metadata__"]["ember_header_crc32"]
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def test_issue16_item10_files_without_checksums_still_load(tmp_path):
+    obj, path, raw = _checked(tmp_path)
+    path.write_bytes(_without_checksums(raw))     # as older ember wrote them
+    _same(obj, em.load(path))
+
+
+@pytest.mark.parametrize("value,match", [
+    ("x", "ember_crc32 must be a JSON object of CRC-32 values"),
+    ("[1]", "ember_crc32 must be a JSON object"),
+    ('{"w": -1, "b": 0, "m": 0}', "ember_crc32 must be a JSON object"),
+    ('{"w": 4294967296, "b": 0, "m": 0}', "ember_crc32 must be a JSON object"),
+    ('{"w": "0", "b": 0, "m": 0}', "ember_crc32 must be a JSON object"),
+    ('{"w": 0, "b": 0}', r"ember_crc32 lists the tensors \['b', 'w'\] but the file holds"),
+    ('{"w": 0, "b": 0, "m": 0, "x": 0}', "ember_crc32 lists the tensors"),
+])
+def test_issue16_item10_malformed_checksums(tmp_path, value, match):
+    _, path, raw = _checked(tmp_path)
+    header, data, _ = _parse(raw)
+    header["__metadata__"]["ember_crc32"] = value
+    h = json.dumps(header).encode()
+    _refused(path, struct.pack("<Q", len(h)) + h + data, match)
+
+
+def test_issue16_item10_edited_header_fails_its_checksum(tmp_path):
+    _, path, raw = _checked(tmp_path)
+    header, data, _ = _parse(raw)
+    header["__metadata__"]["note"] = "added"      # valid, but not what was saved
+    h = json.dumps(header).encode()
+    _refused(path, struct.pack("<Q", len(h)) + h + data,
+             "the header does not match the checksum saved with it")
+    header, data, _ = _parse(raw)                 # the structure renamed away: a plain file?
+    meta = header["__metadata__"]
+    meta["ember_structurE"] = meta.pop("ember_structure")
+    h = json.dumps(header).encode()
+    _refused(path, struct.pack("<Q", len(h)) + h + data, "header does not match the checksum")
+
+
+@pytest.mark.parametrize("structure,match", [
+    ('{"size":["a",-1]}', r"an ember.Size holds non-negative ints, got \['a', -1\]"),
+    ('{"size":[-1]}', "an ember.Size holds non-negative ints"),
+    ('{"size":[1.5]}', "an ember.Size holds non-negative ints"),
+    ('{"size":[true]}', "an ember.Size holds non-negative ints"),
+    ('{"size":[9223372036854775808]}', "an ember.Size holds non-negative ints"),
+    ('{"size":[[1]]}', "an ember.Size holds non-negative ints"),
+    ('{"dtype":[1]}', "unexpected value"),
+    ('{"dtype":"complex64"}', "unexpected value"),
+    ('{"device":5}', "invalid device 5"),
+    ('{"device":"moon"}', "invalid device 'moon'"),
+    ('{"tuple":5}', "unexpected value"),
+    ('{"float":"1e5"}', "unexpected value"),
+    ('{"dict":[[{"tensor":"w"},1]]}', "invalid dict key"),
+    ('{"dict":[[{"size":[1]},1]]}', "invalid dict key"),
+    ('{"odict":[[{"tuple":[[1]]},1]]}', "unhashable dict key"),
+    ('{"counter":[1]}', r"\[key, value\] pair"),
+    ('[{"tensor":"w","requires_grad":1},{"tensor":"b"}]', "unexpected tensor reference"),
+    ('[{"tensor":"w","device":["cpu"]},{"tensor":"b"}]', "unexpected tensor reference"),
+    ('[' + '1' * 5000 + ']', "integer string conversion"),
+])
+def test_issue16_item10_decoded_structures_are_validated(tmp_path, structure, match):
+    path, raw = _saved(tmp_path)
+    header, data, _ = _parse(raw)
+    header["__metadata__"]["ember_structure"] = structure
+    h = json.dumps(header).encode()
+    _refused(path, struct.pack("<Q", len(h)) + h + data,
+             "the saved structure is corrupted: .*" + match)
+
+
+def test_issue16_item10_save_refuses_what_load_would(tmp_path):
+    for size in (em.Size([-1]), em.Size(["a"]), em.Size([True])):
+        with pytest.raises(ValueError, match=r"save: an ember.Size holds non-negative ints"):
+            em.save({"s": size}, tmp_path / "s")
+    _same(em.Size([0, 2 ** 63 - 1]), _roundtrip(em.Size([0, 2 ** 63 - 1])))
+    _same({(1, 2.5, math.inf, None): 1, -math.inf: 2}, _roundtrip({(1, 2.5, math.inf, None): 1,
+                                                                 -math.inf: 2}))
+
+
+@settings(max_examples=fewer_examples(1))
+@given(st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), min_size=1,
+                max_size=4),
+       st.booleans())
+def test_issue16_item10_fuzzed_files_load_the_same_or_are_refused(edits, plain):
+    """Overwrite bytes anywhere in a saved file (header and data), with and without
+    ember's checksums: the load gives the saved values or a ValueError naming the
+    file, at once (never a crash, a hang or other values)."""
+    obj = {"w": em.arange(6, dtype=em.float32).reshape(2, 3), "s": em.Size([2, 3]),
+           "n": [em.tensor([1, -2], dtype=em.int16), 3.5]}
+    buf = io.BytesIO()
+    em.save(obj, buf)
+    raw = buf.getvalue()
+    data = bytearray(_without_checksums(raw) if plain else raw)
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    f = io.BytesIO(bytes(data))
+    f.name = "fuzzed.ember"
+    start = time.perf_counter()
+    try:
+        back = em.load(f)
+    except ValueError as e:
+        assert "fuzzed.ember" in str(e)
+    else:
+        if not plain:
+            _same(obj, back)
+    assert time.perf_counter() - start < 1
+
+
+def test_issue16_item9_killed_save_leaves_a_temporary_the_next_save_removes(tmp_path):
+    path, _ = _saved(tmp_path, {"v": em.full((1000,), 1.0)})
+    code = ("import os, signal, sys, ember as em\n"
+            "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"   # mid-save
+            "em.save({'v': em.full((1000,), 2.0)}, sys.argv[1])\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert r.returncode == -signal.SIGKILL
+    [left] = [p for p in os.listdir(tmp_path) if p != "ckpt.ember"]
+    assert left.startswith(".ckpt.ember.ember-tmp-")
+    assert em.load(path)["v"].tolist() == [1.0] * 1000            # the target is intact
+    em.save({"v": em.full((1000,), 3.0)}, path)
+    assert os.listdir(tmp_path) == ["ckpt.ember"]
+    assert em.load(path)["v"].tolist() == [3.0] * 1000
+
+
+def test_issue16_item9_only_temporaries_of_finished_processes_are_removed(tmp_path):
+    path = tmp_path / "ckpt.ember"
+    prefix = serialization._temp_prefix("ckpt.ember")
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, timeout=60)
+        keep = [f"{prefix}{alive.pid}-abc123", f"{prefix}{os.getpid()}-abc123",  # running
+                ".ckpt.ember.ember-tmp-0badc0de-1-x" if "0badc0de" not in prefix else
+                ".ckpt.ember.ember-tmp-0badc0df-1-x",        # another host's save
+                ".ckpt.ember.other", "ckpt.ember.bak", f"{prefix}notapid-x",
+                serialization._temp_prefix("other.ember") + f"{gone.stdout.strip()}-x"]
+        stale = f"{prefix}{gone.stdout.strip()}-abc123"
+        for name in keep + [stale]:
+            (tmp_path / name).write_bytes(b"partial")
+        em.save([1], path)
+        assert sorted(os.listdir(tmp_path)) == sorted(keep + ["ckpt.ember"])
+    finally:
+        alive.kill()
+        alive.wait()
+    em.save([2], path)          # now that process is gone too
+    assert f"{prefix}{alive.pid}-abc123" not in os.listdir(tmp_path)
+    assert em.load(path) == [2]
+
+
+class _FullDisk(io.RawIOBase):
+    """A file on a disk that fills after `room` bytes: short writes, then ENOSPC."""
+
+    def __init__(self, inner, room):
+        self.inner, self.room = inner, room
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        if self.room == 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = min(len(b), self.room)
+        self.room -= n
+        return self.inner.write(bytes(b[:n]))
+
+    def fileno(self):
+        return self.inner.fileno()
+
+    def close(self):
+        self.inner.close()
+        super().close()
+
+
+@pytest.mark.parametrize("room", [0, 5, 1000, 3000])
+def test_issue16_item9_full_disk_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch,
+                                                                      room):
+    path, _ = _saved(tmp_path, {"v": em.full((1000,), 1.0)})
+    real = os.fdopen
+    monkeypatch.setattr(os, "fdopen",
+                        lambda fd, mode: _FullDisk(real(fd, mode, buffering=0), room))
+    with pytest.raises(OSError) as info:
+        em.save({"v": em.full((1000,), 2.0)}, path)
+    assert info.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["ckpt.ember"]
+    assert em.load(path)["v"].tolist() == [1.0] * 1000
+
+
+def test_issue16_item9_full_disk_at_fsync(tmp_path, monkeypatch):
+    path, _ = _saved(tmp_path, {"v": em.full((10,), 1.0)})
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="No space left"):
+        em.save({"v": em.full((10,), 2.0)}, path)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["ckpt.ember"]
+    assert em.load(path)["v"].tolist() == [1.0] * 10
+
+
+def test_issue16_item9_file_objects_short_writes_and_full_devices(tmp_path):
+    obj = {"v": em.arange(1000, dtype=em.float64), "n": "x"}
+
+    class Trickle(io.RawIOBase):           # a raw stream that takes 7 bytes a call
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            self.data += bytes(b[:7])
+            return min(len(b), 7)
+
+    out = Trickle()
+    em.save(obj, out)
+    _same(obj, em.load(io.BytesIO(bytes(out.data))))
+    with open(tmp_path / "raw", "wb", buffering=0) as f:    # FileIO
+        em.save(obj, f)
+    _same(obj, em.load(tmp_path / "raw"))
+    if os.path.exists("/dev/full"):
+        for buffering in (0, -1):
+            with open("/dev/full", "wb", buffering=0) as raw:
+                f = raw if buffering == 0 else io.BufferedWriter(raw)
+                with pytest.raises(OSError) as info:
+                    em.save(obj, f)             # flushed by save: the error is its own
+                assert info.value.errno == errno.ENOSPC

@@ -26,25 +26,47 @@ are stored separately, each as its own contiguous copy, and load as separate ten
 Tensors on other devices are copied to the CPU; `requires_grad` and the device are
 recorded and restored.
 
+Checksums: safetensors has none, so ember records its own in the metadata:
+"ember_crc32" (JSON {tensor name: CRC-32 of its bytes in the file}) and
+"ember_header_crc32" (the CRC-32 of the header's canonical JSON, sorted keys and no
+spaces, without that one entry). Loading verifies them where present and names the
+tensor whose bytes changed; files without them (other writers, older ember) load
+unverified. CRC-32 finds every burst of up to 32 flipped bits and misses random damage
+with odds of 2^-32; it is no defence against deliberate tampering (the checksum is
+rewritten as easily as the data). Other safetensors readers ignore these entries.
+The cost is one zlib.crc32 pass over the data on save and on load (1.2-2.4 GB/s on a
+busy x86 core: a 100 MB file from the page cache loads in ~90 ms instead of ~30, and
+saves ~85 ms slower; a read from disk or a save's fsync is usually slower than that).
+
 Loading never runs code from the file: it parses JSON and copies bytes. The header is
 checked before any tensor is made (sizes, offsets inside the file and covering the data
-exactly, known dtype names, shapes that match the byte counts), and a truncated or
-corrupted file raises ValueError naming the file and the problem. A file without
-ember's metadata (written by another safetensors writer) loads as a dict of tensors.
+exactly, known dtype names, shapes of at most 16 non-negative dims whose contiguous
+strides fit int64 and that match the byte counts), the decoded structure is checked
+(containers, dict keys, Size elements, dtypes and devices are the kinds save writes),
+and a truncated or corrupted file raises ValueError naming the file and the problem.
+A file without ember's metadata (written by another safetensors writer) loads as a dict
+of tensors.
 
-Saving to a path is atomic: the data goes to a temporary file in the same directory,
-is flushed to disk (fsync) and then renamed over the target, so a crash or an error
-mid-save leaves the previous file intact.
+Saving to a path is atomic: the data goes to a temporary file
+`.<name>.ember-tmp-<host>-<pid>-<random>` in the same directory, is flushed to disk
+(fsync) and then renamed over the target, so a crash or an error (a full disk) mid-save
+leaves the previous file intact and no temporary file. A save killed outright (SIGKILL,
+power loss) leaves its temporary file; the next save to the same path on that host
+removes those whose process is gone.
 """
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
 import os
+import re
+import socket
 import struct
 import sys
 import tempfile
+import zlib
 from collections import Counter, OrderedDict
 
 from ember._C import core as _core
@@ -58,6 +80,8 @@ _CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": 
 _DTYPES = {code: name for name, code in _CODES.items()}
 _MAX_HEADER = 100_000_000   # the safetensors library's limit
 _MAX_DIMS = 16
+_INT64_MAX = 2 ** 63 - 1
+_READ_CHUNK = 1 << 20
 _VERSION = "1"
 _PICKLE_HINT = ("ember does not load pickle-based files (they can run code); convert the "
                 "checkpoint to safetensors with the tool that wrote it")
@@ -93,6 +117,9 @@ class _Encoder:
                             f"{_where(path)}); ember saves tensors, dtypes, devices, None, "
                             f"bool, int, float, str and dict/OrderedDict/Counter/list/tuple "
                             f"containers of them")
+        if t is Size and not all(_is_dim(d) for d in obj):
+            raise ValueError(f"save: an ember.Size holds non-negative ints, got {obj!r:.100} "
+                             f"(at {_where(path)})")
         if id(obj) in self.active:
             raise ValueError(f"save: the object contains a reference cycle (at {_where(path)})")
         self.active.add(id(obj))
@@ -162,40 +189,65 @@ def _serialize(obj):
     structure = enc.encode(obj, ())
     # largest itemsize first, so every tensor starts at a multiple of its itemsize
     order = sorted(enc.tensors.items(), key=lambda kv: -kv[1].dtype.itemsize)
-    header = {"__metadata__": {"format": "ember", "ember_version": _VERSION,
-                               "ember_structure": json.dumps(structure, separators=(",", ":"),
-                                                             allow_nan=False)}}
+    meta = {"format": "ember", "ember_version": _VERSION,
+            "ember_structure": json.dumps(structure, separators=(",", ":"), allow_nan=False),
+            "ember_crc32": json.dumps({name: zlib.crc32(_byte_view(t)) for name, t in order},
+                                      separators=(",", ":"))}
+    header = {"__metadata__": meta}
     offset = 0
     for name, t in order:
         n = t.numel() * t.dtype.itemsize
         header[name] = {"dtype": _CODES[t.dtype.name], "shape": list(t.shape),
                         "data_offsets": [offset, offset + n]}
         offset += n
+    meta["ember_header_crc32"] = str(_header_crc(header))
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * (-(8 + len(raw)) % 8)
     return struct.pack("<Q", len(raw)) + raw, [t for _, t in order]
 
 
+def _header_crc(header):
+    """The CRC-32 of the header's canonical form, without its own entry: any change to
+    what the header says changes it (padding and key order do not)."""
+    meta = {k: v for k, v in header["__metadata__"].items() if k != "ember_header_crc32"}
+    canonical = json.dumps(dict(header, __metadata__=meta), sort_keys=True,
+                           separators=(",", ":"))
+    return zlib.crc32(canonical.encode("utf-8"))
+
+
 def _write_payload(f, header, tensors):
-    f.write(header)
-    for t in tensors:
-        if t.numel():
-            f.write(_byte_view(t))
+    for part in [header, *(_byte_view(t) for t in tensors if t.numel())]:
+        view = memoryview(part)
+        while view:
+            # a raw file (FileIO) may write part, as write(2) does when the disk fills;
+            # BufferedWriter and most file objects write all or raise (some return None)
+            n = f.write(view)
+            if type(n) is not int or n >= len(view):
+                break
+            if n <= 0:
+                raise OSError(errno.EIO, f"save: {type(f).__name__}.write wrote no bytes")
+            view = view[n:]
 
 
 def save(obj, f):
-    """Save obj (tensors in nested dict/list/tuple containers; see the module doc) to
-    f, a path or a binary file object. Writing to a path is atomic."""
+    """Save obj (tensors in nested dict/list/tuple containers; see the module doc for
+    the format, its checksums and their limits) to f, a path or a binary file object.
+    Writing to a path is atomic: an error (a full disk, say) leaves the previous file
+    and no temporary file, and re-raises."""
     header, tensors = _serialize(obj)
     if not isinstance(f, (str, bytes, os.PathLike)):
         if isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
             raise TypeError(f"save: f must be a path or a binary file object, got "
                             f"{type(f).__name__}")
         _write_payload(f, header, tensors)
+        if hasattr(f, "flush"):     # report a full disk now, not at the caller's close
+            f.flush()
         return
     path = os.path.abspath(os.fsdecode(f))
     directory, base = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
+    prefix = _temp_prefix(base)
+    _remove_stale_temporaries(directory, prefix)
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
             _write_payload(out, header, tensors)
@@ -215,6 +267,42 @@ def save(obj, f):
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _temp_prefix(base):
+    """Temporary files of saves to `base` from this host: `.<base>.ember-tmp-<host>-`,
+    then `<pid>-<random>`. The host (hashed: a name safe in a file name) keeps a save on
+    one machine from judging the processes of another sharing the folder (NFS)."""
+    host = zlib.crc32(socket.gethostname().encode("utf-8", "replace"))
+    return f".{base}.ember-tmp-{host:08x}-"
+
+
+def _remove_stale_temporaries(directory, prefix):
+    """Delete the temporary files that saves killed before they could clean up left
+    (their process is gone); those of a running save (this process's too) stay."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return              # mkstemp reports a missing or unreadable folder
+    for name in names:
+        m = re.fullmatch(r"(\d+)-\w+", name[len(prefix):]) if name.startswith(prefix) else None
+        if m and int(m[1]) != os.getpid() and not _process_exists(int(m[1])):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass        # another save removed it first, or no permission: harmless
+
+
+def _process_exists(pid):
+    if os.name != "posix":
+        return True         # Windows' os.kill(pid, 0) would end the process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True         # another user's process (or no way to tell): keep its file
+    return True
 
 
 def _file_mode(path):
@@ -255,15 +343,19 @@ class _Source:
                           f"{problem}")
 
     def read_into(self, pos, view):
+        """Fill view from byte pos; returns the CRC-32 of the bytes, computed a chunk at
+        a time while they are in the cache (a second pass over them costs twice)."""
         self.file.seek(self.start + pos)
-        got = 0
+        got = crc = 0
         while got < len(view):
-            n = self.file.readinto(view[got:])
+            n = self.file.readinto(view[got:got + _READ_CHUNK])
             if not n:
                 raise self.error(f"the file ended while reading tensor data at byte "
                                  f"{pos + got} (the file was truncated or changed while "
                                  f"loading)")
+            crc = zlib.crc32(view[got:got + n], crc)
             got += n
+        return crc
 
     def close(self):
         if self.owned:
@@ -314,6 +406,10 @@ def _is_int(x):
     return type(x) is int
 
 
+def _is_dim(x):
+    return type(x) is int and 0 <= x <= _INT64_MAX
+
+
 def _check_entries(src, header, data_size):
     """Validate each tensor entry; returns [(name, dtype, shape, start, end)] by offset.
     The data must cover [0, data_size) exactly (for a file object, only a prefix of
@@ -331,7 +427,7 @@ def _check_entries(src, header, data_size):
             raise src.error(f"{where}: unsupported dtype {code!r:.40} (ember reads "
                             f"{', '.join(_DTYPES)})")
         if not isinstance(shape, list) or len(shape) > _MAX_DIMS or \
-                not all(_is_int(s) and 0 <= s < 2 ** 63 for s in shape):
+                not all(_is_dim(s) for s in shape):
             raise src.error(f"{where}: the shape must be a list of at most {_MAX_DIMS} "
                             f"non-negative integers, got {shape!r:.200}")
         if not isinstance(offsets, list) or len(offsets) != 2 or \
@@ -339,6 +435,11 @@ def _check_entries(src, header, data_size):
             raise src.error(f"{where}: data_offsets must be [start, end] with "
                             f"0 <= start <= end, got {offsets!r:.200}")
         dtype = _core._dtype_by_name(_DTYPES[code])
+        # the strides of a contiguous tensor multiply the dims, zeros aside: with a
+        # zero dim the tensor is empty, but (0, 2**62, 2**62) still has no int64 strides
+        if math.prod(s for s in shape if s) * dtype.itemsize > _INT64_MAX:
+            raise src.error(f"{where}: shape {tuple(shape)} of {code} is too large (its "
+                            f"byte strides overflow int64)")
         nbytes = math.prod(shape) * dtype.itemsize
         if offsets[1] - offsets[0] != nbytes:
             raise src.error(f"{where}: shape {tuple(shape)} of {code} needs {nbytes} bytes but "
@@ -362,14 +463,45 @@ def _check_entries(src, header, data_size):
     return entries
 
 
-def _read_tensors(src, entries, base):
+def _checksums(src, meta, entries):
+    """{tensor name: CRC-32} from the metadata, or None for a file without them."""
+    raw = meta.get("ember_crc32")
+    if raw is None:
+        return None
+    try:
+        crcs = json.loads(raw, parse_constant=_no_constants)
+    except (ValueError, RecursionError):
+        crcs = None
+    if type(crcs) is not dict or not all(_is_int(c) and 0 <= c < 2 ** 32
+                                         for c in crcs.values()):
+        raise src.error(f"__metadata__ ember_crc32 must be a JSON object of CRC-32 values, "
+                        f"got {raw!r:.100}")
+    names = {e[0] for e in entries}
+    if crcs.keys() != names:
+        raise src.error(f"__metadata__ ember_crc32 lists the tensors "
+                        f"{sorted(crcs)[:5]} but the file holds {sorted(names)[:5]}")
+    return crcs
+
+
+def _check_header_crc(src, header):
+    saved = header.get("__metadata__", {}).get("ember_header_crc32")
+    if saved is not None and saved != str(_header_crc(header)):
+        raise src.error("the header does not match the checksum saved with it "
+                        "(ember_header_crc32): the header is corrupted")
+
+
+def _read_tensors(src, entries, base, crcs):
     tensors = {}
     for name, dtype, shape, start, end in entries:
         t = _core.empty(tuple(shape), dtype)
+        crc = 0                     # zlib.crc32(b"")
         if end > start:
-            src.read_into(base + start, memoryview(t.reshape(-1)).cast("B"))
+            crc = src.read_into(base + start, memoryview(t.reshape(-1)).cast("B"))
             if sys.byteorder != "little" and dtype.itemsize > 1:
                 _byteswap_(t)
+        if crcs is not None and crc != crcs[name]:
+            raise src.error(f"tensor {name!r}: its bytes do not match the checksum saved "
+                            f"with them (ember_crc32): the data or the header is corrupted")
         tensors[name] = t
     return tensors
 
@@ -384,10 +516,19 @@ class _Corrupt(ValueError):
 
 
 def _saved_device(x):
+    if type(x) is not str:
+        raise _Corrupt(f"invalid device {x!r:.40}")
     try:
         return _core.as_device(x)
     except (ValueError, TypeError):
         raise _Corrupt(f"invalid device {x!r:.40}") from None
+
+
+def _parse_structure(text):
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except ValueError as e:     # bad JSON, NaN, an int of over 4300 digits
+        raise _Corrupt(str(e)) from None
 
 
 class _Decoder:
@@ -409,13 +550,16 @@ class _Decoder:
         (tag, x), = v.items()
         if tag == "float" and x in ("inf", "-inf", "nan"):
             return float(x)
-        if tag == "dtype" and x in _CODES:
+        if tag == "dtype" and type(x) is str and x in _CODES:
             return _core._dtype_by_name(x)
         if tag == "device":
             return _saved_device(x)
-        if tag in ("tuple", "size") and type(x) is list:
-            items = tuple(self.decode(e) for e in x)
-            return items if tag == "tuple" else Size(items)
+        if tag == "tuple" and type(x) is list:
+            return tuple(self.decode(e) for e in x)
+        if tag == "size" and type(x) is list:
+            if not all(_is_dim(d) for d in x):
+                raise _Corrupt(f"an ember.Size holds non-negative ints, got {x!r:.100}")
+            return Size(x)
         if tag in ("dict", "odict", "counter") and type(x) is list:
             cls = {"dict": dict, "odict": OrderedDict, "counter": Counter}[tag]
             out = cls()
@@ -423,13 +567,20 @@ class _Decoder:
                 if type(item) is not list or len(item) != 2:
                     raise _Corrupt(f"a {tag} item must be a [key, value] pair, got "
                                      f"{item!r:.100}")
-                key, value = self.decode(item[0]), self.decode(item[1])
-                try:
-                    out[key] = value
-                except TypeError:
-                    raise _Corrupt(f"unhashable dict key {item[0]!r:.100}") from None
+                out[self._key(item[0])] = self.decode(item[1])
             return out
         raise _Corrupt(f"unexpected value {v!r:.100}")
+
+    def _key(self, k):
+        """A dict key: the kinds _Encoder._key writes (scalars and tuples of them)."""
+        if type(k) is dict and len(k) == 1 and type(k.get("tuple")) is list:
+            return tuple(self._key(x) for x in k["tuple"])
+        if type(k) is dict and len(k) == 1 and "float" in k:
+            return self.decode(k)
+        if k is None or type(k) in (bool, int, str, float):
+            return k
+        raise _Corrupt(f"unhashable dict key {k!r:.100}" if type(k) is list else
+                       f"invalid dict key {k!r:.100}")
 
     def _tensor(self, v):
         name = v["tensor"]
@@ -442,7 +593,9 @@ class _Decoder:
             raise _Corrupt(f"the structure refers to tensor {name!r}, which the file does "
                              f"not hold")
         t = self.tensors[name]
-        grad = v.get("requires_grad") is True
+        grad = v.get("requires_grad", False)
+        if type(grad) is not bool or type(v.get("device", "cpu")) is not str:
+            raise _Corrupt(f"unexpected tensor reference {v!r:.100}")
         if grad and t.dtype.kind != "float":
             raise _Corrupt(f"tensor {name!r} of dtype {t.dtype.name} is marked requires_grad")
         t = _place(t, str(_saved_device(v.get("device", "cpu"))), self.map_location)
@@ -478,7 +631,14 @@ def load(f, map_location=None, weights_only=True):
     from another writer loads as a dict of tensors. map_location: a device (or str)
     for every tensor, a dict {saved device: device}, or a callable(tensor, saved
     device) returning the tensor to use. weights_only is accepted for compatibility:
-    these files hold data only, so loading never runs code either way."""
+    these files hold data only, so loading never runs code either way.
+
+    The header and the decoded structure are validated, and the CRC-32 checksums that
+    ember records (see the module doc) are verified when the file has them: a
+    truncated, corrupted or crafted file raises ValueError naming the file (and the
+    tensor). Files from other writers have no checksum: a flipped data byte in them
+    goes unnoticed. Tensors are read into memory (no mmap); the checksum adds one pass
+    over the bytes just read."""
     src = _Source(f)
     try:
         header, base = _read_header(src)
@@ -491,20 +651,23 @@ def load(f, map_location=None, weights_only=True):
             raise src.error(f"it is in ember format version "
                             f"{meta.get('ember_version')!r:.20}, and this ember reads version "
                             f"{_VERSION} (a newer ember wrote it?)")
-        tensors = _read_tensors(src, entries, base)
+        tensors = _read_tensors(src, entries, base, _checksums(src, meta, entries))
         if not src.owned:     # leave a stream just after this record
             src.file.seek(src.start + base + (entries[-1][4] if entries else 0))
     finally:
         src.close()
     if structure is None:
-        return {name: _place(t, "cpu", map_location) for name, t in tensors.items()}
-    dec = _Decoder(tensors, map_location)
-    try:
-        obj = dec.decode(json.loads(structure, parse_constant=_no_constants))
-    except (_Corrupt, json.JSONDecodeError, RecursionError) as e:
-        raise src.error(f"the saved structure is corrupted: {e}") from None
-    unused = tensors.keys() - dec.used.keys()
-    if unused:
-        raise src.error(f"tensor(s) {sorted(unused)[:5]} are not referenced by the saved "
-                        f"structure")
+        obj = {name: _place(t, "cpu", map_location) for name, t in tensors.items()}
+    else:
+        dec = _Decoder(tensors, map_location)
+        try:
+            obj = dec.decode(_parse_structure(structure))
+        except (_Corrupt, RecursionError) as e:
+            raise src.error(f"the saved structure is corrupted: {e}") from None
+        unused = tensors.keys() - dec.used.keys()
+        if unused:
+            raise src.error(f"tensor(s) {sorted(unused)[:5]} are not referenced by the "
+                            f"saved structure")
+    # last: the checks above name a problem more precisely than a checksum can
+    _check_header_crc(src, header)
     return obj
