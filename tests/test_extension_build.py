@@ -1,6 +1,7 @@
 """ember.utils.extension's build machinery: what a rebuild depends on, build errors that
 carry the compiler's output and command line, CUDA sources with and without nvcc, and
 plain `import ember` staying free of the build tools."""
+import json
 import os
 import shutil
 import subprocess
@@ -203,3 +204,136 @@ def test_verbose_load_prints_the_build(tmp_path, capfd):
     assert extension.load("hello", [src], build_directory=tmp_path / "cache",
                           verbose=True) is mod
     assert "using the build in" in capfd.readouterr().err
+
+
+# issue 16 item 6: a damaged cache entry is rebuilt, never imported ---------------------------
+
+CACHED_C = textwrap.dedent("""
+    #include <Python.h>
+    static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "cached", NULL, -1, NULL};
+    PyMODINIT_FUNC PyInit_cached(void) {
+        PyObject *mod = PyModule_Create(&m);
+        if (mod) PyModule_AddIntConstant(mod, "answer", 42);
+        return mod;
+    }
+""")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One build of a tiny C extension: (its source, a pristine cache holding it)."""
+    base = tmp_path_factory.mktemp("cached-ext")
+    src = base / "cached.c"
+    src.write_text(CACHED_C)
+    r = _load_in_child(src, base / "cache")
+    assert r.returncode == 0 and r.stdout.split() == ["1", "42"], r.stdout + r.stderr
+    return src, base / "cache"
+
+
+def _load_in_child(src, cache, wait=True):
+    """load() in a fresh interpreter (a crash fails one test): prints builds, answer."""
+    code = ("import sys, ember.utils.extension as x\n"
+            "m = x.load('cached', [sys.argv[1]], build_directory=sys.argv[2])\n"
+            "print(x.builds, m.answer)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    args = [sys.executable, "-c", code, str(src), str(cache)]
+    if not wait:
+        return subprocess.Popen(args, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy_cache(built, tmp_path):
+    """A copy of the built cache: (source, cache, build folder, module file)."""
+    src, pristine = built
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    [folder] = [p for p in cache.iterdir() if p.is_dir()]
+    [so] = [p for p in folder.iterdir() if p.name.startswith("cached.")]
+    return src, cache, folder, so
+
+
+def _truncate(at):
+    return lambda so: so.write_bytes(so.read_bytes()[:at(len(so.read_bytes()))])
+
+
+def _flip(at):
+    def flip(so):
+        data = bytearray(so.read_bytes())
+        data[at(len(data))] ^= 0x40
+        so.write_bytes(bytes(data))
+    return flip
+
+
+def _zero_tail(so):        # what a full disk or a crash before writeback leaves
+    data = so.read_bytes()
+    so.write_bytes(data[:len(data) // 3] + b"\0" * (len(data) - len(data) // 3))
+
+
+def test_issue16_item6_damaged_entries_are_detected(built, tmp_path):
+    """Without compiling: every kind of damage makes the entry incomplete."""
+    src, cache, folder, so = _copy_cache(built, tmp_path)
+    assert extension._complete(str(folder), str(so))
+    good = so.read_bytes()
+    damages = [_truncate(lambda n, k=k: n * k // 8) for k in range(8)] + \
+              [_truncate(lambda n: n - 1), _zero_tail] + \
+              [_flip(lambda n, k=k: n * k // 7) for k in range(7)] + [_flip(lambda n: n - 1)]
+    for damage in damages:
+        damage(so)
+        assert not extension._complete(str(folder), str(so))
+        so.write_bytes(good)
+    so.write_bytes(good + b"\0")                      # grown
+    assert not extension._complete(str(folder), str(so))
+    so.write_bytes(good)
+    manifest = folder / extension.MANIFEST
+    saved = manifest.read_text()
+    for text in ("", "{", "[]", json.dumps(dict(json.loads(saved), file="other.so")),
+                 json.dumps(dict(json.loads(saved), size=str(len(good))))):
+        manifest.write_text(text)
+        assert not extension._complete(str(folder), str(so))
+    manifest.unlink()                                 # an entry from before manifests
+    assert not extension._complete(str(folder), str(so))
+    manifest.write_text(saved)
+    so.unlink()
+    assert not extension._complete(str(folder), str(so))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped, beside a stale temporary folder",
+                                    "deleted"])
+def test_issue16_item6_damaged_module_is_rebuilt_and_loads(built, tmp_path, damage):
+    src, cache, folder, so = _copy_cache(built, tmp_path)
+    if damage == "truncated":
+        _truncate(lambda n: n // 2)(so)
+    elif damage.startswith("flipped"):
+        _flip(lambda n: n // 2)(so)
+        (cache / (folder.name + ".tmp-killed") / "build").mkdir(parents=True)
+    else:
+        so.unlink()          # every later load recompiled, then raised ImportError
+    r = _load_in_child(src, cache)
+    assert r.returncode == 0 and r.stdout.split() == ["1", "42"], r.stdout + r.stderr
+    assert extension._complete(str(folder), str(so))
+    assert sorted(p.name for p in cache.iterdir()) == [folder.name, folder.name + ".lock"]
+    r = _load_in_child(src, cache)                    # and then it is a cache hit
+    assert r.returncode == 0 and r.stdout.split() == ["0", "42"], r.stdout + r.stderr
+
+
+def test_issue16_item6_concurrent_loads_of_a_damaged_entry_build_once(built, tmp_path):
+    src, cache, folder, so = _copy_cache(built, tmp_path)
+    so.write_bytes(b"")
+    procs = [_load_in_child(src, cache, wait=False) for _ in range(3)]
+    outs = [(p.wait(timeout=300),) + p.communicate() for p in procs]
+    assert all(rc == 0 for rc, _, _ in outs), outs
+    assert sorted(out.split()[0] for _, out, _ in outs) == ["0", "0", "1"], outs
+    assert all(out.split()[1] == "42" for _, out, _ in outs)
+
+
+def test_issue16_item6_cache_folder_that_is_a_file(built, tmp_path, monkeypatch):
+    src, _ = built
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("EMBER_EXTENSIONS_DIR", str(blocker))
+    with pytest.raises(NotADirectoryError, match=r"load: the extension cache '.*not-a-folder' "
+                       r"\(from \$EMBER_EXTENSIONS_DIR\) cannot be a folder: a file"):
+        extension.load("cached", [src])
+    with pytest.raises(NotADirectoryError, match=r"not-a-folder/below' \(from build_directory"):
+        extension.load("cached", [src], build_directory=blocker / "below")

@@ -118,6 +118,7 @@ def __getattr__(name):
 # just in time -------------------------------------------------------------------------
 
 builds = 0          # extensions this process compiled (a cache hit compiles none)
+MANIFEST = "ember-build.json"   # in a build folder: the module file's name, size and sha256
 
 
 def default_build_root():
@@ -201,6 +202,9 @@ def load(name, sources, *, extra_cflags=None, extra_ldflags=None, extra_cuda_cfl
     ember's version: a second load, in this process or another, imports without
     compiling, and any change rebuilds. Two processes loading at once build it once
     (a file lock) and never see a half-written module (built aside, then renamed).
+    The folder records the module file's size and sha256, checked before each import:
+    a truncated or damaged file (a killed build, a full disk) is rebuilt, never
+    imported (loading a damaged shared library can crash the interpreter).
     A failed build raises ExtensionBuildError with the command line and the compiler's
     output; `verbose=True` also prints the output of successful builds."""
     global builds
@@ -212,20 +216,47 @@ def load(name, sources, *, extra_cflags=None, extra_ldflags=None, extra_cuda_cfl
     root = os.path.abspath(build_directory or default_build_root())
     folder = os.path.join(root, f"{name}-{_fingerprint(name, sources, spec)}")
     target = os.path.join(folder, name + sysconfig.get_config_var("EXT_SUFFIX"))
-    if not os.path.exists(target):
-        os.makedirs(root, exist_ok=True)
+    if not _complete(folder, target):
+        _make_root(root, "build_directory" if build_directory else
+                   "$EMBER_EXTENSIONS_DIR" if os.environ.get("EMBER_EXTENSIONS_DIR") else
+                   "the default cache folder")
         with _FileLock(folder + ".lock") as lock:
-            if not os.path.exists(target):      # another process may have built it meanwhile
-                _build_into(folder, spec, verbose, clean=lock.fd is not None)
+            if not _complete(folder, target):   # another process may have built it meanwhile
+                _build_into(folder, target, spec, verbose, clean=lock.fd is not None)
                 builds += 1
     elif verbose:
         print(f"ember.utils.extension: {name}: using the build in {folder}", file=sys.stderr)
     return _import(name, target)
 
 
-def _build_into(folder, spec, verbose, clean):
-    """Build in a private folder, then rename it into place: the rename is atomic, so
-    a reader sees either nothing or the whole build."""
+def _make_root(root, origin):
+    try:
+        os.makedirs(root, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise NotADirectoryError(
+            f"load: the extension cache {root!r} (from {origin}) cannot be a folder: a "
+            f"file of that name, or of a folder above it, is in the way; remove it or "
+            f"choose another folder") from None
+
+
+def _complete(folder, target):
+    """Whether folder holds a finished build: the module file with the size and sha256
+    its manifest recorded. A build killed mid-rename, a full disk or a damaged file
+    fails this (and the size check spares hashing a truncated file)."""
+    try:
+        with open(os.path.join(folder, MANIFEST)) as f:
+            manifest = json.load(f)
+        return (type(manifest) is dict and manifest.get("file") == os.path.basename(target)
+                and os.path.getsize(target) == manifest.get("size")
+                and _digest(target) == manifest.get("sha256"))
+    except (OSError, ValueError):
+        return False
+
+
+def _build_into(folder, target, spec, verbose, clean):
+    """Build in a private folder, record the module's size and hash there, then rename
+    it into place: the rename is atomic, so a reader sees either nothing or the whole
+    build, and a damaged build folder fails _complete and is replaced."""
     prefix = os.path.basename(folder) + ".tmp-"
     parent = os.path.dirname(folder)
     if clean:   # we hold the lock: another build folder of this hash is a killed build's
@@ -247,10 +278,19 @@ def _build_into(folder, spec, verbose, clean):
             print(r.stdout, file=sys.stderr, end="")
         if r.returncode != 0:
             raise ExtensionBuildError(_failure_message(spec, r.stdout))
+        built = os.path.join(tmp, os.path.basename(target))
+        with open(os.path.join(tmp, MANIFEST), "w") as f:
+            json.dump({"file": os.path.basename(target), "size": os.path.getsize(built),
+                       "sha256": _digest(built)}, f)
+        if clean:       # we hold the lock: what is in the way is an incomplete build
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                shutil.rmtree(folder)
+            elif os.path.lexists(folder):
+                os.unlink(folder)
         try:
             os.rename(tmp, folder)
         except OSError:
-            if not os.path.exists(folder):   # not merely a racing builder without flock
+            if not _complete(folder, target):   # not merely a racing builder without flock
                 raise
     finally:
         if os.path.exists(tmp):
