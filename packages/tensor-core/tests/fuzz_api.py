@@ -81,6 +81,9 @@ DENY = {
 # them here so the CI test can assert the rest. Each entry: (item, target, predicate
 # on (args, kwargs)). Emptied when those branches are merged.
 KNOWN_OPEN_ITEMS = [
+    # item 1: the legacy constructor em.Tensor(...) makes a 0-d bool tensor over
+    # uninitialised memory for every argument form (Tensor(), Tensor(3), Tensor([-4.0]))
+    (1, "ember.Tensor", lambda args, kwargs: True),
 ]
 
 # ----------------------------------------------------------------------------- values
@@ -404,7 +407,9 @@ def child(device, seed, start, stop, logpath, timeout):
     after it."""
     import resource
     # impossible allocations must fail as MemoryError, not take the machine down
-    limit = int(os.environ.get("EMBER_FUZZ_MEMORY", 3 << 30))
+    # (PoCL crashes when a host allocation behind a device buffer fails: give it room
+    # for its largest buffer, 8 GiB)
+    limit = int(os.environ.get("EMBER_FUZZ_MEMORY", (3 if device == "cpu" else 12) << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     faulthandler.enable()
     import warnings
