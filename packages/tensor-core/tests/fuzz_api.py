@@ -393,8 +393,8 @@ def _describe(em, a):
 
 def classify(exc_type, message):
     """'clean' or 'unexpected' for an exception a call raised."""
-    builtin = getattr(__builtins__, exc_type, None) if not isinstance(__builtins__, dict) \
-        else __builtins__.get(exc_type)
+    import builtins
+    builtin = getattr(builtins, exc_type, None)
     if builtin is None or not (isinstance(builtin, type) and issubclass(builtin, ALLOWED)):
         return "unexpected"
     if INTERNAL.search(message):
