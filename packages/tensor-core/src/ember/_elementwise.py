@@ -2,6 +2,8 @@
 the few that add arguments around a row (alpha, rounding_mode, clamp bounds)."""
 from __future__ import annotations
 
+import numbers
+
 from ember._C import core as _core
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
@@ -62,20 +64,24 @@ for _row in table.ELEMENTWISE:
             METHODS[_n + "_"] = _make_inplace(_row.name)
 
 
-def _scaled(other, alpha):
-    return other if alpha is None or alpha == 1 else other * alpha
+def _scaled(other, alpha, op):
+    if alpha is None:
+        return other
+    if isinstance(alpha, _core.TensorBase) or not isinstance(alpha, numbers.Number):
+        raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    return other if alpha == 1 else other * alpha
 
 
 @tensor_method
 def add(input, other, *, alpha=None, out=None):
     """input + alpha * other."""
-    return _ew("add", input, _scaled(other, alpha), out=out)
+    return _ew("add", input, _scaled(other, alpha, "add"), out=out)
 
 
 @tensor_method(names=("sub", "subtract"))
 def sub(input, other, *, alpha=None, out=None):
     """input - alpha * other."""
-    return _ew("sub", input, _scaled(other, alpha), out=out)
+    return _ew("sub", input, _scaled(other, alpha, "sub"), out=out)
 
 
 subtract = sub
@@ -155,11 +161,18 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
 METHODS["clamp_"] = METHODS["clip_"] = _clamp_
 METHODS["clamp_min_"] = lambda self, min: _ew("maximum", self, min, out=self)
 METHODS["clamp_max_"] = lambda self, max: _ew("minimum", self, max, out=self)
+
+
+def _inplace_of(f):
+    # a closure, not a default argument: x.add_(1, 2) must not bind 2 as the function
+    def inplace(self, other, **kw):
+        return f(self, other, out=self, **kw)
+    inplace.__name__ = f.__name__ + "_"
+    return inplace
+
+
 for _name in ("add", "sub", "div", "pow"):
-    def _inplace(self, other, _f=globals()[_name], **kw):
-        return _f(self, other, out=self, **kw)
-    _inplace.__name__ = _name + "_"
-    METHODS[_name + "_"] = _inplace
+    METHODS[_name + "_"] = _inplace_of(globals()[_name])
 METHODS["subtract_"] = METHODS["sub_"]
 METHODS["divide_"] = METHODS["true_divide_"] = METHODS["div_"]
 METHODS["power_"] = METHODS["pow_"]
@@ -201,6 +214,8 @@ def _where_method(self, condition, other):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN with `nan` and +-inf with `posinf`/`neginf` (default: the dtype's
     largest/smallest finite value)."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"nan_to_num: expected a Tensor as input, got {type(input).__name__}")
     if input.dtype.kind != "float":
         return input.clone() if out is None else out.copy_(input)
     from ember._dtypes import finfo

@@ -490,20 +490,22 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(t if d is int64 else _core.astype(t, d, False), requires_grad)
 
 
-def _like(input, dtype, device):
+def _like(input, dtype, device, op):
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"{op}: expected a Tensor as input, got {type(input).__name__}")
     return (tuple(input.shape), input.dtype if dtype is None else as_dtype(dtype),
             input.device if device is None else device)
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
     """rand with input's shape, dtype and device."""
-    shape, d, dev = _like(input, dtype, device)
+    shape, d, dev = _like(input, dtype, device, "rand_like")
     return rand(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
     """randn with input's shape, dtype and device."""
-    shape, d, dev = _like(input, dtype, device)
+    shape, d, dev = _like(input, dtype, device, "randn_like")
     return randn(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
 
 
@@ -513,7 +515,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
     randint_like(x, low, high)."""
     if high is None:
         low, high = 0, low
-    shape, d, dev = _like(input, dtype, device)
+    shape, d, dev = _like(input, dtype, device, "randint_like")
     return randint(low, high, shape, generator=generator, dtype=d, device=dev,
                    requires_grad=requires_grad)
 

@@ -23,7 +23,7 @@ divide equal exp expm1 floor floor_divide greater greater_equal hypot isfinite i
 isnan less less_equal log log1p log2 log10 logaddexp logical_and logical_not logical_or
 logical_xor maximum minimum multiply negative not_equal positive pow reciprocal
 remainder round sign signbit sin sinh square sqrt subtract tan tanh trunc
-take matmul matrix_transpose tensordot vecdot broadcast_arrays broadcast_to
+take matmul matrix_transpose tensordot vecdot broadcast_to
 expand_dims moveaxis permute_dims reshape stack tile searchsorted where
 """.split()
 
@@ -36,6 +36,10 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(_SAME) | {n for n in globals() if not n.startswith("_")})
+
+
+def broadcast_arrays(*arrays):
+    return list(_em.broadcast_tensors(*arrays))
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -247,3 +251,10 @@ class _Info:
 
 def __array_namespace_info__():
     return _Info()
+
+
+# the functions defined here: a clear TypeError naming the function when an array
+# parameter gets something else
+from ember._args import check_tensor_args as _check_tensor_args  # noqa: E402
+
+_check_tensor_args(globals(), {"x", "indices"})

@@ -12,6 +12,7 @@ import struct
 import warnings
 
 import ember as em
+from ember._args import check_tensor_args as _check_tensor_args
 
 # activations ----------------------------------------------------------------------------
 
@@ -728,3 +729,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = out.index_select(dim, _index(i0, input.device)) * (1 - w1) + \
             out.index_select(dim, _index(i1, input.device)) * w1
     return out
+
+
+# Every function here: a clear TypeError naming it when a tensor parameter gets
+# something else (not `'float' object has no attribute 'shape'` from inside). `value`
+# is a tensor only in scaled_dot_product_attention (a number in threshold and pad).
+_check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", "bias",
+                               "query", "key", "attn_mask", "running_mean", "running_var",
+                               "tensor"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import ember as em
+from ember._args import check_tensor_args as _check_tensor_args
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -145,3 +146,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             out = em.where(bad, fresh, out)
         tensor.copy_(out.clamp(a, b))
     return tensor
+
+
+# a clear TypeError naming the function when `tensor` is not a Tensor
+_check_tensor_args(globals(), {"tensor"})

@@ -1015,9 +1015,8 @@ def _set_python_types(size_type, as_tensor):
 
 
 cdef int wrap_dim(object dim, int ndim, str op) except -1:
-    cdef int64_t d
     try:
-        d = _operator.index(dim)
+        d = _operator.index(dim)   # a Python int: 2**63 is out of range, not a C overflow
     except TypeError:
         raise TypeError(f"{op}: dim must be an int, got {dim!r}") from None
     cdef int n = ndim if ndim > 0 else 1

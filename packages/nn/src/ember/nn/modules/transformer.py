@@ -171,6 +171,10 @@ class TransformerEncoder(Module):
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
         super().__init__()
+        # before copying it num_layers times (ModuleList would only say so at the end)
+        if not isinstance(encoder_layer, Module):
+            raise TypeError(f"TransformerEncoder: encoder_layer must be a Module, got "
+                            f"{type(encoder_layer).__name__}")
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
         self.norm = norm
