@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember as em
@@ -613,3 +613,95 @@ def test_issue16_item18_float16_reductions_match_float64_rounded_once(data, devi
         # one float16 rounding (rtol 4e-3); the float32 partial sums err far less
         assert_close(got, np.asarray(expected), em.float16, atol=0.05,
                      msg=f"{name}({vals.tolist()}, {dim}, {keepdim})")
+
+
+# issue 16 item 15: histc -----------------------------------------------------------------
+
+_HISTC_MARGIN = {"float16": 4e-3, "float32": 1e-5, "float64": 1e-12}   # per bin, relative
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_issue16_item15_histc_matches_numpy_histogram(data, device):
+    d = data.draw(st.sampled_from(FLOAT_DTYPES))
+    npd = np_dtype(d)
+    shape = data.draw(shapes(max_dims=3))
+    bins = data.draw(st.integers(1, 20))
+    layout = data.draw(layouts)
+    _, vals = realize(data.draw(arrays(d, shape)), layout)  # the values that layout holds
+    vals = vals.astype(np.float64)
+    explicit = data.draw(st.booleans()) or vals.size == 0
+    if explicit:
+        a, b = sorted(data.draw(st.tuples(st.floats(-12, 12), st.floats(-12, 12))))
+        lo, hi = float(npd.type(a)), float(npd.type(b))
+        if not lo < hi:
+            lo, hi = lo - 1, hi + 1
+    else:
+        lo, hi = float(vals.min()), float(vals.max())
+    constant = lo == hi
+    if constant:
+        lo, hi = lo - 1, hi + 1
+    # the edges ember (and PyTorch) use: min and max in the input's dtype
+    lo_e, hi_e = float(npd.type(lo)), float(npd.type(hi))
+    # elements within rounding of an inner edge may land either side of it: move them
+    # to the lowest edge (bin 0 in both), so that the comparison is exact
+    f = (vals - lo_e) * bins / (hi_e - lo_e)
+    near = (np.abs(f - np.round(f)) < _HISTC_MARGIN[d.name] * (bins + 1)) & \
+        (np.round(f) >= 1) & (np.round(f) <= bins - 1)
+    if not explicit:
+        assume(not (constant and near.any()))   # the data's own range: keep its min
+        vals = np.where(near, vals.min(), vals)
+    else:
+        vals = np.where(near, lo_e, vals)
+    if explicit and vals.size:      # NaN and infinities are outside every range
+        pick = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).random(vals.shape)
+        vals = np.where(pick < 0.1, np.nan, np.where(pick > 0.95, np.inf, vals))
+    vals = vals.astype(npd)
+    t, vals = realize(vals, layout, device)
+    finite = vals[np.isfinite(vals)].astype(np.float64)
+    expected, _ = np.histogram(finite, bins=np.linspace(lo_e, hi_e, bins + 1))
+    got = em.histc(t, bins, lo, hi) if explicit else em.histc(t, bins=bins)
+    assert got.device == t.device
+    assert_close(got, expected, d, rtol=0, atol=0,
+                 msg=f"histc({vals.tolist()}, bins={bins}, min={lo}, max={hi})")
+    assert_close(t.histc(bins, lo, hi), expected, d, rtol=0, atol=0)
+
+
+def test_issue16_item15_histc_examples_and_errors(device):
+    x = em.tensor([1., 2, 1], device=device)
+    assert em.histc(x, bins=4, min=0, max=3).tolist() == [0., 2., 1., 0.]   # PyTorch's doc
+    assert x.histc(4, 0, 3).tolist() == [0., 2., 1., 0.]
+    assert em.histc(x, 4, 5, 5).tolist() == em.histc(x, 4).tolist()       # min == max: data
+    assert em.histc(x, 2).tolist() == [2., 1.]                             # max in the last
+    assert em.histc(em.tensor([2., 2.], device=device), 4).tolist() == [0., 0., 2., 0.]
+    assert em.histc(em.empty(0, device=device), 3).tolist() == [0., 0., 0.]
+    assert em.histc(em.tensor([-1., 0.5, 9.], device=device), 2, 0, 1).tolist() == [0., 1.]
+    assert em.histc(em.ones(1000, device=device), 1).tolist() == [1000.]
+    h = em.histc(em.tensor([0.25, 0.75], dtype=em.float16, device=device), 2, 0, 1)
+    assert h.dtype == em.float16 and h.tolist() == [1., 1.]
+    out = em.full((4,), 7.0, device=device)
+    assert em.histc(x, 4, 0, 3, out=out) is out and out.tolist() == [0., 2., 1., 0.]
+    # NaN and infinities: ignored within a given range, an error as the data's range
+    nan, inf = math.nan, math.inf
+    y = em.tensor([1., nan, 2., inf, -inf], device=device)
+    assert em.histc(y, 2, 0, 2).tolist() == [0., 2.]
+    for bad in ([1., nan], [1., inf], [-inf, 0.]):
+        with pytest.raises(RuntimeError, match=r"histc: range of \[.*\] is not finite"):
+            em.histc(em.tensor(bad, device=device))
+    with pytest.raises(RuntimeError, match="histc: range of"):
+        em.histc(x, 4, 0, inf)
+    for bins in (0, -1):
+        with pytest.raises(RuntimeError, match=f"histc: bins must be > 0, got {bins}"):
+            em.histc(x, bins)
+    with pytest.raises(RuntimeError, match="histc: max must be larger than min"):
+        em.histc(x, 4, 3, 1)
+    with pytest.raises(TypeError, match="histc: bins must be an int"):
+        em.histc(x, 2.5)
+    with pytest.raises(TypeError, match="histc: min and max must be numbers"):
+        em.histc(x, 4, "a", 1)
+    with pytest.raises(TypeError, match="histc: needs a floating point tensor"):
+        em.histc(em.tensor([1, 2], device=device))
+    with pytest.raises(ValueError, match=r"histc: out must be a ember.float32 tensor of shape \(3,\)"):
+        em.histc(x, 3, out=em.zeros(4, device=device))
+    with pytest.raises(TypeError, match="histc"):
+        em.histc([1.0, 2.0])
