@@ -259,7 +259,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
                            f"dtype {other.dtype!r}")
     if not rtol >= 0 or not atol >= 0:
         raise RuntimeError(f"isclose: rtol and atol must be >= 0, got rtol={rtol!r}, "
-                         f"atol={atol!r}")
+                           f"atol={atol!r}")
     close = _ew("eq", input, other)
     if equal_nan and input.dtype.kind == "float":
         close = _ew("logical_or", close, _ew("logical_and", _ew("isnan", input),
