@@ -130,6 +130,64 @@ def test_array_api_can_cast_follows_the_standard():
     assert not wrong, f"ember.array_api: {wrong}"
 
 
+# issue 16 item 13: isdtype, whose tuple form called the module's own `any` -----------------
+
+_KINDS = {  # the standard's kind names -> the dtypes of each, written out
+    "bool": {"bool"},
+    "signed integer": {"int8", "int16", "int32", "int64"},
+    "unsigned integer": {"uint8"},
+    "integral": {"uint8", "int8", "int16", "int32", "int64"},
+    "real floating": {"float16", "float32", "float64"},
+    "complex floating": set(),
+    "numeric": {"uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"},
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_issue16_item13_isdtype_every_kind_and_tuples(dtype):
+    import itertools
+    xp = pytest.importorskip("ember.array_api")
+    for kind, names in _KINDS.items():
+        assert xp.isdtype(dtype, kind) is (dtype.name in names), kind
+    assert em.isdtype(dtype, "real floating") is (dtype.kind == "float")
+    for pair in itertools.combinations(_KINDS, 2):
+        assert xp.isdtype(dtype, pair) is any(dtype.name in _KINDS[k] for k in pair), pair
+    assert xp.isdtype(dtype, ("real floating", "integral")) is (dtype.kind in ("int", "float"))
+    assert xp.isdtype(dtype, ()) is False
+    assert xp.isdtype(dtype, dtype) is True
+    assert xp.isdtype(dtype, (em.float32, "bool")) is (dtype.name in ("float32", "bool"))
+    info = xp.__array_namespace_info__()
+    assert set(info.dtypes(kind=("integral", "bool"))) == _KINDS["integral"] | {"bool"}
+
+
+def test_issue16_item13_isdtype_rejects_unknown_kinds():
+    xp = pytest.importorskip("ember.array_api")
+    with pytest.raises(ValueError, match="isdtype: unknown kind 'integer'"):
+        xp.isdtype(em.int32, "integer")
+    with pytest.raises(ValueError, match="isdtype: unknown kind 'floating'"):
+        xp.isdtype(em.float32, ("bool", "floating"))
+    with pytest.raises(TypeError, match="isdtype: kind must be a dtype, a kind name"):
+        xp.isdtype(em.float32, ["real floating"])
+    with pytest.raises(TypeError, match="isdtype: dtype must be an ember dtype"):
+        xp.isdtype("float32", "real floating")
+
+
+def test_issue16_item13_array_api_has_no_builtin_shadowed_inside_a_function():
+    """The module defines sum, any, all, max, min, ...: no function of it may call
+    those names meaning Python's builtins (the isdtype bug)."""
+    import ast
+    import builtins
+    import inspect
+    xp = pytest.importorskip("ember.array_api")
+    tree = ast.parse(inspect.getsource(xp))
+    shadowing = {n for n in vars(xp) if not n.startswith("_") and hasattr(builtins, n)}
+    assert {"any", "all", "sum", "max", "min"} <= shadowing
+    calls = [(fn.name, node.func.id) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
+             for node in ast.walk(fn) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id in shadowing]
+    assert not calls, f"ember.array_api calls its own {calls}, shadowing Python's builtins"
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 def test_dtype_objects(dtype):
     npd = np_dtype(dtype)

@@ -510,3 +510,145 @@ def test_float16_computes_in_float32(dtype, device):
         expected = (a.astype(np.float64) * b.astype(np.float64)).astype(np_dtype(dtype)) \
             if dtype.name != "float64" else a * b
     assert_close(r, expected, dtype)
+
+
+# issue 16 item 11: ember.equal is torch.equal (one bool) ---------------------------------
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_issue16_item11_equal_is_one_bool_like_numpy_array_equal(data, device):
+    da, db = data.draw(st.sampled_from(DTYPES)), data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(st.sampled_from([(), (0,), (3,), (2, 3)]))
+    a = data.draw(arrays(da, shape, small=True))
+    b = a.astype(np_dtype(db)) if data.draw(st.booleans()) else data.draw(arrays(db, shape,
+                                                                                  small=True))
+    ta, a = realize(a, data.draw(layouts), device)
+    tb, b = realize(b, data.draw(layouts), device)
+    with np.errstate(all="ignore"):
+        expected = bool(np.array_equal(a, b))          # promotes; NaN != NaN
+    got = em.equal(ta, tb)
+    assert got is expected and ta.equal(tb) is expected, (a, b)
+
+
+def test_issue16_item11_equal_examples(device):
+    nan = math.nan
+    w0 = em.tensor([1.0, 2.0], device=device)
+    assert em.equal(w0, w0.clone()) is True
+    assert not em.equal(w0, w0 + 1)              # `if not em.equal(w0, w1)` of the issue
+    assert em.equal(w0, em.tensor([1, 2], device=device)) is True   # dtypes promote
+    assert em.equal(w0, w0[:1]) is False                             # other shape
+    assert em.equal(w0, w0.reshape(2, 1)) is False
+    x = em.tensor([1.0, nan], device=device)
+    assert em.equal(x, x) is False                                   # NaN equals nothing
+    assert em.equal(em.empty(0, device=device), em.empty(0, device=device)) is True
+    assert em.equal(em.tensor(True, device=device), em.tensor(1, device=device)) is True
+    with pytest.raises(TypeError, match="equal: other must be a Tensor"):
+        em.equal(w0, [1.0, 2.0])
+    with pytest.raises(TypeError, match="equal: input must be a Tensor"):
+        em.equal(1.0, w0)
+    # the elementwise comparison is eq, and the Array API's equal
+    import ember.array_api as xp
+    assert em.eq(w0, w0).tolist() == [True, True]
+    assert xp.equal(w0, em.tensor([1.0, 3.0], device=device)).tolist() == [True, False]
+    assert not hasattr(em.Tensor, "equal_")
+
+
+def test_issue16_item11_equal_across_devices_raises(device):
+    from ember_testing import other_devices
+    for other in other_devices(device):
+        with pytest.raises(RuntimeError, match="equal: expected both tensors on one device"):
+            em.equal(em.ones(2, device=device), em.ones(2, device=other))
+
+
+# issue 16 item 12: integer tensors to negative integer scalar powers ----------------------
+
+@pytest.mark.parametrize("dtype", (em.bool,) + INT_DTYPES, ids=lambda d: d.name)
+def test_issue16_item12_int_tensor_to_negative_int_raises(dtype, device):
+    t = em.tensor([1, 1], dtype=dtype, device=device)
+    msg = "pow: Integers to negative integer powers are not allowed"
+    for call in (lambda: t ** -1, lambda: em.pow(t, -1), lambda: t.pow(-3),
+                 lambda: em.power(t, -2), lambda: t.pow_(-2), lambda: t.__ipow__(-1),
+                 lambda: em.pow(t, -1, out=em.empty(2, dtype=dtype, device=device))):
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+    assert t.tolist() == em.tensor([1, 1], dtype=dtype).tolist()    # nothing written
+    if dtype is em.bool:       # (ember's pow has no bool body: a TypeError, as before)
+        return
+    # what PyTorch computes: non-negative and bool exponents, float exponents (promote)
+    assert (t ** 0).tolist() == em.tensor([1, 1], dtype=dtype).tolist()
+    assert (t ** False).dtype == dtype
+    assert (t ** -1.0).dtype.kind == "float"
+
+
+@pytest.mark.parametrize("dtype", [d for d in INT_DTYPES if d.is_signed], ids=lambda d: d.name)
+def test_issue16_item12_integer_tensor_exponents_compute(dtype, device):
+    """Integer tensor exponents (and a Python int base) are no error in PyTorch:
+    1 ** -n = 1, (-1) ** -n = +-1, other bases give 0."""
+    base = em.tensor([0, 1, -1, -1, 2, -3], dtype=dtype, device=device)
+    exp = em.tensor([-1, -5, -1, -2, -1, -2], dtype=dtype, device=device)
+    assert (base ** exp).tolist() == [0, 1, -1, 1, 0, 0]
+    assert em.pow(base, exp).tolist() == [0, 1, -1, 1, 0, 0]
+    assert (2 ** em.tensor([-1, 0, 3], dtype=dtype, device=device)).tolist() == [0, 1, 8]
+    assert (base ** em.tensor(-1, device=device)).tolist() == [0, 1, -1, -1, 0, 0]
+    assert (em.tensor([2., 4.], device=device) ** -1).tolist() == [0.5, 0.25]
+
+
+# issue 16 item 16: nothing finite is close to an infinity ---------------------------------
+
+@given(data=st.data(), equal_nan=st.booleans(),
+       tol=st.sampled_from([(1e-5, 1e-8), (0.0, 0.0), (0.1, 0.0), (0.0, 1.0), (1.0, 1e3)]))
+@settings(max_examples=fewer_examples(2))
+def test_issue16_item16_isclose_matches_numpy(data, equal_nan, tol, device):
+    d = data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(st.sampled_from([(), (0,), (5,), (2, 3)]))
+    specials = [0.0, 1.0, 1e30, -1e30, math.inf, -math.inf, math.nan] if d.kind == "float" \
+        else None
+    a = data.draw(arrays(d, shape, small=True))
+    b = data.draw(arrays(d, shape, small=True))
+    if specials and a.size:
+        rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+        a = np.where(rng.random(shape) < 0.4, rng.choice(specials, shape), a).astype(a.dtype)
+        b = np.where(rng.random(shape) < 0.4, rng.choice(specials, shape), b).astype(b.dtype)
+        b = np.where(rng.random(shape) < 0.2, a, b).astype(b.dtype)
+    rtol, atol = tol
+    ta, a = realize(a, data.draw(layouts), device)
+    tb, b = realize(b, data.draw(layouts), device)
+    # NumPy's rule is PyTorch's: |a - b| <= atol + rtol * |b|, with a finite |a - b|
+    # (in the input dtype: a bool is the default float, integers subtract as integers)
+    work = np.float32 if d.kind == "bool" else np_dtype(d)
+    with np.errstate(all="ignore"):
+        aw, bw = a.astype(work), b.astype(work)
+        diff = np.abs(aw - bw)
+        fin = np.isfinite(diff) if d.kind != "int" else np.ones(shape, bool)
+        expected = (a == b) | (fin & (diff <= atol + np.abs(rtol * bw))) if (rtol or atol) \
+            else (a == b)
+        if equal_nan and d.kind == "float":
+            expected |= np.isnan(a) & np.isnan(b)
+    got = em.isclose(ta, tb, rtol, atol, equal_nan)
+    assert_close(got, expected, em.bool, msg=f"isclose({a}, {b}, {rtol}, {atol})")
+    assert em.allclose(ta, tb, rtol, atol, equal_nan) is bool(expected.all())
+    assert ta.isclose(tb, rtol, atol, equal_nan).tolist() == got.tolist()
+
+
+def test_issue16_item16_isclose_examples_and_errors(device):
+    inf, nan = math.inf, math.nan
+    t = lambda v, dtype=None: em.tensor(v, dtype=dtype, device=device)   # noqa: E731
+    assert em.allclose(t([1.0]), t([inf])) is False
+    assert em.isclose(t([1e30, inf, -inf, inf, nan, 3.0]),
+                      t([inf, inf, inf, -inf, nan, 3.0])).tolist() == \
+        [False, True, False, False, False, True]
+    assert em.isclose(t([nan, 1.0]), t([nan, nan]), equal_nan=True).tolist() == [True, False]
+    assert em.isclose(t([1e30]), t([inf]), rtol=1e10, atol=1e10).tolist() == [False]
+    assert em.isclose(t([1, 2, 3]), t([1, 3, 100]), atol=1).tolist() == [True, True, False]
+    assert em.isclose(t([True, False]), t([True, True])).tolist() == [True, False]
+    assert em.isclose(t([1.0, 2.0]), t([1.0])).tolist() == [True, False]      # broadcasts
+    with pytest.raises(RuntimeError, match="isclose: input dtype ember.float32 does not match "
+                                           "other dtype ember.float64"):
+        em.isclose(t([1.0]), t([1.0], em.float64))
+    for rtol, atol in ((-1e-5, 1e-8), (1e-5, -1.0), (nan, 0.0)):
+        with pytest.raises(RuntimeError, match="isclose: rtol and atol must be >= 0"):
+            em.isclose(t([1.0]), t([1.0]), rtol, atol)
+    with pytest.raises(TypeError, match="isclose: other must be a Tensor"):
+        em.isclose(t([1.0]), 1.0)
+    with pytest.raises(TypeError, match="isclose: input must be a Tensor"):
+        em.allclose([1.0], t([1.0]))

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember as em
@@ -352,8 +352,8 @@ def test_logsumexp(data, device):
 
 def _vector_norm(x, p, axis, keepdims):
     """numpy.linalg.vector_norm (NumPy >= 2) for any NumPy, computed as ember does:
-    |x| ** p elementwise in x's float dtype (float16 through float32), so it
-    overflows where ember's does; the sum in float64."""
+    |x| ** p elementwise in x's float dtype, float16 in float32 (as its sum, so
+    that only the result rounds to float16); the sum in float64."""
     work = np.float32 if x.dtype == np.float16 else x.dtype
     with np.errstate(all="ignore"):
         a = np.abs(x.astype(work)).astype(x.dtype)
@@ -363,7 +363,7 @@ def _vector_norm(x, p, axis, keepdims):
             return np.min(a, axis=axis, keepdims=keepdims)
         if p == 0:
             return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(np.float64)
-        powered = (a.astype(work) ** p).astype(x.dtype).astype(np.float64)
+        powered = (a.astype(work) ** p).astype(work).astype(np.float64)
         return np.sum(powered, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
@@ -442,3 +442,266 @@ def test_multi_dim_reductions_accumulate_in_the_wide_type(device):
     b = np.empty((2, 2, 2), np.float16)
     b[0, :, 0], b[0, :, 1], b[1, :, 0], b[1, :, 1] = 1, 2048, 1, 0   # exact sum 2050
     assert em.sum(em.from_numpy(b).to(device), (0, 2)).tolist() == [2050.0, 2050.0]
+
+
+# issue 16 item 17: median propagates NaN; nanmedian skips it ------------------------------
+
+def _lower_median_ref(vals, axis, skip_nan):
+    """The lower median along axis, written out: with a NaN in the slice, NaN (median)
+    or the lower median of the rest (nanmedian; NaN when nothing is left)."""
+    moved = np.moveaxis(vals, axis, -1)
+    out = np.empty(moved.shape[:-1], vals.dtype)
+    for idx in np.ndindex(out.shape):
+        row = moved[idx]
+        nan = np.isnan(row) if vals.dtype.kind == "f" else np.zeros(row.shape, bool)
+        if nan.any() and not skip_nan:
+            out[idx] = np.nan
+            continue
+        row = np.sort(row[~nan])
+        out[idx] = row[(row.size - 1) // 2] if row.size else np.nan
+    return out
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_issue16_item17_median_nanmedian_match_the_reference(op, data, device):
+    t, vals, d, dim, keepdim = data.draw(arg_case(device))
+    if d.kind == "bool":
+        t, vals, d = t.to(em.int64), vals.astype(np.int64), em.int64
+    skip = op == "nanmedian"
+    fn = getattr(em, op)
+    if dim is None:
+        got = fn(t)
+        assert_close(got, _lower_median_ref(vals.reshape(1, -1), 1, skip)[0], d,
+                     msg=f"{op}({vals.tolist()})")
+        assert_close(getattr(t, op)(), _lower_median_ref(vals.reshape(1, -1), 1, skip)[0], d)
+        return
+    axis = dim % max(vals.ndim, 1)
+    expected = _lower_median_ref(vals.reshape(vals.shape or (1,)), axis, skip)
+    values, indices = fn(t, dim, keepdim)
+    if keepdim and vals.ndim:
+        expected = np.expand_dims(expected, axis)
+    expected = expected.reshape(values.shape)
+    assert_close(values, expected, d, msg=f"{op}({vals.tolist()}, {dim}, {keepdim})")
+    assert indices.dtype == em.int64 and indices.shape == values.shape
+    if vals.ndim:
+        # the index points at the value; a NaN median at the slice's first NaN
+        idx = to_numpy(indices if keepdim else indices.unsqueeze(dim))
+        picked = np.take_along_axis(vals, idx, axis)
+        assert_close(em.from_numpy(np.ascontiguousarray(picked)), expected.reshape(picked.shape), d)
+        if d.kind == "float" and not skip:
+            isnan = np.isnan(vals)
+            has = isnan.any(axis=axis, keepdims=True)
+            assert (idx[has] == np.argmax(isnan, axis=axis, keepdims=True)[has]).all()
+
+
+def test_issue16_item17_median_nan_examples(device):
+    nan = math.nan
+    assert math.isnan(em.tensor([nan, 1., 2.], device=device).median().item())
+    v, i = em.tensor([1., nan, 3.], device=device).median(0)
+    assert math.isnan(v.item()) and i.item() == 1
+    v, i = em.tensor([[1., nan, 3., nan], [4., 5., 6., 7.]], device=device).median(1)
+    assert math.isnan(v[0].item()) and v[1].item() == 5.0 and i.tolist() == [1, 1]
+    assert em.tensor([1., nan, 3., nan, 2.], device=device).nanmedian().item() == 2.0
+    v, i = em.tensor([[nan, nan], [nan, 4.]], device=device).nanmedian(1)
+    assert math.isnan(v[0].item()) and v[1].item() == 4.0 and i[1].item() == 1
+    assert math.isnan(em.tensor([nan, nan], device=device).nanmedian().item())
+    # the empty tensor's median is NaN (as PyTorch); an empty dim has none
+    assert math.isnan(em.empty(0, device=device).median().item())
+    with pytest.raises(IndexError, match="median.*empty dim 1"):
+        em.ones(2, 0, device=device).median(1)
+    # the other value-selecting ops already treat NaN as PyTorch does: the largest
+    x = em.tensor([1., nan, 3., nan, 0.], device=device)
+    assert x.sort().indices.tolist() == [4, 0, 2, 1, 3]
+    assert x.sort(descending=True).indices.tolist() == [1, 3, 2, 0, 4]
+    assert x.topk(2).indices.tolist() == [1, 3]
+    assert x.topk(2, largest=False).indices.tolist() == [4, 0]
+    assert x.kthvalue(4).indices.item() == 1
+    for op in ("max", "min"):
+        assert math.isnan(getattr(x, op)().item())
+        assert getattr(x, op)(0).indices.item() == 1
+    assert x.argmax().item() == 1 and x.argmin().item() == 1
+    assert math.isnan(x.amax().item()) and math.isnan(x.amin().item())
+
+
+def test_issue16_item17_median_gradient_flows_to_the_picked_element():
+    x = em.tensor([[3., 1., 2.], [5., 4., 6.]], requires_grad=True)
+    x.median(1).values.sum().backward()
+    assert x.grad.tolist() == [[0., 0., 1.], [1., 0., 0.]]
+
+
+# issue 16 item 18: float16 reductions accumulate in float32 -----------------------------
+
+_F16_BIG = [1.0, -2.0, 65504.0]          # float16 partial sums/squares overflow
+
+
+def _f16(values, device):
+    return em.tensor(values, dtype=em.float16, device=device)
+
+
+def _pnorm(w, p):
+    return (np.abs(w) ** p).sum() ** (1 / p)
+
+
+@pytest.mark.parametrize("name, fn, values, expected", [
+    ("mean", lambda t: t.mean(), [60000.0, 60000.0], np.mean),
+    ("mean_dim", lambda t: t.reshape(2, 2).mean(0), [6e4, 3e4, 6e4, 4e4],
+     lambda w: w.reshape(2, 2).mean(0)),
+    ("nanmean", em.nanmean, [60000.0, math.nan, 60000.0], np.nanmean),
+    ("nansum", lambda t: em.nansum(t, 0), [60000.0, math.nan, -60000.0, 5.0], np.nansum),
+    ("std", lambda t: t.std(), _F16_BIG, lambda w: np.std(w, ddof=1)),
+    ("std0", lambda t: em.std(t, correction=0), _F16_BIG, np.std),
+    ("std_mean", lambda t: em.std_mean(t)[0], _F16_BIG, lambda w: np.std(w, ddof=1)),
+    ("var_mean", lambda t: em.var_mean(t)[1], [60000.0, 60000.0], np.mean),
+    ("norm", lambda t: t.norm(), _F16_BIG, np.linalg.norm),
+    ("norm1", lambda t: t.norm(1), _F16_BIG, lambda w: _pnorm(w, 1)),
+    ("norm3", lambda t: t.norm(3), _F16_BIG, lambda w: _pnorm(w, 3)),
+    ("norm4", lambda t: em.norm(t, 4, 0), _F16_BIG, lambda w: _pnorm(w, 4)),
+    ("norm_inf", lambda t: t.norm(math.inf), _F16_BIG, lambda w: np.abs(w).max()),
+    ("vector_norm", em.linalg.vector_norm, _F16_BIG, np.linalg.norm),
+    ("vector_norm3", lambda t: em.linalg.vector_norm(t, 3), _F16_BIG, lambda w: _pnorm(w, 3)),
+    ("linalg_norm", em.linalg.norm, _F16_BIG, np.linalg.norm),
+    ("logsumexp", lambda t: em.logsumexp(t, 0), [60000.0, 60000.0], np.logaddexp.reduce),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_issue16_item18_float16_composites_do_not_overflow(name, fn, values, expected, device):
+    got = fn(_f16(values, device))
+    assert np.isfinite(to_numpy(got)).all(), f"{name}: {got}"
+    assert_close(got, np.asarray(expected(np.array(values, np.float64))), em.float16, msg=name)
+
+
+def test_issue16_item18_float16_long_sums_and_scans(device):
+    # sums of exp / of ones past 65504 inside logsumexp and softmax
+    z = em.zeros(70000, dtype=em.float16, device=device)
+    assert_close(em.logsumexp(z, 0), np.asarray(np.log(70000.0)), em.float16)
+    assert_close(em.softmax(z, 0)[:3], np.full(3, 1 / 70000.0), em.float16)
+    assert_close(em.log_softmax(z, 0)[:3], np.full(3, -np.log(70000.0)), em.float16)
+    assert_close(z.add(1).mean(), np.asarray(1.0), em.float16)
+    # cumsum runs in float32: each output rounds once (the middle one overflows)
+    c = _f16([60000.0, 60000.0, -60000.0], device).cumsum(0)
+    assert c.dtype == em.float16 and to_numpy(c).tolist() == [60000.0, math.inf, 60000.0]
+    # the gradient of a float16 mean still reaches the input, in float16
+    x = _f16([60000.0, 60000.0], "cpu").requires_grad_()
+    x.mean().backward()
+    assert x.grad.dtype == em.float16 and x.grad.tolist() == [0.5, 0.5]
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(4))
+def test_issue16_item18_float16_reductions_match_float64_rounded_once(data, device):
+    """Values up to 60000: float16 partial sums overflow, the results (but std's and
+    norm's, which may really exceed 65504: inf on both sides) do not."""
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1))
+    seed = data.draw(st.integers(0, 2 ** 32 - 1))
+    scale = data.draw(st.sampled_from([1.0, 300.0, 60000.0]))
+    vals = (np.random.default_rng(seed).uniform(-1, 1, size=shape) * scale).astype(np.float16)
+    t, vals = realize(vals, data.draw(layouts), device)
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    axis = normalize_dims(dim, vals.ndim)
+    w = vals.astype(np.float64)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # std of one element: NaN
+        cases = {
+            "mean": (em.mean(t, dim, keepdim), np.mean(w, axis=axis, keepdims=keepdim)),
+            "std": (em.std(t, dim, keepdim=keepdim),
+                    np.std(w, axis=axis, ddof=1, keepdims=keepdim)),
+            "norm": (em.norm(t, 2, dim, keepdim),
+                     np.sqrt(np.sum(w * w, axis=axis, keepdims=keepdim))),
+        }
+    for name, (got, expected) in cases.items():
+        # one float16 rounding (rtol 4e-3); the float32 partial sums err far less
+        assert_close(got, np.asarray(expected), em.float16, atol=0.05,
+                     msg=f"{name}({vals.tolist()}, {dim}, {keepdim})")
+
+
+# issue 16 item 15: histc -----------------------------------------------------------------
+
+_HISTC_MARGIN = {"float16": 4e-3, "float32": 1e-5, "float64": 1e-12}   # per bin, relative
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(2))
+def test_issue16_item15_histc_matches_numpy_histogram(data, device):
+    d = data.draw(st.sampled_from(FLOAT_DTYPES))
+    npd = np_dtype(d)
+    shape = data.draw(shapes(max_dims=3))
+    bins = data.draw(st.integers(1, 20))
+    layout = data.draw(layouts)
+    _, vals = realize(data.draw(arrays(d, shape)), layout)  # the values that layout holds
+    vals = vals.astype(np.float64)
+    explicit = data.draw(st.booleans()) or vals.size == 0
+    if explicit:
+        a, b = sorted(data.draw(st.tuples(st.floats(-12, 12), st.floats(-12, 12))))
+        lo, hi = float(npd.type(a)), float(npd.type(b))
+        if not lo < hi:
+            lo, hi = lo - 1, hi + 1
+    else:
+        lo, hi = float(vals.min()), float(vals.max())
+    constant = lo == hi
+    if constant:
+        lo, hi = lo - 1, hi + 1
+    # the edges ember (and PyTorch) use: min and max in the input's dtype
+    lo_e, hi_e = float(npd.type(lo)), float(npd.type(hi))
+    # elements within rounding of an inner edge may land either side of it: move them
+    # to the lowest edge (bin 0 in both), so that the comparison is exact
+    f = (vals - lo_e) * bins / (hi_e - lo_e)
+    near = (np.abs(f - np.round(f)) < _HISTC_MARGIN[d.name] * (bins + 1)) & \
+        (np.round(f) >= 1) & (np.round(f) <= bins - 1)
+    if not explicit:
+        assume(not (constant and near.any()))   # the data's own range: keep its min
+        vals = np.where(near, vals.min(), vals)
+    else:
+        vals = np.where(near, lo_e, vals)
+    if explicit and vals.size:      # NaN and infinities are outside every range
+        pick = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).random(vals.shape)
+        vals = np.where(pick < 0.1, np.nan, np.where(pick > 0.95, np.inf, vals))
+    vals = vals.astype(npd)
+    t, vals = realize(vals, layout, device)
+    finite = vals[np.isfinite(vals)].astype(np.float64)
+    expected, _ = np.histogram(finite, bins=np.linspace(lo_e, hi_e, bins + 1))
+    got = em.histc(t, bins, lo, hi) if explicit else em.histc(t, bins=bins)
+    assert got.device == t.device
+    assert_close(got, expected, d, rtol=0, atol=0,
+                 msg=f"histc({vals.tolist()}, bins={bins}, min={lo}, max={hi})")
+    assert_close(t.histc(bins, lo, hi), expected, d, rtol=0, atol=0)
+
+
+def test_issue16_item15_histc_examples_and_errors(device):
+    x = em.tensor([1., 2, 1], device=device)
+    assert em.histc(x, bins=4, min=0, max=3).tolist() == [0., 2., 1., 0.]   # PyTorch's doc
+    assert x.histc(4, 0, 3).tolist() == [0., 2., 1., 0.]
+    assert em.histc(x, 4, 5, 5).tolist() == em.histc(x, 4).tolist()       # min == max: data
+    assert em.histc(x, 2).tolist() == [2., 1.]                             # max in the last
+    assert em.histc(em.tensor([2., 2.], device=device), 4).tolist() == [0., 0., 2., 0.]
+    assert em.histc(em.empty(0, device=device), 3).tolist() == [0., 0., 0.]
+    assert em.histc(em.tensor([-1., 0.5, 9.], device=device), 2, 0, 1).tolist() == [0., 1.]
+    assert em.histc(em.ones(1000, device=device), 1).tolist() == [1000.]
+    h = em.histc(em.tensor([0.25, 0.75], dtype=em.float16, device=device), 2, 0, 1)
+    assert h.dtype == em.float16 and h.tolist() == [1., 1.]
+    out = em.full((4,), 7.0, device=device)
+    assert em.histc(x, 4, 0, 3, out=out) is out and out.tolist() == [0., 2., 1., 0.]
+    # NaN and infinities: ignored within a given range, an error as the data's range
+    nan, inf = math.nan, math.inf
+    y = em.tensor([1., nan, 2., inf, -inf], device=device)
+    assert em.histc(y, 2, 0, 2).tolist() == [0., 2.]
+    for bad in ([1., nan], [1., inf], [-inf, 0.]):
+        with pytest.raises(RuntimeError, match=r"histc: range of \[.*\] is not finite"):
+            em.histc(em.tensor(bad, device=device))
+    with pytest.raises(RuntimeError, match="histc: range of"):
+        em.histc(x, 4, 0, inf)
+    for bins in (0, -1):
+        with pytest.raises(RuntimeError, match=f"histc: bins must be > 0, got {bins}"):
+            em.histc(x, bins)
+    with pytest.raises(RuntimeError, match="histc: max must be larger than min"):
+        em.histc(x, 4, 3, 1)
+    with pytest.raises(TypeError, match="histc: bins must be an int"):
+        em.histc(x, 2.5)
+    with pytest.raises(TypeError, match="histc: min and max must be numbers"):
+        em.histc(x, 4, "a", 1)
+    with pytest.raises(TypeError, match="histc: needs a floating point tensor"):
+        em.histc(em.tensor([1, 2], device=device))
+    with pytest.raises(ValueError, match=r"histc: out must be a ember.float32 tensor of shape \(3,\)"):
+        em.histc(x, 3, out=em.zeros(4, device=device))
+    with pytest.raises(TypeError, match="histc"):
+        em.histc([1.0, 2.0])

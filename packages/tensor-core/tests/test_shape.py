@@ -381,3 +381,38 @@ def test_cat_flip_cumsum_record_their_attrs():
         assert [op for op, _, _ in seen[-2:]] == ["narrow", "narrow"] and len(parts) == 2
     finally:
         _core.set_recorder(prev)
+
+
+# issue 16 item 12: flip (and permute) take PyTorch's `dims` keyword -------------------------
+
+@given(tensor_and_values(), st.data())
+def test_issue16_item12_flip_dims_keyword_matches_numpy(tv, data):
+    t, a = tv
+    ds = data.draw(dims_subset(a.ndim))
+    expected = np.flip(a, ds) if ds else a
+    assert_close(em.flip(t, dims=ds), expected, t.dtype)
+    assert_close(t.flip(dims=ds), expected, t.dtype)
+    assert_close(t.flip(dims=list(ds)), expected, t.dtype)
+    if ds:
+        assert_close(t.flip(*ds), expected, t.dtype)
+        assert_close(em.flip(t, axis=ds), expected, t.dtype)
+    if a.ndim:
+        perm = tuple(data.draw(st.permutations(range(a.ndim))))
+        assert_close(em.permute(t, dims=perm), np.transpose(a, perm), t.dtype)
+        assert_close(t.permute(dims=perm), np.transpose(a, perm), t.dtype)
+
+
+def test_issue16_item12_flip_dims_given_twice_or_bad(device):
+    x = em.arange(6.0, device=device).reshape(2, 3)
+    assert em.flip(x, dims=(0,)).tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
+    assert x.flip(dims=1).tolist() == [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]]
+    with pytest.raises(TypeError, match="flip: give the dims once"):
+        em.flip(x, 0, dims=(1,))
+    with pytest.raises(TypeError, match="flip: give the dims once"):
+        x.flip(dims=0, axis=1)
+    with pytest.raises(TypeError, match="permute: give the dims once"):
+        x.permute(1, 0, dims=(1, 0))
+    with pytest.raises(IndexError, match="flip"):
+        em.flip(x, dims=(2,))
+    with pytest.raises(ValueError, match="flip: dim appears more than once"):
+        em.flip(x, dims=(0, -2))

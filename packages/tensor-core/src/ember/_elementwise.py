@@ -118,11 +118,7 @@ divide = true_divide = div
 
 @tensor_method(names=("pow", "power"))
 def pow(input, exponent, *, out=None):  # noqa: A001
-    """input ** exponent; integer tensors to negative integer powers are an error."""
-    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
-            isinstance(input, _core.TensorBase) and input.dtype.kind in ("int", "bool"):
-        raise ValueError(f"pow: integers to negative integer powers are not allowed "
-                         f"(exponent {exponent}, dtype {input.dtype!r})")
+    """input ** exponent; an integer tensor to a negative integer scalar is an error."""
     return _ew("pow", input, exponent, out=out)
 
 
@@ -247,16 +243,54 @@ def float_power(input, exponent):
                exponent.to(float64) if isinstance(exponent, _core.TensorBase) else float(exponent))
 
 
+def _tensor_pair(input, other, op):
+    for name, t in (("input", input), ("other", other)):
+        if not isinstance(t, _core.TensorBase):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+    if input.device != other.device:
+        raise RuntimeError(f"{op}: expected both tensors on one device, got {input.device} "
+                           f"and {other.device}")
+
+
+@tensor_method
+def equal(input, other):
+    """True when input and other have the same shape and equal elements (one Python
+    bool, as torch.equal): dtypes are promoted, NaN equals nothing. The elementwise
+    comparison is eq (the Array API's `equal`, in ember.array_api)."""
+    _tensor_pair(input, other, "equal")
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(_core.reduce("all", _ew("eq", input, other), None))
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|input - other| <= atol + rtol * |other|, elementwise."""
-    close = _ew("le", abs(_ew("sub", input, other)), _ew("add", atol, _ew("mul", rtol, abs(other))))
-    close = _ew("logical_or", close, _ew("eq", input, other))
-    if equal_nan:
-        close = _ew("logical_or", close, _ew("logical_and", _ew("isnan", input), _ew("isnan", other)))
-    return close
+    """|input - other| <= atol + |rtol * other|, elementwise, as torch.isclose: equal
+    elements (infinities of one sign included) are close, a finite difference is
+    needed otherwise (nothing finite is close to an infinity), NaN is close to NaN
+    only with equal_nan. Both tensors have one dtype."""
+    _tensor_pair(input, other, "isclose")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"isclose: input dtype {input.dtype!r} does not match other "
+                           f"dtype {other.dtype!r}")
+    if not rtol >= 0 or not atol >= 0:
+        raise RuntimeError(f"isclose: rtol and atol must be >= 0, got rtol={rtol!r}, "
+                           f"atol={atol!r}")
+    close = _ew("eq", input, other)
+    if equal_nan and input.dtype.kind == "float":
+        close = _ew("logical_or", close, _ew("logical_and", _ew("isnan", input),
+                                             _ew("isnan", other)))
+    if rtol == 0 and atol == 0:
+        return close
+    if input.dtype.kind == "bool":      # bool - bool is undefined: the default float
+        input, other = input.to(_core.get_default_dtype()), other.to(_core.get_default_dtype())
+    actual = abs(_ew("sub", input, other))
+    allowed = _ew("add", atol, abs(_ew("mul", rtol, other)))
+    finite_close = _ew("logical_and", _ew("isfinite", actual), _ew("le", actual, allowed))
+    return _ew("logical_or", close, finite_close)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element pair is isclose (one Python bool)."""
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
@@ -274,4 +308,4 @@ def logaddexp(input, other):
 
 __all__ += ["add", "sub", "subtract", "div", "divide", "true_divide", "pow", "power", "clamp",
             "clip", "clamp_min", "clamp_max", "round", "where", "nan_to_num", "lerp",
-            "float_power", "isclose", "allclose", "logaddexp"]
+            "float_power", "equal", "isclose", "allclose", "logaddexp"]

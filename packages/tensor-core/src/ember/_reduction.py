@@ -5,9 +5,11 @@ them through their parts."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections import namedtuple
 
 from ember._C import core as _core
+from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import tensor_method
 from ember._views import _require_tensor
 
@@ -16,7 +18,7 @@ _ew = _core.elementwise
 
 __all__ = ["sum", "prod", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "all",
            "any", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero",
-           "aminmax", "nansum", "nanmean", "median"]
+           "aminmax", "nansum", "nanmean", "median", "nanmedian", "histc"]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -43,6 +45,17 @@ def _count(x, dims):
 
 def _cast_for(x, dtype):
     return x if dtype is None or x.dtype is dtype else x.to(dtype)
+
+
+def _wide(x):
+    """The dtype a composite reduction computes in: float16 goes through float32 (its
+    partial sums would round or overflow: 60000 + 60000), and the result is cast
+    back once with _narrow, as PyTorch does."""
+    return x.to(_float32) if x.dtype.name == "float16" else x
+
+
+def _narrow(r, dtype):
+    return r if r.dtype is dtype else r.to(dtype)
 
 
 @tensor_method
@@ -90,7 +103,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     dim = axis if dim is None else dim
     x = _float_only(input, "mean", dtype)
     dims = dims_of(dim, x.ndim, "mean")
-    return _ew("div", _reduce("sum", x, dims, keepdim), _count(x, dims))
+    return _narrow(_ew("div", _reduce("sum", _wide(x), dims, keepdim), _count(x, dims)), x.dtype)
 
 
 @tensor_method
@@ -98,8 +111,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     x = _float_only(input, "nanmean", dtype)
     keep = _ew("logical_not", _ew("isnan", x))
     dims = dims_of(dim, x.ndim, "nanmean")
-    total = _reduce("sum", _ew("where", keep, x, 0), dims, keepdim)
-    return _ew("div", total, _reduce("sum", keep, dims, keepdim))
+    total = _reduce("sum", _ew("where", keep, _wide(x), 0), dims, keepdim)
+    return _narrow(_ew("div", total, _reduce("sum", keep, dims, keepdim)), x.dtype)
 
 
 @tensor_method
@@ -200,8 +213,9 @@ def _var(input, dim, correction, keepdim, unbiased, name):
         correction = 1 if unbiased else 0
     x = _float_only(input, name)
     dims = dims_of(dim, x.ndim, name)
-    m = _ew("div", _reduce("sum", x, dims, True), _count(x, dims))
-    d = _ew("sub", x, m)
+    w = _wide(x)
+    m = _ew("div", _reduce("sum", w, dims, True), _count(x, dims))
+    d = _ew("sub", w, m)
     denom = _count(x, dims) - correction
     return _ew("div", _reduce("sum", _ew("mul", d, d), dims, keepdim), denom if denom > 0 else 0.0)
 
@@ -211,14 +225,15 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
     """Variance over dim with `correction` (1: Bessel's, the default; 0: population)."""
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
         dim, unbiased = unbiased, None
-    return _var(input, dim, correction, keepdim, unbiased, "var")
+    return _narrow(_var(input, dim, correction, keepdim, unbiased, "var"), input.dtype)
 
 
 @tensor_method
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
         dim, unbiased = unbiased, None
-    return _ew("sqrt", _var(input, dim, correction, keepdim, unbiased, "std"))
+    return _narrow(_ew("sqrt", _var(input, dim, correction, keepdim, unbiased, "std")),
+                   input.dtype)
 
 
 def var_mean(input, dim=None, *, correction=1, keepdim=False):
@@ -232,7 +247,8 @@ def std_mean(input, dim=None, *, correction=1, keepdim=False):
 @tensor_method
 def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x))) over dim, without overflow."""
-    x = input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
+    out_dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
+    x = _wide(_cast_for(input, out_dtype))
     dims = dims_of(dim, x.ndim, "logsumexp")
     m = _reduce("amax", x, dims, True) if x.numel() else _core.empty([1] * x.ndim, x.dtype, x.device).fill_(0)
     m = _core.elementwise("where", _ew("isinf", m), 0.0, m).detach()
@@ -240,7 +256,7 @@ def logsumexp(input, dim=None, keepdim=False):
     r = _ew("add", s, m)
     if not keepdim:
         r = r.reshape([n for i, n in enumerate(r.shape) if not (dims is None or i in dims)])
-    return r
+    return _narrow(r, out_dtype)
 
 
 @tensor_method
@@ -249,7 +265,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input if dtype is None else input.to(_resolve(dtype))
     if x.dtype.kind != "float":
         x = x.to(_core.get_default_dtype())
-    dims = dims_of(dim, x.ndim, "norm")
+    out_dtype, x = x.dtype, _wide(x)
+    return _narrow(_norm(x, p, dims_of(dim, x.ndim, "norm"), keepdim), out_dtype)
+
+
+def _norm(x, p, dims, keepdim):
     if p in ("fro", 2, 2.0):
         # one recorded op, so that its gradient can be 0 at a zero vector (a subgradient,
         # as PyTorch) instead of sqrt's 0 * inf = NaN
@@ -276,19 +296,106 @@ def count_nonzero(input, dim=None):
     return _reduce("sum", _ew("ne", input, 0), dims_of(dim, input.ndim, "count_nonzero"), False)
 
 
-@tensor_method
-def median(input, dim=None, keepdim=False):
-    """The lower median (like PyTorch); median(x, dim) gives (values, indices)."""
-    if dim is None:
-        flat = input.reshape(-1)
-        return flat.sort().values[(flat.numel() - 1) // 2]
-    d = _core.normalize_dim(dim, input.ndim, "median")
-    s = input.sort(dim=d)
-    k = (input.shape[d] - 1) // 2
-    v, i = s.values.narrow(d, k, 1), s.indices.narrow(d, k, 1)
+def _median(input, dim, keepdim, op):
+    """The lower median along dim (of the flattened input when dim is None) and its
+    index, as PyTorch. median: NaN propagates (a slice holding one gives NaN and the
+    index of its first NaN); nanmedian: the lower median of the slice's non-NaN
+    elements (NaN where all are NaN)."""
+    x, d = (input.reshape(-1), 0) if dim is None else \
+        (input, _core.normalize_dim(dim, input.ndim, op))
+    if x.ndim == 0:
+        return x.clone(), _core.empty((), _int64, x.device).fill_(0)
+    n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"{op}: cannot take the {op} of the empty dim {d} "
+                         f"(shape {tuple(input.shape)})")
+    s = x.sort(dim=d)            # stable, NaN last: the first NaN sorted is x's first NaN
+    if x.dtype.kind == "float":
+        valid = _ew("sub", n, _reduce("sum", _ew("isnan", x), (d,), True))  # non-NaN count
+        if op == "median":
+            pos = _ew("where", _ew("lt", valid, n), valid, (n - 1) // 2)
+        else:
+            pos = _ew("floor_divide", _ew("maximum", _ew("sub", valid, 1), 0), 2)
+        v, i = s.values.gather(d, pos), s.indices.gather(d, pos)
+    else:
+        v, i = s.values.narrow(d, (n - 1) // 2, 1), s.indices.narrow(d, (n - 1) // 2, 1)
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
-    return values_indices(v, i)
+    return v, i
+
+
+def _median_of_all(input, op):
+    if input.numel() == 0:
+        if input.dtype.kind != "float":
+            raise IndexError(f"{op}: cannot take the {op} of an empty {input.dtype!r} tensor")
+        return _core.empty((), input.dtype, input.device).fill_(math.nan)
+    return _median(input, None, False, op)[0]
+
+
+@tensor_method
+def median(input, dim=None, keepdim=False):
+    """The lower median (like PyTorch), NaN if there is a NaN; median(x, dim) gives
+    (values, indices), the index of the first NaN where a slice holds one."""
+    if dim is None:
+        return _median_of_all(input, "median")
+    return values_indices(*_median(input, dim, keepdim, "median"))
+
+
+@tensor_method
+def nanmedian(input, dim=None, keepdim=False):
+    """median that skips NaN: the lower median of the non-NaN elements (NaN where
+    every element is NaN); nanmedian(x, dim) gives (values, indices)."""
+    if dim is None:
+        return _median_of_all(input, "nanmedian")
+    return values_indices(*_median(input, dim, keepdim, "nanmedian"))
+
+
+@tensor_method
+def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - PyTorch's names
+    """Histogram of input's elements in `bins` equal-width bins over [min, max], as
+    torch.histc: min == max means the data's own range (widened by 1 each way when
+    all elements are one value, which must then be finite: no NaN or inf); elements
+    outside [min, max] and NaN are not counted; the last bin includes max. The result
+    has input's dtype (floating point only, as PyTorch on the CPU); not differentiable."""
+    if input.dtype.kind != "float":
+        raise TypeError(f"histc: needs a floating point tensor, got dtype {input.dtype!r}")
+    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral):
+        raise TypeError(f"histc: bins must be an int, got {type(bins).__name__}")
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"histc: bins must be > 0, got {bins}")
+    try:
+        lo, hi = float(min), float(max)
+    except (TypeError, ValueError):
+        raise TypeError(f"histc: min and max must be numbers, got {min!r} and {max!r}") from None
+    if lo == hi and input.numel():
+        lo, hi = float(amin(input)), float(amax(input))
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite")
+    if not lo < hi:
+        raise RuntimeError(f"histc: max must be larger than min, got min={lo}, max={hi}")
+    if out is not None and (not isinstance(out, _core.TensorBase) or
+                            tuple(out.shape) != (bins,) or out.dtype is not input.dtype or
+                            out.device != input.device):
+        raise ValueError(f"histc: out must be a {input.dtype!r} tensor of shape ({bins},) "
+                         f"on {input.device}, got {out!r:.200}")
+    from ember._creation import tensor, zeros
+    with _core._no_record():
+        x = input.detach().reshape(-1)
+        # the edges and the bin arithmetic in input's dtype, as PyTorch's kernel:
+        # bin = (x - min) * bins / (max - min), truncated; max itself is in the last bin
+        edges = tensor([lo, hi], dtype=x.dtype, device=x.device)
+        lo_t, hi_t = edges[0], edges[1]
+        inside = _ew("logical_and", _ew("ge", x, lo_t), _ew("le", x, hi_t))
+        f = _ew("div", _ew("mul", _ew("sub", x, lo_t), bins), _ew("sub", hi_t, lo_t))
+        # the elements not counted go to an extra bin, dropped at the end
+        idx = _ew("where", inside, _ew("minimum", f, bins - 1), bins).to(_int64)
+        counts = zeros(bins + 1, dtype=_int64, device=x.device)
+        counts.index_add_(0, idx, _core.empty(tuple(idx.shape), _int64, x.device).fill_(1))
+        r = counts[:bins].to(x.dtype)
+    return r if out is None else out.copy_(r)
 
 
 # The module-level functions check that their input is a Tensor (the methods don't

@@ -347,13 +347,14 @@ def _dims_arg(dims, ndim, op):
 
 @tensor_method
 @_tensor_input
-def flip(input, *dims, axis=_UNSET):
+def flip(input, *args, dims=_UNSET, axis=_UNSET):
     """A copy with the order of elements reversed along dims (all dims when None, as
-    the Array API): flip(x, (0, 1)) or x.flip(0, 1). For a view, index with a negative
-    step: x[::-1]."""
-    if axis is not _UNSET:
-        dims = (axis,)
-    dims = dims[0] if len(dims) == 1 else (dims or None)
+    the Array API): flip(x, (0, 1)), flip(x, dims=(0, 1)) or x.flip(0, 1). For a view,
+    index with a negative step: x[::-1]."""
+    named = [d for d in (dims, axis) if d is not _UNSET]
+    if len(named) + (len(args) > 0) > 1:
+        raise TypeError("flip: give the dims once: positionally, as dims= or as axis=")
+    dims = named[0] if named else (args[0] if len(args) == 1 else (args or None))
     ds = _dims_arg(dims, input.ndim, "flip") if input.ndim else ()
     _, _, shape, strides, offset = input._layout()
     strides = list(strides)

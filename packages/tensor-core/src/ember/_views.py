@@ -170,8 +170,12 @@ def unflatten(input, dim, sizes):
 
 
 @tensor_method(names=("permute", "permute_dims"))
-def permute(input, *dims):
-    """Reorder the dims: result dim i is input dim dims[i]."""
+def permute(input, *args, dims=None):
+    """Reorder the dims: result dim i is input dim dims[i]; permute(x, (1, 0)),
+    permute(x, dims=(1, 0)) or x.permute(1, 0)."""
+    if dims is not None and args:
+        raise TypeError("permute: give the dims once: positionally or as dims=")
+    dims = args if dims is None else (dims,)
     if len(dims) == 1 and not isinstance(dims[0], numbers.Integral):
         dims = tuple(dims[0])
     n = input.ndim

@@ -8,6 +8,8 @@ here adapt the few signatures where PyTorch and the standard disagree: `axis` an
 """
 from __future__ import annotations
 
+import builtins as _builtins
+
 import ember as _em
 from ember._C import core as _core
 
@@ -19,7 +21,7 @@ arange asarray empty empty_like eye from_dlpack full full_like linspace ones
 ones_like tril triu zeros zeros_like finfo iinfo result_type
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
 bitwise_invert bitwise_or bitwise_right_shift bitwise_xor ceil clip copysign cos cosh
-divide equal exp expm1 floor floor_divide greater greater_equal hypot isfinite isinf
+divide exp expm1 floor floor_divide greater greater_equal hypot isfinite isinf
 isnan less less_equal log log1p log2 log10 logaddexp logical_and logical_not logical_or
 logical_xor maximum minimum multiply negative not_equal positive pow reciprocal
 remainder round sign signbit sin sinh square sqrt subtract tan tanh trunc
@@ -64,12 +66,25 @@ def meshgrid(*arrays, indexing="xy"):
     return list(_em.meshgrid(*arrays, indexing=indexing))
 
 
+def equal(x1, x2, /):
+    """Elementwise x1 == x2 (ember.equal is PyTorch's: one bool for the whole tensors)."""
+    return _em.eq(x1, x2)
+
+
+# This module defines the standard's sum, prod, mean, all, any, max and min, which
+# shadow Python's builtins in every function here: those use _builtins.any etc.
+
 def isdtype(dtype, kind):
     """Whether dtype is of `kind`: a dtype, a kind name, or a tuple of these."""
+    if not isinstance(dtype, _core.DType):
+        raise TypeError(f"isdtype: dtype must be an ember dtype, got {dtype!r}")
     if isinstance(kind, tuple):
-        return any(isdtype(dtype, k) for k in kind)
+        return _builtins.any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, _core.DType):
         return dtype is kind
+    if not isinstance(kind, str):
+        raise TypeError(f"isdtype: kind must be a dtype, a kind name or a tuple of these, "
+                        f"got {kind!r}")
     kinds = {
         "bool": dtype.kind == "bool",
         "signed integer": dtype.kind == "int" and dtype.is_signed,

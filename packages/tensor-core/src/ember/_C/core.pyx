@@ -1232,6 +1232,12 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
                 scalar_kinds = sk
     if ref is None:
         raise TypeError(f"{OP_NAMES[op]}: expected at least one tensor operand")
+    if op == OP_POW and x0 is ref and KIND[ref._dtype] != KIND_FLOAT and \
+            scalar_kind(x1) == KIND_INT and x1 < 0:
+        # PyTorch's (and NumPy's) rule for a scalar exponent; integer tensor
+        # exponents compute (1 ** -n is 1, 2 ** -n truncates to 0)
+        raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
+                           f"(a {DTYPE_LIST[ref._dtype]!r} tensor to the power {x1})")
     if scalar_kinds >= 0:
         compute = result_kind_dtype(compute, scalar_kinds)
     if info.promote_float and KIND[compute] != KIND_FLOAT:

@@ -85,8 +85,10 @@ ELEMENTWISE = [
     Elementwise("fmax", 2, {F: "fmax(a, b)"}, numpy="fmax"),
     Elementwise("fmin", 2, {F: "fmin(a, b)"}, numpy="fmin"),
     # comparisons -----------------------------------------------------------------
+    # (the Array API's elementwise `equal` is ember.array_api.equal: ember.equal is
+    # PyTorch's one-bool comparison, in _elementwise.py)
     Elementwise("eq", 2, {B: "a == b", I: "a == b", F: "a == b"}, out="bool", numpy="equal",
-                aliases=("equal",), differentiable=False),
+                differentiable=False),
     Elementwise("ne", 2, {B: "a != b", I: "a != b", F: "a != b"}, out="bool", numpy="not_equal",
                 aliases=("not_equal",), differentiable=False),
     Elementwise("lt", 2, {B: "a < b", I: "a < b", F: "a < b"}, out="bool", numpy="less",
