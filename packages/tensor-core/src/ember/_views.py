@@ -181,7 +181,7 @@ def permute(input, *dims):
     if len(set(dims)) != n:
         raise ValueError(f"permute: repeated dim in {dims}")
     storage, dtype, shape, strides, offset = input._layout()
-    out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset)
+    out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset, "permute")
     return _record("permute", (input,), out, {"dims": dims})
 
 
@@ -297,7 +297,7 @@ def expand(input, *sizes):
         else:
             raise ValueError(f"expand: shape {shape} cannot be expanded to {tuple(sizes)} "
                              f"(dim {i} has size {old}, not 1)")
-    out = input._view(new_shape, new_strides, offset)
+    out = input._view(new_shape, new_strides, offset, "expand")
     return _record("expand", (input,), out, {"shape": tuple(new_shape)})
 
 
@@ -333,7 +333,7 @@ def squeeze(input, dim=None):
         drop = {d for d in (_norm(x, input.ndim, "squeeze") for x in dims)
                 if input.ndim and shape[d] == 1}
     keep = [d for d in range(len(shape)) if d not in drop]
-    out = input._view([shape[d] for d in keep], [strides[d] for d in keep], offset)
+    out = input._view([shape[d] for d in keep], [strides[d] for d in keep], offset, "squeeze")
     return _record("view", (input,), out, {"shape": tuple(out.shape)})
 
 
@@ -344,7 +344,7 @@ def unsqueeze(input, dim):
     d = _norm(dim, input.ndim + 1, "unsqueeze")
     st = strides[d] * shape[d] if d < len(shape) else 1
     out = input._view(list(shape[:d]) + [1] + list(shape[d:]),
-                      list(strides[:d]) + [st] + list(strides[d:]), offset)
+                      list(strides[:d]) + [st] + list(strides[d:]), offset, "unsqueeze")
     return _record("view", (input,), out, {"shape": tuple(out.shape)})
 
 
@@ -366,7 +366,7 @@ def narrow(input, dim, start, length):
                          f"dim {d} of size {shape[d]}")
     new_shape = list(shape)
     new_shape[d] = length
-    out = input._view(new_shape, strides, offset + start * strides[d])
+    out = input._view(new_shape, strides, offset + start * strides[d], "narrow")
     return _record("narrow", (input,), out, {"dim": d, "start": start, "length": length})
 
 
@@ -389,7 +389,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         start = off - offset * strides[a] if length else off
     keep = [d for d in range(n) if d not in (a, b)]
     out = input._view([shape[d] for d in keep] + [length],
-                      [strides[d] for d in keep] + [strides[a] + strides[b]], start)
+                      [strides[d] for d in keep] + [strides[a] + strides[b]], start, "diagonal")
     return _record("diagonal", (input,), out, {"offset": offset, "dim1": a, "dim2": b})
 
 
@@ -410,7 +410,8 @@ def unfold(input, dimension, size, step):
     if shape:
         new_shape[d] = (n - size) // step + 1
         new_strides[d] = strides[d] * step
-    out = input._view(new_shape + [size], new_strides + [strides[d] if shape else 1], off)
+    out = input._view(new_shape + [size], new_strides + [strides[d] if shape else 1], off,
+                      "unfold")
     return _record("unfold", (input,), out, {"dim": d, "size": size, "step": step})
 
 
