@@ -418,10 +418,11 @@ def unfold(input, dimension, size, step):
 @tensor_method
 def as_strided(input, size, stride, storage_offset=None):
     storage, dtype, shape, strides, off = input._layout()
-    out = _core.as_strided_from(storage, dtype, tuple(size), tuple(stride),
+    out = _core.as_strided_from(storage, dtype, size, stride,
                                 off if storage_offset is None else storage_offset)
     return _record("as_strided", (input,), out,
-                   {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset})
+                   {"size": tuple(out.shape), "stride": out.stride(),
+                    "storage_offset": storage_offset})
 
 
 @tensor_method

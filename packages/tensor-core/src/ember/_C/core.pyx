@@ -1669,7 +1669,7 @@ cdef int check_write(TensorBase x, str op, bint overlap=True) except -1:
     if not em_grad_off and x._requires_grad and x._grad_fn is None:
         raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
                            f"in-place operation; wrap it in ember.no_grad() or use .detach()")
-    if overlap:
+    if overlap and x.numel_c():
         for d in range(x._ndim):
             if x._strides[d] == 0 and x._shape[d] > 1:
                 raise RuntimeError(
