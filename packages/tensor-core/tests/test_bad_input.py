@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember as em
+from ember._C import core as _core
 from ember.ops import table
 from ember_testing import (DTYPES, INT_DTYPES, fewer_examples, other_devices,
                            row_input_dtypes, shapes)
@@ -179,6 +181,226 @@ def test_huge_shapes_are_rejected(code, device):
                       "    print(type(e).__name__, e)\n", device)
     assert r.returncode == 0, f"{code}: {_how(r)}\n{r.stderr[-1500:]}"
     assert r.stdout.startswith(("ValueError", "MemoryError")), f"{code}: no error ({r.stdout!r})"
+
+
+# ---------------------------------------------------------------- issue 16: layouts
+
+def test_issue16_item1_legacy_tensor_constructor(device):
+    """em.Tensor(...) follows torch.Tensor: data is copied into the default float dtype,
+    ints (or a Size) are sizes, and it never yields a tensor over no memory."""
+    t = em.Tensor([-4.0], device=device)
+    assert (t.dtype, tuple(t.shape), t.tolist()) == (em.float32, (1,), [-4.0])
+    assert t.double().tolist() == [-4.0] and repr(t.cpu()) == "tensor([-4.])"
+    assert em.Tensor([[1, 2], [3, 4]]).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert em.Tensor((2, 3)).tolist() == [2.0, 3.0]            # a tuple is data
+    for args, shape in [((3,), (3,)), ((2, 3), (2, 3)), ((em.Size([2, 3]),), (2, 3)),
+                        ((), (0,)), ((0,), (0,)), ((np.int64(2), 1), (2, 1))]:
+        u = em.Tensor(*args, device=device)
+        assert (u.dtype, tuple(u.shape), u.device.type) == (em.float32, shape, device.type)
+        assert u.fill_(1.5).sum().item() == 1.5 * int(np.prod(shape))
+    src = em.arange(3, device=device)
+    alias = em.Tensor(src)                                   # shares memory, any dtype
+    assert alias.dtype == em.int64 and alias.data_ptr() == src.data_ptr()
+    with raises_naming(TypeError, "Tensor", "float"):
+        em.Tensor(2.5)
+    with raises_naming(TypeError, "Tensor"):
+        em.Tensor(2, "a")
+    with raises_naming(ValueError, "empty", -1):
+        em.Tensor(2, -1)
+    prev = em.get_default_dtype()
+    em.set_default_dtype(em.float64)
+    try:
+        assert em.Tensor([1]).dtype == em.float64 and em.Tensor(2).dtype == em.float64
+    finally:
+        em.set_default_dtype(prev)
+
+
+def test_issue16_item1_every_way_of_making_a_tensor_object_is_valid():
+    """Tensor.__new__ alone (what nn.Parameter and unpickling call) and em.Storage()
+    give an empty tensor on real memory, which prints and converts."""
+    for t in (em.Tensor.__new__(em.Tensor), em.Tensor()):
+        assert (tuple(t.shape), t.dtype, t.device.type) == ((0,), em.float32, "cpu")
+        assert t.tolist() == [] and t.double().tolist() == [] and repr(t) == "tensor([])"
+    s = em.Storage()
+    assert (s.nbytes, str(s.device)) == (0, "cpu")
+    assert _core.as_strided_from(s, em.float32, (0,), (1,), 0).tolist() == []
+    r = _run_isolated("print(em.Tensor([-4.0]), em.Tensor([-4.0]).double(), em.Tensor(3).shape, "
+                      "em.Tensor.__new__(em.Tensor).double())", "cpu")
+    assert r.returncode == 0, f"{_how(r)}\n{r.stderr[-1500:]}"
+
+
+# (call, op named in the message): views whose layout overflows int64 or leaves the
+# storage, from every function that makes a view from sizes, strides and an offset
+_OUT_OF_STORAGE = [
+    ("x.as_strided((3,), (3 * 2 ** 61,))", "as_strided"),
+    ("x.as_strided((3,), (2 ** 62,))", "as_strided"),
+    ("x.as_strided((3,), (2 ** 63 - 1,))", "as_strided"),
+    ("x.as_strided((3,), (-2 ** 63,), 2)", "as_strided"),
+    ("x.as_strided((2,), (2 ** 31,))", "as_strided"),
+    ("x.as_strided((3,), (1,), 2 ** 63 - 1)", "as_strided"),
+    ("x.as_strided((3,), (1,), 2 ** 63 - 2)", "as_strided"),
+    ("x.as_strided((3,), (1,), 2 ** 62)", "as_strided"),
+    ("x.as_strided((3,), (1,), 2 ** 31)", "as_strided"),
+    ("x.as_strided((3,), (1,), -1)", "as_strided"),
+    ("x.as_strided((3,), (1,), -2 ** 63)", "as_strided"),
+    ("x.as_strided((3,), (-1,), 1)", "as_strided"),
+    ("x.as_strided((2, 2), (2 ** 62, 2 ** 62))", "as_strided"),
+    ("x.as_strided((2 ** 32, 2 ** 32), (2 ** 31, 2 ** 31))", "as_strided"),
+    ("x.as_strided((3,), (1,), 2 ** 64)", "as_strided"),
+    ("x.as_strided((3,), (2 ** 64,))", "as_strided"),
+    ("x._view((3,), (2 ** 62,), 0)", "view"),
+    ("x._view((2,), (1,), 2 ** 63 - 1)", "view"),
+    ("em._C.core.as_strided_from(x.untyped_storage(), x.dtype, (3,), (2 ** 62,), 0)",
+     "as_strided"),
+    ("em._C.core.as_strided_from(x.untyped_storage(), x.dtype, (3,), (1,), 2 ** 63 - 1)",
+     "as_strided"),
+    ("x.unfold(0, 2, 2 ** 62).as_strided((2, 2), (2 ** 62, 1))", "as_strided"),
+    ("em.empty_strided((3,), (2 ** 62,), device=dev)", "empty_strided"),
+    ("em.empty_strided((2, 2), (2 ** 63 - 1, 1), device=dev)", "empty_strided"),
+    ("em.empty_strided((3,), (-1,), device=dev)", "empty_strided"),
+]
+
+
+def test_issue16_item3_view_layouts_use_checked_arithmetic(device):
+    """stride * (size - 1) and offset + reach are computed in checked int64: a layout
+    that overflows, or reaches outside the storage, is a clear error (ValueError, or
+    OverflowError for a number that is no int64), never a read or write elsewhere."""
+    prog = "dev = x.device\nx = em.tensor([1., 2, 3], device=dev)\nfor code, op in CASES:\n" \
+           "    try:\n        r = eval(code)\n        r.fill_(9.0)\n        print('NO ERROR', code, r.tolist())\n" \
+           "    except (ValueError, OverflowError) as e:\n" \
+           "        assert str(e).startswith(op + ':'), (code, str(e))\n"
+    r = _run_isolated(f"CASES = {_OUT_OF_STORAGE!r}\n" + prog, device)
+    assert r.returncode == 0 and not r.stdout, f"{_how(r)}\n{r.stdout}{r.stderr[-1500:]}"
+    x = em.tensor([1., 2, 3], device=device)
+    with raises_naming(ValueError, "as_strided", "overflowed", (3,), (2 ** 62,)):
+        x.as_strided((3,), (2 ** 62,))
+    with raises_naming(ValueError, "as_strided", "offset", -1):
+        x.as_strided((3,), (1,), -1)
+    # the legitimate layouts next to them still work
+    assert x.as_strided((3,), (-1,), 2).tolist() == [3.0, 2.0, 1.0]
+    assert x.as_strided((2, 2), (1, 1)).tolist() == [[1.0, 2.0], [2.0, 3.0]]
+    assert x.as_strided((1,), (2 ** 63 - 1,), 2).tolist() == [3.0]   # size 1: never stepped
+    assert x.as_strided((0,), (2 ** 63 - 1,), 3).tolist() == []
+    assert tuple(x.unfold(0, 2, 2 ** 62).shape) == (1, 2)
+    assert tuple(em.empty_strided((2, 3), (1, 2), device=device).stride()) == (1, 2)
+    assert em.empty_strided((0, 2 ** 62), (2 ** 62, 1), device=device).numel() == 0
+
+
+def test_issue16_item4_shape_and_strides_must_pair_up(device):
+    """Sizes and strides copied into C arrays must have one length and be ints."""
+    x = em.zeros(24, device=device)
+    for make, op in [(lambda sh, st: em.empty_strided(sh, st, device=device), "empty_strided"),
+                     (lambda sh, st: x.as_strided(sh, st), "as_strided"),
+                     (lambda sh, st: x._view(sh, st, 0), "view")]:
+        with raises_naming(ValueError, op, (2, 3, 4), (12, 4)):
+            make((2, 3, 4), (12, 4))
+        with raises_naming(ValueError, op, (2,), (1, 1, 1)):
+            make((2,), (1, 1, 1))
+        with raises_naming(ValueError, op, (2, 3, 4), ()):
+            make((2, 3, 4), ())
+        with raises_naming(TypeError, op, 1.0):
+            make((2, 3), (3, 1.0))
+        with raises_naming(TypeError, op):
+            make((2, 3), None)
+        with raises_naming(ValueError, op, -1):
+            make((2, -1), (1, 1))
+        assert tuple(make((2, 3), (3, 1)).shape) == (2, 3)
+    r = _run_isolated("try:\n    em.empty_strided((2, 3, 4), (12, 4))\nexcept ValueError as e:\n"
+                      "    print(e)", device)
+    assert r.returncode == 0 and "empty_strided" in r.stdout, f"{_how(r)}\n{r.stderr[-1500:]}"
+
+
+@pytest.mark.parametrize("code,shape", [
+    ("em.tensor([1., 2, 3], device=dev).expand(2 ** 62, 4, 3)", (2 ** 62, 4, 3)),
+    ("em.zeros(3, device=dev).as_strided((3, 2 ** 62), (1, 0))", (3, 2 ** 62)),
+    ("em.zeros(1, device=dev).expand(2 ** 31, 2 ** 31, 2 ** 2)", (2 ** 31, 2 ** 31, 4)),
+    ("em.zeros(1, device=dev).expand(2 ** 63 - 1, 2)", (2 ** 63 - 1, 2)),
+    ("em.zeros(1, 1, device=dev).expand(2 ** 32, 2 ** 31)", (2 ** 32, 2 ** 31)),
+])
+def test_issue16_item7_numel_always_fits_int64(code, shape, device):
+    """A view whose element count overflows int64 is refused when made (it used to
+    report numel 0 or a negative one, and tolist() then hung)."""
+    op = "expand" if "expand" in code else "as_strided"
+    r = _run_isolated(f"dev = x.device\ntry:\n    t = {code}\n    print('NO ERROR', t.numel())\n"
+                      f"except ValueError as e:\n    print(e)\n", device)
+    assert r.returncode == 0, f"{_how(r)}\n{r.stderr[-1500:]}"
+    assert r.stdout.startswith(f"{op}: numel: integer multiplication overflow") and \
+        str(shape) in r.stdout, r.stdout
+
+
+def test_issue16_item7_big_but_valid_views_and_impossible_allocations(device):
+    """Zero-stride views may have up to 2**63 - 1 elements (numel and nbytes exact);
+    an allocation that can't be made fails at once with a MemoryError giving the
+    bytes asked for."""
+    big = em.zeros(1, device=device).expand(2 ** 40, 2 ** 20)
+    assert big.numel() == 2 ** 60 and big.nbytes == 2 ** 62
+    assert em.zeros(1, device=device).expand(2 ** 63 - 1).numel() == 2 ** 63 - 1
+    for size, dtype, nbytes in [((2 ** 40, 2 ** 20), em.float32, 2 ** 62),
+                                ((2 ** 61,), em.float64, 2 ** 64),
+                                ((2 ** 62, 1), em.uint8, 2 ** 62),
+                                ((2 ** 31, 2 ** 31), em.float32, 2 ** 64)]:
+        start = time.perf_counter()
+        with pytest.raises(MemoryError, match=str(nbytes)):
+            em.empty(size, dtype=dtype, device=device)
+        assert time.perf_counter() - start < 5
+
+
+_INPLACE_WRITES = {
+    # name: an in-place write into t (a float tensor), as a user would make it
+    "add_": lambda t: t.add_(1), "mul_ (op)": lambda t: t.mul_(2), "sigmoid_": lambda t: t.sigmoid_(),
+    "clamp_": lambda t: t.clamp_(0, 1), "relu_": lambda t: t.relu_(), "neg_": lambda t: t.neg_(),
+    "copy_": lambda t: t.copy_(em.ones(tuple(t.shape), device=t.device)),
+    "out=": lambda t: em.add(em.ones(tuple(t.shape), device=t.device), 1, out=t),
+    "+=": lambda t: t.__iadd__(1), "lerp_": lambda t: t.lerp_(em.ones_like(t), 0.5),
+    "tril_": lambda t: t.tril_(), "cumsum_": lambda t: t.cumsum_(0),
+    "uniform_": lambda t: t.uniform_(), "normal_": lambda t: t.normal_(),
+    "masked_fill_": lambda t: t.masked_fill_(em.ones(tuple(t.shape), dtype=em.bool,
+                                                     device=t.device), 2.0),
+    "index_put_": lambda t: t.index_put_((em.tensor([0], device=t.device),),
+                                         em.tensor(5.0, device=t.device)),
+    "setitem": lambda t: t.__setitem__(em.tensor([0, 1], device=t.device), 5.0),
+    "index_fill_": lambda t: t.index_fill_(1, em.tensor([0], device=t.device), 1.0),
+    "scatter_": lambda t: t.scatter_(0, em.zeros(1, 4, dtype=em.int64, device=t.device), 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INPLACE_WRITES))
+def test_issue16_item19_in_place_writes_into_overlapping_memory(name, device):
+    """An in-place op on a tensor whose elements share memory (a zero stride on a
+    dim of size > 1) would update each location once per alias: it raises, as PyTorch,
+    instead of adding 3 where 1 was asked."""
+    write = _INPLACE_WRITES[name]
+    for t in (em.zeros(1, 4, device=device).expand(3, 4),
+              em.arange(4., device=device).as_strided((3, 4), (0, 1))):
+        with pytest.raises(RuntimeError, match=r"more than one element of the written-to "
+                                               r"tensor \(shape \(3, 4\), strides \(0, 1\)\) "
+                                               r"refers to a single memory location. Please "
+                                               r"clone\(\) the tensor"):
+            write(t)
+    write(em.zeros(3, 4, device=device))      # the same write without aliases works
+    write(em.zeros(12, device=device).as_strided((3, 4), (4, 1)))
+
+
+def test_issue16_item19_aliases_are_fine_where_they_do_no_harm(device):
+    """Reading an expanded tensor, filling it (one value: fill_ and zero_ are allowed in
+    PyTorch too) and writing a non-overlapping view of it (x[0] = ...) still work."""
+    base = em.zeros(1, 4, device=device)
+    a = base.expand(3, 4)
+    assert (a + 1).sum().item() == 12.0
+    assert em.add(a, 1, out=em.zeros(3, 4, device=device)).sum().item() == 12.0
+    a.fill_(2.0)
+    assert base.tolist() == [[2.0] * 4]
+    a.zero_()
+    a[0] = 1.0                                # a[0] has no aliases of its own
+    a[1, 2:] = em.tensor([5.0, 6.0], device=device)
+    assert base.tolist() == [[1.0, 1.0, 5.0, 6.0]]
+    # a zero stride on a dim of size 1, or in an empty tensor, aliases nothing
+    assert em.zeros(0, 2, device=device).as_strided((0, 2), (0, 0)).add_(1).numel() == 0
+    assert em.zeros(3, device=device).as_strided((3, 1), (1, 0)).add_(1).tolist() == [[1.0]] * 3
+    r = em.arange(4., device=device).as_strided((3,), (0,))
+    with raises_naming(RuntimeError, "sigmoid_", "single memory location"):
+        r.sigmoid_()
+    assert r.clone().sigmoid_().tolist() == pytest.approx([0.5] * 3)
 
 
 # ----------------------------------------------------------------------------- dims

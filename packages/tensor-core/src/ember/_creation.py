@@ -45,10 +45,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **_):
 
 
 def empty_strided(size, stride, *, dtype=None, device=None):
-    size = _shape_arg((size,), "empty_strided")
-    span = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
-    base = _core.empty((span,), _dtype_arg(dtype), device)
-    return base._view(tuple(size), tuple(stride), 0)
+    return _core.empty_strided(size, stride, _dtype_arg(dtype), device)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):

@@ -177,11 +177,9 @@ def _scalar_tensor(value, dtype, device, op):
         raise type(e)(f"{op}: can't store {value!r} as {dtype!r}: {e}") from None
 
 
-def _check_inplace(x, op):
-    """PyTorch's rule: a leaf that requires grad can't be written in place."""
-    if x.requires_grad and x.grad_fn is None and _core.is_grad_enabled():
-        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
-                           f"in-place operation; wrap it in ember.no_grad() or use .detach()")
+# The checks of a tensor written in place (a leaf that requires grad, elements that
+# share memory): one function in the core for every in-place op.
+_check_inplace = _core.check_inplace
 
 
 def _check_device(op, *tensors):
@@ -558,7 +556,9 @@ def _strip_ones(v, ndim):
 
 def _setitem(x, key, value, accumulate=False, op="setitem"):
     """x[key] = value (or += with accumulate, adding every repeated index)."""
-    _check_inplace(x, op)
+    # Overlap is checked on what is written: a basic index writes a view (x[0] of
+    # an expand() is fine, as in PyTorch), an advanced one writes x itself.
+    _check_inplace(x, op, overlap=False)
     if not isinstance(value, _TB) and type(value).__module__ == "numpy" and \
             getattr(value, "ndim", 1) == 0:
         value = value.item()     # a NumPy scalar
@@ -575,6 +575,7 @@ def _setitem(x, key, value, accumulate=False, op="setitem"):
         else:
             view.fill_(value)
     else:
+        _check_inplace(x, op)
         shape, dst_strides = _result_layout(pl)
         v = _strip_ones(_value_tensor(value, x, op), len(shape))
         _broadcast_value(v, shape, op)

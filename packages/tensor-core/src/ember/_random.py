@@ -563,9 +563,7 @@ def _inplace(self, op):
     """The checks PyTorch makes before writing into a tensor in place."""
     if not isinstance(self, _core.TensorBase):
         raise TypeError(f"{op}: expected a tensor, got {type(self).__name__}")
-    if self.requires_grad and _core.is_grad_enabled() and self.is_leaf:
-        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
-                           f"in-place operation; wrap it in ember.no_grad()")
+    _core.check_inplace(self, op)
 
 
 def _written(self, op):

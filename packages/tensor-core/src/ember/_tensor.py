@@ -2,6 +2,7 @@
 that topic modules register with ember._registry."""
 from __future__ import annotations
 
+import numbers
 import operator
 
 from ember._C import core as _core
@@ -34,6 +35,31 @@ class Tensor(_core.TensorBase):
     offset). Create tensors with ember.tensor, ember.zeros, ember.arange, ..."""
 
     __module__ = "ember"
+
+    def __init__(self, *args, device=None):
+        """The legacy constructor, as torch.Tensor: Tensor() is empty, Tensor(2, 3) and
+        Tensor(ember.Size([2, 3])) are uninitialised tensors of those sizes,
+        Tensor(data) copies nested sequences (a tuple is data too) into the default
+        float dtype, and Tensor(tensor) shares that tensor's memory. Prefer
+        ember.tensor and ember.empty."""
+        from ember import _creation
+        dtype = _core.get_default_dtype()
+        if len(args) == 1 and isinstance(args[0], _core.TensorBase):
+            if device is not None:
+                raise TypeError("Tensor: Tensor(tensor, device=...) is not supported; use "
+                                "ember.tensor(...) or tensor.to(device)")
+            src = args[0]
+        elif not args:
+            src = _creation.empty(0, dtype=dtype, device=device)
+        elif (len(args) == 1 and isinstance(args[0], Size)) or all(
+                isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+            src = _creation.empty(*args, dtype=dtype, device=device)
+        elif len(args) == 1 and not isinstance(args[0], (numbers.Number, str, bytes)):
+            src = _creation.tensor(args[0], dtype=dtype, device=device)
+        else:
+            raise TypeError(f"Tensor: expected sizes (ints), a sequence of data or a tensor, "
+                            f"got {', '.join(type(a).__name__ for a in args)}")
+        self.data = src    # take src's storage and layout
 
     def __len__(self):
         if self.ndim == 0:

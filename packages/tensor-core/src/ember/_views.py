@@ -185,7 +185,7 @@ def permute(input, *args, dims=None):
     if len(set(dims)) != n:
         raise ValueError(f"permute: repeated dim in {dims}")
     storage, dtype, shape, strides, offset = input._layout()
-    out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset)
+    out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset, "permute")
     return _record("permute", (input,), out, {"dims": dims})
 
 
@@ -301,7 +301,7 @@ def expand(input, *sizes):
         else:
             raise ValueError(f"expand: shape {shape} cannot be expanded to {tuple(sizes)} "
                              f"(dim {i} has size {old}, not 1)")
-    out = input._view(new_shape, new_strides, offset)
+    out = input._view(new_shape, new_strides, offset, "expand")
     return _record("expand", (input,), out, {"shape": tuple(new_shape)})
 
 
@@ -337,7 +337,7 @@ def squeeze(input, dim=None):
         drop = {d for d in (_norm(x, input.ndim, "squeeze") for x in dims)
                 if input.ndim and shape[d] == 1}
     keep = [d for d in range(len(shape)) if d not in drop]
-    out = input._view([shape[d] for d in keep], [strides[d] for d in keep], offset)
+    out = input._view([shape[d] for d in keep], [strides[d] for d in keep], offset, "squeeze")
     return _record("view", (input,), out, {"shape": tuple(out.shape)})
 
 
@@ -348,7 +348,7 @@ def unsqueeze(input, dim):
     d = _norm(dim, input.ndim + 1, "unsqueeze")
     st = strides[d] * shape[d] if d < len(shape) else 1
     out = input._view(list(shape[:d]) + [1] + list(shape[d:]),
-                      list(strides[:d]) + [st] + list(strides[d:]), offset)
+                      list(strides[:d]) + [st] + list(strides[d:]), offset, "unsqueeze")
     return _record("view", (input,), out, {"shape": tuple(out.shape)})
 
 
@@ -370,7 +370,7 @@ def narrow(input, dim, start, length):
                          f"dim {d} of size {shape[d]}")
     new_shape = list(shape)
     new_shape[d] = length
-    out = input._view(new_shape, strides, offset + start * strides[d])
+    out = input._view(new_shape, strides, offset + start * strides[d], "narrow")
     return _record("narrow", (input,), out, {"dim": d, "start": start, "length": length})
 
 
@@ -393,7 +393,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         start = off - offset * strides[a] if length else off
     keep = [d for d in range(n) if d not in (a, b)]
     out = input._view([shape[d] for d in keep] + [length],
-                      [strides[d] for d in keep] + [strides[a] + strides[b]], start)
+                      [strides[d] for d in keep] + [strides[a] + strides[b]], start, "diagonal")
     return _record("diagonal", (input,), out, {"offset": offset, "dim1": a, "dim2": b})
 
 
@@ -414,17 +414,19 @@ def unfold(input, dimension, size, step):
     if shape:
         new_shape[d] = (n - size) // step + 1
         new_strides[d] = strides[d] * step
-    out = input._view(new_shape + [size], new_strides + [strides[d] if shape else 1], off)
+    out = input._view(new_shape + [size], new_strides + [strides[d] if shape else 1], off,
+                      "unfold")
     return _record("unfold", (input,), out, {"dim": d, "size": size, "step": step})
 
 
 @tensor_method
 def as_strided(input, size, stride, storage_offset=None):
     storage, dtype, shape, strides, off = input._layout()
-    out = _core.as_strided_from(storage, dtype, tuple(size), tuple(stride),
+    out = _core.as_strided_from(storage, dtype, size, stride,
                                 off if storage_offset is None else storage_offset)
     return _record("as_strided", (input,), out,
-                   {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset})
+                   {"size": tuple(out.shape), "stride": out.stride(),
+                    "storage_offset": storage_offset})
 
 
 @tensor_method

@@ -41,7 +41,7 @@ if BUILD_CONFIG.get("cuda"):
 else:
     import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 exists anyway)
 
-    class OutOfMemoryError(RuntimeError):
+    class OutOfMemoryError(RuntimeError, MemoryError):
         """The CUDA caching allocator could not get memory (raised on CUDA builds)."""
 
     class CudaError(RuntimeError):

@@ -62,6 +62,10 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
 cdef TensorBase view_of(TensorBase base, int ndim, const int64_t *shape,
                         const int64_t *strides, int64_t offset)
 cdef em_tensor_view tensor_view(TensorBase t)
+# the one checked layout validator (ValueError naming op) and the in-place write checks
+cdef int check_bounds(int64_t capacity, int ndim, const int64_t *shape,
+                      const int64_t *strides, int64_t offset, str op) except -1
+cdef int check_write(TensorBase x, str op, bint overlap=*) except -1
 # entry points for `cimport ember` (ember/__init__.pxd): no Python-level dispatch
 cpdef Device as_device(object d)
 cpdef Device resolve_device(Device device)

@@ -51,11 +51,17 @@ cdef extern from *:
     static __thread int em_inference_on = 0;
     static void em_store_f16(char *p, double v) { *(_Float16 *)p = (_Float16)v; }
     static double em_load_f16(const char *p) { return (double)*(const _Float16 *)p; }
+    /* int64 arithmetic that reports overflow (nonzero) instead of wrapping: layouts
+       come from users, and a wrapped size or reach would pass any bounds check. */
+    static int em_mul_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
+    static int em_add_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
     """
     int em_grad_off
     int em_inference_on
     void em_store_f16(char *p, double v)
     double em_load_f16(const char *p)
+    bint em_mul_ovf(int64_t a, int64_t b, int64_t *r) nogil
+    bint em_add_ovf(int64_t a, int64_t b, int64_t *r) nogil
 
 cdef extern from "cpu_api.h":
     const void *em_cpu_api_table()
@@ -327,6 +333,9 @@ cpdef Device as_device(object d):
 cdef class Storage:
     """One allocation on one device, shared by every tensor that views it."""
 
+    def __cinit__(self):
+        self.device = CPU     # em.Storage() is an empty CPU storage, not one on no device
+
     def __dealloc__(self):
         if self.owns_data and self.data != NULL and self.device is not None \
                 and self.device.type_id == 0:
@@ -363,9 +372,14 @@ cdef Storage alloc_storage(Py_ssize_t nbytes, Device device):
     return s
 
 
+cdef Storage NO_DATA = alloc_storage(0, CPU)   # the storage of a tensor not yet laid out
+
+
 def storage_from_pointer(uintptr_t ptr, Py_ssize_t nbytes, object owner, device=None):
     """Wrap memory that `owner` keeps alive (a NumPy array, a DLPack capsule, a shared
     memory mapping) as a Storage, without copying."""
+    if nbytes < 0:
+        raise ValueError(f"storage_from_pointer: negative size {nbytes}")
     cdef Storage s = Storage.__new__(Storage)
     s.data = <char *>ptr
     s.nbytes = nbytes
@@ -401,6 +415,8 @@ def storage_move_to(Storage storage not None, uintptr_t ptr, object owner, bint 
 
 def storage_from_handle(object handle, Py_ssize_t nbytes, device):
     """Wrap a backend's buffer object (for devices without raw host-visible pointers)."""
+    if nbytes < 0:
+        raise ValueError(f"storage_from_handle: negative size {nbytes}")
     cdef Storage s = Storage.__new__(Storage)
     s.handle = handle
     s.nbytes = nbytes
@@ -527,10 +543,9 @@ cdef str shape_str(int ndim, const int64_t *shape):
 
 cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
     cdef TensorBase t = alloc_tensor_object()
-    cdef int64_t n = 1
+    cdef int64_t n = 1, nbytes
     cdef int i
     cdef int itemsize = ITEMSIZE[dtype]
-    cdef int64_t limit = (<int64_t>1 << 60) // itemsize
     cdef bint empty = False
     for i in range(ndim):
         if shape[i] < 0:
@@ -539,17 +554,22 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     for i in range(ndim - 1, -1, -1):
         t._shape[i] = shape[i]
         t._strides[i] = n
-        if not empty and n > limit // shape[i]:
-            raise ValueError(f"empty: shape {shape_str(ndim, shape)} has too many elements "
-                             f"to allocate")
-        n *= shape[i] if shape[i] else 1
+        # the row-major strides (size-0 dims count as 1, as in PyTorch); the last one
+        # times its size is the element count
+        if em_mul_ovf(n, shape[i] if shape[i] else 1, &n):
+            raise ValueError(f"empty: shape {shape_str(ndim, shape)} is too large: its "
+                             f"element count or strides overflow int64 (numel: integer "
+                             f"multiplication overflow)")
     if empty:
         n = 0
+    if em_mul_ovf(n, itemsize, &nbytes):
+        raise MemoryError(f"empty: cannot allocate {n * <object>itemsize} bytes for shape "
+                          f"{shape_str(ndim, shape)} of dtype {DTYPE_LIST[dtype]!r}")
     t._ndim = ndim
     t._dtype = dtype
     t._itemsize = itemsize
     t._offset = 0
-    t._storage = alloc_storage(n * itemsize, device)
+    t._storage = alloc_storage(nbytes, device)
     return t
 
 
@@ -582,6 +602,17 @@ cdef em_tensor_view tensor_view(TensorBase t):
     return v
 
 
+cdef int64_t int64_arg(object v, str what, str op) except? -1:
+    """v (anything with __index__) as an int64; TypeError / OverflowError naming op."""
+    try:
+        v = _operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int, got {v!r}") from None
+    if not (-(1 << 63) <= v < (1 << 63)):
+        raise OverflowError(f"{op}: {what} {v} does not fit in int64")
+    return v
+
+
 cdef int shape_from(object shape, int64_t *out, str op) except -1:
     """Parse a shape given as a tuple/list/Size of ints (or a single int)."""
     cdef int n
@@ -598,11 +629,29 @@ cdef int shape_from(object shape, int64_t *out, str op) except -1:
         if isinstance(v, TensorBase):
             v = v.item()
         try:
-            out[i] = _operator.index(v)
+            v = _operator.index(v)
         except TypeError:
             raise TypeError(f"{op}: shape must contain ints, got {shape!r}") from None
-        if out[i] < 0:
-            raise ValueError(f"{op}: negative dimension {out[i]} in shape {tuple(shape)}")
+        if v < 0:
+            raise ValueError(f"{op}: negative dimension {v} in shape {tuple(shape)}")
+        out[i] = int64_arg(v, "size", op)
+    return n
+
+
+cdef int layout_from(object shape, object strides, int64_t *sh, int64_t *st,
+                     str op) except -1:
+    """Parse a (shape, strides) pair into C arrays of MAXD: as many strides as sizes,
+    all ints (a float stride is a TypeError, not truncated)."""
+    cdef int n = shape_from(shape, sh, op)
+    try:
+        ns = len(strides)
+    except TypeError:
+        raise TypeError(f"{op}: strides must be a sequence of ints, got {strides!r}") from None
+    if ns != n:
+        raise ValueError(f"{op}: {n} sizes {tuple(shape)} but {ns} strides {tuple(strides)}; "
+                         f"they must have the same length")
+    for i in range(n):
+        st[i] = int64_arg(strides[i], "stride", op)
     return n
 
 
@@ -614,40 +663,101 @@ def empty(shape, dtype=None, device=None):
     return new_tensor(n, sh, d, as_device(device))
 
 
-def as_strided_from(Storage storage not None, DType dtype not None, shape, strides, int64_t offset):
-    """A tensor viewing `storage` with the given layout (elements); bounds-checked."""
+def empty_strided(size, stride, dtype=None, device=None):
+    """A new tensor of the given layout over a storage just big enough for it."""
     cdef int64_t sh[MAXD]
     cdef int64_t st[MAXD]
-    cdef int n = shape_from(shape, sh, "as_strided")
-    if len(strides) != n:
-        raise ValueError(f"as_strided: {n} sizes but {len(strides)} strides")
-    for i in range(n):
-        st[i] = strides[i]
-    check_bounds(storage.nbytes // dtype.itemsize, n, sh, st, offset, "as_strided")
+    cdef int64_t lo, hi, span[1]
+    cdef int n = layout_from(size, stride, sh, st, "empty_strided")
+    cdef int d = DEFAULT_FLOAT if dtype is None else as_dtype_num(dtype, "empty_strided")
+    check_numel(n, sh, "empty_strided")
+    span[0] = 0
+    if layout_reach(n, sh, st, 0, &lo, &hi, "empty_strided"):
+        if lo < 0:
+            raise ValueError(f"empty_strided: negative strides {shape_str(n, st)} are not "
+                             f"supported")
+        if em_add_ovf(hi, 1, &span[0]):
+            raise MemoryError(f"empty_strided: the layout {shape_str(n, sh)} with strides "
+                              f"{shape_str(n, st)} needs a storage of 2**63 elements")
+    cdef TensorBase base = new_tensor(1, span, d, as_device(device))
+    return view_of(base, n, sh, st, 0)
+
+
+def as_strided_from(Storage storage not None, DType dtype not None, shape, strides, offset):
+    """A tensor viewing `storage` with the given layout (elements); bounds-checked."""
+    return checked_view(storage, dtype.num, shape, strides, offset, "as_strided")
+
+
+cdef TensorBase checked_view(Storage storage, int dtype, object shape, object strides,
+                             object offset, str op):
+    """A tensor viewing `storage` with a layout given from Python (in elements): every
+    view of a user's or a Python module's making comes through here, so every one is
+    validated the same way (internal C code uses view_of on layouts it derived)."""
+    cdef int64_t sh[MAXD]
+    cdef int64_t st[MAXD]
+    cdef int n = layout_from(shape, strides, sh, st, op)
+    cdef int64_t off = int64_arg(offset, "storage offset", op)
+    check_numel(n, sh, op)
+    check_bounds(storage.nbytes // ITEMSIZE[dtype], n, sh, st, off, op)
     cdef TensorBase t = alloc_tensor_object()
     for i in range(n):
         t._shape[i] = sh[i]
         t._strides[i] = st[i]
     t._ndim = n
-    t._dtype = dtype.num
-    t._itemsize = dtype.itemsize
-    t._offset = offset
+    t._dtype = dtype
+    t._itemsize = ITEMSIZE[dtype]
+    t._offset = off
     t._storage = storage
     return t
 
 
-cdef int check_bounds(int64_t capacity, int ndim, const int64_t *shape,
-                      const int64_t *strides, int64_t offset, str op) except -1:
-    cdef int64_t lo = offset, hi = offset
+cdef int check_numel(int ndim, const int64_t *shape, str op) except -1:
+    """A tensor's element count must fit in int64, so that numel() never wraps (a
+    zero-stride view can have many more elements than its storage)."""
+    cdef int64_t n = 1
     cdef int i
     for i in range(ndim):
         if shape[i] == 0:
             return 0
-        if strides[i] > 0:
-            hi += strides[i] * (shape[i] - 1)
-        else:
-            lo += strides[i] * (shape[i] - 1)
-    if lo < 0 or hi >= capacity:
+    for i in range(ndim):
+        if em_mul_ovf(n, shape[i], &n):
+            raise ValueError(f"{op}: numel: integer multiplication overflow: shape "
+                             f"{shape_str(ndim, shape)} has more than 2**63 - 1 elements")
+    return 0
+
+
+cdef int layout_reach(int ndim, const int64_t *shape, const int64_t *strides,
+                      int64_t offset, int64_t *lo, int64_t *hi, str op) except -1:
+    """The lowest and highest element a layout touches, [lo, hi] (from the storage's
+    start), in checked int64 arithmetic: a wrapped stride * (size - 1) would pass any
+    bounds check. Returns 0 when the layout has no elements (lo and hi unset), else 1."""
+    cdef int64_t step
+    cdef int i
+    for i in range(ndim):
+        if shape[i] < 0:
+            raise ValueError(f"{op}: negative dimension {shape[i]} in shape "
+                             f"{shape_str(ndim, shape)}")
+        if shape[i] == 0:
+            return 0
+    lo[0] = hi[0] = offset
+    for i in range(ndim):
+        if em_mul_ovf(strides[i], shape[i] - 1, &step) or \
+                (em_add_ovf(hi[0], step, hi) if step > 0 else em_add_ovf(lo[0], step, lo)):
+            raise ValueError(f"{op}: storage size calculation overflowed with sizes "
+                             f"{shape_str(ndim, shape)}, strides {shape_str(ndim, strides)} "
+                             f"and offset {offset}")
+    return 1
+
+
+cdef int check_bounds(int64_t capacity, int ndim, const int64_t *shape,
+                      const int64_t *strides, int64_t offset, str op) except -1:
+    """The one bounds check of a layout over a storage of `capacity` elements (views,
+    strided creation, the indexing loops): every element inside, offset >= 0."""
+    cdef int64_t lo, hi
+    if offset < 0:
+        raise ValueError(f"{op}: negative storage offset {offset}")
+    if layout_reach(ndim, shape, strides, offset, &lo, &hi, op) and \
+            (lo < 0 or hi >= capacity):
         raise ValueError(f"{op}: a view of shape {shape_str(ndim, shape)} with strides "
                          f"{shape_str(ndim, strides)} and offset {offset} reaches elements "
                          f"[{lo}, {hi}] outside the storage of {capacity} elements")
@@ -660,7 +770,15 @@ cdef class TensorBase:
     Users see ember.Tensor, which adds the Python-level methods."""
 
     def __cinit__(self):
-        self._ndim = 0
+        # An empty float tensor until its creator gives it a layout: what
+        # Tensor.__new__ alone makes (nn.Parameter, unpickling) is a valid tensor,
+        # never one over no storage.
+        self._storage = NO_DATA
+        self._dtype = DEFAULT_FLOAT
+        self._itemsize = ITEMSIZE[DEFAULT_FLOAT]
+        self._ndim = 1
+        self._shape[0] = 0
+        self._strides[0] = 1
         self._offset = 0
 
     # layout ---------------------------------------------------------------------
@@ -730,7 +848,7 @@ cdef class TensorBase:
 
     @property
     def nbytes(self):
-        return self.numel_c() * self._itemsize
+        return self.numel_c() * <object>self._itemsize   # a big expand() may exceed int64
 
     def data_ptr(self):
         return <uintptr_t>self.ptr()
@@ -772,19 +890,11 @@ cdef class TensorBase:
                 tuple([self._shape[i] for i in range(self._ndim)]),
                 tuple([self._strides[i] for i in range(self._ndim)]), self._offset)
 
-    def _view(self, shape, strides, int64_t offset):
+    def _view(self, shape, strides, offset, str op="view"):
         """A view of this tensor's storage with a new layout (elements), checked to
-        stay inside the storage. Not recorded for autograd: callers record."""
-        cdef int64_t sh[MAXD]
-        cdef int64_t st[MAXD]
-        cdef int n = len(shape)
-        if n > MAXD:
-            raise ValueError(f"view: {n} dimensions requested; ember supports at most {MAXD}")
-        for i in range(n):
-            sh[i] = shape[i]
-            st[i] = strides[i]
-        check_bounds(self._storage.nbytes // self._itemsize, n, sh, st, offset, "view")
-        return view_of(self, n, sh, st, offset)
+        stay inside the storage; errors name `op`. Not recorded for autograd:
+        callers record."""
+        return checked_view(self._storage, self._dtype, shape, strides, offset, op)
 
     def _shares_storage(self, TensorBase other not None):
         return self._storage is other._storage
@@ -1279,11 +1389,8 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
         if o._storage.device != device:
             raise RuntimeError(f"{OP_NAMES[op]}: output is on {o._storage.device} but the "
                                f"inputs are on {device}")
+        check_write(o, OP_NAMES[op] + "_" if o is x0 or o is x1 else OP_NAMES[op])
         if not em_grad_off and o._requires_grad:
-            if o._grad_fn is None:
-                raise RuntimeError(
-                    f"{OP_NAMES[op]}_: a leaf tensor that requires grad is being used in an "
-                    f"in-place operation; wrap it in ember.no_grad() or use .detach()")
             if RECORDER is None:
                 raise RuntimeError(f"{OP_NAMES[op]}_: in-place op on a tensor that requires grad "
                                    f"needs ember-autograd")
@@ -1553,15 +1660,39 @@ cdef TensorBase _device_copy(TensorBase dst, TensorBase src):
     return dst
 
 
-cdef check_leaf_write(TensorBase x, str op):
+cdef int check_write(TensorBase x, str op, bint overlap=True) except -1:
+    """The checks of a tensor that an op writes into in place (in-place methods, out=,
+    copy_, the indexing writes), on every device; all of them call this.
+    A leaf that requires grad can't be written while grad mode is on (PyTorch's rule).
+    And no two of its elements may share a memory location: the op would update it
+    once per alias (sigmoid applied three times). As PyTorch's has_internal_overlap,
+    this refuses the case that is certain and cheap to decide, a zero stride on a dim
+    of size > 1 (expand, as_strided); other self-overlapping strides, such as
+    as_strided((3, 2), (1, 1)), are not looked for (PyTorch: "too hard"). Writes that
+    aliases can't harm pass overlap=False: fill_ stores one value (PyTorch allows it)."""
+    cdef int d
     if not em_grad_off and x._requires_grad and x._grad_fn is None:
         raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
                            f"in-place operation; wrap it in ember.no_grad() or use .detach()")
+    if overlap and x.numel_c():
+        for d in range(x._ndim):
+            if x._strides[d] == 0 and x._shape[d] > 1:
+                raise RuntimeError(
+                    f"{op}: unsupported operation: more than one element of the written-to "
+                    f"tensor (shape {shape_str(x._ndim, x._shape)}, strides "
+                    f"{shape_str(x._ndim, x._strides)}) refers to a single memory location. "
+                    f"Please clone() the tensor before performing the operation.")
+    return 0
+
+
+def check_inplace(TensorBase x not None, str op, bint overlap=True):
+    """check_write for the ops written in Python."""
+    check_write(x, op, overlap)
 
 
 def copy_(TensorBase dst not None, TensorBase src not None):
     """In-place copy with broadcasting and dtype conversion; bumps dst's version."""
-    check_leaf_write(dst, "copy_")
+    check_write(dst, "copy_")
     copy_into(dst, src)
     dst._storage.version += 1
     if not em_grad_off and RECORDER is not None and (dst._requires_grad or src._requires_grad):
@@ -1594,7 +1725,7 @@ def fill_(TensorBase x not None, value):
         value = value.item()
     if scalar_kind(value) < 0:
         raise TypeError(f"fill_: expected a number, got {value!r}")
-    check_leaf_write(x, "fill_")
+    check_write(x, "fill_", overlap=False)
     if x._storage.device.type_id != 0:
         backend_for(x._storage.device).fill(x, value)
         x._storage.version += 1

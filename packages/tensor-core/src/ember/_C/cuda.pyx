@@ -119,8 +119,9 @@ class CudaError(RuntimeError):
     """An error reported by the CUDA runtime (the message names the call and the error)."""
 
 
-class OutOfMemoryError(RuntimeError):
-    """The caching allocator could not get memory, even after emptying its cache."""
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """The caching allocator could not get memory, even after emptying its cache (a
+    RuntimeError as in PyTorch, and a MemoryError as the CPU's)."""
 
 
 def format_bytes(n):

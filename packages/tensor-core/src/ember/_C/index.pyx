@@ -9,7 +9,7 @@ values are checked by the loops themselves), so a wrong layout from the Python s
 raises instead of corrupting memory.
 """
 from libc.stdint cimport int64_t, uint8_t
-from ember._C.core cimport TensorBase, new_tensor
+from ember._C.core cimport TensorBase, new_tensor, check_bounds
 
 cdef extern from "ember_index.h" nogil:
     enum:
@@ -61,36 +61,23 @@ cdef int cpu_only(TensorBase t, str op) except -1:
 
 
 cdef int check_span(TensorBase t, int ndim, const int64_t *shape, const int64_t *strides,
-                    int64_t lo_extra, int64_t hi_extra, str op) except -1:
-    """Every element base + sum(p[d] * strides[d]) (+ an index term in [lo_extra,
-    hi_extra]) must lie inside t's storage, for p in shape (elements)."""
-    cdef int64_t lo = t._offset + lo_extra, hi = t._offset + hi_extra
-    cdef int d
-    for d in range(ndim):
-        if shape[d] == 0:
-            return 0
-        if strides[d] > 0:
-            hi += strides[d] * (shape[d] - 1)
-        else:
-            lo += strides[d] * (shape[d] - 1)
-    if lo < 0 or hi >= t._storage.nbytes // t._itemsize:
-        raise RuntimeError(f"{op}: internal error: an indexing loop would reach elements "
-                           f"[{lo}, {hi}] of a storage of "
-                           f"{t._storage.nbytes // t._itemsize} elements")
-    return 0
+                    str op) except -1:
+    """Every element t's base + sum(p[d] * strides[d]) for p in shape (elements) must
+    lie inside t's storage (core's one checked layout validator)."""
+    return check_bounds(t._storage.nbytes // t._itemsize, ndim, shape, strides, t._offset, op)
 
 
 cdef int fill_args(list indices, int ndim, const int64_t *shape, em_index_arg *args,
-                   int itemsize, int64_t *lo, int64_t *hi, str op) except -1:
+                   int itemsize, int64_t *xshape, int64_t *xstrides, str op) except -1:
     """indices: [(int64 tensor, strides over the iteration dims, step in elements of
-    the indexed tensor, size)] -> C args; lo/hi: the extent the index terms add."""
+    the indexed tensor, size)] -> C args. xshape / xstrides hold the indexed tensor's
+    layout over the iteration dims; each index appends a dim of its size and step,
+    whose values it ranges over. Returns the number of dims of that layout."""
     cdef TensorBase t
     cdef int k, d
     cdef int64_t st[MAXD]
     if len(indices) > EM_MAX_INDICES:
         raise IndexError(f"{op}: at most {EM_MAX_INDICES} index tensors are supported")
-    lo[0] = 0
-    hi[0] = 0
     for k, (tensor, strides, step, size) in enumerate(indices):
         t = <TensorBase?>tensor
         cpu_only(t, op)
@@ -104,16 +91,13 @@ cdef int fill_args(list indices, int ndim, const int64_t *shape, em_index_arg *a
         for d in range(ndim):
             st[d] = strides[d]
             args[k].strides[d] = strides[d]
-        check_span(t, ndim, shape, st, 0, 0, op)
+        check_span(t, ndim, shape, st, op)
         args[k].data = <const int64_t *>t.ptr()
         args[k].step = <int64_t>step * itemsize
         args[k].size = size
-        if size > 0:
-            if step > 0:
-                hi[0] += <int64_t>step * (size - 1)
-            else:
-                lo[0] += <int64_t>step * (size - 1)
-    return 0
+        xshape[ndim + k] = max(size, 1)   # size 0: no index value is valid, none is read
+        xstrides[ndim + k] = step
+    return ndim + len(indices)
 
 
 def normalize(TensorBase idx, int64_t size, bint allow_negative):
@@ -131,17 +115,19 @@ def gather(TensorBase out, TensorBase src, tuple src_strides, list indices):
     cdef int nd = out._ndim, d
     cdef int64_t sst[MAXD]
     cdef int64_t ost[MAXD]
+    cdef int64_t xsh[2 * MAXD]
+    cdef int64_t xst[2 * MAXD]
     cdef em_index_arg args[MAXD]
-    cdef int64_t lo, hi
     cpu_only(out, "index")
     cpu_only(src, "index")
     if out._dtype != src._dtype or len(src_strides) != nd:
         raise TypeError("gather: internal error: dtype or stride mismatch")
     for d in range(nd):
-        sst[d] = src_strides[d]
-    fill_args(indices, nd, out._shape, args, src._itemsize, &lo, &hi, "index")
-    check_span(src, nd, out._shape, sst, lo, hi, "index")
-    check_span(out, nd, out._shape, out._strides, 0, 0, "index")
+        sst[d] = xst[d] = src_strides[d]
+        xsh[d] = out._shape[d]
+    cdef int nx = fill_args(indices, nd, out._shape, args, src._itemsize, xsh, xst, "index")
+    check_span(src, nx, xsh, xst, "index")
+    check_span(out, nd, out._shape, out._strides, "index")
     for d in range(nd):
         sst[d] *= src._itemsize
         ost[d] = out._strides[d] * out._itemsize
@@ -168,21 +154,23 @@ def scatter(TensorBase dst, tuple dst_strides, TensorBase src, tuple src_strides
     cdef int64_t sh[MAXD]
     cdef int64_t dst_[MAXD]
     cdef int64_t sst[MAXD]
+    cdef int64_t xsh[2 * MAXD]
+    cdef int64_t xst[2 * MAXD]
     cdef em_index_arg args[MAXD]
-    cdef int64_t lo, hi, n = 1
+    cdef int64_t n = 1
     cdef int op = SCATTER_OPS[reduce]
     cpu_only(dst, "index_put")
     cpu_only(src, "index_put")
     if dst._dtype != src._dtype or len(dst_strides) != nd or len(src_strides) != nd:
         raise TypeError("scatter: internal error: dtype or stride mismatch")
     for d in range(nd):
-        sh[d] = shape[d]
-        dst_[d] = dst_strides[d]
+        sh[d] = xsh[d] = shape[d]
+        dst_[d] = xst[d] = dst_strides[d]
         sst[d] = src_strides[d]
         n *= sh[d]
-    fill_args(indices, nd, sh, args, dst._itemsize, &lo, &hi, "index_put")
-    check_span(dst, nd, sh, dst_, lo, hi, "index_put")
-    check_span(src, nd, sh, sst, 0, 0, "index_put")
+    cdef int nx = fill_args(indices, nd, sh, args, dst._itemsize, xsh, xst, "index_put")
+    check_span(dst, nx, xsh, xst, "index_put")
+    check_span(src, nd, sh, sst, "index_put")
     for d in range(nd):
         dst_[d] *= dst._itemsize
         sst[d] *= src._itemsize
@@ -226,7 +214,7 @@ def compress(TensorBase src, int64_t stride, TensorBase mask):
     cdef int64_t st[1]
     sh[0] = n
     st[0] = stride
-    check_span(src, 1, sh, st, 0, 0, "getitem")
+    check_span(src, 1, sh, st, "getitem")
     cdef const uint8_t *mp = <const uint8_t *>mask.ptr()
     sh[0] = em_count_true(mp, n)
     cdef TensorBase out = new_tensor(1, sh, src._dtype, src._storage.device)

@@ -34,9 +34,10 @@ GROUP = 256              # work-items per work-group of the 1-d kernels
 REDUCE_GROUP = render.GPU_REDUCE_GROUP
 
 
-class OutOfMemoryError(RuntimeError):
+class OutOfMemoryError(RuntimeError, MemoryError):
     """A device allocation failed; the message says how much was asked for, is in use
-    and is cached (PyTorch's torch.OutOfMemoryError is a RuntimeError too)."""
+    and is cached. A RuntimeError as PyTorch's torch.OutOfMemoryError, and a
+    MemoryError as the CPU's, so one except clause catches both."""
 
 
 # sources ------------------------------------------------------------------------------
