@@ -933,7 +933,7 @@ def test_issue16_item2_host_indices_on_every_device(device, key):
     ref[key] = -1.0
     np.testing.assert_array_equal(w.cpu().numpy(), ref)
     vals = np.arange(expect.size, dtype=np.float64).reshape(expect.shape)
-    w[key] = vals.tolist()
+    w[key] = vals.tolist() if vals.size else em.tensor(vals, device=device)   # [] is (0,)
     ref[key] = vals
     np.testing.assert_array_equal(w.cpu().numpy(), ref)
 

@@ -502,7 +502,8 @@ def _getitem(x, key, op="getitem"):
             tuple(key.shape) == tuple(x.shape) and not _core.any_requires_grad((x,)):
         _, _, shape, strides, _ = x._layout()
         if _mergeable(shape, strides, 0, len(shape)):   # x[mask] in one pass
-            m = key if key.is_contiguous() else _core.contiguous_copy(key)
+            m = _on(key, x.device)
+            m = m if m.is_contiguous() else _core.contiguous_copy(m)
             return _kern.compress(x, strides[-1], m)
     pl = _plan(x, key, op)
     if tuple(pl.shape0) == tuple(x.shape) and tuple(pl.strides0) == x.stride() and \

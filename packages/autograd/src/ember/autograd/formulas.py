@@ -97,7 +97,10 @@ def _(n, g):
 
 @formula("pow", inputs=(0, 1), output=True)
 def _(n, g):
-    a, b = n.inputs
+    # a Python-scalar base or exponent as a 0-d tensor on the gradient's device
+    a, b = (x if isinstance(x, _core.TensorBase) else em.full((), x, dtype=g.dtype,
+                                                             device=g.device)
+            for x in n.inputs)
     ga = gb = None
     if n.needs[0]:
         # b * a**(b-1), with 0 where b == 0 (0 * inf at a == 0 would give NaN)
