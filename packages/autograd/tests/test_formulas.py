@@ -155,3 +155,53 @@ def test_amax_ties_share_the_gradient():
     x = em.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
     x.amax().backward()
     assert x.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+
+
+# issue 16 item 14: formulas made CPU constants (a Python-scalar condition of where, a
+# ones() without device) that a device's gradient then met: gradcheck the derivative
+# table's rows with the op run on each other device
+
+_DEVICES = ["cpu"] + [d for d in ("opencl", "cuda") if getattr(em, d).is_available()]
+
+
+def _on(device, fn):
+    """fn with its tensor arguments moved to device and the result back (the to()s are
+    differentiable, so gradcheck sees the device's backward)."""
+    return lambda *a: fn(*(x.to(device) for x in a)).cpu()
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+@pytest.mark.parametrize("case", ["pow_scalar", "pow_tensor", "rpow", "pow_int", "where_scalar",
+                                  "nll_loss", "cross_entropy"])
+def test_issue16_item14_formulas_on_every_device(device, case):
+    from ember.nn import functional as F
+    rng = np.random.default_rng(1)
+    x = _leaf(rng.uniform(0.5, 2.0, size=(2, 3)), False)
+    y = _leaf(rng.uniform(0.5, 2.0, size=(2, 3)), False)
+    target = em.tensor([2, 0])
+    fns = {
+        "pow_scalar": (lambda a: a ** 2.5, (x,)),
+        "pow_tensor": (lambda a, b: a ** b, (x, y)),
+        "rpow": (lambda a: 2.0 ** a, (x,)),
+        "pow_int": (lambda a: em.pow(a, 3), (x,)),
+        "where_scalar": (lambda a, b: em.where(a > 1.0, a, b * 2.0), (x, y)),
+        "nll_loss": (lambda a: F.nll_loss(a, target.to(a.device)), (x,)),
+        "cross_entropy": (lambda a: F.cross_entropy(a, target.to(a.device),
+                                                    label_smoothing=0.1), (x,)),
+    }
+    fn, args = fns[case]
+    assert gradcheck(_on(device, fn), args)
+    if case.startswith("pow"):
+        # a plain backward on the device gives the device's gradient
+        a = args[0].detach().to(device).requires_grad_()
+        fn(a, *(b.detach().to(device) for b in args[1:])).sum().backward()
+        assert a.grad.device == a.device
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+def test_issue16_item14_embedding_padding_gradient_on_every_device(device):
+    from ember.nn import functional as F
+    w = em.ones(3, 2, dtype=em.float64, device=device).requires_grad_()
+    F.embedding(em.tensor([[0, 1], [2, 1]], device=device), w, padding_idx=1).sum().backward()
+    assert w.grad.device == w.device
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), [[1, 1], [0, 0], [1, 1]])

@@ -335,3 +335,68 @@ def test_interpolate_bad_input():
         F.interpolate(x, size=4, recompute_scale_factor=True)
     with pytest.raises(NotImplementedError, match="mode 'bicubic' is not supported"):
         F.interpolate(x, size=4, mode="bicubic")
+
+
+# issue 16 item 7: interpolate (and pad) built their source indices in a Python loop
+# over every output position: size=2**33 grew memory until killed
+
+_DEVICES = ["cpu"] + [d for d in ("opencl", "cuda") if getattr(em, d).is_available()]
+
+
+@pytest.mark.parametrize("kw", [dict(size=2**61), dict(scale_factor=2**61),
+                                dict(size=2**62, mode="linear"), dict(scale_factor=2.0**70),
+                                dict(size=(2**40, 2**40)), dict(scale_factor=(2**31, 2**32),
+                                                                  mode="bilinear")])
+def test_issue16_item7_impossible_interpolate_fails_at_once(kw):
+    two_d = isinstance(kw.get("size", kw.get("scale_factor")), tuple)
+    x = em.ones(1, 1, 4, 4) if two_d else em.ones(1, 1, 4)
+    with pytest.raises(MemoryError, match=r"interpolate: the output of shape .* elements "
+                                          r"\(\d+ bytes\)"):
+        F.interpolate(x, **kw)
+
+
+def test_issue16_item7_interpolate_huge_but_addressable_fails_at_once():
+    # 2**33 float32 outputs (32 GiB) fit int64: the first allocation says how many bytes
+    with pytest.raises(MemoryError, match="bytes"):
+        F.interpolate(em.ones(1, 1, 4), size=2**36)
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+@pytest.mark.parametrize("mode, n, o, align", [("nearest", 5, 3, None), ("nearest", 3, 7, None),
+                                               ("nearest", 4, 8, None), ("linear", 5, 3, False),
+                                               ("linear", 3, 7, True), ("linear", 4, 9, False)])
+def test_issue16_item7_interpolate_indices_as_tensor_ops(device, mode, n, o, align):
+    x = rand(2, 3, n)
+    got = F.interpolate(T(x).to(device), size=o, mode=mode, align_corners=align)
+    assert got.device.type == device
+    if mode == "nearest":
+        expect = x[..., np_nearest_index(n, o, None)]
+    else:
+        scale = (n - 1) / (o - 1) if align else n / o
+        d = np.arange(o)
+        src = d * scale if align else np.maximum((d + 0.5) * scale - 0.5, 0)
+        i0 = np.minimum(np.floor(src).astype(int), n - 1)
+        i1 = np.minimum(i0 + 1, n - 1)
+        w1 = src - i0
+        expect = x[..., i0] * (1 - w1) + x[..., i1] * w1
+    np.testing.assert_allclose(got.cpu().numpy(), expect, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+def test_issue16_item7_pad_huge_and_modes(device):
+    x = em.arange(4.0).reshape(1, 1, 4).to(device)
+    for mode in ("constant", "replicate"):
+        with pytest.raises(MemoryError, match="pad: the output of shape"):
+            F.pad(x, (2**62, 2**62), mode=mode)
+        # the allocator's error (a device's OutOfMemoryError is a RuntimeError, as in
+        # PyTorch) says how many bytes
+        with pytest.raises((MemoryError, RuntimeError), match="bytes"):
+            F.pad(x, (2**40, 0), mode=mode)
+    np.testing.assert_array_equal(F.pad(x, (3, 2), mode="reflect").cpu().numpy()[0, 0],
+                                  [3, 2, 1, 0, 1, 2, 3, 2, 1])
+    np.testing.assert_array_equal(F.pad(x, (2, 1), mode="replicate").cpu().numpy()[0, 0],
+                                  [0, 0, 0, 1, 2, 3, 3])
+    np.testing.assert_array_equal(F.pad(x, (2, -1), mode="circular").cpu().numpy()[0, 0],
+                                  [1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(F.pad(x, (-1, 3), mode="circular").cpu().numpy()[0, 0],
+                                  [1, 2, 3, 1, 2, 3])

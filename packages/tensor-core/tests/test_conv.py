@@ -598,3 +598,69 @@ X, W = em.ones(2, 4, 8, 8), em.ones(6, 4, 3, 3)
 def test_bad_input_is_a_clear_error(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# issue 16 item 5: strides (and paddings, dilations) far beyond the input reached the
+# kernels' buffer sizes and index arithmetic: 3.9 GB for stride 2**31, SIGSEGV at 2**61
+
+HUGE_STRIDES = [2**31, 2**61, 2**62, 2**63 - 1]
+
+
+@pytest.mark.parametrize("s", HUGE_STRIDES)
+def test_issue16_item5_huge_stride_gives_one_output(device, s):
+    x = em.arange(16.0).reshape(1, 1, 4, 4).to(device)
+    w = em.ones(1, 1, 2, 2, device=device)
+    y = em.conv2d(x, w, stride=s)
+    assert y.shape == (1, 1, 1, 1) and y.item() == 0 + 1 + 4 + 5
+    y = em.conv2d(x, w, stride=(1, s))
+    np.testing.assert_array_equal(y.cpu().numpy()[0, 0, :, 0], [10, 26, 42])
+    y = em.conv1d(x[0, :, 0], w[:, :, 0], stride=s)
+    assert y.shape == (1, 1) and y.item() == 1
+    # the transpose of a 1-pixel input: the stride is never applied
+    t = em.conv_transpose2d(x[:, :, :1, :1] + 2, w, stride=s)
+    np.testing.assert_array_equal(t.cpu().numpy(), np.full((1, 1, 2, 2), 2.0))
+    # and the gradients through it
+    xg = x.detach().requires_grad_()
+    wg = w.detach().requires_grad_()
+    em.conv2d(xg, wg, stride=s).sum().backward()
+    expect = np.zeros((4, 4))
+    expect[:2, :2] = 1
+    np.testing.assert_array_equal(xg.grad.cpu().numpy()[0, 0], expect)
+    np.testing.assert_array_equal(wg.grad.cpu().numpy()[0, 0], [[0, 1], [4, 5]])
+
+
+def test_issue16_item5_huge_padding_samples_the_input(device):
+    # padding 2**40 and stride 2**40: a 3 x 3 output whose centre window is the input's
+    # top-left 2 x 2 (PyTorch's answer), computed at once
+    x = em.arange(16.0).reshape(1, 1, 4, 4).to(device)
+    y = em.conv2d(x, em.ones(1, 1, 2, 2, device=device), stride=2**40,
+                                padding=2**40)
+    expect = np.zeros((3, 3))
+    expect[1, 1] = 10
+    np.testing.assert_array_equal(y.cpu().numpy()[0, 0], expect)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(stride=2**63), OverflowError, "conv2d: stride"),
+    (dict(stride=(1, 2**64)), OverflowError, "conv2d: stride"),
+    (dict(padding=2**62), OverflowError, "overflows int64"),
+    (dict(padding=2**63), OverflowError, "conv2d: padding"),
+    (dict(dilation=2**62), ValueError, "spans"),
+    (dict(dilation=2**63), OverflowError, "conv2d: dilation"),
+    (dict(stride=0), ValueError, "stride must be positive"),
+    (dict(stride=-2**62), ValueError, "stride must be positive"),
+    (dict(dilation=0), ValueError, "dilation must be positive"),
+    (dict(padding=-1), ValueError, "padding must be non-negative"),
+])
+def test_issue16_item5_impossible_arguments_raise(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        em.conv2d(em.ones(1, 1, 4, 4), em.ones(1, 1, 2, 2), **kwargs)
+
+
+def test_issue16_item5_transpose_overflow_raises():
+    with pytest.raises(OverflowError, match="conv_transpose2d: the output size"):
+        em.conv_transpose2d(em.ones(1, 1, 4, 4), em.ones(1, 1, 2, 2), stride=2**62)
+    with pytest.raises(OverflowError, match="conv_transpose1d: stride"):
+        em.conv_transpose1d(em.ones(1, 1, 4), em.ones(1, 1, 2), stride=2**63)
+    with pytest.raises((MemoryError, ValueError), match="elements|bytes"):
+        em.conv_transpose2d(em.ones(1, 1, 2, 2), em.ones(1, 1, 2, 2), stride=2**61)

@@ -905,3 +905,51 @@ def test_fuzz_indexing_and_shape_ops_raise_only_documented_errors(seed):
             unexpected.append(f"{i}: {'method ' if method else ''}{name}{desc} -> "
                               f"{type(e).__name__}: {e}")
     assert not unexpected, "\n".join(unexpected[:20])
+
+
+# issue 16 item 2: CPU indices (lists, tuples, NumPy arrays, CPU tensors) on a device
+# tensor went to the device kernels as CPU buffers (SIGSEGV in pyopencl)
+
+_ISSUE16_KEYS = [[0, 2], [-1, 0], [[0, 1], [2, 2]], ([0, 2], [1, 3]), ([[0], [2]], [1, 3]),
+                 [True, False, True], [], [[]], (slice(None), [3, -4]), (Ellipsis, [1, 1]),
+                 (None, [2], slice(1, 3)), np.array([2, 0]), np.array([False, True, True]),
+                 (np.array([0, 2]), np.array([1, 3])), np.array([[True, False, True, False]] * 3)]
+
+
+@pytest.mark.parametrize("key", _ISSUE16_KEYS, ids=repr)
+def test_issue16_item2_host_indices_on_every_device(device, key):
+    base = np.arange(12.0).reshape(3, 4)
+    t = em.tensor(base, device=device)
+    expect = base[key]
+    got = t[key]
+    assert got.device == t.device and got.shape == expect.shape
+    np.testing.assert_array_equal(got.cpu().numpy(), expect)
+    # the same key through a CPU tensor where it is one
+    if isinstance(key, (list, np.ndarray)) and np.asarray(key).size:
+        np.testing.assert_array_equal(t[em.tensor(np.asarray(key))].cpu().numpy(), expect)
+    # writes: a scalar, a list value and accumulation
+    w, ref = t.clone(), base.copy()
+    w[key] = -1.0
+    ref[key] = -1.0
+    np.testing.assert_array_equal(w.cpu().numpy(), ref)
+    vals = np.arange(expect.size, dtype=np.float64).reshape(expect.shape)
+    w[key] = vals.tolist() if vals.size else em.tensor(vals, device=device)   # [] is (0,)
+    ref[key] = vals
+    np.testing.assert_array_equal(w.cpu().numpy(), ref)
+
+
+def test_issue16_item2_index_put_with_host_indices(device):
+    t = em.zeros(3, 4, device=device)
+    t.index_put_(([0, 2, 2], [1, 3, 3]), em.tensor([1.0, 2.0, 3.0], device=device),
+                 accumulate=True)
+    t.index_put_((em.tensor([1]),), em.tensor(7.0, device=device))
+    expect = np.zeros((3, 4))
+    expect[1] = 7
+    expect[0, 1], expect[2, 3] = 1, 5
+    np.testing.assert_array_equal(t.cpu().numpy(), expect)
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[[0, 3]]
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[[-4]] = 1.0
+    # the device is still sound after the errors (a stale buffer would crash here)
+    assert em.tensor([0, 2], device=device).tolist() == [0, 2]

@@ -703,3 +703,40 @@ def test_fork_after_threaded_work():
     proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], env=env, timeout=120,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# issue 16 item 14: matmul of integer (and bool) tensors on every device, exact with the
+# CPU's wrap-around, across the kernel's 64-wide tiles and batch broadcasting
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_issue16_item14_integer_matmul_family(device, dtype):
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    lo, hi = (0, 2) if info is None else (max(info.min, -100), min(info.max, 100))
+
+    def draw(*shape):
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+
+    def expect(a, b):
+        if dtype == "bool":
+            return np.matmul(a.astype(np.int64), b.astype(np.int64)) != 0
+        return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(dtype)   # wraps
+
+    def on(a):
+        return em.tensor(a, device=device)
+
+    a, b = draw(3, 70, 65), draw(65, 66)
+    for got, want in [(on(a) @ on(b), expect(a, b)),
+                      (em.mm(on(a[0]), on(b)), expect(a[0], b)),
+                      (em.bmm(on(a), on(draw(3, 65, 5))), None),
+                      (em.mv(on(a[1]), on(b[:, 0])), expect(a[1], b[:, 0])),
+                      (on(a[0]).T @ on(a[0]), expect(a[0].T, a[0]))]:
+        assert got.device == on(a).device and str(got.dtype) == f"ember.{dtype}"
+        if want is not None:
+            np.testing.assert_array_equal(got.cpu().numpy(), want)
+    c = draw(3, 65, 5)
+    np.testing.assert_array_equal(em.bmm(on(a), on(c)).cpu().numpy(), expect(a, c))
+    v, w = draw(40), draw(40)
+    assert em.dot(on(v), on(w)).cpu().numpy() == expect(v, w)
+    # the same on CPU, so the devices agree with ember's own CPU GEMM too
+    np.testing.assert_array_equal((em.tensor(a) @ em.tensor(b)).numpy(), expect(a, b))

@@ -515,3 +515,23 @@ X4 = em.zeros(1, 2, 4, 4)
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# issue 16 item 5 (the pooling family): strides beyond the input give one output per
+# dim; values beyond int64 raise naming the op
+
+@pytest.mark.parametrize("s", [2**31, 2**61, 2**62, 2**63 - 1])
+def test_issue16_item5_pool_huge_stride(device, s):
+    x = em.arange(16.0).reshape(1, 1, 4, 4).to(device)
+    assert em.max_pool2d(x, 2, stride=s).cpu().numpy().tolist() == [[[[5.0]]]]
+    assert em.avg_pool2d(x, 2, stride=s).cpu().numpy().tolist() == [[[[2.5]]]]
+    assert em.max_pool1d(x[0, :, 0], 2, stride=s).cpu().numpy().tolist() == [[1.0]]
+    assert em.avg_pool1d(x[0, :, 0], 3, stride=s).cpu().numpy().tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("arg", ["stride", "padding", "kernel_size"])
+def test_issue16_item5_pool_beyond_int64(name, arg):
+    kwargs = {"kernel_size": 2, arg: 2**63}
+    with pytest.raises(OverflowError, match=f"{name}: {arg}"):
+        getattr(em, name)(em.ones(1, 1, 4, 4), **kwargs)

@@ -18,6 +18,7 @@ from ember._nn_ops import _work_dtype
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 _AXES = ("height", "width")
+_INT64_MAX = 2**63 - 1
 
 
 # arguments ---------------------------------------------------------------------------
@@ -34,7 +35,25 @@ def _ints(value, nd, name, op, minimum):
     if any(v < minimum for v in t):
         what = "positive" if minimum > 0 else "non-negative"
         raise ValueError(f"{op}: {name} must be {what}, got {value!r}")
+    if any(v > _INT64_MAX for v in t):
+        raise OverflowError(f"{op}: {name} {value!r} does not fit in int64")
     return t
+
+
+def _fits(op, what, sizes, args):
+    """sizes (ints the kernels compute with) as a tuple, OverflowError when any exceeds
+    int64, naming the arguments that made it."""
+    if any(v > _INT64_MAX for v in sizes):
+        raise OverflowError(f"{op}: the {what} {tuple(sizes)} overflows int64 ({args})")
+    return tuple(sizes)
+
+
+def _kstride(stride, conv_out):
+    """The stride the kernels get: 1 along a dim whose (non-transposed) convolution has
+    one output, where the stride is never applied (a stride beyond the input is legal
+    and gives that one output; the kernels' buffers and index arithmetic need not see
+    it)."""
+    return tuple(1 if o == 1 else s for s, o in zip(stride, conv_out))
 
 
 def _tensors(op, nd, input, weight, bias):
@@ -114,10 +133,13 @@ def _conv_args(op, nd, input, weight, bias, stride, padding, dilation, groups):
                          f"{weight.shape[1] * groups} input channels, but the input "
                          f"{tuple(input.shape)} has {channels}")
     _bias_shape(op, bias, oc, weight)
+    args = f"input {tuple(input.shape)}, weight {tuple(weight.shape)}, padding {padding!r}, " \
+           f"dilation {dilation}"
     out = []
     for i in range(nd):
-        padded = shape[2 + i] + sum(pads[i])
-        span = dilation[i] * (ksize[i] - 1) + 1
+        padded, span = _fits(op, "padded input size and kernel span",
+                             (shape[2 + i] + sum(pads[i]), dilation[i] * (ksize[i] - 1) + 1),
+                             args)
         if span > padded:
             axis = _AXES[i] if nd == 2 else "length"
             raise ValueError(f"{op}: the kernel {ksize} with dilation {dilation} spans {span} "
@@ -156,6 +178,8 @@ def _transpose_args(op, nd, input, weight, bias, stride, padding, output_padding
     ksize = tuple(weight.shape[2:])
     out = tuple((shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1)
                 + output_padding[i] + 1 for i in range(nd))
+    _fits(op, "output size", out, f"input {tuple(input.shape)}, weight {tuple(weight.shape)}, "
+          f"stride {stride}, padding {padding}, dilation {dilation}")
     if any(o < 1 for o in out):
         raise ValueError(f"{op}: the output size {out} would be less than 1 (input "
                          f"{tuple(input.shape)}, weight {tuple(weight.shape)}, stride {stride}, "
@@ -213,7 +237,8 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     dtype = input.dtype
     with _core._no_record():
         x, w, b = _operands(dtype, x4, w4, bias)
-        y = _kernel("conv2d_forward", x.device, x, w, b, _pair2(out, nd, 1), stride2,
+        out2 = _pair2(out, nd, 1)
+        y = _kernel("conv2d_forward", x.device, x, w, b, out2, _kstride(stride2, out2),
                     (pads2[0][0], pads2[1][0]), dil2, groups)
         y = _back(y, dtype)
     y = _core.record("conv2d", (x4, w4, bias), y,
@@ -233,8 +258,8 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     dtype = input.dtype
     with _core._no_record():
         x, w, b = _operands(dtype, x4, w4, bias)
-        y = _kernel("conv2d_backward_input", x.device, x, w, b, _pair2(out, nd, 1), stride2,
-                    pad2, dil2, groups)
+        y = _kernel("conv2d_backward_input", x.device, x, w, b, _pair2(out, nd, 1),
+                    _kstride(stride2, x.shape[2:]), pad2, dil2, groups)
         y = _back(y, dtype)
     y = _core.record("conv_transpose2d", (x4, w4, bias), y,
                      {"stride": stride2, "padding": pad2, "output_padding": opad2,
@@ -300,6 +325,7 @@ def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation
     with _core._no_record():
         gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
                              weight.unsqueeze(2) if nd == 1 else weight)
+        stride2 = _kstride(stride2, gy.shape[2:])
         gx = gw = gb = None
         if output_mask[0]:
             gx = _kernel("conv2d_backward_input", gy.device, gy, w, None,
@@ -328,6 +354,7 @@ def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding
     with _core._no_record():
         gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
                              weight.unsqueeze(2) if nd == 1 else weight)
+        stride2 = _kstride(stride2, x.shape[2:])
         gx = gw = gb = None
         if output_mask[0]:
             # the transpose's input gradient is the ordinary convolution of grad_output

@@ -195,9 +195,13 @@ def where(condition, input=None, other=None, *, out=None):
                             f"{type(condition).__name__}")
         from ember._indexing import nonzero
         return nonzero(condition, as_tuple=True)
-    if not isinstance(condition, _core.TensorBase) or condition.dtype.name != "bool":
+    if not isinstance(condition, _core.TensorBase):
+        # a Python / NumPy condition lives where the tensor operands do
         from ember._creation import as_tensor
-        condition = _ew("ne", as_tensor(condition), 0)
+        dev = next((a.device for a in (input, other) if isinstance(a, _core.TensorBase)), None)
+        condition = as_tensor(condition, device=dev)
+    if condition.dtype.name != "bool":
+        condition = _ew("ne", condition, 0)
     return _ew("where", condition, input, other, out=out)
 
 

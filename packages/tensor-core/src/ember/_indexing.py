@@ -150,6 +150,14 @@ def _index_arg(index, op):
     return index
 
 
+def _on(t, device):
+    """An index tensor on the indexed tensor's device: a subscript may use CPU indices
+    (lists, NumPy arrays, CPU tensors) on any device, as in PyTorch, and the device
+    kernels read their indices from device memory."""
+    from ember._views import _to_device
+    return t if t.device == device else _to_device(t, device)
+
+
 def _prep(index, size, op, where, allow_negative=True):
     """A contiguous int64 copy of index with every value checked against size (and
     negatives wrapped when allowed); IndexError naming op, value and dim otherwise."""
@@ -355,7 +363,7 @@ def _walk(x, entries, op):
             vstrides.append(0)
             basic.append(None)
         elif kind == "array":
-            adv.append(("array", len(vshape), v, d))
+            adv.append(("array", len(vshape), _on(v, x.device), d))
             vshape.append(shape[d])
             vstrides.append(strides[d])
             basic.append(slice(None))
@@ -368,7 +376,7 @@ def _walk(x, entries, op):
                                                 zip(v.shape, shape[d:d + k])):
                 raise IndexError(f"{op}: the mask of shape {tuple(v.shape)} does not match the "
                                  f"indexed dims {tuple(shape[d:d + k])} at dim {d}")
-            adv.append(("mask", len(vshape), v, d))
+            adv.append(("mask", len(vshape), _on(v, x.device), d))
             vshape += shape[d:d + k]
             vstrides += strides[d:d + k]
             basic += [slice(None)] * k
@@ -376,8 +384,8 @@ def _walk(x, entries, op):
             adv_pos.add(pos)
         elif kind == "bool":
             # a new size-1 dim, indexed by [0] (True) or [] (False)
-            adv.append(("array", len(vshape), _core.empty((1 if v else 0,), _int64).fill_(0),
-                        None))
+            adv.append(("array", len(vshape),
+                        _core.empty((1 if v else 0,), _int64, x.device).fill_(0), None))
             vshape.append(1)
             vstrides.append(0)
             basic.append(None)
@@ -492,7 +500,8 @@ def _getitem(x, key, op="getitem"):
             tuple(key.shape) == tuple(x.shape) and not _core.any_requires_grad((x,)):
         _, _, shape, strides, _ = x._layout()
         if _mergeable(shape, strides, 0, len(shape)):   # x[mask] in one pass
-            m = key if key.is_contiguous() else _core.contiguous_copy(key)
+            m = _on(key, x.device)
+            m = m if m.is_contiguous() else _core.contiguous_copy(m)
             return _kern.compress(x, strides[-1], m)
     pl = _plan(x, key, op)
     if tuple(pl.shape0) == tuple(x.shape) and tuple(pl.strides0) == x.stride() and \
@@ -523,7 +532,7 @@ def _take_rows(x, index, op):
     """x[index] for an integer tensor index (what the general path does, with less
     bookkeeping): the result has shape index.shape + x.shape[1:]."""
     _, _, shape, strides, _ = x._layout()
-    idx = _prep(index, shape[0], op, "dim 0")
+    idx = _prep(_on(index, x.device), shape[0], op, "dim 0")
     ishape = tuple(idx.shape)
     out = _core.empty(ishape + shape[1:], x.dtype, x.device)
     rest = len(shape) - 1
@@ -542,7 +551,7 @@ def _value_tensor(value, x, op):
         return _scalar_tensor(value, x.dtype, x.device, op)
     from ember._creation import as_tensor
     try:
-        return as_tensor(value).to(x.dtype)
+        return as_tensor(value, dtype=x.dtype, device=x.device)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{op}: can't assign a {type(value).__name__}: {e}") from None
 

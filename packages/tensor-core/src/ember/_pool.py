@@ -119,6 +119,9 @@ def _geometry(op, shape, sd, kernel_size, stride, padding, dilation, ceil_mode):
             raise ValueError(f"{op}: {name} must be positive, got {name}={v}")
     if min(p) < 0:
         raise ValueError(f"{op}: padding must be non-negative, got padding={p}")
+    for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
+        if max(v) > 2**63 - 1:
+            raise OverflowError(f"{op}: {name}={v} does not fit in int64")
     out = []
     for i in range(sd):
         if p[i] > k[i] // 2:

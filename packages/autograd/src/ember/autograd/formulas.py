@@ -97,7 +97,10 @@ def _(n, g):
 
 @formula("pow", inputs=(0, 1), output=True)
 def _(n, g):
-    a, b = n.inputs
+    # a Python-scalar base or exponent as a 0-d tensor on the gradient's device
+    a, b = (x if isinstance(x, _core.TensorBase) else em.full((), x, dtype=g.dtype,
+                                                             device=g.device)
+            for x in n.inputs)
     ga = gb = None
     if n.needs[0]:
         # b * a**(b-1), with 0 where b == 0 (0 * inf at a == 0 would give NaN)
@@ -783,7 +786,8 @@ def _nll_composite(logp, target, weight, ignore_index, reduction, label_smoothin
     keep = target != ignore_index
     safe = em.where(keep, target, 0)
     picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
-    per_class = em.ones(C, dtype=logp.dtype) if weight is None else weight.to(logp.dtype)
+    per_class = em.ones(C, dtype=logp.dtype, device=logp.device) if weight is None else \
+        weight.to(logp.dtype)
     wt = em.where(keep, per_class[safe], 0.0)
     loss = -wt * picked
     if label_smoothing:
@@ -854,7 +858,7 @@ def _(n, g):
         gw = em.zeros(_shape(n), dtype=g.dtype, device=g.device).index_add(
             0, idx, g.reshape(idx.shape[0], -1))
         if a["padding_idx"] is not None:
-            gw = gw.index_fill(0, em.tensor([a["padding_idx"]]), 0.0)
+            gw = gw.index_fill(0, em.tensor([a["padding_idx"]], device=g.device), 0.0)
         return gw,
     from ember._nn_ops import embedding_backward
     return embedding_backward(g, a["indices"], a["num_weights"], a["padding_idx"],

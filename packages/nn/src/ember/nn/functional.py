@@ -484,10 +484,6 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 # padding, one-hot, normalize, attention, resampling ------------------------------------------
 
-def _index(values, device):
-    return em.tensor(list(values), dtype=em.int64, device=device)
-
-
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad) // 2 dims, pad = (last_left, last_right, 2nd_last_left, ...);
     negative amounts crop. 'constant' fills with value (default 0); 'reflect' mirrors
@@ -506,6 +502,10 @@ def pad(input, pad, mode="constant", value=None):
         if input.shape[dim] + lo + hi < (0 if mode == "constant" else 1):
             raise ValueError(f"{op}: padding ({lo}, {hi}) of dim {dim} leaves size "
                              f"{input.shape[dim] + lo + hi} (input shape {tuple(input.shape)})")
+    shape = list(input.shape)
+    for dim, lo, hi in dims:
+        shape[dim] += lo + hi
+    _check_output(op, input, shape)
     if mode == "constant":
         out = input
         for dim, lo, hi in dims:
@@ -541,15 +541,17 @@ def pad(input, pad, mode="constant", value=None):
         if mode == "replicate" and n == 0:
             raise ValueError(f"{op}: replicate padding of dim {dim} needs a non-empty dim "
                              f"(input shape {tuple(input.shape)})")
-        src = range(-lo, n + hi)     # the input position each output position reads
-        if mode == "reflect":
-            idx = (-i if i < 0 else 2 * (n - 1) - i if i >= n else i for i in src)
+        # the input position each output position reads, as tensor ops (no Python loop
+        # over a padding that may be huge)
+        src = em.arange(-lo, n + hi, device=input.device)
+        if mode == "reflect":    # |lo|, |hi| < n: one mirror at each end
+            idx = (n - 1) - ((n - 1) - src.abs()).abs()
         elif mode == "replicate":
-            idx = (min(max(i, 0), n - 1) for i in src)
+            idx = src.clamp(0, n - 1)
         else:    # PyTorch crops first, then wraps around what is left
             start, kept = max(-lo, 0), n + min(lo, 0) + min(hi, 0)
-            idx = (start + i % kept for i in range(-max(lo, 0), kept + max(hi, 0)))
-        out = out.index_select(dim, _index(idx, input.device))
+            idx = em.arange(-max(lo, 0), kept + max(hi, 0), device=input.device) % kept + start
+        out = out.index_select(dim, idx)
     return out
 
 
@@ -636,31 +638,44 @@ def _f32(x):
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
-def _nearest_index(n, o, scale_factor):
+def _nearest_index(n, o, scale_factor, device):
     """PyTorch's 'nearest' source indices: min(floor(dst * scale), n - 1) in float32, scale
-    = 1 / scale_factor when given, else n / o; o = 2n is exact."""
+    = 1 / scale_factor when given, else n / o; o = 2n is exact. One tensor op per step
+    (no per-index Python loop)."""
     if o == 2 * n:
-        return (d // 2 for d in range(o))
+        return em.arange(o, device=device) // 2
     scale = _f32(1.0 / scale_factor if scale_factor else n / o)
-    return (min(math.floor(_f32(d * scale)), n - 1) for d in range(o))
+    src = em.arange(o, dtype=em.float32, device=device) * scale
+    return src.floor().clamp(max=n - 1).to(em.int64)
 
 
-def _linear_weights(n, o, scale_factor, align_corners, rnd):
+def _linear_weights(n, o, scale_factor, align_corners, dtype, device):
     """(i0, i1, w1) per output position for linear interpolation of a dim of size n to o,
     PyTorch's source positions: dst * (n - 1) / (o - 1) with align_corners, else
-    max((dst + 0.5) * scale - 0.5, 0); rnd rounds to the precision PyTorch computes in."""
+    max((dst + 0.5) * scale - 0.5, 0), computed in dtype (float64 for float64 inputs,
+    else float32: the precision PyTorch computes in)."""
+    rnd = float if dtype == em.float64 else _f32
     if align_corners:
         scale = rnd((n - 1) / (o - 1)) if o > 1 else 0.0
     else:
         scale = rnd(1.0 / scale_factor if scale_factor else n / o)
-    i0, i1, w1 = [], [], []
-    for d in range(o):
-        src = rnd(scale * d) if align_corners else max(rnd(rnd(scale * (d + 0.5)) - 0.5), 0.0)
-        i = min(math.floor(src), n - 1)
-        i0.append(i)
-        i1.append(i + (i < n - 1))
-        w1.append(min(max(rnd(src - i), 0.0), 1.0))
-    return i0, i1, w1
+    d = em.arange(o, dtype=dtype, device=device)
+    src = d * scale if align_corners else ((d + 0.5) * scale - 0.5).clamp(min=0.0)
+    i0 = src.floor().clamp(max=n - 1)
+    w1 = (src - i0).clamp(0.0, 1.0)
+    i0 = i0.to(em.int64)
+    return i0, i0 + (i0 < n - 1).to(em.int64), w1
+
+
+def _check_output(op, input, shape):
+    """MemoryError at once for an output of input's dtype whose size can't exist (before
+    any tensor of that length is made), naming its shape, elements and bytes."""
+    shape = tuple(shape)
+    numel = math.prod(shape)
+    nbytes = numel * input.element_size()
+    if nbytes >= 2**63:
+        raise MemoryError(f"{op}: the output of shape {shape} would have {numel} elements "
+                          f"({nbytes} bytes), more than any allocation can hold")
 
 
 def _per_dim(value, nd, name, op, spatial):
@@ -714,20 +729,19 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if min(spatial + out_size) <= 0:
         raise ValueError(f"{op}: input and output sizes must be greater than 0, got input "
                          f"{spatial} and output {out_size}")
-    rnd = float if input.dtype == em.float64 else _f32
+    _check_output(op, input, tuple(input.shape[:2]) + out_size)
+    wdtype = em.float64 if input.dtype == em.float64 else em.float32
     out = input
     for k, (n, o, s) in enumerate(zip(spatial, out_size, scales)):
         dim = 2 + k
         if o == n:
             continue            # PyTorch copies a dim whose size is kept, whatever the scale
         if mode == "nearest":
-            out = out.index_select(dim, _index(_nearest_index(n, o, s), input.device))
+            out = out.index_select(dim, _nearest_index(n, o, s, input.device))
             continue
-        i0, i1, w1 = _linear_weights(n, o, s, bool(align_corners), rnd)
-        w1 = em.tensor(w1, dtype=input.dtype, device=input.device)
-        w1 = w1.reshape((o,) + (1,) * (nd - 1 - k))
-        out = out.index_select(dim, _index(i0, input.device)) * (1 - w1) + \
-            out.index_select(dim, _index(i1, input.device)) * w1
+        i0, i1, w1 = _linear_weights(n, o, s, bool(align_corners), wdtype, input.device)
+        w1 = w1.to(input.dtype).reshape((o,) + (1,) * (nd - 1 - k))
+        out = out.index_select(dim, i0) * (1 - w1) + out.index_select(dim, i1) * w1
     return out
 
 

@@ -71,7 +71,8 @@ class CUDABackend(GPUBackend):
     # CUDA-only fast paths --------------------------------------------------------------
     def matmul(self, a, b):
         """float16 on the tensor cores, float32 on TF32 tensor cores when allow_tf32
-        else on kernels/cuda/gemm_f32.cu; float64 through the shared tiled GEMM."""
+        else on kernels/cuda/gemm_f32.cu; float64, the integers and bool through the
+        shared tiled GEMM."""
         kernel = {"float16": "gemm_tc_float16",
                   "float32": "gemm_tf32_float32" if matmul.allow_tf32 else "gemm_simt_float32"
                   }.get(a.dtype.name)

@@ -488,8 +488,9 @@ class GPUBackend(Backend):
         self._check_dtype(x.dtype, x.device, op)
 
     def matmul(self, a, b):
-        """NumPy's matmul (1-d operands, broadcast batch dims) over kernels/gpu/gemm.h."""
-        self._float_kernel(a, "matmul")
+        """NumPy's matmul (1-d operands, broadcast batch dims) over kernels/gpu/gemm.h,
+        every dtype (as the CPU's GEMM)."""
+        self._check_dtype(a.dtype, a.device, "matmul")
         nda, ndb = a.ndim, b.ndim
         sa, sb = a.stride(), b.stride()
         if nda == 1:

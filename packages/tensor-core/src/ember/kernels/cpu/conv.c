@@ -464,6 +464,15 @@ static int FN(use_direct)(const em_conv_params *p) {
     return ocg < 32 || (fill >= 0.75 && kg <= 1024);
 }
 
+/* Whether the direct kernel's scratch is of a sane size: it holds (kh - 1) * dh + sh
+ * padded rows of sw * wq columns per output row, so strides or dilations far beyond
+ * the input (sampling a huge padding) would make it huge or overflow int64; the
+ * im2col buffers don't grow with them. */
+static int FN(direct_fits)(const em_conv_params *p) {
+    double wq = p->ow + (double)(p->kw - 1) * p->dw / p->sw;
+    return ((double)(p->kh - 1) * p->dh + p->sh) * p->sw * wq <= 16.0 * SCRATCH_MAX;
+}
+
 int FN(em_conv2d_forward)(const em_conv_params *p, const T *x, const T *w, const T *bias,
                           T *y) {
     int64_t P = p->oh * p->ow;
@@ -473,7 +482,8 @@ int FN(em_conv2d_forward)(const em_conv_params *p, const T *x, const T *w, const
             for (int64_t j = 0; j < P; j++) y[r * P + j] = bias ? bias[r % p->oc] : 0;
         return 0;
     }
-    int direct = conv_path == 2 || (conv_path == 0 && !is_identity(p) && FN(use_direct)(p));
+    int direct = FN(direct_fits)(p) &&
+                 (conv_path == 2 || (conv_path == 0 && !is_identity(p) && FN(use_direct)(p)));
     return direct ? FN(direct)(p, x, w, bias, y) : FN(gemm_fwd)(p, x, w, bias, y);
 }
 
