@@ -463,7 +463,12 @@ def _cause(name, exc_type, msg):
     return f"{name}: {exc_type}: {_NUM.sub('N', msg)[:120]}"
 
 
-def run(device, seed, calls, start=0, timeout=10.0, out=sys.stdout, verbose=False):
+# A call that takes this long is a hang: generous, since on a busy 2-core machine PoCL
+# compiles a new kernel in seconds, while the hangs this is for ran for minutes.
+WATCHDOG_S = 30.0
+
+
+def run(device, seed, calls, start=0, timeout=WATCHDOG_S, out=sys.stdout, verbose=False):
     """Fuzz `calls` calls; returns the figures and the findings."""
     figures = collections.Counter()
     findings = collections.defaultdict(list)   # kind -> [(cause, reproducer)]
@@ -545,7 +550,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--start", type=int, default=0)
-    ap.add_argument("--timeout", type=float, default=10.0, help="per-call watchdog, seconds")
+    ap.add_argument("--timeout", type=float, default=WATCHDOG_S, help="per-call watchdog, seconds")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--log", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
