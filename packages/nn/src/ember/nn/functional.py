@@ -13,6 +13,12 @@ import warnings
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
+from ember.nn._checks import (checked as _checked, index as _index_arg, ints as _ints,
+                              norm_order as _norm_order, optional as _optional,
+                              positive as _positive, real as _real, tensor as _tensor)
+
+_number = _real()
+_dim = _optional(_index_arg)
 
 # activations ----------------------------------------------------------------------------
 
@@ -25,11 +31,13 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@_checked(negative_slope=_number)
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     out = em.where(input > 0, input, input * negative_slope)
     return input.copy_(out) if inplace else out
 
 
+@_checked(alpha=_number)
 def elu(input, alpha=1.0, inplace=False):
     out = em.where(input > 0, input, alpha * em.expm1(input))
     return input.copy_(out) if inplace else out
@@ -40,6 +48,7 @@ def selu(input, inplace=False):
     return scale * elu(input, alpha, inplace)
 
 
+@_checked(alpha=_number)
 def celu(input, alpha=1.0, inplace=False):
     out = em.where(input > 0, input, alpha * em.expm1(input / alpha))
     return input.copy_(out) if inplace else out
@@ -60,6 +69,7 @@ def silu(input, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+@_checked(beta=_number, threshold=_number)
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, linear above threshold (as PyTorch)."""
     bx = input * beta
@@ -72,6 +82,7 @@ def mish(input, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+@_checked(min_val=_number, max_val=_number)
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} cannot be greater than max_val {max_val}")
@@ -106,34 +117,46 @@ def tanhshrink(input):
     return input - em.tanh(input)
 
 
+@_checked(threshold=_number, value=_number)
 def threshold(input, threshold, value, inplace=False):
     out = em.where(input > threshold, input, value)
     return input.copy_(out) if inplace else out
 
 
+@_checked(dim=_index_arg)
 def glu(input, dim=-1):
+    if not -input.ndim <= dim < input.ndim:     # a 0-d input has nothing to halve
+        raise IndexError(f"glu: dim {dim} is out of range for an input of shape "
+                         f"{tuple(input.shape)}")
+    if input.shape[dim] % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {dim} of the "
+                         f"input shape {tuple(input.shape)} is not")
     a, b = input.chunk(2, dim)
     return a * em.sigmoid(b)
 
 
+@_checked(dim=_dim)
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = 0 if input.ndim in (0, 1, 3) else 1     # PyTorch's legacy implicit choice
     return em.softmax(input, dim, dtype=dtype)
 
 
+@_checked(dim=_dim)
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = 0 if input.ndim in (0, 1, 3) else 1
     return em.log_softmax(input, dim, dtype=dtype)
 
 
+@_checked(dim=_dim)
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, dtype=dtype)
 
 
 # dropout -------------------------------------------------------------------------------
 
+@_checked(p=_number)
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p) (training
     only), with ember's Philox generator."""
@@ -149,10 +172,12 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     raise NotImplementedError("alpha_dropout is not implemented in ember.nn")
 
 
+@_checked(p=_number)
 def dropout1d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
+@_checked(p=_number)
 def dropout2d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 4, "dropout2d")
 
@@ -246,6 +271,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                          eps)
 
 
+@_checked(num_groups=_positive, eps=_number)
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each group of channels of each sample: layer_norm over (C/G, *spatial)."""
     if input.ndim < 2:
@@ -269,9 +295,14 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     if not use_input_stats:
         raise NotImplementedError("instance_norm: use_input_stats=False is not supported")
+    if input.ndim < 2:
+        raise ValueError(f"instance_norm: expected input of at least 2 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 
+@_checked(padding_idx=_optional(_index_arg), max_norm=_optional(_number),
+          norm_type=_number)
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     if sparse:
@@ -283,6 +314,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
+    if weight.ndim not in (1, 2):
+        raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(weight.shape)}")
     if input.shape[-1:] != weight.shape[-1:]:
         raise ValueError(f"linear: input has last dimension {input.shape[-1] if input.ndim else '()'} "
                          f"but weight has shape {tuple(weight.shape)} (in_features "
@@ -368,6 +401,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _weighted(em.abs(input - target), weight, reduction, "l1_loss", True)
 
 
+@_checked(beta=_number)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target);
     beta = 0 is the L1 loss."""
@@ -381,6 +415,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(em.where(d < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction)
 
 
+@_checked(delta=_number)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (d = input - target),
     optionally weighted elementwise."""
@@ -393,6 +428,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _weighted(loss, weight, reduction, "huber_loss", False)
 
 
+@_checked(ignore_index=_index_arg)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-weight[t] * input[t] for log-probabilities input (C,), (N, C) or (N, C, d1, ...)
@@ -401,6 +437,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return em.nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
+@_checked(ignore_index=_index_arg, label_smoothing=_number)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 (dim 0 for a (C,) input) then the NLL at class-index
@@ -484,6 +521,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 # padding, one-hot, normalize, attention, resampling ------------------------------------------
 
+@_checked(pad=_ints(), value=_optional(_number))
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad) // 2 dims, pad = (last_left, last_right, 2nd_last_left, ...);
     negative amounts crop. 'constant' fills with value (default 0); 'reflect' mirrors
@@ -491,7 +529,6 @@ def pad(input, pad, mode="constant", value=None):
     each over the last 1, 2 or 3 dims of a batched or unbatched input (PyTorch's rule).
     Built from narrow, cat and index_select, so autograd differentiates it."""
     op = "pad"
-    pad = tuple(operator.index(p) for p in pad)
     if len(pad) % 2:
         raise ValueError(f"{op}: padding length must be even, got {len(pad)} values {pad}")
     if len(pad) > 2 * input.ndim:
@@ -555,6 +592,7 @@ def pad(input, pad, mode="constant", value=None):
     return out
 
 
+@_checked(num_classes=_index_arg)
 def one_hot(tensor, num_classes=-1):
     """An int64 tensor of shape tensor.shape + (num_classes,), 1 at each value's class;
     num_classes=-1 takes the largest value + 1."""
@@ -577,12 +615,14 @@ def one_hot(tensor, num_classes=-1):
     return (tensor.unsqueeze(-1) == em.arange(num_classes, device=tensor.device)).long()
 
 
+@_checked(p=_norm_order, dim=_index_arg, eps=_number)
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps), the norm taken along dim."""
     denom = em.norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return em.div(input, denom, out=out)
 
 
+@_checked(value=_tensor, dropout_p=_number, scale=_optional(_number))
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value for queries (..., L, E), keys

@@ -5,6 +5,10 @@ import math
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
+from ember.nn._checks import checked as _checked, real as _real, \
+    real_or_tensor as _real_or_tensor
+
+_number = _real()
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -44,16 +48,19 @@ def _fans(tensor, op):
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
+@_checked(a=_number, b=_number)
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     with em.no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
+@_checked(mean=_number, std=_number)
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     with em.no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
+@_checked(val=_real_or_tensor)
 def constant_(tensor, val):
     with em.no_grad():
         return tensor.fill_(val)
@@ -75,14 +82,20 @@ def eye_(tensor):
     return tensor
 
 
+@_checked(gain=_number)
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _fans(tensor, "xavier_uniform_")
+    if tensor.numel() == 0:
+        return tensor          # nothing to fill (and fans of 0 have no std)
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
 
+@_checked(gain=_number)
 def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _fans(tensor, "xavier_normal_")
+    if tensor.numel() == 0:
+        return tensor
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
@@ -96,22 +109,27 @@ def _kaiming_std(tensor, a, mode, nonlinearity, op):
     return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
+@_checked(a=_number)
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_uniform_")
     return uniform_(tensor, -bound, bound, generator)
 
 
+@_checked(a=_number)
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_normal_"),
                    generator)
 
 
+@_checked(gain=_number)
 def orthogonal_(tensor, gain=1.0, generator=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, by
     modified Gram-Schmidt in float64 (signs fixed like QR's with a positive diagonal)."""
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor          # PyTorch's no-op
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = em.randn(rows, cols, dtype=em.float64, generator=generator)
@@ -131,6 +149,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     return tensor
 
 
+@_checked(mean=_number, std=_number, a=_number, b=_number)
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) values redrawn until they fall in [a, b]."""
     if not a < b:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ember as em
-from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
-                                   _step_without_grad)
+from ember.nn._checks import checked, real_or_tensor
+from ember.optim.optimizer import (Optimizer, _bump_step, _hyper, _step_tensor,
+                                   _steps_to_tensors, _step_without_grad)
 
 __all__ = ["Adagrad"]
 
@@ -16,6 +17,8 @@ class Adagrad(Optimizer):
         s += g^2  (s starts at initial_accumulator_value);  p -= clr * g / (sqrt(s) + eps)
     """
 
+    @checked(lr=real_or_tensor, lr_decay=_hyper, weight_decay=_hyper,
+             initial_accumulator_value=_hyper, eps=_hyper)
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ember as em
-from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
-                                  _step_without_grad)
+from ember.nn._checks import checked, real_or_tensor
+from ember.optim.optimizer import (Optimizer, _betas, _bump_step, _hyper, _step_tensor,
+                                   _steps_to_tensors, _step_without_grad)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -21,6 +22,7 @@ class Adam(Optimizer):
     implementation.
     """
 
+    @checked(lr=real_or_tensor, betas=_betas, eps=_hyper, weight_decay=_hyper)
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):

@@ -18,6 +18,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ember.nn._checks import checked, function, index, ints, positive, real, size
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "LinearLR", "ExponentialLR",
@@ -28,28 +29,30 @@ _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` was not necessa
                       "the scheduler.")
 
 
-def _check_optimizer(optimizer):
+def _check_optimizer(optimizer, op):
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        raise TypeError(f"{op}: {type(optimizer).__name__} is not an Optimizer")
 
 
-def _format_param(name, optimizer, param):
-    """One value per param group: a list/tuple of that length, or one value for all."""
+def _format_param(name, optimizer, param, op, check=real()):
+    """One value per param group: a list/tuple of that length, or one value for all,
+    each passing check."""
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
-            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
-                             f"{name} has {len(param)} values, param_groups has "
-                             f"{len(optimizer.param_groups)}.")
-        return list(param)
-    return [param] * len(optimizer.param_groups)
+            raise ValueError(f"{op}: {name} must have the same length as "
+                             f"optimizer.param_groups. {name} has {len(param)} values, "
+                             f"param_groups has {len(optimizer.param_groups)}.")
+        return [check(op, f"{name}[{i}]", p) for i, p in enumerate(param)]
+    return [check(op, name, param)] * len(optimizer.param_groups)
 
 
 class LRScheduler:
     """Base class: subclasses implement get_lr() (the lrs for self.last_epoch, usually
     from the groups' current lrs) and optionally _get_closed_form_lr()."""
 
+    @checked(last_epoch=index)
     def __init__(self, optimizer, last_epoch=-1):
-        _check_optimizer(optimizer)
+        _check_optimizer(optimizer, type(self).__name__)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -101,15 +104,17 @@ class LambdaLR(LRScheduler):
     """lr = base_lr * lr_lambda(epoch); lr_lambda is one function or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        _check_optimizer(optimizer)
+        _check_optimizer(optimizer, "LambdaLR")
         self.optimizer = optimizer
         if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+            self.lr_lambdas = [function("LambdaLR", "lr_lambda", lr_lambda)] * \
+                len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
                                  f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+            self.lr_lambdas = [function("LambdaLR", f"lr_lambda[{i}]", fn)
+                               for i, fn in enumerate(lr_lambda)]
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
@@ -136,6 +141,7 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """lr = base_lr * gamma ** (epoch // step_size)."""
 
+    @checked(step_size=positive, gamma=real())
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size = step_size
         self.gamma = gamma
@@ -154,6 +160,7 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """lr = base_lr * gamma ** (number of milestones <= epoch)."""
 
+    @checked(milestones=ints(), gamma=real())
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(milestones)
         self.gamma = gamma
@@ -179,6 +186,7 @@ class LinearLR(LRScheduler):
     """lr = base_lr * factor, the factor going linearly from start_factor to end_factor
     over total_iters epochs, then staying at end_factor."""
 
+    @checked(start_factor=real(), end_factor=real(), total_iters=size)
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
                  last_epoch=-1):
         if start_factor > 1.0 or start_factor <= 0:
@@ -213,6 +221,7 @@ class LinearLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """lr = base_lr * gamma ** epoch."""
 
+    @checked(gamma=real())
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -231,6 +240,8 @@ class CosineAnnealingLR(LRScheduler):
     recursively (PyTorch's formula, which equals the closed form when nothing else
     changes the lr; past T_max it climbs back, a cosine of period 2 T_max)."""
 
+    # T_max: a period, so > 0 (PyTorch divides by it); a float is fine
+    @checked(T_max=real(0, lo_open=True), eta_min=real())
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         self.T_max = T_max
         self.eta_min = eta_min
@@ -269,23 +280,27 @@ class OneCycleLR(LRScheduler):
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
                  max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
                  last_epoch=-1):
-        _check_optimizer(optimizer)
+        op = "OneCycleLR"
+        _check_optimizer(optimizer, op)
         self.optimizer = optimizer
         if total_steps is not None:
             if not isinstance(total_steps, int) or total_steps <= 0:
-                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+                raise ValueError(f"{op}: Expected positive integer total_steps, but got "
+                                 f"{total_steps!r:.60}")
             self.total_steps = total_steps
         elif epochs is not None and steps_per_epoch is not None:
             if not isinstance(epochs, int) or epochs <= 0:
-                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+                raise ValueError(f"{op}: Expected positive integer epochs, but got "
+                                 f"{epochs!r:.60}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
-                                 f"{steps_per_epoch}")
+                raise ValueError(f"{op}: Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch!r:.60}")
             self.total_steps = epochs * steps_per_epoch
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         if not isinstance(pct_start, float) or pct_start < 0 or pct_start > 1:
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+            raise ValueError(f"{op}: Expected float between 0 and 1 pct_start, but got "
+                             f"{pct_start!r:.60}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
@@ -308,7 +323,9 @@ class OneCycleLR(LRScheduler):
                 {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
                  "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
             ]
-        max_lrs = _format_param("max_lr", optimizer, max_lr)
+        max_lrs = _format_param("max_lr", optimizer, max_lr, op)
+        div_factor = real()(op, "div_factor", div_factor)
+        final_div_factor = real()(op, "final_div_factor", final_div_factor)
         if last_epoch == -1:
             for group, m in zip(optimizer.param_groups, max_lrs):
                 group["initial_lr"] = m / div_factor
@@ -320,8 +337,8 @@ class OneCycleLR(LRScheduler):
                 raise ValueError("optimizer must support momentum or beta1 with "
                                  "`cycle_momentum` option enabled")
             self.use_beta1 = "betas" in optimizer.defaults
-            max_ms = _format_param("max_momentum", optimizer, max_momentum)
-            base_ms = _format_param("base_momentum", optimizer, base_momentum)
+            max_ms = _format_param("max_momentum", optimizer, max_momentum, op)
+            base_ms = _format_param("base_momentum", optimizer, base_momentum, op)
             if last_epoch == -1:
                 for group, m_max, m_base in zip(optimizer.param_groups, max_ms, base_ms):
                     if self.use_beta1:
@@ -372,11 +389,12 @@ class ReduceLROnPlateau(LRScheduler):
     absolute (best -/+ threshold); lrs never go below min_lr, and changes smaller than
     eps are skipped."""
 
+    @checked(factor=real(), patience=size, threshold=real(), cooldown=size, eps=real())
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
                  threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
         if factor >= 1.0:
             raise ValueError(f"Factor should be < 1.0, got {factor}.")
-        _check_optimizer(optimizer)
+        _check_optimizer(optimizer, "ReduceLROnPlateau")
         self.factor = factor
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
@@ -384,9 +402,10 @@ class ReduceLROnPlateau(LRScheduler):
                 raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got "
                                  f"{len(min_lr)}")
             self.default_min_lr = None
-            self.min_lrs = list(min_lr)
+            self.min_lrs = [real()("ReduceLROnPlateau", f"min_lr[{i}]", m)
+                            for i, m in enumerate(min_lr)]
         else:
-            self.default_min_lr = min_lr
+            self.default_min_lr = real()("ReduceLROnPlateau", "min_lr", min_lr)
             self.min_lrs = [min_lr] * len(optimizer.param_groups)
         self.patience = patience
         self.cooldown = cooldown

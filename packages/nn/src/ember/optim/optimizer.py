@@ -9,6 +9,7 @@ from collections import defaultdict
 from itertools import chain
 
 import ember as em
+from ember.nn._checks import real
 
 __all__ = ["Optimizer", "required"]
 
@@ -74,10 +75,14 @@ class Optimizer:
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
+        what = (f"{type(self).__name__}: params argument given to the optimizer should be an "
+                f"iterable of Tensors or dicts, but got")
         if isinstance(params, em.Tensor):
-            raise TypeError(f"params argument given to the optimizer should be an iterable "
-                            f"of Tensors or dicts, but got {params.type()}")
-        param_groups = list(params)
+            raise TypeError(f"{what} {params.type()}")
+        try:
+            param_groups = list(params)
+        except TypeError:
+            raise TypeError(f"{what} {type(params).__name__} {params!r:.60}") from None
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
@@ -118,8 +123,8 @@ class Optimizer:
             param_group["params"] = list(params)
         for p in param_group["params"]:
             if not isinstance(p, em.Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
-                                f"is {type(p).__name__}")
+                raise TypeError(f"{type(self).__name__}: optimizer can only optimize Tensors, "
+                                f"but one of the params is {type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
@@ -208,6 +213,22 @@ class Optimizer:
             for name, default in self.defaults.items():
                 s.setdefault(name, default)
         self.__setstate__({"state": state, "param_groups": saved_groups})
+
+
+def _hyper(op, name, v):
+    """A real hyperparameter (momentum, eps, weight_decay, ...); its range is each
+    optimizer's to check, with PyTorch's messages."""
+    return real()(op, name, v)
+
+
+def _betas(op, name, v):
+    """Adam's (beta1, beta2)."""
+    if not (isinstance(v, (tuple, list)) and len(v) == 2):
+        raise TypeError(f"{op}: betas must be a tuple of two floats, got "
+                        f"{type(v).__name__} {v!r:.60}")
+    for i, b in enumerate(v):
+        _hyper(op, f"betas[{i}]", b)
+    return v
 
 
 def _cast(param, value, key):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ember as em
-from ember.optim.optimizer import (Optimizer, _bump_step, _step_tensor, _steps_to_tensors,
-                                   _step_without_grad)
+from ember.nn._checks import checked, real_or_tensor
+from ember.optim.optimizer import (Optimizer, _bump_step, _hyper, _step_tensor,
+                                   _steps_to_tensors, _step_without_grad)
 
 __all__ = ["RMSprop"]
 
@@ -19,6 +20,8 @@ class RMSprop(Optimizer):
         otherwise p -= lr * g / d
     """
 
+    @checked(lr=real_or_tensor, alpha=_hyper, eps=_hyper, weight_decay=_hyper,
+             momentum=_hyper)
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

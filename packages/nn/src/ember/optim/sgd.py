@@ -1,7 +1,8 @@
 """SGD: stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 from __future__ import annotations
 
-from ember.optim.optimizer import Optimizer, _step_without_grad
+from ember.nn._checks import checked, real_or_tensor
+from ember.optim.optimizer import Optimizer, _hyper, _step_without_grad
 
 __all__ = ["SGD"]
 
@@ -17,6 +18,7 @@ class SGD(Optimizer):
     foreach and fused are accepted for compatibility: ember has one implementation.
     """
 
+    @checked(lr=real_or_tensor, momentum=_hyper, dampening=_hyper, weight_decay=_hyper)
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
@@ -40,7 +42,7 @@ class SGD(Optimizer):
         """One SGD step over every parameter that has a gradient."""
         state = self.state
         for group in self.param_groups:
-            lr = group["lr"]
+            lr = float(group["lr"])     # a Tensor lr too (add_'s alpha is a number)
             momentum = group["momentum"]
             dampening = group["dampening"]
             weight_decay = group["weight_decay"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember.nn import functional as F
+from ember.nn._checks import checked, index, optional, real
 from ember.nn.modules.module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
@@ -55,6 +56,7 @@ class Hardswish(_Inplace):
 
 
 class LeakyReLU(Module):
+    @checked(negative_slope=real())
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -67,6 +69,7 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    @checked(alpha=real())
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -96,6 +99,7 @@ class GELU(Module):
 
 
 class Softplus(Module):
+    @checked(beta=real(), threshold=real())
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -133,6 +137,7 @@ class Tanhshrink(Module):
 
 
 class Hardtanh(Module):
+    @checked(min_val=real(), max_val=real())
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
@@ -146,6 +151,7 @@ class Hardtanh(Module):
 
 
 class Threshold(Module):
+    @checked(threshold=real(), value=real())
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
@@ -158,6 +164,7 @@ class Threshold(Module):
 
 
 class GLU(Module):
+    @checked(dim=index)
     def __init__(self, dim=-1):
         super().__init__()
         self.dim = dim
@@ -170,6 +177,7 @@ class GLU(Module):
 
 
 class _DimModule(Module):
+    @checked(dim=optional(index))
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim

@@ -4,6 +4,8 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+import ember as em
+from ember.nn._checks import checked, iterable_of
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -20,6 +22,8 @@ def _index(i, n, what):
 class _ModuleSequence(Module):
     """The list operations Sequential and ModuleList share; submodules are numbered
     0, 1, ... (Sequential may also name them)."""
+
+    _forward_tensors = ()     # Sequential passes on whatever its first module takes
 
     def _renumber(self, modules):
         self._modules.clear()
@@ -44,6 +48,7 @@ class _ModuleSequence(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    @checked(modules=iterable_of(Module, "Modules"))
     def extend(self, modules):
         for m in modules:
             self.append(m)
@@ -140,7 +145,22 @@ class _NamedTable(Module):
         self._entries().clear()
 
     def update(self, entries):
-        for k, v in (entries.items() if hasattr(entries, "items") else entries):
+        """From a mapping or an iterable of (key, value) pairs."""
+        op, what = type(self).__name__, self._table[1:]      # 'modules', 'parameters'
+        pairs = entries.items() if hasattr(entries, "items") else entries
+        try:
+            pairs = list(pairs)
+        except TypeError:
+            raise TypeError(f"{op}: {what} must be a mapping or an iterable of key/value "
+                            f"pairs, got {type(entries).__name__} {entries!r:.60}") from None
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)):
+                raise TypeError(f"{op}: {what} element #{j} should be a key/value pair, got "
+                                f"{type(pair).__name__} {pair!r:.60}")
+            if len(pair) != 2:
+                raise ValueError(f"{op}: {what} element #{j} has length {len(pair)}; 2 is "
+                                 f"required")
+        for k, v in pairs:
             self[k] = v
 
 
@@ -190,6 +210,7 @@ class ParameterList(Module):
         self._size += 1
         return self
 
+    @checked(values=iterable_of(em.Tensor, "Tensors"))
     def extend(self, values):
         for v in values:
             self.append(v)

@@ -6,43 +6,41 @@ import math
 
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, int_tuple, positive, size
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
-def _tuple(v, n, what, name):
-    if isinstance(v, int):
-        return (v,) * n
-    v = tuple(v)
-    if len(v) != n:
-        raise ValueError(f"{name}: {what} must be an int or a tuple of {n} ints, got {v!r}")
-    return v
-
-
 class _ConvNd(Module):
     _dims = 2
     _transposed = False
 
+    @checked(in_channels=size, out_channels=size, groups=positive)
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None, output_padding=0):
         super().__init__()
         name, n = type(self).__name__, self._dims
-        if groups <= 0 or in_channels % groups or out_channels % groups:
+        if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: groups={groups} must be positive and divide both "
                              f"in_channels={in_channels} and out_channels={out_channels}")
         if padding_mode != "zeros":
             raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not "
                                       f"supported (only 'zeros')")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _tuple(kernel_size, n, "kernel_size", name)
-        self.stride = _tuple(stride, n, "stride", name)
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"{name}: padding must be 'same', 'valid', {n} ints or an int, "
+                             f"got {padding!r}")
+        # ints here; their values are the conv's to check at forward, as in PyTorch
+        # (but a kernel size makes the weight)
+        self.kernel_size = int_tuple(name, "kernel_size", kernel_size, n, 0)
+        self.stride = int_tuple(name, "stride", stride, n)
         self.padding = padding if isinstance(padding, str) else \
-            _tuple(padding, n, "padding", name)
-        self.dilation = _tuple(dilation, n, "dilation", name)
-        self.output_padding = _tuple(output_padding, n, "output_padding", name)
+            int_tuple(name, "padding", padding, n)
+        self.dilation = int_tuple(name, "dilation", dilation, n)
+        self.output_padding = int_tuple(name, "output_padding", output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
         self.transposed = self._transposed
         shape = (in_channels, out_channels // groups) if self._transposed else \

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from ember.nn import functional as F
+from ember.nn._checks import checked, real
 from ember.nn.modules.module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
 class _DropoutNd(Module):
+    @checked(p=real())
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ValueError(f"{type(self).__name__}: dropout probability has to be between "
+                             f"0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
     def extra_repr(self):

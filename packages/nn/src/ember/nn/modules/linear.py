@@ -5,6 +5,7 @@ import math
 
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, index, ints, size
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -12,6 +13,8 @@ __all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
+    _forward_tensors = ()     # returns whatever it is given, as PyTorch's
+
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -23,6 +26,7 @@ class Linear(Module):
     """y = x @ W.T + b, with W of shape (out_features, in_features), initialised
     U(-1/sqrt(in), 1/sqrt(in)) like PyTorch (kaiming_uniform_ with a=sqrt(5))."""
 
+    @checked(in_features=size, out_features=size)
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
@@ -54,6 +58,7 @@ class Linear(Module):
 class Bilinear(Module):
     """y = x1^T A x2 + b over the last dims, A of shape (out, in1, in2)."""
 
+    @checked(in1_features=size, in2_features=size, out_features=size)
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
                  dtype=None):
         super().__init__()
@@ -74,9 +79,10 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        if input1.shape[-1] != self.in1_features or input2.shape[-1] != self.in2_features:
-            raise ValueError(f"{self!r} got inputs with last dimensions {input1.shape[-1]} and "
-                             f"{input2.shape[-1]}")
+        last = tuple(t.shape[-1] if t.ndim else None for t in (input1, input2))
+        if last != (self.in1_features, self.in2_features):
+            raise ValueError(f"{self!r} got inputs of shapes {tuple(input1.shape)} and "
+                             f"{tuple(input2.shape)}")
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
@@ -85,6 +91,7 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
+    @checked(start_dim=index, end_dim=index)
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -97,6 +104,7 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    @checked(dim=index, unflattened_size=ints())
     def __init__(self, dim, unflattened_size):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember.nn import functional as F
+from ember.nn._checks import checked, index, optional, real, tensor
 from ember.nn.modules.module import Module
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
@@ -23,6 +24,7 @@ class _Loss(Module):
 class _WeightedLoss(_Loss):
     """A loss with a per-class weight, kept as a buffer so it follows .to() and state_dict."""
 
+    @checked(weight=optional(tensor))
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
@@ -39,6 +41,7 @@ class MSELoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
+    @checked(beta=real())
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -48,6 +51,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    @checked(delta=real())
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -57,6 +61,7 @@ class HuberLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    @checked(ignore_index=index)
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -68,6 +73,7 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    @checked(ignore_index=index, label_smoothing=real())
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
         super().__init__(weight, size_average, reduce, reduction)
@@ -86,6 +92,7 @@ class BCELoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    @checked(weight=optional(tensor), pos_weight=optional(tensor))
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
                  pos_weight=None):
         super().__init__(size_average, reduce, reduction)

@@ -5,6 +5,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import ember as em
+from ember._args import tensor_args
 from ember.autograd.graph import HookTable, RemovableHandle
 from ember.nn.parameter import Buffer, Parameter
 
@@ -43,6 +44,20 @@ class Module:
 
     training: bool
     _version = 1
+    # forward parameters of ember's own layers that take tensors (None where that is
+    # their default); a layer whose forward takes anything (Sequential) sets ()
+    _forward_tensors = ("input", "input1", "input2", "target", "query", "key", "value",
+                        "key_padding_mask", "attn_mask", "src", "src_mask",
+                        "src_key_padding_mask", "mask")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # ember's layers: forward(5) is "BatchNorm2d: argument 'input' must be a
+        # Tensor, got int 5", not "'int' object has no attribute 'ndim'"; each class
+        # wraps the plain forward (not its base's wrapper) to name itself
+        if cls.__module__.startswith("ember.nn.") and cls._forward_tensors:
+            forward = getattr(cls.forward, "__wrapped__", cls.forward)
+            cls.forward = tensor_args(forward, cls._forward_tensors, op=cls.__name__)
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:

@@ -1,10 +1,9 @@
 """BatchNorm1d/2d, LayerNorm, GroupNorm over tensor-core's fused norm kernels."""
 from __future__ import annotations
 
-import numbers
-
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, int_or_ints, optional, positive, real, size
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -14,6 +13,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"
 class _BatchNorm(Module):
     _ranks = (2, 3)
 
+    @checked(num_features=size, eps=real(), momentum=optional(real()))
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):
         super().__init__()
@@ -89,12 +89,11 @@ class BatchNorm3d(_BatchNorm):
 
 
 class LayerNorm(Module):
+    @checked(normalized_shape=int_or_ints(0), eps=real())
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        self.normalized_shape = normalized_shape
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(em.ones(self.normalized_shape, device=device, dtype=dtype))
@@ -116,6 +115,7 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
+    @checked(num_groups=positive, num_channels=size, eps=real())
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
                  dtype=None):
         super().__init__()

@@ -2,16 +2,31 @@
 from __future__ import annotations
 
 from ember.nn import functional as F
+from ember.nn._checks import int_tuple
 from ember.nn.modules.module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
+def _check_window(layer, kernel_size, stride, padding, dilation=1):
+    """Ints or tuples of the layer's rank; kept as given (PyTorch's attributes), their
+    values checked by the pooling op."""
+    op, n = type(layer).__name__, layer._dims
+    int_tuple(op, "kernel_size", kernel_size, n)
+    if stride is not None:
+        int_tuple(op, "stride", stride, n)
+    int_tuple(op, "padding", padding, n)
+    int_tuple(op, "dilation", dilation, n)
+
+
 class _MaxPool(Module):
+    _dims = 2
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
+        _check_window(self, kernel_size, stride, padding, dilation)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
@@ -23,6 +38,8 @@ class _MaxPool(Module):
 
 
 class MaxPool1d(_MaxPool):
+    _dims = 1
+
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
@@ -35,9 +52,12 @@ class MaxPool2d(_MaxPool):
 
 
 class AvgPool1d(Module):
+    _dims = 1
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
+        _check_window(self, kernel_size, stride, padding)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode = padding, ceil_mode
@@ -52,6 +72,8 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(AvgPool1d):
+    _dims = 2
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
@@ -63,8 +85,12 @@ class AvgPool2d(AvgPool1d):
 
 
 class _Adaptive(Module):
+    _dims = 2
+
     def __init__(self, output_size, return_indices=False):
         super().__init__()
+        # None keeps that dim's input size
+        int_tuple(type(self).__name__, "output_size", output_size, self._dims, 0, none_ok=True)
         self.output_size, self.return_indices = output_size, return_indices
 
     def extra_repr(self):
@@ -72,6 +98,8 @@ class _Adaptive(Module):
 
 
 class AdaptiveAvgPool1d(_Adaptive):
+    _dims = 1
+
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
@@ -82,6 +110,8 @@ class AdaptiveAvgPool2d(_Adaptive):
 
 
 class AdaptiveMaxPool1d(_Adaptive):
+    _dims = 1
+
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 

@@ -9,6 +9,7 @@ import math
 
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, positive, real, size, tensor
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -47,18 +48,13 @@ def _gru_cell(x_proj, h, w_hh, b_hh):
 
 
 class RNNBase(Module):
+    @checked(input_size=size, hidden_size=positive, num_layers=positive, dropout=real())
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
                  device=None, dtype=None):
         super().__init__()
         if proj_size:
             raise NotImplementedError(f"{type(self).__name__}: proj_size is not supported")
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError(f"{type(self).__name__}: hidden_size must be a positive int, got "
-                             f"{hidden_size!r}")
-        if num_layers < 1:
-            raise ValueError(f"{type(self).__name__}: num_layers must be at least 1, got "
-                             f"{num_layers}")
         if not 0 <= dropout <= 1:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
@@ -132,6 +128,7 @@ class RNNBase(Module):
         def initial(h, what):
             if h is None:
                 return em.zeros(state_shape, dtype=x.dtype, device=x.device)
+            tensor(name, what, h)
             if unbatched:
                 if h.ndim != 2:
                     raise ValueError(f"{name}: for unbatched 2-D input, {what} should also be "
@@ -143,7 +140,7 @@ class RNNBase(Module):
             return h
 
         if lstm:
-            h0, c0 = (None, None) if hx is None else hx
+            h0, c0 = (None, None) if hx is None else _pair_of_states(name, hx)
             h0, c0 = initial(h0, "hx[0]"), initial(c0, "hx[1]")
         else:
             h0 = initial(hx, "hx")
@@ -214,7 +211,16 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
 
+def _pair_of_states(op, hx):
+    """An LSTM's hx: a pair (h, c) of tensors."""
+    if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+        raise TypeError(f"{op}: hx must be a tuple (h_0, c_0) of two Tensors, got "
+                        f"{type(hx).__name__} {hx!r:.60}")
+    return tensor(op, "hx[0]", hx[0]), tensor(op, "hx[1]", hx[1])
+
+
 class _CellBase(Module):
+    @checked(input_size=size, hidden_size=positive)
     def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
@@ -242,6 +248,9 @@ class _CellBase(Module):
         if input.shape[-1] != self.input_size:
             raise ValueError(f"{type(self).__name__}: input has {input.shape[-1]} features, "
                              f"expected input_size={self.input_size}")
+        if hx is not None:
+            _pair_of_states(type(self).__name__, hx) if isinstance(self, LSTMCell) else \
+                tensor(type(self).__name__, "hx", hx)
         unbatched = input.ndim == 1
         x = input.unsqueeze(0) if unbatched else input
         proj = x @ self.weight_ih.T
@@ -254,6 +263,9 @@ class _CellBase(Module):
 class RNNCell(_CellBase):
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; use 'tanh' or "
+                             f"'relu'")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 

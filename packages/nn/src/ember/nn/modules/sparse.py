@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, index, optional, real, size, tensor
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -13,6 +14,8 @@ class Embedding(Module):
     """Rows of a (num_embeddings, embedding_dim) weight, N(0, 1) initialised; the row
     at padding_idx is zero and gets no gradient."""
 
+    @checked(num_embeddings=size, embedding_dim=size, padding_idx=optional(index),
+             max_norm=optional(real()), norm_type=real(), _weight=optional(tensor))
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):

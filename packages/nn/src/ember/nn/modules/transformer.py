@@ -7,6 +7,7 @@ import math
 
 import ember as em
 from ember.nn import functional as F, init
+from ember.nn._checks import checked, index, instance, optional, positive, real, size
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.dropout import Dropout
 from ember.nn.modules.linear import Linear
@@ -32,11 +33,13 @@ class MultiheadAttention(Module):
     """softmax(Q K^T / sqrt(head_dim) + mask) V over num_heads heads, with the input
     projections packed in in_proj_weight (3 * embed_dim, embed_dim) as in PyTorch."""
 
+    @checked(embed_dim=positive, num_heads=positive, dropout=real(0, 1),
+             kdim=optional(index), vdim=optional(index))
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None):
         super().__init__()
-        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
+        if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim={embed_dim} must be divisible by "
                              f"num_heads={num_heads}")
         if add_bias_kv or add_zero_attn:
@@ -124,10 +127,15 @@ class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with dropout, a residual and a
     LayerNorm (after, or before with norm_first=True)."""
 
+    @checked(d_model=positive, nhead=positive, dim_feedforward=size, dropout=real(0, 1),
+             layer_norm_eps=real())
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
+        if not (callable(activation) or isinstance(activation, str)):
+            raise TypeError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or "
+                            f"a callable, got {type(activation).__name__} {activation!r:.60}")
         kw = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias,
                                             batch_first=batch_first, **kw)
@@ -140,7 +148,7 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
+            if activation not in ("relu", "gelu"):   # PyTorch's message
                 raise ValueError(f"TransformerEncoderLayer: activation should be relu/gelu, "
                                  f"not {activation}")
             activation = F.relu if activation == "relu" else F.gelu
@@ -168,6 +176,7 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """num_layers deep copies of encoder_layer, then an optional norm."""
 
+    @checked(num_layers=size, norm=optional(instance(Module, "a Module")))
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
         super().__init__()

@@ -4,23 +4,25 @@ from __future__ import annotations
 import math
 
 import ember as em
+from ember.nn._checks import checked, norm_order, real, real_or_tensor, tensors as _tensors
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
-
-def _tensors(tensors):
-    return [tensors] if isinstance(tensors, em.Tensor) else list(tensors)
+# parameters: a Tensor or an iterable of them, as a list
+_params = _tensors()
 
 
 def _grads(parameters):
-    return [p.grad for p in _tensors(parameters) if p.grad is not None]
+    return [p.grad for p in parameters if p.grad is not None]
 
 
+@checked(tensors=_tensors(none_ok=True), norm_type=norm_order)
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """The norm of the norms of `tensors`: the norm of all their elements taken as one
-    vector (a 0-d tensor; 0 for no tensors). foreach is accepted for compatibility."""
+    """The norm of the norms of `tensors` (None ones left out): the norm of all their
+    elements taken as one vector (a 0-d tensor; 0 for no tensors). foreach is accepted
+    for compatibility."""
     # empty tensors add nothing to any norm (and have no inf-norm of their own)
-    tensors = [t for t in _tensors(tensors) if t is not None and t.numel()]
+    tensors = [t for t in tensors if t.numel()]
     norm_type = float(norm_type)
     if not tensors:
         return em.tensor(0.0)
@@ -36,6 +38,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return total
 
 
+@checked(parameters=_params, max_norm=real(), total_norm=real_or_tensor)
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients of `parameters` in place by max_norm / (total_norm + 1e-6)
     when that is below 1 (a NaN total norm makes them NaN, as in PyTorch)."""
@@ -49,17 +52,18 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
                 g.mul_(coef)
 
 
+@checked(parameters=_params, max_norm=real(), norm_type=norm_order)
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Clip the gradients of `parameters` (a tensor or an iterable of tensors) in place
     so that their total norm (all gradients taken as one vector; norm_type may be inf)
     is at most max_norm. Returns the total norm before clipping, a 0-d tensor."""
-    parameters = _tensors(parameters)
     total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
 
 
+@checked(parameters=_params, clip_value=real())
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient of `parameters` to [-clip_value, clip_value] in place."""
     clip_value = float(clip_value)
