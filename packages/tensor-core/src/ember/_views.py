@@ -406,6 +406,10 @@ def unfold(input, dimension, size, step):
 
 @tensor_method
 def as_strided(input, size, stride, storage_offset=None):
+    size = sizes_arg((size,), "as_strided", "size")
+    stride = sizes_arg((stride,), "as_strided", "stride")
+    if storage_offset is not None:
+        storage_offset = int_arg(storage_offset, "storage_offset", "as_strided")
     storage, dtype, shape, strides, off = input._layout()
     out = _core.as_strided_from(storage, dtype, tuple(size), tuple(stride),
                                 off if storage_offset is None else storage_offset)
