@@ -68,6 +68,15 @@ def test_issue16_item20_int_arguments_outside_int64(device, op, name, call):
     _raises(OverflowError, op, lambda: call(_m(device), 2 ** 63), f"{name} {2 ** 63}")
 
 
+@pytest.mark.parametrize("bad", [b for b in NOT_INTS if b is not None] + [2 ** 63])
+def test_issue16_item20_as_strided_storage_offset(device, bad):
+    # None is storage_offset's default (the tensor's own offset)
+    x = _m(device)
+    _raises(OverflowError if bad == 2 ** 63 else TypeError, "as_strided",
+            lambda: x.as_strided((2,), (1,), bad), "storage_offset")
+    assert x.as_strided((2,), (1,), None).tolist() == [0.0, 1.0]
+
+
 def test_issue16_item20_int_arguments_accept_index_types(device):
     """Anything with __index__ is an int (NumPy ints, 0-d integer tensors); a 0-d
     float tensor is not."""
@@ -100,6 +109,8 @@ SIZES = [   # (op, argument name, call with the bad value b)
     ("full", "size", lambda x, b: em.full(b, 1.0, device=x.device)),
     ("rand", "size", lambda x, b: em.rand(b, device=x.device)),
     ("randint", "size", lambda x, b: em.randint(0, 3, b, device=x.device)),
+    ("as_strided", "size", lambda x, b: x.as_strided(b, (1,))),
+    ("as_strided", "stride", lambda x, b: em.as_strided(x, (2,), b)),
 ]
 NOT_SIZES = [object(), 2.5, em.int8, slice(1), "ab", (1, "a"), [2.5]]
 
