@@ -1,4 +1,4 @@
-"""Argument checks at the public entry of a whole module's functions.
+"""Argument checks at the public entry of ember's functions.
 
 A function that does `input.shape` on a str raises `'str' object has no attribute
 'shape'` from deep inside; `check_tensor_args` makes every public function of a module
@@ -9,10 +9,97 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
+import operator
 
-from ember._C.core import TensorBase
+from ember._C.core import DType, TensorBase
 
 _MISSING = object()
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
+def _got(value):
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def int_arg(value, name, op):
+    """value as a Python int: an int, anything with __index__ (a NumPy integer, a 0-d
+    integer tensor); 2.5 is an error, not 2. A TypeError naming op and the argument
+    otherwise, and an OverflowError outside int64 (PyTorch's ints are int64)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an int, got {_got(value)}") from None
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise OverflowError(f"{op}: {name} {v} is out of the int64 range")
+    return v
+
+
+def _is_int(v):
+    return isinstance(v, numbers.Integral) or (isinstance(v, TensorBase) and v.ndim == 0)
+
+
+def sizes_arg(args, op, name="size"):
+    """The ints of a sizes or dims argument given as f(2, 3), f((2, 3)), f([2, 3]),
+    f(Size), f(2), or a 1-d integer tensor -> [2, 3] (each item as int_arg)."""
+    if len(args) == 1 and not _is_int(args[0]):
+        args = args[0]
+    if isinstance(args, TensorBase) and args.ndim == 1:
+        args = args.tolist()
+    if _is_int(args):
+        args = (args,)
+    if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
+        raise TypeError(f"{op}: {name} must be ints or a sequence of ints, got "
+                        f"{_got(args)}")
+    return [int_arg(a, name, op) for a in args]
+
+
+def shape_arg(args, op, name="size"):
+    """sizes_arg for the shape of a new tensor: a tuple of non-negative ints."""
+    shape = tuple(sizes_arg(args, op, name))
+    for s in shape:
+        if s < 0:
+            raise ValueError(f"{op}: negative dimension {s} in {name} {shape}")
+    return shape
+
+
+def tensors_arg(seq, op, *, nonempty=True, same_device=True):
+    """A list of the tensors in a sequence argument (cat([a, b]) and cat((a, b)))."""
+    if isinstance(seq, TensorBase):
+        raise TypeError(f"{op}: expected a sequence of tensors, got a single Tensor; "
+                        f"wrap it in a list")
+    if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
+        raise TypeError(f"{op}: expected a sequence of tensors, got {_got(seq)}")
+    tensors = list(seq)
+    if nonempty and not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"{op}: expected a sequence of tensors, but item {i} is a "
+                            f"{_got(t)}")
+        if same_device and t.device != tensors[0].device:
+            raise RuntimeError(f"{op}: expected all tensors on one device, got "
+                               f"{tensors[0].device} and {t.device} (item {i})")
+    return tensors
+
+
+def number_arg(value, name, op):
+    """value as a real Python number (a one-element tensor gives its item)."""
+    if isinstance(value, TensorBase):
+        if value.numel() != 1:
+            raise TypeError(f"{op}: {name} must be a number, got a tensor of shape "
+                            f"{tuple(value.shape)}")
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a number, got {_got(value)}")
+    return value
+
+
+def dtype_arg(value, name, op):
+    """value, checked to be an ember dtype."""
+    if not isinstance(value, DType):
+        raise TypeError(f"{op}: {name} must be an ember dtype, got {_got(value)}")
+    return value
 
 
 def _tensor_params(fn, names):

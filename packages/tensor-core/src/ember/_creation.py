@@ -6,10 +6,10 @@ import functools
 import itertools
 import math
 import numbers
-import operator
 import struct
 
 from ember._C import core as _core
+from ember._args import int_arg, shape_arg
 from ember._dtypes import as_dtype, bool as bool_, float64, int64
 
 __all__ = ["tensor", "as_tensor", "asarray", "zeros", "ones", "full", "empty", "arange",
@@ -20,19 +20,8 @@ _STRUCT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "
            "float16": "e", "float32": "f", "float64": "d"}
 
 
-def _shape_arg(size, op):
-    """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)."""
-    if len(size) == 1 and not isinstance(size[0], numbers.Integral) and not (
-            isinstance(size[0], _core.TensorBase) and size[0].ndim == 0):
-        size = size[0]
-    try:
-        shape = tuple(operator.index(s) for s in size)
-    except TypeError:
-        raise TypeError(f"{op}: size must be ints or a sequence of ints, got {size!r}") from None
-    for s in shape:
-        if s < 0:
-            raise ValueError(f"{op}: negative dimension {s} in size {shape}")
-    return shape
+# zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)
+_shape_arg = shape_arg
 
 
 def _dtype_arg(dtype):
@@ -321,10 +310,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end, both included."""
-    try:
-        steps = operator.index(steps)
-    except TypeError:
-        raise TypeError(f"linspace: steps must be an int, got {steps!r}") from None
+    steps = int_arg(steps, "steps", "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _core.get_default_dtype() if dtype is None else as_dtype(dtype)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 
 from ember._C import core as _core
+from ember._args import dtype_arg
 
 bool = _core._dtype_by_name("bool")  # noqa: A001 - the Array API name
 uint8 = _core._dtype_by_name("uint8")
@@ -20,9 +21,14 @@ short, int, long = int16, int32, int64  # noqa: A001
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
 
-promote_types = _core.promote_types
 get_default_dtype = _core.get_default_dtype
 set_default_dtype = _core.set_default_dtype
+
+
+def promote_types(type1, type2):
+    """The dtype both dtypes promote to (the Array API's rules)."""
+    return _core.promote_types(dtype_arg(type1, "type1", "promote_types"),
+                               dtype_arg(type2, "type2", "promote_types"))
 
 
 def as_dtype(d):

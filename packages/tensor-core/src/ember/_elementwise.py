@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 
 from ember._C import core as _core
+from ember._args import int_arg
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
 
@@ -69,6 +70,9 @@ def _scaled(other, alpha, op):
         return other
     if isinstance(alpha, _core.TensorBase) or not isinstance(alpha, numbers.Number):
         raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    if not isinstance(other, (_core.TensorBase, numbers.Number)):
+        raise TypeError(f"{op}: other must be a Tensor or a number when alpha is given, got "
+                        f"{type(other).__name__}")
     return other if alpha == 1 else other * alpha
 
 
@@ -177,7 +181,7 @@ METHODS["power_"] = METHODS["pow_"]
 @tensor_method
 def round(input, decimals=0, *, out=None):  # noqa: A001
     """Round half to even (like NumPy and PyTorch), to `decimals` decimal places."""
-    if decimals == 0:
+    if int_arg(decimals, "decimals", "round") == 0:
         return _ew("round", input, out=out)
     scale = 10.0 ** decimals
     return _ew("div", _ew("round", _ew("mul", input, scale)), scale, out=out)
@@ -216,6 +220,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     largest/smallest finite value)."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"nan_to_num: expected a Tensor as input, got {type(input).__name__}")
+    if out is not None and not isinstance(out, _core.TensorBase):
+        raise TypeError(f"nan_to_num: out must be a Tensor, got {type(out).__name__}")
     if input.dtype.kind != "float":
         return input.clone() if out is None else out.copy_(input)
     from ember._dtypes import finfo

@@ -39,6 +39,7 @@ import operator
 from collections import namedtuple
 
 from ember._C import core as _core
+from ember._args import int_arg
 from ember._C import index as _cpu_index
 from ember._registry import tensor_method
 from ember._reduction import values_indices
@@ -626,7 +627,7 @@ def select(input, dim, index):
     d = _norm(dim, input.ndim, "select")
     if input.ndim == 0:
         raise IndexError("select: cannot select from a 0-d tensor")
-    return _getitem(input, (slice(None),) * d + (operator.index(index),), "select")
+    return _getitem(input, (slice(None),) * d + (int_arg(index, "index", "select"),), "select")
 
 
 @tensor_method
@@ -634,14 +635,23 @@ def select(input, dim, index):
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values in place (indices: a tuple of index tensors or None
     for full dims); accumulate=True adds, summing repeated indices."""
-    key = tuple(slice(None) if i is None else i for i in indices)
-    return _setitem(input, key, values, accumulate, "index_put_")
+    return _setitem(input, _index_tuple(indices, "index_put_"), values, accumulate,
+                    "index_put_")
 
 
 @tensor_method
 @_tensor_input
 def index_put(input, indices, values, accumulate=False):
-    return index_put_(input.clone(), indices, values, accumulate)
+    return _setitem(input.clone(), _index_tuple(indices, "index_put"), values, accumulate,
+                    "index_put")
+
+
+def _index_tuple(indices, op):
+    """index_put's indices (a tuple or list of index tensors and Nones) as a key."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}: indices must be a tuple of tensors, got "
+                        f"{type(indices).__name__} {indices!r:.60}")
+    return tuple(slice(None) if i is None else i for i in indices)
 
 
 # gather / scatter -------------------------------------------------------------------
@@ -741,7 +751,7 @@ def _src_or_value(out, src, value, op):
     return _scalar_tensor(src if src is not None else value, out.dtype, out.device, op)
 
 
-_SCATTER_REDUCE = {None: None, "add": "add", "multiply": "multiply"}
+_SCATTER_REDUCE = (None, "add", "multiply")   # a tuple: `in` must not hash reduce
 
 
 @tensor_method
@@ -1257,7 +1267,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
     order; NaN counts as the largest value."""
     d = _norm(dim, input.ndim, "topk")
     n = input.shape[d] if input.ndim else 1
-    k = operator.index(k)
+    k = int_arg(k, "k", "topk")
     if not 0 <= k <= n:
         raise IndexError(f"topk: k {k} is out of range for dim {d} of size {n}")
     if input.ndim == 0:
@@ -1275,7 +1285,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     """The k-th smallest element along dim (k from 1) and its index."""
     d = _norm(dim, input.ndim, "kthvalue")
     n = input.shape[d] if input.ndim else 1
-    k = operator.index(k)
+    k = int_arg(k, "k", "kthvalue")
     if not 1 <= k <= n:
         raise IndexError(f"kthvalue: k {k} is out of range for dim {d} of size {n}")
     if input.ndim == 0:

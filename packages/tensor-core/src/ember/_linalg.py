@@ -314,6 +314,9 @@ def _sublist_equation(args):
         out = args.pop()
 
     def term(sub):
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError(f"einsum: expected an equation string or the sublist form "
+                            f"einsum(op0, [0, 1], ...), got {type(sub).__name__} {sub!r:.60}")
         s = ""
         for v in sub:
             if v is Ellipsis:

@@ -39,12 +39,12 @@ the functions of ember._C.random.
 from __future__ import annotations
 
 import math
-import numbers
 import operator
 import os
 import struct
 
 from ember._C import core as _core
+from ember._args import int_arg, number_arg, shape_arg
 from ember._C import random as _philox
 from ember._dtypes import as_dtype, float16, float32, float64, int64
 from ember._registry import tensor_method
@@ -271,18 +271,7 @@ def _size(args, size, op):
         if args:
             raise TypeError(f"{op}: size given both positionally and as a keyword")
         args = (size,)
-    if len(args) == 1 and not isinstance(args[0], numbers.Integral) and \
-            not (isinstance(args[0], _core.TensorBase) and args[0].ndim == 0):
-        args = args[0]
-    try:
-        dims = tuple(operator.index(s) for s in args)
-    except TypeError:
-        raise TypeError(f"{op}: size must be ints or a sequence of ints, got "
-                        f"{args!r}") from None
-    for s in dims:
-        if s < 0:
-            raise ValueError(f"{op}: negative dimension {s} in size {dims}")
-    return dims
+    return shape_arg(args, op)
 
 
 def _float_dtype(dtype, op):
@@ -304,17 +293,6 @@ def _options(kwargs, op):
 
 def _finish(t, requires_grad):
     return t.requires_grad_() if requires_grad else t
-
-
-def _number(x, op, name):
-    if isinstance(x, _core.TensorBase):
-        if x.numel() != 1:
-            raise TypeError(f"{op}: {name} must be a number, got a tensor of shape "
-                            f"{tuple(x.shape)}")
-        x = x.item()
-    if not isinstance(x, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a number, got {type(x).__name__}")
-    return x
 
 
 # factories ------------------------------------------------------------------------
@@ -348,7 +326,7 @@ def _dtype_bounds(dtype):
 
 def _fill_integers(out, low, high, generator, op):
     """Fill out with integers uniform in [low, high) (high exclusive)."""
-    low, high = _number(low, op, "low"), _number(high, op, "high")
+    low, high = number_arg(low, "low", op), number_arg(high, "high", op)
     if isinstance(low, float) or isinstance(high, float):
         if not (math.isfinite(low) and math.isfinite(high)):
             raise ValueError(f"{op}: low and high must be finite, got {low} and {high}")
@@ -416,13 +394,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if not (tm or ts):
         if size is None:
             raise TypeError("normal: size is required when mean and std are numbers")
-        mean, std = _number(mean, "normal", "mean"), _number(std, "normal", "std")
+        mean, std = number_arg(mean, "mean", "normal"), number_arg(std, "std", "normal")
         _check_std(std, "normal")
         t = _core.empty(_size((size,), None, "normal"), _float_dtype(dtype, "normal"), device)
         return _finish(_run("normal", t, generator, "normal", float(mean), float(std)),
                        requires_grad)
     if size is not None:
         raise TypeError("normal: size can't be given with tensor mean or std")
+    mean = mean if tm else number_arg(mean, "mean", "normal")
+    std = std if ts else number_arg(std, "std", "normal")
     ref = mean if tm else std
     for x in (mean, std):
         if isinstance(x, _core.TensorBase) and x.dtype.kind != "float":
@@ -455,7 +435,7 @@ def _check_probabilities(p, op):
             raise ValueError(f"{op}: p must be in [0, 1], but the tensor has values outside "
                              f"it (or NaN)")
     else:
-        p = _number(p, op, "p")
+        p = number_arg(p, "p", op)
         if not 0 <= p <= 1:
             raise ValueError(f"{op}: p must be in [0, 1], got {p}")
     return p
@@ -469,6 +449,8 @@ def _bernoulli_mask(shape, udtype, p, device, generator, op):
 def bernoulli(input, p=None, *, generator=None):
     """1 with probability input[i] (or with probability p, in input's shape), else 0;
     the result has input's dtype."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"bernoulli: expected a Tensor as input, got {type(input).__name__}")
     if p is None:
         p = _check_probabilities(input, "bernoulli")
     else:
@@ -480,7 +462,7 @@ def bernoulli(input, p=None, *, generator=None):
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0, 1, ..., n - 1 (int64 unless dtype says otherwise)."""
-    n = operator.index(n)
+    n = int_arg(n, "n", "randperm")
     if n < 0:
         raise ValueError(f"randperm: n must be non-negative, got {n}")
     d = int64 if dtype is None else as_dtype(dtype)
@@ -530,7 +512,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if input.dtype.kind != "float":
         raise TypeError(f"multinomial: expected floating point probabilities, got "
                         f"{input.dtype!r}")
-    k = operator.index(num_samples)
+    k = int_arg(num_samples, "num_samples", "multinomial")
     if k <= 0:
         raise ValueError(f"multinomial: num_samples must be positive, got {k}")
     n = input.shape[-1]
@@ -593,7 +575,8 @@ def uniform_(self, *args, generator=None, **kwargs):
     """Fill with numbers uniform in [from, to) (default [0, 1)): uniform_(a, b)."""
     _inplace(self, "uniform_")
     low, high = _from_to(args, kwargs, (0.0, 1.0), "uniform_")
-    low, high = float(_number(low, "uniform_", "from")), float(_number(high, "uniform_", "to"))
+    low = float(number_arg(low, "from", "uniform_"))
+    high = float(number_arg(high, "to", "uniform_"))
     _float_dtype(self.dtype, "uniform_")
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError(f"uniform_: from and to must be finite, got {low} and {high}")
@@ -607,7 +590,7 @@ def uniform_(self, *args, generator=None, **kwargs):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal numbers of the given mean and std."""
     _inplace(self, "normal_")
-    mean, std = _number(mean, "normal_", "mean"), _number(std, "normal_", "std")
+    mean, std = number_arg(mean, "mean", "normal_"), number_arg(std, "std", "normal_")
     _check_std(std, "normal_")
     _float_dtype(self.dtype, "normal_")
     _run("normal", self, generator, "normal_", float(mean), float(std))
@@ -646,7 +629,7 @@ def random_(self, *args, generator=None, **kwargs):
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential numbers of rate lambd: -log1p(-u) / lambd."""
     _inplace(self, "exponential_")
-    lambd = float(_number(lambd, "exponential_", "lambd"))
+    lambd = float(number_arg(lambd, "lambd", "exponential_"))
     if not lambd > 0:
         raise ValueError(f"exponential_: lambd must be positive, got {lambd}")
     _float_dtype(self.dtype, "exponential_")

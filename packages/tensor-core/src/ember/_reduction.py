@@ -9,6 +9,7 @@ import numbers
 from collections import namedtuple
 
 from ember._C import core as _core
+from ember._args import number_arg
 from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import tensor_method
 from ember._views import _require_tensor
@@ -211,6 +212,7 @@ def aminmax(input, *, dim=None, keepdim=False):
 def _var(input, dim, correction, keepdim, unbiased, name):
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    correction = number_arg(correction, "correction", name)
     x = _float_only(input, name)
     dims = dims_of(dim, x.ndim, name)
     w = _wide(x)

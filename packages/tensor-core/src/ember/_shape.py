@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 
 from ember._C import core as _core
+from ember._args import int_arg, sizes_arg, tensors_arg
 from ember._indexing import _kern, _tensor_input   # _kern: the CPU's or the device's
 from ember._registry import tensor_method
 
@@ -41,40 +41,7 @@ _int64 = _core._dtype_by_name("int64")
 _UNSET = object()
 
 
-def _tensors(seq, op):
-    """A list of tensors from a sequence argument (cat([a, b]) and cat((a, b)))."""
-    if isinstance(seq, _TB):
-        raise TypeError(f"{op}: expected a sequence of tensors, got a single Tensor; "
-                        f"wrap it in a list")
-    try:
-        tensors = list(seq)
-    except TypeError:
-        raise TypeError(f"{op}: expected a sequence of tensors, got "
-                        f"{type(seq).__name__}") from None
-    if not tensors:
-        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, _TB):
-            raise TypeError(f"{op}: expected a sequence of tensors, but item {i} is a "
-                            f"{type(t).__name__}")
-        if t.device != tensors[0].device:
-            raise RuntimeError(f"{op}: expected all tensors on one device, got "
-                               f"{tensors[0].device} and {t.device} (item {i})")
-    return tensors
-
-
-def _ints(args, op, what="sizes"):
-    """f(2, 3), f((2, 3)), f([2, 3]) -> [2, 3]."""
-    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        args = args[0]
-    if isinstance(args, _TB):
-        args = args.tolist()
-    if isinstance(args, numbers.Integral):
-        args = [args]
-    try:
-        return [operator.index(a) for a in args]
-    except TypeError:
-        raise TypeError(f"{op}: {what} must be ints, got {args!r}") from None
+_tensors = tensors_arg
 
 
 # joining ---------------------------------------------------------------------------
@@ -216,7 +183,7 @@ def split(tensor, split_size_or_sections, dim=0):
             return (tensor.narrow(d, 0, 0),)
         bounds = list(range(0, n, s)) + [n]
     else:
-        sizes = _ints((split_size_or_sections,), "split")
+        sizes = sizes_arg((split_size_or_sections,), "split", "split_size_or_sections")
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and add up to "
                              f"{n}, the size of dim {d}")
@@ -231,7 +198,7 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     """Split into `chunks` views of ceil(n / chunks) elements (fewer views when the
     last ones would be empty, as PyTorch)."""
-    chunks = operator.index(chunks)
+    chunks = int_arg(chunks, "chunks", "chunk")
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     d = _norm(dim, input.ndim, "chunk")
@@ -260,7 +227,7 @@ def tensor_split(input, indices_or_sections, dim=0):
                             "tensor")
         ios = ios.item() if ios.ndim == 0 else ios.tolist()
     if isinstance(ios, numbers.Integral):
-        k = operator.index(ios)
+        k = int_arg(ios, "sections", "tensor_split")
         if k <= 0:
             raise ValueError(f"tensor_split: number of sections must be positive, got {k}")
         _check_parts(k, n, "tensor_split")
@@ -269,7 +236,7 @@ def tensor_split(input, indices_or_sections, dim=0):
         for i in range(k):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
     else:
-        points = [0] + _ints((ios,), "tensor_split", "indices") + [n]
+        points = [0] + sizes_arg((ios,), "tensor_split", "indices") + [n]
         parts = []
         for a, b in zip(points[:-1], points[1:]):   # NumPy slicing: clamped, maybe empty
             start, stop, _ = slice(a, b).indices(n)
@@ -337,8 +304,7 @@ def unstack(x, /, *, axis=0):
 def _dims_arg(dims, ndim, op):
     if dims is None:
         return tuple(range(ndim))
-    if isinstance(dims, numbers.Integral):
-        dims = (dims,)
+    dims = sizes_arg((dims,), op, "dims")
     ds = tuple(_norm(d, ndim, op) for d in dims)
     if len(set(ds)) != len(ds):
         raise ValueError(f"{op}: dim appears more than once in {tuple(dims)}")
@@ -388,6 +354,8 @@ def flipud(input):
 @_tensor_input
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees k times in the plane of dims, from dims[0] toward dims[1]."""
+    k = int_arg(k, "k", "rot90") % 4
+    dims = sizes_arg((dims,), "rot90", "dims")
     if len(dims) != 2:
         raise ValueError(f"rot90: dims must name two dims, got {tuple(dims)}")
     if input.ndim < 2:
@@ -395,7 +363,6 @@ def rot90(input, k=1, dims=(0, 1)):
     a, b = (_norm(d, input.ndim, "rot90") for d in dims)
     if a == b:
         raise ValueError(f"rot90: dims must differ, got {tuple(dims)}")
-    k = operator.index(k) % 4
     if k == 1:
         return flip(input, (b,)).transpose(a, b)
     if k == 2:
@@ -415,12 +382,12 @@ def roll(input, shifts=None, dims=None, *, shift=None, axis=None):
     if shifts is None:
         raise TypeError("roll: missing the shifts argument")
     if dims is None:
-        s = _ints((shifts,), "roll", "shifts")
+        s = sizes_arg((shifts,), "roll", "shifts")
         if len(s) != 1:
             raise ValueError(f"roll: with dims None, shifts must be one int, got {shifts!r}")
         return roll(input.reshape(-1), s[0], 0).reshape(input.shape)
-    shifts = _ints((shifts,), "roll", "shifts")
-    dims = [dims] if isinstance(dims, numbers.Integral) else list(dims)
+    shifts = sizes_arg((shifts,), "roll", "shifts")
+    dims = sizes_arg((dims,), "roll", "dims")
     if len(shifts) != len(dims):
         raise ValueError(f"roll: shifts {tuple(shifts)} and dims {tuple(dims)} must have the "
                          f"same length")
@@ -454,7 +421,7 @@ def _tile_repeat(input, reps, op):
 def _tensor_repeat(input, *sizes):
     """PyTorch's Tensor.repeat: tile the tensor sizes[i] times along dim i (extra
     leading sizes add dims). Always a copy."""
-    return _tile_repeat(input, _ints(sizes, "repeat"), "repeat")
+    return _tile_repeat(input, sizes_arg(sizes, "repeat", "sizes"), "repeat")
 
 
 tensor_method(_tensor_repeat, names=("repeat",))
@@ -465,7 +432,7 @@ tensor_method(_tensor_repeat, names=("repeat",))
 def tile(input, dims):
     """Repeat the whole tensor dims[i] times along dim i; fewer dims than the tensor
     has are padded with leading 1s (NumPy's tile)."""
-    reps = _ints((dims,), "tile")
+    reps = sizes_arg((dims,), "tile", "dims")
     reps = [1] * (input.ndim - len(reps)) + reps
     return _tile_repeat(input, reps, "tile")
 
@@ -516,7 +483,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         return x.unsqueeze(d + 1).expand(big).reshape(shape)
     if not isinstance(repeats, _TB):
         from ember._creation import tensor
-        repeats = tensor(list(repeats), dtype=_int64)
+        repeats = tensor(sizes_arg((repeats,), "repeat_interleave", "repeats"), dtype=_int64)
     if repeats.dtype.kind != "int":
         raise TypeError(f"repeat_interleave: repeats must be integers, got {repeats.dtype!r}")
     if repeats.ndim != 1 or repeats.shape[0] != n:
@@ -543,7 +510,7 @@ def _tri_mask(input, diagonal, lower, op):
     rows = arange(m, device=input.device).reshape(m, 1)
     cols = arange(n, device=input.device)
     off = _ew("sub", cols, rows)
-    return _ew("le" if lower else "ge", off, operator.index(diagonal))
+    return _ew("le" if lower else "ge", off, int_arg(diagonal, "diagonal", op))
 
 
 def _zero(input):
@@ -582,7 +549,8 @@ def triu_(input, diagonal=0):
 def _tri_indices(row, col, offset, lower, op):
     from ember._creation import empty
     from ember._indexing import nonzero
-    row, col, offset = operator.index(row), operator.index(col), operator.index(offset)
+    row, col = int_arg(row, "row", op), int_arg(col, "col", op)
+    offset = int_arg(offset, "offset", op)
     if row < 0 or col < 0:
         raise ValueError(f"{op}: row and col must be non-negative, got {row}, {col}")
     mask = _tri_mask(empty(row, col), offset, lower, op)
@@ -605,7 +573,7 @@ def meshgrid(*tensors, indexing="ij"):
     default, as PyTorch) or with the first two dims swapped ('xy', as NumPy's
     default). The grids are broadcast views of the inputs."""
     if len(tensors) == 1 and not isinstance(tensors[0], _TB):
-        tensors = tuple(tensors[0])
+        tensors = tensors[0]   # meshgrid([x, y])
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = _tensors(tensors, "meshgrid")
@@ -728,7 +696,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     after joining prepend / append (tensors or numbers) to the ends."""
     if input.ndim == 0:
         raise ValueError("diff: needs a tensor of at least 1 dim")
-    n = operator.index(n)
+    n = int_arg(n, "n", "diff")
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     d = _norm(dim, input.ndim, "diff")

@@ -6,10 +6,9 @@ derivative needs."""
 from __future__ import annotations
 
 import functools
-import numbers
-import operator
 
 from ember._C import core as _core
+from ember._args import int_arg, sizes_arg, tensors_arg
 from ember._registry import tensor_method
 
 _record = _core.record
@@ -23,14 +22,7 @@ __all__ = ["reshape", "view", "permute", "permute_dims", "transpose", "swapaxes"
 
 
 def _sizes(shape, op):
-    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
-        shape = shape[0]
-    if isinstance(shape, _core.TensorBase):
-        shape = shape.tolist()
-    try:
-        return [operator.index(s) for s in shape]   # 2.5 is an error, not 2
-    except TypeError:
-        raise TypeError(f"{op}: shape must be ints, got {shape!r}") from None
+    return sizes_arg(shape, op, "shape")
 
 
 def _other(other, op):
@@ -40,12 +32,7 @@ def _other(other, op):
     return other
 
 
-def _int(value, what, op):
-    """value as an int (anything with __index__); a TypeError naming op otherwise."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}: {what} must be an int, got {value!r}") from None
+_int = int_arg
 
 
 def _infer(shape, numel, op, original):
@@ -175,9 +162,7 @@ def permute(input, *args, dims=None):
     permute(x, dims=(1, 0)) or x.permute(1, 0)."""
     if dims is not None and args:
         raise TypeError("permute: give the dims once: positionally or as dims=")
-    dims = args if dims is None else (dims,)
-    if len(dims) == 1 and not isinstance(dims[0], numbers.Integral):
-        dims = tuple(dims[0])
+    dims = sizes_arg(args if dims is None else (dims,), "permute", "dims")
     n = input.ndim
     if len(dims) != n:
         raise ValueError(f"permute: {len(dims)} dims given for a tensor of {n} dims")
@@ -258,7 +243,7 @@ moveaxis = movedim
 
 def broadcast_shapes(*shapes):
     """The shape all given shapes broadcast to (NumPy rules)."""
-    shapes = [tuple(s) if not isinstance(s, numbers.Integral) else (s,) for s in shapes]
+    shapes = [tuple(sizes_arg((s,), "broadcast_shapes", "shape")) for s in shapes]
     nd = max((len(s) for s in shapes), default=0)
     out = [1] * nd
     for s in shapes:
@@ -318,6 +303,7 @@ def broadcast_to(input, shape):
 
 
 def broadcast_tensors(*tensors):
+    tensors = tensors_arg(tensors, "broadcast_tensors", nonempty=False, same_device=False)
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(expand(t, shape) for t in tensors)
 
@@ -421,6 +407,10 @@ def unfold(input, dimension, size, step):
 
 @tensor_method
 def as_strided(input, size, stride, storage_offset=None):
+    size = sizes_arg((size,), "as_strided", "size")
+    stride = sizes_arg((stride,), "as_strided", "stride")
+    if storage_offset is not None:
+        storage_offset = int_arg(storage_offset, "storage_offset", "as_strided")
     storage, dtype, shape, strides, off = input._layout()
     out = _core.as_strided_from(storage, dtype, size, stride,
                                 off if storage_offset is None else storage_offset)
@@ -557,13 +547,21 @@ def reshape_as(input, other):
     return reshape(input, _other(other, "reshape_as").shape)
 
 
+def _atleast(tensors, op):
+    """atleast_1d(a, b) and atleast_1d((a, b)): the tensors."""
+    if len(tensors) == 1 and not isinstance(tensors[0], _core.TensorBase):
+        tensors = tensors[0]
+    return tensors_arg(tensors, op, nonempty=False, same_device=False)
+
+
 def atleast_1d(*tensors):
-    r = [t if t.ndim >= 1 else reshape(t, 1) for t in tensors]
+    r = [t if t.ndim >= 1 else reshape(t, 1) for t in _atleast(tensors, "atleast_1d")]
     return r[0] if len(r) == 1 else tuple(r)
 
 
 def atleast_2d(*tensors):
-    r = [t if t.ndim >= 2 else reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape)) for t in tensors]
+    r = [t if t.ndim >= 2 else reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape))
+         for t in _atleast(tensors, "atleast_2d")]
     return r[0] if len(r) == 1 else tuple(r)
 
 
@@ -574,7 +572,7 @@ def atleast_3d(*tensors):
         if t.ndim == 2:
             return unsqueeze(t, -1)
         return reshape(t, (1,) + ((t.shape[0],) if t.ndim else (1,)) + (1,))
-    r = [one(t) for t in tensors]
+    r = [one(t) for t in _atleast(tensors, "atleast_3d")]
     return r[0] if len(r) == 1 else tuple(r)
 
 

@@ -12,6 +12,7 @@ import builtins as _builtins
 
 import ember as _em
 from ember._C import core as _core
+from ember._args import dtype_arg as _dtype_arg, sizes_arg as _sizes_arg
 
 __array_api_version__ = "2023.12"
 
@@ -53,6 +54,7 @@ def can_cast(from_, to, /):
     """The standard's rule: from_ converts to `to` when promoting both gives `to`
     (ember.can_cast defaults to PyTorch's looser same-kind rule)."""
     src = from_.dtype if isinstance(from_, _core.TensorBase) else from_
+    _dtype_arg(src, "from_", "can_cast"), _dtype_arg(to, "to", "can_cast")
     return _em.promote_types(src, to) is to
 
 
@@ -153,16 +155,16 @@ def concat(arrays, /, *, axis=0):
 
 
 def squeeze(x, /, axis):
-    dims = (axis,) if isinstance(axis, int) else tuple(axis)
+    dims = _sizes_arg((axis,), "squeeze", "axis")
     for d in dims:
-        if x.shape[_core.normalize_dim(d, x.ndim, "squeeze")] != 1:
+        d = _core.normalize_dim(d, x.ndim, "squeeze")
+        if x.ndim and x.shape[d] != 1:
             raise ValueError(f"squeeze: dim {d} has size {x.shape[d]}, not 1")
     return _em.squeeze(x, dims)
 
 
 def flip(x, /, *, axis=None):
-    return _em.flip(x, tuple(range(x.ndim)) if axis is None else
-                    ((axis,) if isinstance(axis, int) else tuple(axis)))
+    return _em.flip(x, axis)
 
 
 def roll(x, /, shift, *, axis=None):

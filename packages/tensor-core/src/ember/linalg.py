@@ -12,6 +12,7 @@ import math
 import numbers
 
 from ember._C import core as _core
+from ember._args import tensors_arg as _tensors_arg
 from ember._linalg import matmul, tensordot, outer, vecdot  # noqa: F401
 from ember._linalg import _tensor
 from ember._reduction import norm as _norm_reduce, amax as _amax, amin as _amin, sum as _sum
@@ -52,7 +53,7 @@ def trace(A):
 def multi_dot(tensors):
     """A chain of matrix products, in the cheapest order (dynamic programming over
     the split points). The first operand may be 1-d (a row), the last 1-d (a column)."""
-    ts = [_tensor(t, "multi_dot") for t in tensors]
+    ts = _tensors_arg(tensors, "linalg.multi_dot", nonempty=False)
     if len(ts) < 2:
         raise ValueError(f"linalg.multi_dot: expected at least 2 tensors, got {len(ts)}")
     first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1

@@ -30,8 +30,9 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "set_grad_enabled", "inference_mode"]
 
 
-def _as_list(x, what):
-    if x is None:
+def _as_list(x, what, required=False):
+    """x (a tensor or a sequence of them) as a list; None stays None unless required."""
+    if x is None and not required:
         return None
     if isinstance(x, _TB):
         return [x]
@@ -83,7 +84,7 @@ def _root_grads(op, tensors, grad_tensors):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(tensors)/d(leaves) into the leaves' .grad (only those in
     `inputs` when given). The graph is freed unless retain_graph=True."""
-    tensors = _as_list(tensors, "backward")
+    tensors = _as_list(tensors, "backward", required=True)
     grad_tensors = _as_list(grad_tensors, "backward")
     inputs = _as_list(inputs, "backward")
     if inputs is not None:
@@ -114,9 +115,9 @@ def _accumulate_nonleaf(t, g):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs w.r.t. inputs, returned (not accumulated in .grad)."""
-    outputs = _as_list(outputs, "grad")
+    outputs = _as_list(outputs, "grad", required=True)
     single = isinstance(inputs, _TB)
-    inputs = _as_list(inputs, "grad")
+    inputs = _as_list(inputs, "grad", required=True)
     grad_outputs = _as_list(grad_outputs, "grad")
     if is_grads_batched:
         raise NotImplementedError("grad: is_grads_batched=True is not supported")

@@ -25,6 +25,11 @@ def _flat_numpyless(t):
     return t.detach().reshape(-1).tolist()
 
 
+def _callable(func, op):
+    if not callable(func):
+        raise TypeError(f"{op}: func must be callable, got {type(func).__name__} {func!r:.60}")
+
+
 def _outputs(fn, inputs):
     out = _as_tuple(fn(*inputs))
     return tuple(o for o in out if isinstance(o, _TB) and o.is_floating_point())
@@ -93,6 +98,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
               check_undefined_grad=True, nondet_tol=0.0):
     """True when autograd's gradients of func at `inputs` match finite differences.
     Inputs that require grad must be float64 (float32 differences are too coarse)."""
+    _callable(func, "gradcheck")
     inputs = _as_tuple(inputs)
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, _TB) and x.requires_grad]
     if not wrt:
@@ -132,6 +138,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   raise_exception=True, seed=0):
     """gradcheck of the gradient itself (create_graph=True), with random float64
     grad_outputs unless given."""
+    _callable(func, "gradgradcheck")
     inputs = _as_tuple(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:

@@ -1690,13 +1690,16 @@ def check_inplace(TensorBase x not None, str op, bint overlap=True):
     check_write(x, op, overlap)
 
 
-def copy_(TensorBase dst not None, TensorBase src not None):
+def copy_(TensorBase dst not None, src):
     """In-place copy with broadcasting and dtype conversion; bumps dst's version."""
+    if not isinstance(src, TensorBase):   # PyTorch: src must be a Tensor
+        raise TypeError(f"copy_: src must be a Tensor, got {type(src).__name__}")
+    cdef TensorBase source = src
     check_write(dst, "copy_")
-    copy_into(dst, src)
+    copy_into(dst, source)
     dst._storage.version += 1
-    if not em_grad_off and RECORDER is not None and (dst._requires_grad or src._requires_grad):
-        RECORDER("copy_", (dst, src), dst, {"inplace": True})
+    if not em_grad_off and RECORDER is not None and (dst._requires_grad or source._requires_grad):
+        RECORDER("copy_", (dst, source), dst, {"inplace": True})
     return dst
 
 
