@@ -10,10 +10,12 @@
  * window reaches outside it, so the loops over a row's outputs need no bounds
  * tests. Windows 2 or 3 wide, undilated, at stride 1 or 2 (nearly all pooling in
  * practice) take all taps of a row, or of a whole square window, in one loop the
- * auto-vectoriser handles; other windows go tap by tap. Every output meets its
- * window in PyTorch's scan order (kh, then kw): ties keep the first maximum, a NaN
- * anywhere in the window wins (the last NaN, like PyTorch's index), and sums add
- * up in the same order.
+ * auto-vectoriser handles; other windows go tap by tap, in place, each tap over the
+ * outputs it lands inside the input for, so a huge kernel, padding or stride costs
+ * no more than the input it covers (its bounds computed without overflow). Every
+ * output meets its window in PyTorch's scan order (kh, then kw): ties keep the
+ * first maximum, a NaN anywhere in the window wins (the last NaN, like PyTorch's
+ * index), and sums add up in the same order.
  *
  * Max-pool indices are flat h * W + w within the plane; a window that lies entirely
  * in the padding (possible with dilation) gives -inf and index -1, which the
@@ -34,10 +36,18 @@
 
 typedef struct {
     int64_t H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
-    int64_t span;   /* the columns one output row's windows span, from column -PW */
+    int64_t span;   /* the columns one output row's windows span, from column -PW;
+                     * 0 for the generic variant, which reads rows in place */
 } em_pool_geom;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }   /* a >= 0, b > 0 */
+/* a >= 0, b > 0; no a + b - 1, which overflows for a huge stride or dilation */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* min(start + len, limit) without computing start + len, which overflows for a huge
+ * kernel (len >= 0, limit >= 0, start > INT64_MIN). */
+static int64_t clip_end(int64_t start, int64_t len, int64_t limit) {
+    return len - limit < -start ? start + len : limit;
+}
 
 /* The ow in [lo, hi) whose column ow * S + off lies in [0, W). */
 static void col_range(const em_pool_geom *g, int64_t off, int64_t *lo, int64_t *hi) {
@@ -45,6 +55,23 @@ static void col_range(const em_pool_geom *g, int64_t off, int64_t *lo, int64_t *
     int64_t last = g->W - 1 - off;   /* largest ow * S allowed */
     *hi = last < 0 ? 0 : last / g->SW + 1;
     if (*hi > g->OW) *hi = g->OW;
+}
+
+/* The taps kw in [*k0, *k1) of a row's windows that land inside the input for some
+ * output column: a huge kernel costs no more than the row it covers. */
+static void tap_range(const em_pool_geom *g, int64_t *k0, int64_t *k1) {
+    int64_t reach = (g->OW - 1) * g->SW;   /* the last window's start, from column -PW */
+    *k0 = g->PW > reach ? ceil_div(g->PW - reach, g->DW) : 0;
+    *k1 = (g->PW + g->W - 1) / g->DW + 1;
+    if (*k1 > g->KW) *k1 = g->KW;
+}
+
+/* The outputs [*lo, *hi) whose column tap kw lands inside the row for; returns the
+ * next tap to visit: kw + 1, or when none lands (a stride wider than the row leaves
+ * gaps between the windows) the next tap that lands for output *lo - 1. */
+static int64_t tap_outputs(const em_pool_geom *g, int64_t kw, int64_t *lo, int64_t *hi) {
+    col_range(g, kw * g->DW - g->PW, lo, hi);
+    return *lo < *hi ? kw + 1 : ceil_div(g->PW - (*lo - 1) * g->SW, g->DW);
 }
 
 static int64_t pool_grain(int64_t plane_work) {
@@ -223,7 +250,8 @@ static int variant(const em_pool_geom *g) {
         const int64_t W = g->W, OW = g->OW, slot = row_slot(g);                         \
         const int window = (S) && g->KH == (K) && g->DH == 1, split = SPLIT(S, K);      \
         const T *e[3] = {NULL, NULL, NULL}, *od[3] = {NULL, NULL, NULL};                \
-        int64_t b[3] = {0, 0, 0};                                                       \
+        int64_t b[3] = {0, 0, 0}, kw0, kw1;                                             \
+        tap_range(g, &kw0, &kw1);                                                       \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             T *yr = y + oh * OW;                                                        \
             int64_t *ir = ix ? ix + oh * OW : NULL;                                     \
@@ -247,18 +275,22 @@ static int variant(const em_pool_geom *g) {
             for (int64_t o = 0; o < OW; o++) yr[o] = -INFINITY;                         \
             for (int64_t kh = kh0; kh < kh1; kh++) {                                    \
                 int64_t ih = ih0 + kh * g->DH;                                          \
-                row_of_##SUFFIX(g, x + ih * W, scratch, -INFINITY, split, &e[0], &od[0]);\
-                b[0] = ih * W - g->PW;                                                  \
                 if (S) {                                                                \
-                    max_row_##SUFFIX(yr, ir, OW, S, K, e[0], od[0], b[0]);              \
+                    row_of_##SUFFIX(g, x + ih * W, scratch, -INFINITY, split, &e[0],    \
+                                    &od[0]);                                            \
+                    max_row_##SUFFIX(yr, ir, OW, S, K, e[0], od[0], ih * W - g->PW);    \
                     continue;                                                           \
                 }                                                                       \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                \
-                    const T *r = e[0] + kw * g->DW;                                     \
-                    int64_t bk = b[0] + kw * g->DW;                                     \
-                    if (g->SW == 1) max_row_##SUFFIX(yr, ir, OW, 1, 1, r, r, bk);       \
-                    else if (g->SW == 2) max_row_##SUFFIX(yr, ir, OW, 2, 1, r, r, bk);  \
-                    else max_row_##SUFFIX(yr, ir, OW, g->SW, 1, r, r, bk);              \
+                /* tap by tap, each over the outputs it lands inside the row for */     \
+                for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {             \
+                    next = tap_outputs(g, kw, &lo, &hi);                                \
+                    if (lo >= hi) continue;                                             \
+                    int64_t c = ih * W + lo * g->SW + kw * g->DW - g->PW, n = hi - lo;  \
+                    T *yo = yr + lo;                                                    \
+                    int64_t *io = ir ? ir + lo : NULL;                                  \
+                    if (g->SW == 1) max_row_##SUFFIX(yo, io, n, 1, 1, x + c, x + c, c); \
+                    else if (g->SW == 2) max_row_##SUFFIX(yo, io, n, 2, 1, x + c, x + c, c);\
+                    else max_row_##SUFFIX(yo, io, n, g->SW, 1, x + c, x + c, c);        \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
@@ -287,8 +319,7 @@ static void first_columns(const em_pool_geom *g, int64_t *first_iw) {
     for (int64_t o = 0; o < g->OW; o++) {
         int64_t iw0 = o * g->SW - g->PW;
         int64_t kw0 = iw0 < 0 ? ceil_div(-iw0, g->DW) : 0;
-        int64_t iw = iw0 + kw0 * g->DW;
-        first_iw[o] = kw0 < g->KW && iw < g->W ? iw : -1;
+        first_iw[o] = kw0 < g->KW && iw0 + kw0 * g->DW < g->W ? iw0 + kw0 * g->DW : -1;
     }
 }
 
@@ -300,7 +331,7 @@ static void first_columns(const em_pool_geom *g, int64_t *first_iw) {
 static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside) {
     for (int64_t o = 0; o < g->OW; o++) {
         int64_t w0 = o * g->SW - g->PW;
-        int64_t w1 = w0 + g->KW < g->W + g->PW ? w0 + g->KW : g->W + g->PW;
+        int64_t w1 = clip_end(w0, g->KW, g->W + g->PW);
         padded[o] = (double)(w1 - w0);
         inside[o] = (double)((w1 < g->W ? w1 : g->W) - (w0 > 0 ? w0 : 0));
     }
@@ -314,7 +345,7 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
                                              int count_include_pad, int64_t divisor,    \
                                              T *d) {                                    \
         int64_t h0 = oh * g->SH - g->PH;                                                \
-        int64_t h1 = h0 + g->KH < g->H + g->PH ? h0 + g->KH : g->H + g->PH;             \
+        int64_t h1 = clip_end(h0, g->KH, g->H + g->PH);                                 \
         double hp = (double)(h1 - h0);                                                  \
         double hi = (double)((h1 < g->H ? h1 : g->H) - (h0 > 0 ? h0 : 0));              \
         for (int64_t o = 0; o < g->OW; o++) {                                           \
@@ -359,6 +390,8 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
         const int64_t W = g->W, OW = g->OW, slot = row_slot(g);                         \
         const int window = (S) && g->KH == (K), split = SPLIT(S, K);                    \
         const T *e[3] = {NULL, NULL, NULL}, *od[3] = {NULL, NULL, NULL};                \
+        int64_t kw0, kw1;                                                               \
+        tap_range(g, &kw0, &kw1);                                                       \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             T *restrict yr = y + oh * OW;                                               \
             int64_t ih0 = oh * g->SH - g->PH, kh0, kh1;                                 \
@@ -371,17 +404,20 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
             } else {                                                                    \
                 for (int64_t o = 0; o < OW; o++) yr[o] = 0;                             \
                 for (int64_t kh = kh0; kh < kh1; kh++) {                                \
-                    row_of_##SUFFIX(g, x + (ih0 + kh) * W, scratch, 0, split, &e[0],    \
-                                    &od[0]);                                            \
+                    const T *xr = x + (ih0 + kh) * W;                                   \
                     if (S) {                                                            \
+                        row_of_##SUFFIX(g, xr, scratch, 0, split, &e[0], &od[0]);       \
                         sum_row_##SUFFIX(yr, OW, S, K, e[0], od[0]);                    \
                         continue;                                                       \
                     }                                                                   \
-                    for (int64_t kw = 0; kw < g->KW; kw++) {                            \
-                        const T *r = e[0] + kw;                                         \
-                        if (g->SW == 1) sum_row_##SUFFIX(yr, OW, 1, 1, r, r);           \
-                        else if (g->SW == 2) sum_row_##SUFFIX(yr, OW, 2, 1, r, r);      \
-                        else sum_row_##SUFFIX(yr, OW, g->SW, 1, r, r);                  \
+                    for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {         \
+                        next = tap_outputs(g, kw, &lo, &hi);                            \
+                        if (lo >= hi) continue;                                         \
+                        const T *r = xr + lo * g->SW + kw - g->PW;                      \
+                        T *yo = yr + lo;                                                \
+                        if (g->SW == 1) sum_row_##SUFFIX(yo, hi - lo, 1, 1, r, r);      \
+                        else if (g->SW == 2) sum_row_##SUFFIX(yo, hi - lo, 2, 1, r, r); \
+                        else sum_row_##SUFFIX(yo, hi - lo, g->SW, 1, r, r);             \
                     }                                                                   \
                 }                                                                       \
             }                                                                           \
@@ -420,6 +456,8 @@ AVG_POOL(f64, double)
             const em_pool_geom *g, const T *dy, T *dx, const double *cpad,              \
             const double *cin, T *r, int count_include_pad, int64_t divisor) {          \
         const int64_t W = g->W, OW = g->OW;                                             \
+        int64_t kw0, kw1;                                                               \
+        tap_range(g, &kw0, &kw1);                                                       \
         memset(dx, 0, sizeof(T) * g->H * W);                                            \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             avg_divisors_##SUFFIX(g, oh, cpad, cin, count_include_pad, divisor, r);     \
@@ -427,9 +465,9 @@ AVG_POOL(f64, double)
             int64_t ih0 = oh * g->SH - g->PH;                                           \
             for (int64_t kh = ih0 < 0 ? -ih0 : 0; kh < g->KH && ih0 + kh < g->H; kh++) {\
                 T *dxr = dx + (ih0 + kh) * W;                                           \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                \
-                    int64_t off = kw - g->PW, lo, hi;                                   \
-                    col_range(g, off, &lo, &hi);                                        \
+                for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {             \
+                    next = tap_outputs(g, kw, &lo, &hi);                                \
+                    int64_t off = kw - g->PW;                                           \
                     if (g->SW == 1) scatter_tap_##SUFFIX(dxr, r, lo, hi, 1, off);       \
                     else if (g->SW == 2) scatter_tap_##SUFFIX(dxr, r, lo, hi, 2, off);  \
                     else scatter_tap_##SUFFIX(dxr, r, lo, hi, g->SW, off);              \
@@ -647,8 +685,16 @@ static em_pool_geom geom(const int64_t *in_hw, const int64_t *out_hw, const int6
     if (s) { g.SH = s[0]; g.SW = s[1]; }
     if (p) { g.PH = p[0]; g.PW = p[1]; }
     if (d) { g.DH = d[0]; g.DW = d[1]; }
-    g.span = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+    /* small for the fused variants; it could overflow for a huge generic window */
+    g.span = variant(&g) == V_GENERIC ? 0 : (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
     return g;
+}
+
+/* Element visits of a windowed pooling: only a window's taps inside the input count,
+ * and the product of huge kernel sizes would overflow. */
+static int64_t window_work(const int64_t *in_hw, const int64_t *out_hw, const int64_t *k) {
+    return out_hw[0] * out_hw[1] * (k[0] < in_hw[0] ? k[0] : in_hw[0]) *
+           (k[1] < in_hw[1] ? k[1] : in_hw[1]);
 }
 
 /* y (planes x OH x OW) = max over each window of x (planes x H x W); ix (same shape
@@ -658,7 +704,7 @@ int em_max_pool2d(int f64, const void *x, void *y, int64_t *ix, int64_t planes,
                   const int64_t s[2], const int64_t p[2], const int64_t d[2]) {
     pool_job J = {.kind = K_MAX, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, d),
                   .in = x, .out = y, .ix = ix};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k));
 }
 
 /* divisor: divisor_override, 0 for none. */
@@ -668,7 +714,7 @@ int em_avg_pool2d(int f64, const void *x, void *y, int64_t planes, const int64_t
     pool_job J = {.kind = K_AVG, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, NULL),
                   .in = x, .out = y, .count_include_pad = count_include_pad,
                   .divisor = divisor};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k));
 }
 
 int em_avg_pool2d_backward(int f64, const void *dy, void *dx, int64_t planes,
@@ -678,7 +724,7 @@ int em_avg_pool2d_backward(int f64, const void *dy, void *dx, int64_t planes,
     pool_job J = {.kind = K_AVG_BACKWARD, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, NULL),
                   .in = dy, .out = dx, .count_include_pad = count_include_pad,
                   .divisor = divisor};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1] + in_hw[0] * in_hw[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k) + in_hw[0] * in_hw[1]);
 }
 
 int em_adaptive_avg_pool2d(int f64, const void *x, void *y, int64_t planes,
