@@ -34,10 +34,16 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* A tap of a window row that lands inside the input: it reads column col + o * SW
+ * for the outputs lo + o, o in [0, n). */
+typedef struct { int64_t lo, n, col; } em_pool_tap;
+
 typedef struct {
     int64_t H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
     int64_t span;   /* the columns one output row's windows span, from column -PW;
                      * 0 for the generic variant, which reads rows in place */
+    const em_pool_tap *taps;   /* the taps landing inside, in scan order (tap_table) */
+    int64_t ntaps;
 } em_pool_geom;
 
 /* a >= 0, b > 0; no a + b - 1, which overflows for a huge stride or dilation */
@@ -57,21 +63,27 @@ static void col_range(const em_pool_geom *g, int64_t off, int64_t *lo, int64_t *
     if (*hi > g->OW) *hi = g->OW;
 }
 
-/* The taps kw in [*k0, *k1) of a row's windows that land inside the input for some
- * output column: a huge kernel costs no more than the row it covers. */
-static void tap_range(const em_pool_geom *g, int64_t *k0, int64_t *k1) {
+/* The taps of a window row that land inside the input for some output, into t (when
+ * not NULL); returns their number. Only these are visited, so a huge kernel costs no
+ * more than the row it covers; built once per call, keeping divisions out of the loops. */
+static int64_t tap_table(const em_pool_geom *g, em_pool_tap *t) {
     int64_t reach = (g->OW - 1) * g->SW;   /* the last window's start, from column -PW */
-    *k0 = g->PW > reach ? ceil_div(g->PW - reach, g->DW) : 0;
-    *k1 = (g->PW + g->W - 1) / g->DW + 1;
-    if (*k1 > g->KW) *k1 = g->KW;
-}
-
-/* The outputs [*lo, *hi) whose column tap kw lands inside the row for; returns the
- * next tap to visit: kw + 1, or when none lands (a stride wider than the row leaves
- * gaps between the windows) the next tap that lands for output *lo - 1. */
-static int64_t tap_outputs(const em_pool_geom *g, int64_t kw, int64_t *lo, int64_t *hi) {
-    col_range(g, kw * g->DW - g->PW, lo, hi);
-    return *lo < *hi ? kw + 1 : ceil_div(g->PW - (*lo - 1) * g->SW, g->DW);
+    int64_t kw = g->PW > reach ? ceil_div(g->PW - reach, g->DW) : 0, n = 0;
+    int64_t end = (g->PW + g->W - 1) / g->DW + 1;
+    if (end > g->KW) end = g->KW;
+    while (kw < end) {
+        int64_t off = kw * g->DW - g->PW, lo, hi;
+        col_range(g, off, &lo, &hi);
+        if (lo < hi) {
+            if (t) t[n] = (em_pool_tap){lo, hi - lo, lo * g->SW + off};
+            n++;
+            kw++;
+        } else {   /* in a gap a stride wider than the row leaves between windows: on
+                    * to the tap where output lo - 1 lands */
+            kw = ceil_div(g->PW - (lo - 1) * g->SW, g->DW);
+        }
+    }
+    return n;
 }
 
 static int64_t pool_grain(int64_t plane_work) {
@@ -250,8 +262,7 @@ static int variant(const em_pool_geom *g) {
         const int64_t W = g->W, OW = g->OW, slot = row_slot(g);                         \
         const int window = (S) && g->KH == (K) && g->DH == 1, split = SPLIT(S, K);      \
         const T *e[3] = {NULL, NULL, NULL}, *od[3] = {NULL, NULL, NULL};                \
-        int64_t b[3] = {0, 0, 0}, kw0, kw1;                                             \
-        tap_range(g, &kw0, &kw1);                                                       \
+        int64_t b[3] = {0, 0, 0};                                                       \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             T *yr = y + oh * OW;                                                        \
             int64_t *ir = ix ? ix + oh * OW : NULL;                                     \
@@ -281,13 +292,10 @@ static int variant(const em_pool_geom *g) {
                     max_row_##SUFFIX(yr, ir, OW, S, K, e[0], od[0], ih * W - g->PW);    \
                     continue;                                                           \
                 }                                                                       \
-                /* tap by tap, each over the outputs it lands inside the row for */     \
-                for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {             \
-                    next = tap_outputs(g, kw, &lo, &hi);                                \
-                    if (lo >= hi) continue;                                             \
-                    int64_t c = ih * W + lo * g->SW + kw * g->DW - g->PW, n = hi - lo;  \
-                    T *yo = yr + lo;                                                    \
-                    int64_t *io = ir ? ir + lo : NULL;                                  \
+                for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {    \
+                    int64_t c = ih * W + t->col, n = t->n;                              \
+                    T *yo = yr + t->lo;                                                 \
+                    int64_t *io = ir ? ir + t->lo : NULL;                               \
                     if (g->SW == 1) max_row_##SUFFIX(yo, io, n, 1, 1, x + c, x + c, c); \
                     else if (g->SW == 2) max_row_##SUFFIX(yo, io, n, 2, 1, x + c, x + c, c);\
                     else max_row_##SUFFIX(yo, io, n, g->SW, 1, x + c, x + c, c);        \
@@ -390,8 +398,6 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
         const int64_t W = g->W, OW = g->OW, slot = row_slot(g);                         \
         const int window = (S) && g->KH == (K), split = SPLIT(S, K);                    \
         const T *e[3] = {NULL, NULL, NULL}, *od[3] = {NULL, NULL, NULL};                \
-        int64_t kw0, kw1;                                                               \
-        tap_range(g, &kw0, &kw1);                                                       \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             T *restrict yr = y + oh * OW;                                               \
             int64_t ih0 = oh * g->SH - g->PH, kh0, kh1;                                 \
@@ -410,14 +416,12 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
                         sum_row_##SUFFIX(yr, OW, S, K, e[0], od[0]);                    \
                         continue;                                                       \
                     }                                                                   \
-                    for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {         \
-                        next = tap_outputs(g, kw, &lo, &hi);                            \
-                        if (lo >= hi) continue;                                         \
-                        const T *r = xr + lo * g->SW + kw - g->PW;                      \
-                        T *yo = yr + lo;                                                \
-                        if (g->SW == 1) sum_row_##SUFFIX(yo, hi - lo, 1, 1, r, r);      \
-                        else if (g->SW == 2) sum_row_##SUFFIX(yo, hi - lo, 2, 1, r, r); \
-                        else sum_row_##SUFFIX(yo, hi - lo, g->SW, 1, r, r);             \
+                    for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {\
+                        const T *r = xr + t->col;                                       \
+                        T *yo = yr + t->lo;                                             \
+                        if (g->SW == 1) sum_row_##SUFFIX(yo, t->n, 1, 1, r, r);         \
+                        else if (g->SW == 2) sum_row_##SUFFIX(yo, t->n, 2, 1, r, r);    \
+                        else sum_row_##SUFFIX(yo, t->n, g->SW, 1, r, r);                \
                     }                                                                   \
                 }                                                                       \
             }                                                                           \
@@ -448,16 +452,13 @@ AVG_POOL(f64, double)
  * go tap by tap, so no two iterations of one pass write the same element. */
 #define AVG_POOL_BACKWARD(SUFFIX, T)                                                    \
     ALWAYS_INLINE void scatter_tap_##SUFFIX(T *restrict dxr, const T *restrict gr,      \
-                                            int64_t lo, int64_t hi, int64_t S,          \
-                                            int64_t off) {                              \
-        for (int64_t o = lo; o < hi; o++) dxr[o * S + off] += gr[o];                    \
+                                            int64_t n, int64_t S) {                     \
+        for (int64_t o = 0; o < n; o++) dxr[o * S] += gr[o];                            \
     }                                                                                   \
     EM_CLONES static void avg_pool_backward_plane_##SUFFIX(                             \
             const em_pool_geom *g, const T *dy, T *dx, const double *cpad,              \
             const double *cin, T *r, int count_include_pad, int64_t divisor) {          \
         const int64_t W = g->W, OW = g->OW;                                             \
-        int64_t kw0, kw1;                                                               \
-        tap_range(g, &kw0, &kw1);                                                       \
         memset(dx, 0, sizeof(T) * g->H * W);                                            \
         for (int64_t oh = 0; oh < g->OH; oh++) {                                        \
             avg_divisors_##SUFFIX(g, oh, cpad, cin, count_include_pad, divisor, r);     \
@@ -465,12 +466,11 @@ AVG_POOL(f64, double)
             int64_t ih0 = oh * g->SH - g->PH;                                           \
             for (int64_t kh = ih0 < 0 ? -ih0 : 0; kh < g->KH && ih0 + kh < g->H; kh++) {\
                 T *dxr = dx + (ih0 + kh) * W;                                           \
-                for (int64_t kw = kw0, next, lo, hi; kw < kw1; kw = next) {             \
-                    next = tap_outputs(g, kw, &lo, &hi);                                \
-                    int64_t off = kw - g->PW;                                           \
-                    if (g->SW == 1) scatter_tap_##SUFFIX(dxr, r, lo, hi, 1, off);       \
-                    else if (g->SW == 2) scatter_tap_##SUFFIX(dxr, r, lo, hi, 2, off);  \
-                    else scatter_tap_##SUFFIX(dxr, r, lo, hi, g->SW, off);              \
+                for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {    \
+                    T *d = dxr + t->col;                                                \
+                    if (g->SW == 1) scatter_tap_##SUFFIX(d, r + t->lo, t->n, 1);        \
+                    else if (g->SW == 2) scatter_tap_##SUFFIX(d, r + t->lo, t->n, 2);   \
+                    else scatter_tap_##SUFFIX(d, r + t->lo, t->n, g->SW);               \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
@@ -673,8 +673,16 @@ static void pool_planes(void *ctx, int64_t b, int64_t e) {
 }
 
 static int run(pool_job *J, int64_t planes, int64_t plane_work) {
+    em_pool_tap *taps = NULL;
+    if (J->kind == K_MAX || J->kind == K_AVG || J->kind == K_AVG_BACKWARD) {
+        if (!(taps = malloc(sizeof(em_pool_tap) * (tap_table(&J->g, NULL) + 1))))
+            return EM_POOL_ENOMEM;
+        J->g.ntaps = tap_table(&J->g, taps);
+        J->g.taps = taps;
+    }
     J->err = 0;
     em_parallel_for(planes, pool_grain(plane_work), pool_planes, J);
+    free(taps);
     return J->err;
 }
 
