@@ -535,3 +535,141 @@ def test_issue16_item5_pool_beyond_int64(name, arg):
     kwargs = {"kernel_size": 2, arg: 2**63}
     with pytest.raises(OverflowError, match=f"{name}: {arg}"):
         getattr(em, name)(em.ones(1, 1, 4, 4), **kwargs)
+
+
+# issue 16 item 5 (the pooling family): huge kernels and paddings (a window covering
+# the whole input, or a stride past it leaving gaps between windows) compute at once,
+# forward and backward, since the kernels visit only the taps inside the input
+
+def huge_taps(n, o, k, s, p, d):
+    """The input positions window o of one dim reads, from the window's bounds alone
+    (a huge kernel's taps are never listed)."""
+    start = o * s - p
+    first = -(start // d) if start < 0 else 0      # ceil(-start / d)
+    end = min(k, -((start - n) // d))              # ceil((n - start) / d), clipped to k
+    return [start + t * d for t in range(first, end)]
+
+
+def ref_huge_pool(x, g, kind, k, s, p, d, ceil_mode, count_include_pad=True, divisor=None):
+    """(output, indices or None, input gradient for output gradient g, ones if None)
+    over the last two dims, window by window: max (first maximum in scan order) or avg
+    (PyTorch's divisor: the window clipped to the padded input, or its taps inside, or
+    divisor)."""
+    H, W = x.shape[-2:]
+    OH, OW = (out_size(n, *a, ceil_mode) for n, *a in zip((H, W), k, s, p, d))
+    y = np.zeros(x.shape[:-2] + (OH, OW))
+    g = np.ones(y.shape) if g is None else g
+    ix = np.full(y.shape, -1, np.int64)
+    dx = np.zeros(x.shape)
+    for oh in range(OH):
+        for ow in range(OW):
+            rows = huge_taps(H, oh, k[0], s[0], p[0], d[0])
+            cols = huge_taps(W, ow, k[1], s[1], p[1], d[1])
+            if not rows or not cols:
+                y[..., oh, ow] = -np.inf if kind == "max" else 0
+                continue
+            block = x[..., rows, :][..., cols].reshape(x.shape[:-2] + (-1,))
+            gv = g[..., oh, ow]
+            if kind == "max":
+                best = np.argmax(block, axis=-1)
+                y[..., oh, ow] = np.take_along_axis(block, best[..., None], -1)[..., 0]
+                flat = (np.array(rows)[best // len(cols)] * W +
+                        np.array(cols)[best % len(cols)])
+                ix[..., oh, ow] = flat
+                np.add.at(dx.reshape(x.shape[:-2] + (-1,)),
+                          tuple(np.indices(flat.shape)) + (flat,), gv)
+                continue
+            if divisor:
+                div = divisor
+            elif count_include_pad:
+                div = 1
+                for o, n, ki, si, pi in zip((oh, ow), (H, W), k, s, p):
+                    div *= min(o * si - pi + ki, n + pi) - (o * si - pi)
+            else:
+                div = len(rows) * len(cols)
+            y[..., oh, ow] = block.sum(-1) / float(div)
+            dx[..., np.array(rows)[:, None], np.array(cols)[None, :]] += \
+                (gv / float(div))[..., None, None]
+    return y, (ix if kind == "max" else None), dx
+
+
+HUGE_POOL_CASES = [   # (sd, kernel, stride, padding, dilation, ceil_mode)
+    (2, (2**62,) * 2, None, (2**61,) * 2, (1, 1), False),
+    (2, (2**63 - 1,) * 2, None, (2**62 - 1,) * 2, (1, 1), False),
+    (2, (2**63 - 1,) * 2, (2**62 + 1,) * 2, (2**62 - 1,) * 2, (1, 1), True),   # 2 x 2, gaps
+    (2, (2**62, 3), (1, 2), (2**61, 1), (1, 1), False),   # a huge column of a 3-wide one
+    (2, (3, 2**62), (2, 1), (1, 2**61), (1, 1), True),
+    (2, (2**62, 2), (3, 2**62), (2**61, 1), (1, 1), True),
+    (2, (3, 3), (2**62, 2**62), (1, 1), (2, 2), True),    # dilated, stride past the input
+    (1, (2**62,), None, (2**61,), (1,), False),
+    (1, (2**63 - 1,), (2**62 + 1,), (2**62 - 1,), (1,), True),
+    (1, (2**62 - 7,), (3,), (2**61 - 4,), (1,), False),
+]
+
+
+@pytest.mark.parametrize("sd, k, s, p, d, ceil_mode", HUGE_POOL_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_issue16_item5_pool_huge_kernel_max(device, sd, k, s, p, d, ceil_mode, dtype):
+    rng = np.random.default_rng(5)
+    shape = (2, 4, 5) if sd == 2 else (2, 5)
+    x = rng.permutation(np.prod(shape)).reshape(shape) - 20.0   # one maximum per window
+    s_ = s if s is not None else k
+    y_ref, ix_ref, _ = ref_huge_pool(as_2d(x, sd), None, "max", pair(k, sd, 1),
+                                     pair(s_, sd, 1), pair(p, sd, 0), pair(d, sd, 1),
+                                     ceil_mode)
+    g = rng.uniform(1, 2, y_ref.shape)
+    _, _, dx_ref = ref_huge_pool(as_2d(x, sd), g, "max", pair(k, sd, 1), pair(s_, sd, 1),
+                                 pair(p, sd, 0), pair(d, sd, 1), ceil_mode)
+    t = em.tensor(x, dtype=getattr(em, dtype), device=device).requires_grad_()
+    fn = em.max_pool2d if sd == 2 else em.max_pool1d
+    y, ix = fn(t, k, s, p, d, ceil_mode, return_indices=True)
+    y.backward(em.tensor(from_2d(g, sd), dtype=t.dtype, device=device))
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), from_2d(y_ref, sd))
+    np.testing.assert_array_equal(ix.cpu().numpy(), from_2d(ix_ref, sd))
+    np.testing.assert_allclose(t.grad.cpu().numpy(), from_2d(dx_ref, sd), **TOL[dtype])
+
+
+AVG_DIVISORS = [(True, None), (False, None), (True, 2**62), (False, -3)]   # 2-d: overrides
+
+
+@pytest.mark.parametrize("sd, k, s, p, d, ceil_mode, count_include_pad, divisor", [
+    c + a for c in HUGE_POOL_CASES if c[4] == (1,) * c[0]   # avg pools are undilated
+    for a in AVG_DIVISORS[:4 if c[0] == 2 else 2]])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_issue16_item5_pool_huge_kernel_avg(device, sd, k, s, p, d, ceil_mode,
+                                            count_include_pad, divisor, dtype):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(1, 2, (2, 4, 5) if sd == 2 else (2, 5))
+    s_ = s if s is not None else k
+    geometry = (pair(k, sd, 1), pair(s_, sd, 1), pair(p, sd, 0), (1, 1), ceil_mode)
+    y_ref, _, _ = ref_huge_pool(as_2d(x, sd), None, "avg", *geometry, count_include_pad,
+                                divisor)
+    g = rng.uniform(1, 2, y_ref.shape)
+    _, _, dx_ref = ref_huge_pool(as_2d(x, sd), g, "avg", *geometry, count_include_pad,
+                                 divisor)
+    t = em.tensor(x, dtype=getattr(em, dtype), device=device).requires_grad_()
+    extra = {} if sd == 1 else {"divisor_override": divisor}
+    fn = em.avg_pool2d if sd == 2 else em.avg_pool1d
+    y = fn(t, k, s, p, ceil_mode, count_include_pad, **extra)
+    y.backward(em.tensor(from_2d(g, sd), dtype=t.dtype, device=device))
+    # the divisors reach 2**126: compare relatively, down to float32's smallest normals
+    np.testing.assert_allclose(y.detach().cpu().numpy(), from_2d(y_ref, sd), rtol=1e-5,
+                               atol=0)
+    np.testing.assert_allclose(t.grad.cpu().numpy(), from_2d(dx_ref, sd), rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("name, size", [("adaptive_avg_pool2d", 2**62),
+                                        ("adaptive_max_pool2d", (2**31, 2**31)),
+                                        ("adaptive_avg_pool1d", 2**62),
+                                        ("adaptive_max_pool1d", 2**62)])
+def test_issue16_item5_pool_huge_kernel_adaptive_output_fails_at_once(device, name, size):
+    x = em.ones(1, 2, 4, 4).to(device)
+    with pytest.raises((MemoryError, ValueError), match="bytes|too large"):
+        getattr(em, name)(x if name.endswith("2d") else x[0], size)
+    with pytest.raises(OverflowError, match=f"{name}: output_size=.* does not fit in int64"):
+        getattr(em, name)(x if name.endswith("2d") else x[0], 2**63)
+
+
+def test_issue16_item5_pool_huge_kernel_divisor_beyond_int64():
+    with pytest.raises(OverflowError, match="avg_pool2d: divisor_override=.* int64"):
+        em.avg_pool2d(em.ones(1, 1, 4, 4), 2, divisor_override=2**63)

@@ -260,6 +260,9 @@ def _avg_args(op, shape, sd, kernel_size, stride, padding, ceil_mode, count_incl
             raise TypeError(f"{op}: divisor_override must be an int, got {divisor_override!r}")
         if divisor_override == 0:
             raise ValueError(f"{op}: divisor_override must be nonzero")
+        if not -2**63 <= divisor_override < 2**63:
+            raise OverflowError(f"{op}: divisor_override={divisor_override} does not fit in "
+                                f"int64")
     attrs = {"kernel_size": k, "stride": s, "padding": p, "ceil_mode": bool(ceil_mode),
              "count_include_pad": bool(count_include_pad)}
     if sd == 2:
@@ -342,6 +345,8 @@ def _adaptive_size(op, shape, sd, output_size):
     if min(out) <= 0:
         raise ValueError(f"{op}: output_size must be positive, got {output_size!r} for input "
                          f"{shape}")
+    if max(out) > 2**63 - 1:
+        raise OverflowError(f"{op}: output_size={out} does not fit in int64")
     return out
 
 

@@ -10,10 +10,12 @@
  * window reaches outside it, so the loops over a row's outputs need no bounds
  * tests. Windows 2 or 3 wide, undilated, at stride 1 or 2 (nearly all pooling in
  * practice) take all taps of a row, or of a whole square window, in one loop the
- * auto-vectoriser handles; other windows go tap by tap. Every output meets its
- * window in PyTorch's scan order (kh, then kw): ties keep the first maximum, a NaN
- * anywhere in the window wins (the last NaN, like PyTorch's index), and sums add
- * up in the same order.
+ * auto-vectoriser handles; other windows go tap by tap, in place, each tap over the
+ * outputs it lands inside the input for, so a huge kernel, padding or stride costs
+ * no more than the input it covers (its bounds computed without overflow). Every
+ * output meets its window in PyTorch's scan order (kh, then kw): ties keep the
+ * first maximum, a NaN anywhere in the window wins (the last NaN, like PyTorch's
+ * index), and sums add up in the same order.
  *
  * Max-pool indices are flat h * W + w within the plane; a window that lies entirely
  * in the padding (possible with dilation) gives -inf and index -1, which the
@@ -32,12 +34,26 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* A tap of a window row that lands inside the input: it reads column col + o * SW
+ * for the outputs lo + o, o in [0, n). */
+typedef struct { int64_t lo, n, col; } em_pool_tap;
+
 typedef struct {
     int64_t H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
-    int64_t span;   /* the columns one output row's windows span, from column -PW */
+    int64_t span;   /* the columns one output row's windows span, from column -PW;
+                     * 0 for the generic variant, which reads rows in place */
+    const em_pool_tap *taps;   /* the taps landing inside, in scan order (tap_table) */
+    int64_t ntaps;
 } em_pool_geom;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }   /* a >= 0, b > 0 */
+/* a >= 0, b > 0; no a + b - 1, which overflows for a huge stride or dilation */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* min(start + len, limit) without computing start + len, which overflows for a huge
+ * kernel (len >= 0, limit >= 0, start > INT64_MIN). */
+static int64_t clip_end(int64_t start, int64_t len, int64_t limit) {
+    return len - limit < -start ? start + len : limit;
+}
 
 /* The ow in [lo, hi) whose column ow * S + off lies in [0, W). */
 static void col_range(const em_pool_geom *g, int64_t off, int64_t *lo, int64_t *hi) {
@@ -45,6 +61,29 @@ static void col_range(const em_pool_geom *g, int64_t off, int64_t *lo, int64_t *
     int64_t last = g->W - 1 - off;   /* largest ow * S allowed */
     *hi = last < 0 ? 0 : last / g->SW + 1;
     if (*hi > g->OW) *hi = g->OW;
+}
+
+/* The taps of a window row that land inside the input for some output, into t (when
+ * not NULL); returns their number. Only these are visited, so a huge kernel costs no
+ * more than the row it covers; built once per call, keeping divisions out of the loops. */
+static int64_t tap_table(const em_pool_geom *g, em_pool_tap *t) {
+    int64_t reach = (g->OW - 1) * g->SW;   /* the last window's start, from column -PW */
+    int64_t kw = g->PW > reach ? ceil_div(g->PW - reach, g->DW) : 0, n = 0;
+    int64_t end = (g->PW + g->W - 1) / g->DW + 1;
+    if (end > g->KW) end = g->KW;
+    while (kw < end) {
+        int64_t off = kw * g->DW - g->PW, lo, hi;
+        col_range(g, off, &lo, &hi);
+        if (lo < hi) {
+            if (t) t[n] = (em_pool_tap){lo, hi - lo, lo * g->SW + off};
+            n++;
+            kw++;
+        } else {   /* in a gap a stride wider than the row leaves between windows: on
+                    * to the tap where output lo - 1 lands */
+            kw = ceil_div(g->PW - (lo - 1) * g->SW, g->DW);
+        }
+    }
+    return n;
 }
 
 static int64_t pool_grain(int64_t plane_work) {
@@ -247,18 +286,19 @@ static int variant(const em_pool_geom *g) {
             for (int64_t o = 0; o < OW; o++) yr[o] = -INFINITY;                         \
             for (int64_t kh = kh0; kh < kh1; kh++) {                                    \
                 int64_t ih = ih0 + kh * g->DH;                                          \
-                row_of_##SUFFIX(g, x + ih * W, scratch, -INFINITY, split, &e[0], &od[0]);\
-                b[0] = ih * W - g->PW;                                                  \
                 if (S) {                                                                \
-                    max_row_##SUFFIX(yr, ir, OW, S, K, e[0], od[0], b[0]);              \
+                    row_of_##SUFFIX(g, x + ih * W, scratch, -INFINITY, split, &e[0],    \
+                                    &od[0]);                                            \
+                    max_row_##SUFFIX(yr, ir, OW, S, K, e[0], od[0], ih * W - g->PW);    \
                     continue;                                                           \
                 }                                                                       \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                \
-                    const T *r = e[0] + kw * g->DW;                                     \
-                    int64_t bk = b[0] + kw * g->DW;                                     \
-                    if (g->SW == 1) max_row_##SUFFIX(yr, ir, OW, 1, 1, r, r, bk);       \
-                    else if (g->SW == 2) max_row_##SUFFIX(yr, ir, OW, 2, 1, r, r, bk);  \
-                    else max_row_##SUFFIX(yr, ir, OW, g->SW, 1, r, r, bk);              \
+                for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {    \
+                    int64_t c = ih * W + t->col, n = t->n;                              \
+                    T *yo = yr + t->lo;                                                 \
+                    int64_t *io = ir ? ir + t->lo : NULL;                               \
+                    if (g->SW == 1) max_row_##SUFFIX(yo, io, n, 1, 1, x + c, x + c, c); \
+                    else if (g->SW == 2) max_row_##SUFFIX(yo, io, n, 2, 1, x + c, x + c, c);\
+                    else max_row_##SUFFIX(yo, io, n, g->SW, 1, x + c, x + c, c);        \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
@@ -287,8 +327,7 @@ static void first_columns(const em_pool_geom *g, int64_t *first_iw) {
     for (int64_t o = 0; o < g->OW; o++) {
         int64_t iw0 = o * g->SW - g->PW;
         int64_t kw0 = iw0 < 0 ? ceil_div(-iw0, g->DW) : 0;
-        int64_t iw = iw0 + kw0 * g->DW;
-        first_iw[o] = kw0 < g->KW && iw < g->W ? iw : -1;
+        first_iw[o] = kw0 < g->KW && iw0 + kw0 * g->DW < g->W ? iw0 + kw0 * g->DW : -1;
     }
 }
 
@@ -300,7 +339,7 @@ static void first_columns(const em_pool_geom *g, int64_t *first_iw) {
 static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside) {
     for (int64_t o = 0; o < g->OW; o++) {
         int64_t w0 = o * g->SW - g->PW;
-        int64_t w1 = w0 + g->KW < g->W + g->PW ? w0 + g->KW : g->W + g->PW;
+        int64_t w1 = clip_end(w0, g->KW, g->W + g->PW);
         padded[o] = (double)(w1 - w0);
         inside[o] = (double)((w1 < g->W ? w1 : g->W) - (w0 > 0 ? w0 : 0));
     }
@@ -314,7 +353,7 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
                                              int count_include_pad, int64_t divisor,    \
                                              T *d) {                                    \
         int64_t h0 = oh * g->SH - g->PH;                                                \
-        int64_t h1 = h0 + g->KH < g->H + g->PH ? h0 + g->KH : g->H + g->PH;             \
+        int64_t h1 = clip_end(h0, g->KH, g->H + g->PH);                                 \
         double hp = (double)(h1 - h0);                                                  \
         double hi = (double)((h1 < g->H ? h1 : g->H) - (h0 > 0 ? h0 : 0));              \
         for (int64_t o = 0; o < g->OW; o++) {                                           \
@@ -371,17 +410,18 @@ static void avg_col_counts(const em_pool_geom *g, double *padded, double *inside
             } else {                                                                    \
                 for (int64_t o = 0; o < OW; o++) yr[o] = 0;                             \
                 for (int64_t kh = kh0; kh < kh1; kh++) {                                \
-                    row_of_##SUFFIX(g, x + (ih0 + kh) * W, scratch, 0, split, &e[0],    \
-                                    &od[0]);                                            \
+                    const T *xr = x + (ih0 + kh) * W;                                   \
                     if (S) {                                                            \
+                        row_of_##SUFFIX(g, xr, scratch, 0, split, &e[0], &od[0]);       \
                         sum_row_##SUFFIX(yr, OW, S, K, e[0], od[0]);                    \
                         continue;                                                       \
                     }                                                                   \
-                    for (int64_t kw = 0; kw < g->KW; kw++) {                            \
-                        const T *r = e[0] + kw;                                         \
-                        if (g->SW == 1) sum_row_##SUFFIX(yr, OW, 1, 1, r, r);           \
-                        else if (g->SW == 2) sum_row_##SUFFIX(yr, OW, 2, 1, r, r);      \
-                        else sum_row_##SUFFIX(yr, OW, g->SW, 1, r, r);                  \
+                    for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {\
+                        const T *r = xr + t->col;                                       \
+                        T *yo = yr + t->lo;                                             \
+                        if (g->SW == 1) sum_row_##SUFFIX(yo, t->n, 1, 1, r, r);         \
+                        else if (g->SW == 2) sum_row_##SUFFIX(yo, t->n, 2, 1, r, r);    \
+                        else sum_row_##SUFFIX(yo, t->n, g->SW, 1, r, r);                \
                     }                                                                   \
                 }                                                                       \
             }                                                                           \
@@ -412,9 +452,8 @@ AVG_POOL(f64, double)
  * go tap by tap, so no two iterations of one pass write the same element. */
 #define AVG_POOL_BACKWARD(SUFFIX, T)                                                    \
     ALWAYS_INLINE void scatter_tap_##SUFFIX(T *restrict dxr, const T *restrict gr,      \
-                                            int64_t lo, int64_t hi, int64_t S,          \
-                                            int64_t off) {                              \
-        for (int64_t o = lo; o < hi; o++) dxr[o * S + off] += gr[o];                    \
+                                            int64_t n, int64_t S) {                     \
+        for (int64_t o = 0; o < n; o++) dxr[o * S] += gr[o];                            \
     }                                                                                   \
     EM_CLONES static void avg_pool_backward_plane_##SUFFIX(                             \
             const em_pool_geom *g, const T *dy, T *dx, const double *cpad,              \
@@ -427,12 +466,11 @@ AVG_POOL(f64, double)
             int64_t ih0 = oh * g->SH - g->PH;                                           \
             for (int64_t kh = ih0 < 0 ? -ih0 : 0; kh < g->KH && ih0 + kh < g->H; kh++) {\
                 T *dxr = dx + (ih0 + kh) * W;                                           \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                \
-                    int64_t off = kw - g->PW, lo, hi;                                   \
-                    col_range(g, off, &lo, &hi);                                        \
-                    if (g->SW == 1) scatter_tap_##SUFFIX(dxr, r, lo, hi, 1, off);       \
-                    else if (g->SW == 2) scatter_tap_##SUFFIX(dxr, r, lo, hi, 2, off);  \
-                    else scatter_tap_##SUFFIX(dxr, r, lo, hi, g->SW, off);              \
+                for (const em_pool_tap *t = g->taps; t < g->taps + g->ntaps; t++) {    \
+                    T *d = dxr + t->col;                                                \
+                    if (g->SW == 1) scatter_tap_##SUFFIX(d, r + t->lo, t->n, 1);        \
+                    else if (g->SW == 2) scatter_tap_##SUFFIX(d, r + t->lo, t->n, 2);   \
+                    else scatter_tap_##SUFFIX(d, r + t->lo, t->n, g->SW);               \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
@@ -635,8 +673,16 @@ static void pool_planes(void *ctx, int64_t b, int64_t e) {
 }
 
 static int run(pool_job *J, int64_t planes, int64_t plane_work) {
+    em_pool_tap *taps = NULL;
+    if (J->kind == K_MAX || J->kind == K_AVG || J->kind == K_AVG_BACKWARD) {
+        if (!(taps = malloc(sizeof(em_pool_tap) * (tap_table(&J->g, NULL) + 1))))
+            return EM_POOL_ENOMEM;
+        J->g.ntaps = tap_table(&J->g, taps);
+        J->g.taps = taps;
+    }
     J->err = 0;
     em_parallel_for(planes, pool_grain(plane_work), pool_planes, J);
+    free(taps);
     return J->err;
 }
 
@@ -647,8 +693,16 @@ static em_pool_geom geom(const int64_t *in_hw, const int64_t *out_hw, const int6
     if (s) { g.SH = s[0]; g.SW = s[1]; }
     if (p) { g.PH = p[0]; g.PW = p[1]; }
     if (d) { g.DH = d[0]; g.DW = d[1]; }
-    g.span = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+    /* small for the fused variants; it could overflow for a huge generic window */
+    g.span = variant(&g) == V_GENERIC ? 0 : (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
     return g;
+}
+
+/* Element visits of a windowed pooling: only a window's taps inside the input count,
+ * and the product of huge kernel sizes would overflow. */
+static int64_t window_work(const int64_t *in_hw, const int64_t *out_hw, const int64_t *k) {
+    return out_hw[0] * out_hw[1] * (k[0] < in_hw[0] ? k[0] : in_hw[0]) *
+           (k[1] < in_hw[1] ? k[1] : in_hw[1]);
 }
 
 /* y (planes x OH x OW) = max over each window of x (planes x H x W); ix (same shape
@@ -658,7 +712,7 @@ int em_max_pool2d(int f64, const void *x, void *y, int64_t *ix, int64_t planes,
                   const int64_t s[2], const int64_t p[2], const int64_t d[2]) {
     pool_job J = {.kind = K_MAX, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, d),
                   .in = x, .out = y, .ix = ix};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k));
 }
 
 /* divisor: divisor_override, 0 for none. */
@@ -668,7 +722,7 @@ int em_avg_pool2d(int f64, const void *x, void *y, int64_t planes, const int64_t
     pool_job J = {.kind = K_AVG, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, NULL),
                   .in = x, .out = y, .count_include_pad = count_include_pad,
                   .divisor = divisor};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k));
 }
 
 int em_avg_pool2d_backward(int f64, const void *dy, void *dx, int64_t planes,
@@ -678,7 +732,7 @@ int em_avg_pool2d_backward(int f64, const void *dy, void *dx, int64_t planes,
     pool_job J = {.kind = K_AVG_BACKWARD, .f64 = f64, .g = geom(in_hw, out_hw, k, s, p, NULL),
                   .in = dy, .out = dx, .count_include_pad = count_include_pad,
                   .divisor = divisor};
-    return run(&J, planes, out_hw[0] * out_hw[1] * k[0] * k[1] + in_hw[0] * in_hw[1]);
+    return run(&J, planes, window_work(in_hw, out_hw, k) + in_hw[0] * in_hw[1]);
 }
 
 int em_adaptive_avg_pool2d(int f64, const void *x, void *y, int64_t planes,

@@ -4,7 +4,26 @@
  * gradients from one work-item (planes are independent, so no atomics are needed
  * and windows may overlap freely). Indices of max pools are flat h * W + w in the
  * plane, PyTorch's: the window's first position inside the input, then a later tap
- * wins when greater or NaN; -1 for a window wholly in the padding. */
+ * wins when greater or NaN; -1 for a window wholly in the padding.
+ *
+ * Windows visit only their taps inside the input, found with int64 arithmetic that
+ * cannot overflow, so a huge kernel or padding costs no more than the input it covers. */
+
+/* The first tap k of a window starting at `start` (k * D from it) inside [0, size),
+ * and the end of those taps: [first, end) is empty when none is inside. */
+EM_INLINE em_int64 EM_NAME(first_tap)(em_int64 start, em_int64 D) {
+    return start >= 0 ? 0 : -start / D + (-start % D != 0);
+}
+EM_INLINE em_int64 EM_NAME(end_tap)(em_int64 start, em_int64 K, em_int64 D, em_int64 size) {
+    if (start >= size) return 0;
+    const em_int64 n = (size - start) / D + ((size - start) % D != 0);
+    return n < K ? n : K;
+}
+
+/* min(start + len, limit) without computing start + len (len, limit >= 0) */
+EM_INLINE em_int64 EM_NAME(clip_end)(em_int64 start, em_int64 len, em_int64 limit) {
+    return len - limit < -start ? start + len : limit;
+}
 
 EM_KERNEL void EM_NAME(max_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_int64 OH,
                                    em_int64 OW, em_int64 KH, em_int64 KW, em_int64 SH,
@@ -16,12 +35,13 @@ EM_KERNEL void EM_NAME(max_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_in
         EM_GLOBAL const EM_T *xp = x + plane * H * W;
         EM_CT m = -INFINITY;
         em_int64 best = -1;
-        for (em_int64 kh = 0; kh < KH; kh++) {
-            const em_int64 ih = oh * SH - PH + kh * DH;
-            if (ih < 0 || ih >= H) continue;
-            for (em_int64 kw = 0; kw < KW; kw++) {
-                const em_int64 iw = ow * SW - PW + kw * DW;
-                if (iw < 0 || iw >= W) continue;
+        const em_int64 h0 = oh * SH - PH, w0 = ow * SW - PW;
+        const em_int64 kw0 = EM_NAME(first_tap)(w0, DW), kw1 = EM_NAME(end_tap)(w0, KW, DW, W);
+        const em_int64 kh1 = EM_NAME(end_tap)(h0, KH, DH, H);
+        for (em_int64 kh = EM_NAME(first_tap)(h0, DH); kh < kh1; kh++) {
+            const em_int64 ih = h0 + kh * DH;
+            for (em_int64 kw = kw0; kw < kw1; kw++) {
+                const em_int64 iw = w0 + kw * DW;
                 const EM_CT v = xp[ih * W + iw];
                 if (best < 0 || v > m || v != v) { m = v; best = ih * W + iw; }
             }
@@ -43,15 +63,16 @@ EM_KERNEL void EM_NAME(avg_pool2d)(em_int64 total, em_int64 H, em_int64 W, em_in
         const em_int64 ow = o % OW, oh = (o / OW) % OH, plane = o / (OW * OH);
         EM_GLOBAL const EM_T *xp = x + plane * H * W;
         const em_int64 h0 = oh * SH - PH, w0 = ow * SW - PW;
-        const em_int64 h1 = h0 + KH < H + PH ? h0 + KH : H + PH;
-        const em_int64 w1 = w0 + KW < W + PW ? w0 + KW : W + PW;
+        const em_int64 h1 = EM_NAME(clip_end)(h0, KH, H + PH);
+        const em_int64 w1 = EM_NAME(clip_end)(w0, KW, W + PW);
         const em_int64 hi = (h1 < H ? h1 : H) - (h0 > 0 ? h0 : 0);
         const em_int64 wi = (w1 < W ? w1 : W) - (w0 > 0 ? w0 : 0);
         EM_CT s = 0;
         for (em_int64 ih = h0 > 0 ? h0 : 0; ih < (h1 < H ? h1 : H); ih++)
             for (em_int64 iw = w0 > 0 ? w0 : 0; iw < (w1 < W ? w1 : W); iw++) s += xp[ih * W + iw];
-        const EM_CT d = divisor ? (EM_CT)divisor
-                                : count_include_pad ? (EM_CT)((h1 - h0) * (w1 - w0)) : (EM_CT)(hi * wi);
+        const EM_CT d = divisor             ? (EM_CT)divisor
+                        : count_include_pad ? (EM_CT)(h1 - h0) * (EM_CT)(w1 - w0)
+                                            : (EM_CT)(hi * wi);
         y[o] = (hi > 0 && wi > 0) ? s / d : (EM_CT)0;
     }
 }
@@ -69,13 +90,14 @@ EM_KERNEL void EM_NAME(avg_pool2d_backward)(em_int64 planes, em_int64 H, em_int6
         for (em_int64 oh = 0; oh < OH; oh++)
             for (em_int64 ow = 0; ow < OW; ow++) {
                 const em_int64 h0 = oh * SH - PH, w0 = ow * SW - PW;
-                const em_int64 h1 = h0 + KH < H + PH ? h0 + KH : H + PH;
-                const em_int64 w1 = w0 + KW < W + PW ? w0 + KW : W + PW;
+                const em_int64 h1 = EM_NAME(clip_end)(h0, KH, H + PH);
+                const em_int64 w1 = EM_NAME(clip_end)(w0, KW, W + PW);
                 const em_int64 hi = (h1 < H ? h1 : H) - (h0 > 0 ? h0 : 0);
                 const em_int64 wi = (w1 < W ? w1 : W) - (w0 > 0 ? w0 : 0);
                 if (hi <= 0 || wi <= 0) continue;
-                const EM_CT d = divisor ? (EM_CT)divisor
-                                        : count_include_pad ? (EM_CT)((h1 - h0) * (w1 - w0)) : (EM_CT)(hi * wi);
+                const EM_CT d = divisor             ? (EM_CT)divisor
+                                : count_include_pad ? (EM_CT)(h1 - h0) * (EM_CT)(w1 - w0)
+                                                    : (EM_CT)(hi * wi);
                 const EM_CT v = gp[oh * OW + ow] / d;
                 for (em_int64 ih = h0 > 0 ? h0 : 0; ih < (h1 < H ? h1 : H); ih++)
                     for (em_int64 iw = w0 > 0 ? w0 : 0; iw < (w1 < W ? w1 : W); iw++)
