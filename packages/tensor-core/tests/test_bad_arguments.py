@@ -204,3 +204,24 @@ def test_issue16_item20_scatter_reduce_unhashable(device, bad):
     idx = em.zeros(1, 4, dtype=em.int64, device=device)
     for op, fn in (("scatter", x.scatter), ("scatter_", x.clone().scatter_)):
         _raises(ValueError, op, lambda: fn(0, idx, 1.0, reduce=bad), "reduce must be")
+
+
+@pytest.mark.parametrize("dtype", [em.uint8, em.int32, em.int64])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_issue16_item20_fill_nonfinite_into_integers(device, dtype, value):
+    """PyTorch: "value cannot be converted to type ... without overflow"; the finite
+    float still truncates, and bool takes NaN as True."""
+    x = em.zeros(3, dtype=dtype, device=device)
+    _raises(OverflowError, "fill_", lambda: x.fill_(value), str(value), dtype.name)
+    _raises(OverflowError, "fill_", lambda: x.expand(2, 3).fill_(value))
+    assert x.fill_(2.7).tolist() == [2, 2, 2]
+    assert em.zeros(2, dtype=em.bool, device=device).fill_(value).tolist() == [True, True]
+
+
+def test_issue16_item20_layout_length_mismatch_with_a_bare_int_size(device):
+    """The message shows the sizes as parsed (the size may be a bare int) and the
+    strides as given, whatever they are."""
+    _raises(ValueError, "empty_strided",
+            lambda: em.empty_strided(3, em.ones(3, 1, 0), device=device), "1 sizes (3,)")
+    _raises(ValueError, "empty_strided",
+            lambda: em.empty_strided(3, (1, 1), device=device), "1 sizes (3,)", "(1, 1)")

@@ -54,10 +54,6 @@ def test_fuzz_never_crashes_or_hangs(seed, device):
         assert figures[kind] == 0, f"{kind} on {device}, seed {seed}:\n{text}"
 
 
-@pytest.mark.xfail(reason="issue 16 item 20 is not finished on this branch: argument checks "
-                          "at the entry of nn layer constructors, optimizers, schedulers and "
-                          "a few ember functions still let Python's own errors through",
-                   strict=False)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fuzz_raises_only_clean_errors(seed, device):
     figures, text = _fuzz(device, seed)

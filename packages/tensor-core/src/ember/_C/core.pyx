@@ -16,6 +16,7 @@ from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_STRIDES, PyBUF_FORMAT, P
 from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport calloc
+from libc.math cimport isfinite
 
 import operator as _operator
 
@@ -648,8 +649,9 @@ cdef int layout_from(object shape, object strides, int64_t *sh, int64_t *st,
     except TypeError:
         raise TypeError(f"{op}: strides must be a sequence of ints, got {strides!r}") from None
     if ns != n:
-        raise ValueError(f"{op}: {n} sizes {tuple(shape)} but {ns} strides {tuple(strides)}; "
-                         f"they must have the same length")
+        # the sizes as parsed: `shape` may be a bare int
+        raise ValueError(f"{op}: {n} sizes {shape_str(n, sh)} but {ns} strides "
+                         f"{strides!r:.200}; they must have the same length")
     for i in range(n):
         st[i] = int64_arg(strides[i], "stride", op)
     return n
@@ -1729,14 +1731,17 @@ def fill_(TensorBase x not None, value):
     if scalar_kind(value) < 0:
         raise TypeError(f"fill_: expected a number, got {value!r}")
     check_write(x, "fill_", overlap=False)
+    if KIND[x._dtype] == KIND_INT and isinstance(value, float):
+        if not isfinite(value):   # PyTorch: "cannot be converted ... without overflow"
+            raise OverflowError(f"fill_: value {value} cannot be converted to "
+                                f"{DTYPE_LIST[x._dtype]!r} without overflow")
+        value = int(value)
     if x._storage.device.type_id != 0:
         backend_for(x._storage.device).fill(x, value)
         x._storage.version += 1
         if not em_grad_off and RECORDER is not None and x._requires_grad:
             RECORDER("fill_", (x,), x, {"inplace": True})
         return x
-    if KIND[x._dtype] == KIND_INT and isinstance(value, float):
-        value = int(value)
     write_scalar(slot.bytes, value, x._dtype, "fill_")
     cdef int64_t n = x.numel_c()
     cdef char *data = x.ptr()
