@@ -395,7 +395,10 @@ def child(device, seed, start, stop, logpath, timeout):
     # (PoCL crashes when a host allocation behind a device buffer fails: give it room
     # for its largest buffer, 8 GiB)
     limit = int(os.environ.get("EMBER_FUZZ_MEMORY", (3 if device == "cpu" else 12) << 30))
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:   # already limited (ulimit -v): stay below it
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     faulthandler.enable()
     import warnings
     warnings.simplefilter("ignore")

@@ -6,6 +6,8 @@ sizes and dims, sequences of tensors, dtypes, numbers.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import ember as em
@@ -225,3 +227,23 @@ def test_issue16_item20_layout_length_mismatch_with_a_bare_int_size(device):
             lambda: em.empty_strided(3, em.ones(3, 1, 0), device=device), "1 sizes (3,)")
     _raises(ValueError, "empty_strided",
             lambda: em.empty_strided(3, (1, 1), device=device), "1 sizes (3,)", "(1, 1)")
+
+
+def test_issue16_item20_sizes_are_counted_before_they_are_converted(device):
+    """A huge expanded tensor or range as a sizes/dims argument is refused at once (it
+    was turned into a Python list until memory ran out: roll(x, shifts=<2**62 ints>))."""
+    x = _m(device)
+    huge = em.zeros(1, dtype=em.int64, device=device).expand(2 ** 62)
+    for op, call in [("roll", lambda a: x.roll(a, 0)), ("permute", lambda a: x.permute(a)),
+                     ("flip", lambda a: x.flip(a)), ("repeat", lambda a: x.repeat(a)),
+                     ("tensor_split", lambda a: x.tensor_split(a)),
+                     ("split", lambda a: x.split(a)),
+                     ("repeat_interleave", lambda a: x.repeat_interleave(a, 0))]:
+        for arg in (huge, range(2 ** 62)):
+            # a repeats tensor is compared with the dim by its shape, never listed
+            words = "has shape" if op == "repeat_interleave" and arg is huge else "entries"
+            start = time.perf_counter()
+            _raises(ValueError, op, lambda: call(arg), words)
+            assert time.perf_counter() - start < 1
+    assert x.roll(em.tensor([1], device=device), 0).shape == x.shape
+    assert [t.shape[0] for t in x.split([0, 0, 3, 0])] == [0, 0, 3, 0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import numbers
 import operator
 
@@ -39,19 +40,32 @@ def _is_int(v):
     return isinstance(v, numbers.Integral) or (isinstance(v, TensorBase) and v.ndim == 0)
 
 
-def sizes_arg(args, op, name="size"):
+# More entries than any sizes or dims argument can have: ember has at most 16 dims (more
+# are refused later with that reason); the long lists (split sizes, tensor_split
+# indices) pass their own limit. Counted before converting, so a huge expanded tensor
+# or range is refused at once instead of being turned into a Python list.
+SIZES_LIMIT = 64
+
+
+def sizes_arg(args, op, name="size", limit=SIZES_LIMIT):
     """The ints of a sizes or dims argument given as f(2, 3), f((2, 3)), f([2, 3]),
-    f(Size), f(2), or a 1-d integer tensor -> [2, 3] (each item as int_arg)."""
+    f(Size), f(2), or a 1-d integer tensor -> [2, 3] (each item as int_arg); at most
+    `limit` of them."""
     if len(args) == 1 and not _is_int(args[0]):
         args = args[0]
     if isinstance(args, TensorBase) and args.ndim == 1:
+        if args.numel() > limit:
+            raise ValueError(f"{op}: {name} has {args.numel()} entries, more than {limit}")
         args = args.tolist()
     if _is_int(args):
         args = (args,)
     if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
         raise TypeError(f"{op}: {name} must be ints or a sequence of ints, got "
                         f"{_got(args)}")
-    return [int_arg(a, name, op) for a in args]
+    items = list(itertools.islice(args, limit + 1))
+    if len(items) > limit:
+        raise ValueError(f"{op}: {name} has more than {limit} entries")
+    return [int_arg(a, name, op) for a in items]
 
 
 def shape_arg(args, op, name="size"):

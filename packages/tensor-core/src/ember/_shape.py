@@ -183,7 +183,8 @@ def split(tensor, split_size_or_sections, dim=0):
             return (tensor.narrow(d, 0, 0),)
         bounds = list(range(0, n, s)) + [n]
     else:
-        sizes = sizes_arg((split_size_or_sections,), "split", "split_size_or_sections")
+        sizes = sizes_arg((split_size_or_sections,), "split", "split_size_or_sections",
+                          limit=2 ** 24)
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and add up to "
                              f"{n}, the size of dim {d}")
@@ -225,7 +226,8 @@ def tensor_split(input, indices_or_sections, dim=0):
         if ios.dtype.kind != "int" or ios.ndim > 1:
             raise TypeError("tensor_split: a tensor argument must be a 0-d or 1-d integer "
                             "tensor")
-        ios = ios.item() if ios.ndim == 0 else ios.tolist()
+        if ios.ndim == 0:
+            ios = ios.item()      # a 1-d tensor is counted and converted by sizes_arg
     if isinstance(ios, numbers.Integral):
         k = int_arg(ios, "sections", "tensor_split")
         if k <= 0:
@@ -236,7 +238,7 @@ def tensor_split(input, indices_or_sections, dim=0):
         for i in range(k):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
     else:
-        points = [0] + sizes_arg((ios,), "tensor_split", "indices") + [n]
+        points = [0] + sizes_arg((ios,), "tensor_split", "indices", limit=2 ** 24) + [n]
         parts = []
         for a, b in zip(points[:-1], points[1:]):   # NumPy slicing: clamped, maybe empty
             start, stop, _ = slice(a, b).indices(n)
@@ -483,7 +485,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         return x.unsqueeze(d + 1).expand(big).reshape(shape)
     if not isinstance(repeats, _TB):
         from ember._creation import tensor
-        repeats = tensor(sizes_arg((repeats,), "repeat_interleave", "repeats"), dtype=_int64)
+        repeats = tensor(sizes_arg((repeats,), "repeat_interleave", "repeats", limit=n),
+                         dtype=_int64)
     if repeats.dtype.kind != "int":
         raise TypeError(f"repeat_interleave: repeats must be integers, got {repeats.dtype!r}")
     if repeats.ndim != 1 or repeats.shape[0] != n:

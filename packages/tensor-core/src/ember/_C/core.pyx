@@ -649,9 +649,10 @@ cdef int layout_from(object shape, object strides, int64_t *sh, int64_t *st,
     except TypeError:
         raise TypeError(f"{op}: strides must be a sequence of ints, got {strides!r}") from None
     if ns != n:
-        # the sizes as parsed: `shape` may be a bare int
-        raise ValueError(f"{op}: {n} sizes {shape_str(n, sh)} but {ns} strides "
-                         f"{strides!r:.200}; they must have the same length")
+        # the sizes as parsed (`shape` may be a bare int); the strides as given
+        shown = tuple(strides) if isinstance(strides, (tuple, list)) else f"{strides!r:.200}"
+        raise ValueError(f"{op}: {n} sizes {shape_str(n, sh)} but {ns} strides {shown}; "
+                         f"they must have the same length")
     for i in range(n):
         st[i] = int64_arg(strides[i], "stride", op)
     return n
