@@ -1,34 +1,23 @@
 #!/usr/bin/env python
 """Autograd overhead: ember beside PyTorch, forward + backward, at 1 thread.
 
-    python benchmarks/bench_autograd.py [--rounds N]
+    python benchmarks/bench_autograd.py [--rounds N] [--threads 1] [--quick] [--json PATH]
 
-Cases (targets from issue 4, as ember_time / torch_time):
+Cases (targets from issue 4, as pt/em = torch_time / ember_time, > 1: ember faster):
 - chain100_1elem: 100 elementwise ops (mul, add, tanh, sub, repeated) on one-element
-  tensors, then sum and backward; time per op. Target <= 0.5 (twice as fast as
+  tensors, then sum and backward; time per op. Target >= 2 (twice as fast as
   PyTorch on small graphs).
 - mlp_784_256_256_10_b128: x @ W1 + b1, relu, @ W2 + b2, relu, @ W3 + b3, the mean of
-  the squared outputs, backward. Target <= 1.2.
+  the squared outputs, backward. Target >= 1/1.2 (ember at most 1.2x torch's time).
 
-Each round times both libraries once (alternating which goes first); the table
-shows medians over rounds. Both run with one thread (set before import through the
-environment and by set_num_threads). Nothing asserts; FAIL marks a missed target.
+Interleaved rounds (benchmarks/harness.py), each sample >= 50 ms; medians. Without
+torch only ember's times are shown. Nothing asserts; FAIL marks a missed target.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import sys
-import time
+import numpy as np
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
-    os.environ[var] = "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-for sub in ("tensor-core", "autograd"):
-    sys.path.insert(0, os.path.join(HERE, "..", "packages", sub, "src"))
-
-import numpy as np  # noqa: E402
+import harness
 
 
 def chain(lib, x):
@@ -70,48 +59,32 @@ def setup_mlp(lib, mod):
     return step, 1
 
 
-CASES = {"chain100_1elem": (setup_chain, 0.5), "mlp_784_256_256_10_b128": (setup_mlp, 1.2)}
-
-
-def timed(fn, min_time=0.05):
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            return dt / n
-        n *= 2
+CASES = {"chain100_1elem": (setup_chain, 2.0), "mlp_784_256_256_10_b128": (setup_mlp, 1 / 1.2)}
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = harness.parser(__doc__)
     ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
-    import ember as em
-    import torch
-    em.set_num_threads(1)
-    torch.set_num_threads(1)
-    libs = {"ember": em, "torch": torch}
-    print(f"{'case':28s} {'ember':>12s} {'torch':>12s} {'em/pt':>7s} {'target':>8s}")
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
+    del mods["numpy"]                 # no autograd
+    print(harness.describe(info))
+    rows, results = [], {}
     for name, (setup, target) in CASES.items():
-        fns = {lib: setup(lib, mod) for lib, mod in libs.items()}
-        times = {lib: [] for lib in libs}
-        for r in range(args.rounds):
-            order = list(libs) if r % 2 == 0 else list(libs)[::-1]
-            for lib in order:
-                fn, per = fns[lib]
-                fn()
-                times[lib].append(timed(fn) / per)
-        med = {lib: statistics.median(v) for lib, v in times.items()}
-        ratio = med["ember"] / med["torch"]
-        unit = "us/op" if fns["ember"][1] > 1 else "ms"
-        scale = 1e6 if unit == "us/op" else 1e3
-        mark = "ok" if ratio <= target else "FAIL"
-        print(f"{name:28s} {med['ember'] * scale:8.2f} {unit:>3s} "
-              f"{med['torch'] * scale:8.2f} {unit:>3s} {ratio:7.2f} {'<= ' + str(target):>8s} "
-              f"{mark}")
+        fns = {lib: setup(lib, mod) for lib, mod in mods.items()}
+        per = fns["ember"][1]
+        st = harness.measure({lib: fn for lib, (fn, _) in fns.items()}, args.quick,
+                             min_sample=0.05, reps=3 if args.quick else args.rounds)
+        results[name] = st
+        r = harness.ratio(st, "torch")
+        rows.append([name] + [harness.fmt_time(st[lib]["median"] / per) if lib in st else "-"
+                              for lib in ("ember", "torch")] +
+                    [harness.fmt_ratio(r), f">= {target:.2f}", harness.verdict(r, target)])
+    print(harness.table(["case", "ember", "torch", "pt/em", "target", "result"], rows,
+                        left={"case", "result"}))
+    print("(chain100_1elem: time per op)")
+    harness.save(args, info=info, results=results)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 and beside the device's own copy bandwidth, measured in the same run.
 
     python benchmarks/bench_cuda.py                  # every case, ~1 min on an H200
-    python benchmarks/bench_cuda.py --filter add,sum --json out.json
+    python benchmarks/bench_cuda.py --filter copy,matmul --json out.json
 
 Cases and the targets of issue 8:
   copy_2^28   device-to-device copy of 2^28 float32 (1 GiB): the bandwidth roofline,
@@ -15,28 +15,23 @@ Cases and the targets of issue 8:
   mlp_step    forward + backward + SGD step of a 3-layer MLP (batch 512): <= 1.5x PyTorch
   cnn_step    the same for a small CNN (batch 256, 3x32x32): <= 1.5x PyTorch
 
-Timing: CUDA events around a loop of `reps` calls after warm-up (the first call also
-warms the caching allocators), the median of 5 such samples. Every case checks its
+Timing: CUDA events around a loop of `reps` calls after a warm-up call (it also warms
+the caching allocators); ember and PyTorch take turns, 5 such samples each
+(benchmarks/harness.py's interleaved rounds), medians. Without a CUDA device the
+script says why and exits with status 1. Every case checks its
 result against NumPy (or PyTorch) before it is timed; a wrong result is reported
 instead of a time. One failing case (a missing kernel, say) does not stop the others.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
 import sys
 import time
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for pkg in ("tensor-core", "autograd", "nn", "mp", "data"):
-    sys.path.insert(0, os.path.join(ROOT, "packages", pkg, "src"))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import ember as em  # noqa: E402
+import ember as em
+import harness
 
 try:
     import torch
@@ -47,21 +42,25 @@ except Exception:          # no torch, or one without CUDA: the columns are left
 N = 1 << 28
 
 
-def time_on(cuda, fn, reps, samples=5):
-    """Median seconds per call of fn, by CUDA events on the library's current stream
-    (`cuda` is em.cuda or torch.cuda: the same Event API)."""
-    fn()
-    cuda.synchronize()
-    out = []
-    for _ in range(samples):
-        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / 1e3 / reps)
-    return statistics.median(out)
+def cuda_times(fns, reps, samples=5):
+    """name -> median seconds per call, for fns: name -> (cuda, fn), `cuda` being em.cuda
+    or torch.cuda (the same Event API): CUDA events on the library's current stream
+    around `reps` calls, interleaved rounds of samples after one warm-up call each."""
+    def sampler(cuda, fn):
+        def sample():
+            start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3 / reps
+        return sample
+    for cuda, fn in fns.values():
+        fn()
+        cuda.synchronize()
+    got = harness.interleave({k: sampler(*v) for k, v in fns.items()}, samples)
+    return {k: harness.stats(s)["median"] for k, s in got.items()}
 
 
 def check(ok, what):
@@ -76,19 +75,28 @@ def _uniform(seed):
     return em.from_numpy(np.random.default_rng(seed).random(N, dtype=np.float32)).cuda()
 
 
+def _pair(ember_fn, torch_fn, reps):
+    """(ember seconds, torch seconds or None) per call, timed in the same rounds."""
+    fns = {"ember": (em.cuda, ember_fn)}
+    if torch_fn is not None:
+        fns["torch"] = (torch.cuda, torch_fn)
+    t = cuda_times(fns, reps)
+    return t["ember"], t.get("torch")
+
+
 def case_bandwidth(rows, state):
     x = _uniform(0)
     y = em.empty(N, device="cuda")
     y.copy_(x)
     check(np.array_equal(y[-1000:].cpu().numpy(), x[-1000:].cpu().numpy()), "copy")
-    t = time_on(em.cuda, lambda: y.copy_(x), 10)
-    bw = 2 * 4 * N / t
-    state["copy_bw"] = bw
-    row = {"case": "copy_2^28", "ember_ms": t * 1e3, "ember": f"{bw / 1e12:.2f} TB/s"}
     if HAVE_TORCH:
         tx = torch.rand(N, device="cuda")
         ty = torch.empty_like(tx)
-        tt = time_on(torch.cuda, lambda: ty.copy_(tx), 10)
+    t, tt = _pair(lambda: y.copy_(x), (lambda: ty.copy_(tx)) if HAVE_TORCH else None, 10)
+    bw = 2 * 4 * N / t
+    state["copy_bw"] = bw
+    row = {"case": "copy_2^28", "ember_ms": t * 1e3, "ember": f"{bw / 1e12:.2f} TB/s"}
+    if tt:
         row.update(torch_ms=tt * 1e3, torch=f"{2 * 4 * N / tt / 1e12:.2f} TB/s")
     rows.append(row)
 
@@ -97,26 +105,25 @@ def case_bandwidth(rows, state):
     z = x + y2
     sl = slice(N - 4096, N)
     check(np.allclose(z[sl].cpu().numpy(), x[sl].cpu().numpy() + y2[sl].cpu().numpy()), "add")
-    t = time_on(em.cuda, lambda: x + y2, 10)
+    del z
+    if HAVE_TORCH:
+        ty2 = torch.rand(N, device="cuda")
+    t, tt = _pair(lambda: x + y2, (lambda: tx + ty2) if HAVE_TORCH else None, 10)
     frac = 3 * 4 * N / t / bw
     row = {"case": "add_2^28", "ember_ms": t * 1e3, "ember": f"{frac:.0%} of copy",
            "target": ">= 80% of copy", "ok": frac >= 0.8}
-    if HAVE_TORCH:
-        ty2 = torch.rand(N, device="cuda")
-        tt = time_on(torch.cuda, lambda: tx + ty2, 10)
+    if tt:
         row.update(torch_ms=tt * 1e3, torch=f"{3 * 4 * N / tt / bw:.0%} of copy")
     rows.append(row)
-    del z
 
     s = float(x.sum().item())
     ref = float(np.sum(x.cpu().numpy(), dtype=np.float64))
     check(abs(s - ref) <= 1e-4 * abs(ref), f"sum {s} vs {ref}")
-    t = time_on(em.cuda, lambda: x.sum(), 10)
+    t, tt = _pair(lambda: x.sum(), (lambda: tx.sum()) if HAVE_TORCH else None, 10)
     frac = 4 * N / t / bw
     row = {"case": "sum_2^28", "ember_ms": t * 1e3, "ember": f"{frac:.0%} of copy",
            "target": ">= 80% of copy", "ok": frac >= 0.8}
-    if HAVE_TORCH:
-        tt = time_on(torch.cuda, lambda: tx.sum(), 10)
+    if tt:
         row.update(torch_ms=tt * 1e3, torch=f"{4 * N / tt / bw:.0%} of copy")
     rows.append(row)
 
@@ -133,13 +140,13 @@ def _matmul(rows, dtype, name, tf32, target):
     tol = 2e-2 if dtype == np.float16 else 1e-3
     err = np.max(np.abs(c[:64] - ref)) / np.max(np.abs(ref))
     check(err < tol, f"{name}: relative error {err:.2e}")
-    t = time_on(em.cuda, lambda: a @ b, 5)
-    flops = 2 * n ** 3 / t
-    row = {"case": name, "ember_ms": t * 1e3, "ember": f"{flops / 1e12:.1f} TFLOP/s"}
     if HAVE_TORCH:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         ta, tb = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
-        tt = time_on(torch.cuda, lambda: ta @ tb, 5)
+    t, tt = _pair(lambda: a @ b, (lambda: ta @ tb) if HAVE_TORCH else None, 5)
+    flops = 2 * n ** 3 / t
+    row = {"case": name, "ember_ms": t * 1e3, "ember": f"{flops / 1e12:.1f} TFLOP/s"}
+    if tt:
         row.update(torch_ms=tt * 1e3, torch=f"{2 * n ** 3 / tt / 1e12:.1f} TFLOP/s")
         if target:
             row.update(target=f">= {target}x torch", ok=tt / t >= target)
@@ -193,12 +200,10 @@ def _train_step_pair(rows, name, make_ember, make_torch, x_shape, classes, reps)
 
         l_em, l_t = float(step().item()), float(tstep().item())
         check(abs(l_em - l_t) <= 1e-3 * max(1.0, abs(l_t)), f"{name}: loss {l_em} vs torch {l_t}")
-        tt = time_on(torch.cuda, tstep, reps)
-        row.update(torch_ms=tt * 1e3, torch=f"{tt * 1e3:.2f} ms")
-    t = time_on(em.cuda, step, reps)
+    t, tt = _pair(step, tstep if HAVE_TORCH else None, reps)
     row.update(ember_ms=t * 1e3, ember=f"{t * 1e3:.2f} ms")
-    if HAVE_TORCH:
-        row["ok"] = t <= 1.5 * row["torch_ms"] / 1e3
+    if tt:
+        row.update(torch_ms=tt * 1e3, torch=f"{tt * 1e3:.2f} ms", ok=t <= 1.5 * tt)
     rows.append(row)
 
 
@@ -223,14 +228,14 @@ CASES = {"copy": case_bandwidth, "matmul": case_matmul, "matmul_f16": case_matmu
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = harness.parser(__doc__)
     ap.add_argument("--filter", default="", help="comma-separated case names (copy covers "
                     "copy, add and sum)")
-    ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     if not em.cuda.is_available():
         sys.exit("bench_cuda: no CUDA device: " + (
             em._C.cuda.unavailable_reason() if em.cuda.is_built() else "ember built without CUDA"))
+    harness.pin_threads(args.threads)
     print(f"device: {em.cuda.get_device_name()}; torch: "
           f"{torch.__version__ if HAVE_TORCH else 'not available with CUDA'}")
     wanted = [w for w in args.filter.split(",") if w]
@@ -245,17 +250,12 @@ def main():
             rows.append({"case": name, "error": f"{type(e).__name__}: {e}".splitlines()[0][:160]})
             traceback.print_exc(limit=3)
         print(f"  ({name}: {time.perf_counter() - t0:.1f} s)", flush=True)
-    print(f"\n{'case':<17} {'ember':>20} {'torch':>20} {'target':>16}  result")
-    for r in rows:
-        if "error" in r:
-            print(f"{r['case']:<17} ERROR {r['error']}")
-            continue
-        result = "" if "ok" not in r else ("PASS" if r["ok"] else "FAIL")
-        print(f"{r['case']:<17} {r.get('ember', ''):>20} {r.get('torch', '-'):>20} "
-              f"{r.get('target', ''):>16}  {result}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    print(harness.table(["case", "ember", "torch", "target", "result"], [
+        [r["case"], "ERROR " + r["error"], "", "", ""] if "error" in r else
+        [r["case"], r.get("ember", ""), r.get("torch", "-"), r.get("target", ""),
+         "" if "ok" not in r else ("PASS" if r["ok"] else "FAIL")] for r in rows],
+        left={"case", "target", "result"}))
+    harness.save(args, rows=rows)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """ember.data's DataLoader beside PyTorch's torch.utils.data.DataLoader.
 
-    python benchmarks/bench_data.py [--rounds N] [--epochs N]
+    python benchmarks/bench_data.py [--rounds N] [--epochs N] [--quick] [--json PATH]
     python benchmarks/bench_data.py --memory [--mb 300] [--workers 4]
 
 Throughput (the default): a DataLoader over TensorDataset(x, y), x 60,000 x 784
@@ -15,11 +15,12 @@ better; ratio = ember / torch, target >= 1.0):
 - workers2_cold: num_workers=2 without persistent workers; one whole epoch including
   starting and stopping the workers.
 
-Each round runs both libraries (alternating which goes first); the table shows
-medians over rounds. Each library has its own copy of the same data. ember's
-workers send batches through ember.multiprocessing's shared memory when it is
-installed, else pickled by value (the header says which). Threads: 1 for both
-libraries (OMP/OpenBLAS/MKL/EMBER_NUM_THREADS=1 and torch.set_num_threads(1)).
+Interleaved rounds (benchmarks/harness.py), each sample --epochs epochs; medians
+over rounds (--quick: 2 rounds). Each library has its own copy of the same data.
+ember's workers send batches through ember.multiprocessing's shared memory when it
+is installed, else pickled by value (the header says which). Threads: --threads
+(default 1) for both libraries and every pool. Without torch only ember's rates
+are shown.
 
 --memory: each worker's unique memory (USS = Private_Clean + Private_Dirty from
 /proc/<pid>/smaps_rollup) and proportional share (PSS) after the first and after the
@@ -35,24 +36,17 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import sys
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
-    os.environ[var] = "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-for sub in ("tensor-core", "autograd", "nn", "data", "mp"):
-    path = os.path.join(HERE, "..", "packages", sub, "src")
-    if os.path.isdir(path):
-        sys.path.insert(0, path)
+import numpy as np
 
-import numpy as np  # noqa: E402
+import harness
 
 N, D, BATCH = 60_000, 784, 256
 
 
-def make_loaders(lib, mod, data_mod, x, y, workers, persistent):
+def make_loader(mod, data_mod, x, y, workers, persistent):
     ds = data_mod.TensorDataset(x, y)
     gen = mod.Generator().manual_seed(0)
     kw = dict(batch_size=BATCH, shuffle=True, generator=gen, num_workers=workers)
@@ -62,19 +56,18 @@ def make_loaders(lib, mod, data_mod, x, y, workers, persistent):
 
 
 def epoch(loader):
-    n = 0
-    for xb, yb in loader:
-        n += 1
-    return n
+    for _ in loader:
+        pass
 
 
 def bench_throughput(args):
-    import ember as em
-    import ember.data as emd
-    import torch
-    import torch.utils.data as tdata
-    em.set_num_threads(1)
-    torch.set_num_threads(1)
+    import ember.data
+    mods, info = harness.libs(args.threads)
+    del mods["numpy"]
+    data_mods = {"ember": ember.data}
+    if "torch" in mods:
+        import torch.utils.data
+        data_mods["torch"] = torch.utils.data
     try:
         import ember.multiprocessing  # noqa: F401
         transport = "shared memory (ember.multiprocessing)"
@@ -83,38 +76,37 @@ def bench_throughput(args):
     rng = np.random.default_rng(0)
     xn = rng.standard_normal((N, D)).astype(np.float32)
     yn = rng.integers(0, 10, size=N).astype(np.int64)
-    libs = {"ember": (em, emd, em.from_numpy(xn.copy()), em.from_numpy(yn.copy())),
-            "torch": (torch, tdata, torch.from_numpy(xn.copy()), torch.from_numpy(yn.copy()))}
+    data = {lib: (m, data_mods[lib], m.from_numpy(xn.copy()), m.from_numpy(yn.copy()))
+            for lib, m in mods.items()}
     # correctness first: the same batches (up to the libraries' different shuffles)
-    for lib, (mod, dm, x, y) in libs.items():
+    for lib, (mod, dm, x, y) in data.items():
         loader = dm.DataLoader(dm.TensorDataset(x, y), batch_size=BATCH, num_workers=2)
         xb, yb = next(iter(loader))
         assert tuple(xb.shape) == (BATCH, D) and np.array_equal(xb.numpy(), xn[:BATCH]), lib
         assert np.array_equal(yb.numpy(), yn[:BATCH]), lib
-    print(f"ember {em.__version__}, torch {torch.__version__}; ember's workers send tensors "
-          f"{transport}; {os.cpu_count()} CPUs")
-    print(f"{'case':16s} {'ember b/s':>10s} {'torch b/s':>10s} {'em/pt':>7s} {'target':>8s}")
-    results = {}
+    print(harness.describe(info))
+    print(f"# ember's workers send tensors {transport}; batches per second, higher is better")
+    rows, results = [], {}
     for case, workers, persistent in (("workers0", 0, False), ("workers2", 2, True),
                                       ("workers2_cold", 2, False)):
-        loaders = {lib: make_loaders(lib, mod, dm, x, y, workers, persistent)
-                   for lib, (mod, dm, x, y) in libs.items()}
-        rates = {lib: [] for lib in libs}
-        for lib in libs:                  # warm up (and start persistent workers)
-            epoch(loaders[lib])
-        for r in range(args.rounds):
-            for lib in (list(libs) if r % 2 == 0 else list(libs)[::-1]):
-                t0 = time.perf_counter()
-                n = sum(epoch(loaders[lib]) for _ in range(args.epochs))
-                rates[lib].append(n / (time.perf_counter() - t0))
+        loaders = {lib: make_loader(*d, workers, persistent)
+                   for lib, d in data.items()}
+        batches = len(next(iter(loaders.values())))
+        # the warm-up epoch also starts persistent workers
+        st = harness.measure({lib: (lambda ld=ld: epoch(ld)) for lib, ld in loaders.items()},
+                             number=args.epochs, reps=2 if args.quick else args.rounds)
         del loaders
         gc.collect()
-        med = {lib: statistics.median(v) for lib, v in rates.items()}
-        ratio = med["ember"] / med["torch"]
-        results[case] = (med, ratio)
-        print(f"{case:16s} {med['ember']:10.0f} {med['torch']:10.0f} {ratio:7.2f} "
-              f"{'>= 1.0':>8s} {'ok' if ratio >= 1.0 else 'FAIL'}", flush=True)
-    return results
+        results[case] = st
+        rate = {lib: batches / s["median"] for lib, s in st.items()}
+        r = harness.ratio(st, "torch")
+        rows.append([case, f"{rate['ember']:.0f}",
+                     f"{rate['torch']:.0f}" if "torch" in rate else "-",
+                     harness.fmt_ratio(r), ">= 1.0", harness.verdict(r, 1.0)])
+    print(harness.table(["case", "ember b/s", "torch b/s", "em/pt", "target", "result"],
+                        rows, left={"case", "result"}))
+    harness.save(args, info=info, transport=transport, batches_per_epoch=batches,
+                 results=results)
 
 
 def uss(pid):
@@ -192,7 +184,7 @@ def bench_memory(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = harness.parser(__doc__)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=1, help="epochs per timed round")
     ap.add_argument("--memory", action="store_true", help="measure worker memory instead")
@@ -201,6 +193,7 @@ def main():
     ap.add_argument("--mem-epochs", type=int, default=4)
     ap.add_argument("--memory-case", choices=("list", "SharedList"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    harness.pin_threads(args.threads)
     if args.memory:
         bench_memory(args)
     else:

@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """ember on each device beside NumPy and PyTorch (CPU), in one run.
 
-    python benchmarks/bench_devices.py [--quick] [--devices cpu,opencl]
+    python benchmarks/bench_devices.py [--quick] [--devices cpu,opencl] [--threads 1]
+                                       [--json PATH]
 
-Columns: milliseconds per op for NumPy, PyTorch (when installed) and ember on every
-device given (opencl: each op is followed by a synchronize, so the time includes the
-launch and the wait); ratios are numpy_time / ember_time (> 1: ember faster). Then a
-training step of the digits CNN (examples/train_digits.py, Adam, batch 64) per device,
-with the kernel launches and host<->device transfers the step makes.
+Columns: time per op for NumPy, PyTorch (when installed) and ember on every device
+given (opencl: each op is followed by a synchronize, so the time includes the launch
+and the wait), interleaved rounds and medians (benchmarks/harness.py); ratios are
+numpy_time / ember_time (> 1: ember faster). Then a training step of the digits CNN
+(examples/train_digits.py, Adam, batch 64) per device, with the kernel launches and
+host<->device transfers the step makes. --quick: smaller arrays, shorter rounds.
 
 On PoCL (an OpenCL on the CPU, what CI has) the absolute opencl numbers say little
 about a GPU: PoCL runs each work-group on a CPU thread. What holds on every device is
@@ -15,36 +17,10 @@ the structure: launches per step, and no host transfers besides the batch and lo
 """
 from __future__ import annotations
 
-import argparse
-import statistics
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "examples"))
-
 import ember as em
-
-try:
-    import torch
-except ImportError:      # the torch column is optional
-    torch = None
-
-
-def timed(fn, sync, reps, warmup=2):
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+import harness
 
 
 def cases(quick):
@@ -70,8 +46,8 @@ def cases(quick):
     ]
 
 
-def run_case(name, arrays, generic, np_fn, devices, reps):
-    row = {}
+def run_case(mods, name, arrays, generic, np_fn, devices, quick):
+    torch = mods.get("torch")
     if name.startswith("softmax"):
         em_fn, pt_fn = (lambda x: em.softmax(x, -1)), (lambda x: torch.softmax(x, -1))
     elif name.startswith("conv2d"):
@@ -81,70 +57,80 @@ def run_case(name, arrays, generic, np_fn, devices, reps):
     else:
         em_fn = pt_fn = generic
         np_fn = np_fn or generic
+    fns = {}
     if np_fn is not None:
-        row["numpy"] = timed(lambda: np_fn(*arrays), lambda: None, reps)
+        fns["numpy"] = lambda: np_fn(*arrays)
     if torch is not None:
         ts = [torch.from_numpy(x) for x in arrays]
-        row["torch"] = timed(lambda: pt_fn(*ts), lambda: None, reps)
+        fns["torch"] = lambda: pt_fn(*ts)
     for dev in devices:
         ts = [em.from_numpy(x).to(dev) for x in arrays]
-        sync = (lambda: em.opencl.synchronize()) if dev.startswith("opencl") else (lambda: None)
-        row[f"ember:{dev}"] = timed(lambda: em_fn(*ts), sync, reps)
-    return row
+        fns[f"ember:{dev}"] = lambda ts=ts, sync=sync_for(dev): (em_fn(*ts), sync())
+    return harness.measure(fns, quick)
 
 
-def training_step(devices, reps):
+def sync_for(dev):
+    return em.opencl.synchronize if dev.startswith("opencl") else (lambda: None)
+
+
+def training_step(devices, quick):
     from ember import nn
-    from train_digits import DigitsCNN
+    DigitsCNN = harness.load_example("train_digits.py").DigitsCNN
     rng = np.random.default_rng(0)
     x = em.from_numpy(rng.random((64, 1, 8, 8), dtype=np.float32))
     y = em.from_numpy(rng.integers(0, 10, 64))
-    out = {}
+    steps = {}
     for dev in devices:
         model = DigitsCNN().to(dev)
         opt = em.optim.Adam(model.parameters(), lr=3e-3)
         loss_fn = nn.CrossEntropyLoss()
 
-        def step():
+        def step(model=model, opt=opt, loss_fn=loss_fn, dev=dev):
             opt.zero_grad()
             loss = loss_fn(model(x.to(dev)), y.to(dev))
             loss.backward()
             opt.step()
             return loss.item()
-        t = timed(step, lambda: None, reps)
-        counts = None
+        steps[dev] = step
+    st = harness.measure(steps, quick)
+    counts = {}
+    for dev, step in steps.items():
         if dev != "cpu":
             backend = em._C.core.backend_for(em.device(dev))
             backend.reset_counters()
             step()
-            counts = backend.counters()
-        out[dev] = (t, counts)
-    return out
+            counts[dev] = backend.counters()
+    return st, counts
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = harness.parser(__doc__)
     ap.add_argument("--devices", default="cpu,opencl" if em.opencl.is_available() else "cpu")
     args = ap.parse_args()
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
     devices = args.devices.split(",")
-    reps = 5 if args.quick else 20
+    print(harness.describe(info))
     if "opencl" in devices:
         print(f"# opencl:0 = {em.opencl.get_device_name(0)}")
-    cols = ["numpy"] + (["torch"] if torch is not None else []) + [f"ember:{d}" for d in devices]
-    print(f"{'case':24}" + "".join(f"{c:>14}" for c in cols) + "   ratio np/ember per device")
+    cols = ["numpy"] + (["torch"] if "torch" in mods else []) + [f"ember:{d}" for d in devices]
+    rows, results = [], {}
     for name, arrays, generic, np_fn in cases(args.quick):
-        row = run_case(name, arrays, generic, np_fn, devices, reps)
-        cells = "".join(f"{row[c] * 1e3:14.3f}" if c in row else f"{'-':>14}" for c in cols)
-        ratios = " ".join(f"{d}={row['numpy'] / row[f'ember:{d}']:.2f}" for d in devices
-                          if "numpy" in row)
-        print(f"{name:24}{cells}   {ratios}")
-    print("\ndigits CNN training step (batch 64, Adam): ms per step, and per step on a "
+        st = results[name] = run_case(mods, name, arrays, generic, np_fn, devices, args.quick)
+        rows.append([name] + [harness.fmt_time(st[c]["median"]) if c in st else "-"
+                              for c in cols] +
+                    [harness.fmt_ratio(harness.ratio(st, "numpy", f"ember:{d}"))
+                     for d in devices])
+    print(harness.table(["case"] + cols + [f"np/{d}" for d in devices], rows))
+    print("\ndigits CNN training step (batch 64, Adam): time per step, and per step on a "
           "device: kernel launches / host transfers / deferred-check reads")
-    for dev, (t, c) in training_step(devices, max(3, reps // 4)).items():
+    st, counts = training_step(devices, args.quick)
+    for dev, s in st.items():
+        c = counts.get(dev)
         extra = f"  launches {c['launches']}, host transfers {c['host_transfers']}, " \
                 f"check reads {c['check_reads']}" if c else ""
-        print(f"  {dev:10} {t * 1e3:10.2f} ms{extra}")
+        print(f"  {dev:10} {harness.fmt_time(s['median']):>10}{extra}")
+    harness.save(args, info=info, results=results, train_step=st, counters=counts)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@
 machines.
 
     python benchmarks/bench_distributed.py [--ranks 2] [--mb 100] [--rounds 7] [--steps 20]
+                                           [--threads 1] [--quick] [--json PATH]
 
 It starts itself under `mpiexec -n RANKS` (the one beside this Python, as the mpich wheel
-installs it). Cases, medians over rounds, every rank at 1 thread:
+installs it). Cases, medians over interleaved rounds (benchmarks/harness.py; every
+sample starts from a barrier on all ranks), every rank at --threads threads (default 1);
+--quick: 2 rounds of 3 steps:
 - all_reduce_<MB>MB: ember's all_reduce (in place, metadata check on) of a float32
   tensor beside mpi4py's Allreduce(IN_PLACE) on a NumPy array of the same size; the
   ratio is mpi4py_time / ember_time (the bandwidth ratio). Target >= 0.8.
@@ -27,19 +30,13 @@ beside the measured single-process step time of each model.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
-    os.environ[var] = "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = [os.path.join(HERE, "..", "packages", sub, "src")
-       for sub in ("tensor-core", "autograd", "nn", "data", "mp")]
-sys.path[:0] = SRC
+import harness
+
 UNDER_MPI = "EMBER_BENCH_UNDER_MPI"
 
 # (latency per message, bandwidth in bytes/s): TCP over 10 GbE, RDMA-class 100 Gb/s
@@ -91,13 +88,6 @@ def make_step(em, model, shape, loss, wrap=None):
     return step
 
 
-def timed(fn, n):
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - t0) / n
-
-
 def ranks_main(args):
     import numpy as np
     from mpi4py import MPI
@@ -105,28 +95,33 @@ def ranks_main(args):
     import ember as em
     import ember.distributed as dist
     from ember.nn.parallel import DistributedDataParallel as DDP
+    em.set_num_threads(args.threads)
     dist.init_process_group("mpi")
     comm, rank = MPI.COMM_WORLD, dist.get_rank()
     out = []
 
-    # all_reduce of a large float32 tensor
-    n = args.mb * 1024 * 1024 // 4
-    a = np.ones(n, dtype=np.float32)
-    t = em.ones(n)
-    em_times, mpi_times = [], []
-    for r in range(args.rounds + 1):
-        pair = [("em", lambda: dist.all_reduce(t)),
-                ("mpi", lambda: comm.Allreduce(MPI.IN_PLACE, a))]
-        for name, fn in pair if r % 2 == 0 else pair[::-1]:
+    def synced(fn):
+        """A sample that starts together on every rank (a barrier): the time of a
+        collective or a DDP step includes waiting for the slower rank, as in training.
+        Every rank runs the same samples in the same order (fixed rounds)."""
+        def sample():
             comm.Barrier()
             s = time.perf_counter()
             fn()
-            dt = time.perf_counter() - s
-            if r:                 # round 0 warms up (page faults, MPI's shm windows)
-                (em_times if name == "em" else mpi_times).append(dt)
+            return time.perf_counter() - s
+        return sample
+
+    # all_reduce of a large float32 tensor; round 0 warms up (page faults, MPI's shm windows)
+    n = args.mb * 1024 * 1024 // 4
+    a = np.ones(n, dtype=np.float32)
+    t = em.ones(n)
+    st = {k: harness.stats(s) for k, s in harness.interleave(
+        {"em": synced(lambda: dist.all_reduce(t)),
+         "mpi": synced(lambda: comm.Allreduce(MPI.IN_PLACE, a))},
+        args.rounds, warmup=1).items()}
     check = float(t[0])           # ones summed over the ranks, (rounds + 1) times
     assert check == float(args.ranks) ** (args.rounds + 1), check
-    em_t, mpi_t = statistics.median(em_times), statistics.median(mpi_times)
+    em_t, mpi_t = st["em"]["median"], st["mpi"]["median"]
     out.append((f"all_reduce_{args.mb}MB", em_t, mpi_t, mpi_t / em_t, ">= 0.8",
                 mpi_t / em_t >= 0.8, f"ember {args.mb * 2**20 / em_t / 1e9:.2f} GB/s, "
                 f"mpi4py {args.mb * 2**20 / mpi_t / 1e9:.2f} GB/s"))
@@ -143,22 +138,14 @@ def ranks_main(args):
     def raw():       # the floor for any MPI data parallelism: plain step + one Allreduce
         plain()
         comm.Allreduce(MPI.IN_PLACE, grads)
-    plain_times, ddp_times, raw_times = [], [], []
-    for r in range(args.steps * args.rounds + 2):
-        # step by step, alternating, each from a common start (a barrier): the time of
-        # a DDP step includes waiting for the slower rank, as in training
-        trio = [(plain_times, plain), (ddp_times, ddp), (raw_times, raw)]
-        for times, fn in trio if r % 2 == 0 else trio[::-1]:
-            comm.Barrier()
-            s = time.perf_counter()
-            fn()
-            if r >= 2:
-                times.append(time.perf_counter() - s)
+    # step by step, interleaved, each from a common start; two warm-up rounds
+    samples = harness.interleave({"plain": synced(plain), "ddp": synced(ddp),
+                                  "raw": synced(raw)}, args.steps * args.rounds, warmup=2)
     # Per-rank medians. The shared vCPUs often run one rank's plain step 10-25% faster
     # than the other's in a run; a synchronous step can't beat the slower rank, so the
     # baseline is the slower rank's plain step (the ratio to the faster one is shown too)
-    medians = comm.allgather([statistics.median(t) for t in (plain_times, ddp_times,
-                                                             raw_times)])
+    medians = comm.allgather([harness.stats(samples[k])["median"]
+                              for k in ("plain", "ddp", "raw")])
     plains = [m[0] for m in medians]
     p_t, d_t, raw_t = (max(m[k] for m in medians) for k in range(3))
     out.append(("ddp_mlp_step", d_t, p_t, d_t / p_t, "<= 1.3", d_t / p_t <= 1.3,
@@ -170,10 +157,8 @@ def ranks_main(args):
     # single-process step times for the cost model (every rank measures; rank 0 reports)
     steps = {}
     for name, (model, shp, ls) in models(em).items():
-        fn = make_step(em, model, shp, ls)
-        fn()
-        steps[name] = (statistics.median(timed(fn, args.steps) for _ in range(3)),
-                       sum(p.numel() for p in model.parameters()))
+        st = harness.measure({name: make_step(em, model, shp, ls)}, number=args.steps, reps=3)
+        steps[name] = (st[name]["median"], sum(p.numel() for p in model.parameters()))
     comm.Barrier()
     if rank == 0:
         report(args, out, steps)
@@ -181,44 +166,44 @@ def ranks_main(args):
 
 
 def report(args, rows, steps):
-    print(f"ember.distributed on {args.ranks} ranks of this machine ({os.cpu_count()} CPUs), "
-          f"1 thread per rank, medians of {args.rounds} rounds")
-    print(f"{'case':<20}{'ember':>12}{'baseline':>12}{'ratio':>8}  {'target':<8} note")
-    for name, a, b, ratio, target, ok, note in rows:
-        print(f"{name:<20}{a * 1e3:>10.2f}ms{b * 1e3:>10.2f}ms{ratio:>8.2f}  "
-              f"{target:<8} {'ok' if ok else 'FAIL'}  {note}")
+    print(f"# ember.distributed on {args.ranks} ranks of this machine ({os.cpu_count()} CPUs), "
+          f"{args.threads} thread(s) per rank, medians of {args.rounds} rounds")
+    print(harness.table(["case", "ember", "baseline", "ratio", "target", "result", "note"], [
+        [name, harness.fmt_time(a), harness.fmt_time(b), f"{ratio:.2f}", target,
+         "ok" if ok else "FAIL", note] for name, a, b, ratio, target, ok, note in rows],
+        left={"case", "target", "result", "note"}))
     print("\nring all-reduce cost model: t = 2(N-1)*latency + 2(N-1)/N * bytes/bandwidth "
           "(latency 25 us at 10 Gb/s TCP, 5 us at 100 Gb/s RDMA)")
-    print(f"{'model':<22}{'params':>9}{'step 1 proc':>13}" +
-          "".join(f"{f'N={n} {net}':>16}" for n in (8, 64) for net in NETWORKS))
+    model_rows = []
     for name, (step_t, params) in steps.items():
-        cells = []
-        for n in (8, 64):
-            for lat, bw in NETWORKS.values():
-                c = ring_allreduce_seconds(params * 4, n, lat, bw)
-                cells.append(f"{c * 1e3:.3f}ms {c / step_t:4.0%}")
-        print(f"{name:<22}{params:>9,}{step_t * 1e3:>11.2f}ms" +
-              "".join(f"{c:>16}" for c in cells))
+        cells = [ring_allreduce_seconds(params * 4, n, lat, bw)
+                 for n in (8, 64) for lat, bw in NETWORKS.values()]
+        model_rows.append([name, f"{params:,}", harness.fmt_time(step_t)] +
+                          [f"{harness.fmt_time(c)} {c / step_t:.0%}" for c in cells])
+    print(harness.table(["model", "params", "step 1 proc"] +
+                        [f"N={n} {net}" for n in (8, 64) for net in NETWORKS], model_rows))
     print("(each cell: the all-reduce time per step, and that time as a share of the "
           "single-process step; with full overlap a step costs max(compute, comm), "
           "without it compute + comm)")
+    harness.save(args, ranks=args.ranks, cases=rows,
+                 single_process_steps={k: {"seconds": t, "params": p}
+                                       for k, (t, p) in steps.items()})
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = harness.parser(__doc__)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.steps = 2, 3
     if os.environ.get(UNDER_MPI):
         return ranks_main(args)
     from ember.distributed.run import find_mpiexec
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(SRC + [os.environ.get("PYTHONPATH",
-                                                                              "")]))
+    env = harness.thread_env(args.threads)
     env[UNDER_MPI] = "1"
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):    # slow current NumPy wheels
-        env.pop(var, None)
     return subprocess.call([find_mpiexec(), "-n", str(args.ranks), sys.executable,
                             os.path.abspath(__file__)] + sys.argv[1:], env=env)
 

@@ -2,7 +2,7 @@
 """The example extension (examples/extension: a fused bias + GELU in Cython + C) beside
 the same computation in ember ops and in PyTorch, at 1 thread.
 
-    python benchmarks/bench_extension.py [--rounds N]
+    python benchmarks/bench_extension.py [--rounds N] [--threads 1] [--quick] [--json PATH]
 
 1. Fused op. Cases, float32, x of shape (rows, cols) and a bias of (cols,):
 - fwd:      y = gelu(x + b)
@@ -10,7 +10,8 @@ the same computation in ember ops and in PyTorch, at 1 thread.
 Columns: the fused op (compiled just in time by ember.utils.extension.load on the first
 run, cached after), the unfused ember ops (nn.functional.gelu(x + b)), and PyTorch's
 F.gelu(x + b) when installed. Ratios are other_time / fused_time (> 1: the fused op is
-faster). Medians over rounds, each round timing every column once. Nothing asserts.
+faster). Interleaved rounds, medians (benchmarks/harness.py); --quick: 3 rounds.
+Nothing asserts.
 
 2. Calling ember from Cython: add two 4-element tensors 100000 times in a Cython loop
 through `cimport ember` (ember.elementwise with an op looked up once, ember.matmul)
@@ -18,20 +19,11 @@ against the same loop in Python (a + b, em.matmul), per call.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
-import sys
-import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
-    os.environ[var] = "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-for sub in ("tensor-core", "autograd", "nn"):
-    sys.path.insert(0, os.path.join(HERE, "..", "packages", sub, "src"))
-sys.path.insert(0, os.path.join(HERE, "..", "examples", "extension"))
+import numpy as np
 
-import numpy as np  # noqa: E402
+import harness
 
 CALLS_PYX = """
 cimport ember
@@ -49,16 +41,8 @@ def matmul_loop(a, b, int n):
 SHAPES = [(64, 256), (256, 1024), (2048, 1024)]
 
 
-def timed(fn, reps):
-    t = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - t) / reps
-
-
-def cases(shape):
-    import ember as em
-    import ember_fused
+def cases(mods, fused, shape):
+    em = mods["ember"]
     from ember.nn import functional as F
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal(shape).astype(np.float32)
@@ -67,51 +51,42 @@ def cases(shape):
     x, b, g = (em.from_numpy(a).clone() for a in (x_np, b_np, g_np))
     xg, bg = x.clone().requires_grad_(), b.clone().requires_grad_()
     out = {
-        "fused": (lambda: ember_fused.bias_gelu(x, b),
-                  lambda: ember_fused.bias_gelu(xg, bg).backward(g)),
+        "fused": (lambda: fused.bias_gelu(x, b), lambda: fused.bias_gelu(xg, bg).backward(g)),
         "ember": (lambda: F.gelu(x + b), lambda: F.gelu(xg + bg).backward(g)),
     }
-    try:
-        import torch
-        torch.set_num_threads(1)
+    if "torch" in mods:
+        torch = mods["torch"]
         tx, tb, tg = (torch.from_numpy(a.copy()) for a in (x_np, b_np, g_np))
         txg, tbg = tx.clone().requires_grad_(), tb.clone().requires_grad_()
         tF = torch.nn.functional
         out["torch"] = (lambda: tF.gelu(tx + tb), lambda: tF.gelu(txg + tbg).backward(tg))
-    except ImportError:
-        pass
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=15)
-    args = ap.parse_args()
-    import ember as em
-    em.set_num_threads(1)
-    print(f"{'case':<22}" + "".join(f"{c:>12}" for c in ("fused us", "ember us", "torch us",
-                                                          "ember/fused", "torch/fused")))
+def fused_op(mods, rounds):
+    # the example package itself, from examples/extension (compiled just in time)
+    fused = harness.load_example("extension/ember_fused")
+    rows, results = [], {}
     for shape in SHAPES:
-        fns = cases(shape)
+        fns = cases(mods, fused, shape)
         reps = max(1, 2_000_000 // (shape[0] * shape[1]))
         for k, label in enumerate(("fwd", "fwd+bwd")):
-            times = {name: [] for name in fns}
-            for name in fns:          # warm up (and the first run's JIT build)
-                fns[name][k]()
-            for _ in range(args.rounds):
-                for name in fns:
-                    times[name].append(timed(fns[name][k], reps))
-            med = {name: statistics.median(v) * 1e6 for name, v in times.items()}
-            torch_us = med.get("torch", float("nan"))
-            print(f"{label + ' ' + 'x'.join(map(str, shape)):<22}"
-                  f"{med['fused']:>12.1f}{med['ember']:>12.1f}{torch_us:>12.1f}"
-                  f"{med['ember'] / med['fused']:>12.2f}{torch_us / med['fused']:>12.2f}")
+            case = f"{label} {'x'.join(map(str, shape))}"
+            # the warm-up call is the first run's JIT build
+            st = results[case] = harness.measure({name: f[k] for name, f in fns.items()},
+                                                 number=reps, reps=rounds)
+            rows.append([case] + [harness.fmt_time(st[c]["median"]) if c in st else "-"
+                                  for c in ("fused", "ember", "torch")] +
+                        [harness.fmt_ratio(harness.ratio(st, c, "fused"))
+                         for c in ("ember", "torch")])
+    print(harness.table(["case", "fused", "ember", "torch", "ember/fused", "torch/fused"],
+                        rows))
+    return results
 
 
-def call_overhead(rounds):
+def call_overhead(em, rounds):
     import tempfile
 
-    import ember as em
     from ember.utils.extension import load
     folder = tempfile.mkdtemp()
     with open(os.path.join(folder, "ember_bench_calls.pyx"), "w") as f:
@@ -128,15 +103,28 @@ def call_overhead(rounds):
     def py_matmul():
         for _ in range(n):
             em.matmul(m, m)
-    rows = [("add (4,)", lambda: mod.add_loop(a, b, n), py_add),
-            ("matmul (4, 4)", lambda: mod.matmul_loop(m, m, n), py_matmul)]
-    print(f"\n{'call from':<22}{'cython ns':>12}{'python ns':>12}{'py/cy':>12}")
-    for label, cy, py in rows:
-        tc = statistics.median(timed(cy, 1) for _ in range(rounds)) / n * 1e9
-        tp = statistics.median(timed(py, 1) for _ in range(rounds)) / n * 1e9
-        print(f"{label:<22}{tc:>12.0f}{tp:>12.0f}{tp / tc:>12.2f}")
+    cases = {"add (4,)": {"cython": lambda: mod.add_loop(a, b, n), "python": py_add},
+             "matmul (4, 4)": {"cython": lambda: mod.matmul_loop(m, m, n), "python": py_matmul}}
+    results = {label: harness.measure(c, number=1, reps=rounds) for label, c in cases.items()}
+    print()
+    print(harness.table(["call from", "cython", "python", "py/cy"], [
+        [label] + [harness.fmt_time(st[c]["median"] / n) for c in ("cython", "python")] +
+        [harness.fmt_ratio(harness.ratio(st, "python", "cython"))]
+        for label, st in results.items()]))
+    return results
+
+
+def main():
+    ap = harness.parser(__doc__)
+    ap.add_argument("--rounds", type=int, default=15)
+    args = ap.parse_args()
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
+    print(harness.describe(info))
+    fused = fused_op(mods, 3 if args.quick else args.rounds)
+    calls = call_overhead(mods["ember"], 3 if args.quick else 5)
+    harness.save(args, info=info, fused=fused, calls=calls)
 
 
 if __name__ == "__main__":
     main()
-    call_overhead(5)

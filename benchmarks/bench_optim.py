@@ -1,38 +1,29 @@
 #!/usr/bin/env python
 """Optimizers: ember beside PyTorch, at 1 thread.
 
-    python benchmarks/bench_optim.py [--rounds N] [--clock cpu]
+    python benchmarks/bench_optim.py [--rounds N] [--clock cpu] [--threads 1] [--quick]
+                                     [--json PATH]
 
-Cases (ember_time / torch_time):
+Cases (pt/em = torch_time / ember_time, > 1: ember faster):
 - train_mlp_sgd: a whole training step of nn.Sequential(Linear(784, 256), ReLU,
   Linear(256, 256), ReLU, Linear(256, 10)) on a batch of 128: zero_grad, forward,
-  squared-error loss, backward, SGD(lr=0.01).step(). Target <= 1.0.
+  squared-error loss, backward, SGD(lr=0.01).step(). Target >= 1.0.
 - train_cnn_sgd: a whole training step of the small CNN of issue 5 on 32x1x28x28:
   conv 1->16 (3x3, pad 1), ReLU, max_pool 2; conv 16->32, ReLU, max_pool 2; Linear
-  1568 -> 10; cross-entropy; SGD. Target <= 1.3.
+  1568 -> 10; cross-entropy; SGD. Target >= 1/1.3 (ember at most 1.3x torch's time).
 - step_{sgd,sgd_momentum,adam,adamw}: optimizer.step() alone on that model's
-  parameters (269,322 float32 elements in 6 tensors), for the record. Target <= 1.0.
+  parameters (269,322 float32 elements in 6 tensors), for the record. Target >= 1.0.
 
-Each round times both libraries once (alternating which goes first); the table
-shows medians over rounds. --clock cpu measures thread CPU time instead of wall
-time (steadier on a busy machine; both libraries run on this one thread). Nothing
-asserts; FAIL marks a missed target.
+Interleaved rounds (benchmarks/harness.py), each sample >= 50 ms; medians. --clock
+cpu measures thread CPU time instead of wall time (steadier on a busy machine; at 1
+thread both libraries run on this one thread). Without torch only ember's times are
+shown. Nothing asserts; FAIL marks a missed target.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import sys
-import time
+import numpy as np
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
-    os.environ[var] = "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-for sub in ("tensor-core", "autograd", "nn"):
-    sys.path.insert(0, os.path.join(HERE, "..", "packages", sub, "src"))
-
-import numpy as np  # noqa: E402
+import harness
 
 
 def model_and_data(mod):
@@ -94,7 +85,7 @@ def setup_step(name, **kw):
     return setup
 
 
-TARGETS = {"train_cnn_sgd": 1.3}
+TARGETS = {"train_cnn_sgd": 1 / 1.3}
 CASES = {
     "train_mlp_sgd": setup_train,
     "train_cnn_sgd": setup_train_cnn,
@@ -105,42 +96,28 @@ CASES = {
 }
 
 
-def timed(fn, clock, min_time=0.05):
-    n = 1
-    while True:
-        t0 = clock()
-        for _ in range(n):
-            fn()
-        dt = clock() - t0
-        if dt >= min_time:
-            return dt / n
-        n *= 2
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = harness.parser(__doc__)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
-    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
-    import ember as em
-    import torch
-    em.set_num_threads(1)
-    torch.set_num_threads(1)
-    libs = {"ember": em, "torch": torch}
-    print(f"{'case':20s} {'ember':>10s} {'torch':>10s} {'em/pt':>7s} {'target':>8s}")
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
+    del mods["numpy"]                 # no nn, no optim
+    print(harness.describe(info) + f" | clock {args.clock}")
+    rows, results = [], {}
     for name, setup in CASES.items():
-        fns = {lib: setup(mod) for lib, mod in libs.items()}
-        times = {lib: [] for lib in libs}
-        for r in range(args.rounds):
-            for lib in (list(libs) if r % 2 == 0 else list(libs)[::-1]):
-                fns[lib]()
-                times[lib].append(timed(fns[lib], clock))
-        med = {lib: statistics.median(v) for lib, v in times.items()}
-        ratio = med["ember"] / med["torch"]
-        target = TARGETS.get(name, 1.0)
-        print(f"{name:20s} {med['ember'] * 1e6:7.0f} us {med['torch'] * 1e6:7.0f} us "
-              f"{ratio:7.2f} {'<= ' + str(target):>8s} {'ok' if ratio <= target else 'FAIL'}")
+        st = harness.measure({lib: setup(mod) for lib, mod in mods.items()}, args.quick,
+                             clock=args.clock, min_sample=0.05,
+                             reps=3 if args.quick else args.rounds)
+        results[name] = st
+        r, target = harness.ratio(st, "torch"), TARGETS.get(name, 1.0)
+        rows.append([name] + [harness.fmt_time(st[lib]["median"]) if lib in st else "-"
+                              for lib in ("ember", "torch")] +
+                    [harness.fmt_ratio(r), f">= {target:.2f}", harness.verdict(r, target)])
+    print(harness.table(["case", "ember", "torch", "pt/em", "target", "result"], rows,
+                        left={"case", "result"}))
+    harness.save(args, info=info, results=results)
 
 
 if __name__ == "__main__":

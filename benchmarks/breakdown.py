@@ -16,14 +16,11 @@ set, interleaved rounds, medians), but one row per sub-step:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as R  # noqa: E402
+import harness
+import run as R
 
 
 def _rows_chain(mods, rng):
@@ -92,47 +89,40 @@ GROUPS = {"chain": _rows_chain, "sum": _rows_sum, "transpose": _rows_transpose,
 
 def worker(args):
     import numpy as np
-    mods, info = R.load_libs(args.threads_one)
+    mods, info = harness.libs(args.threads[0])
     rng = np.random.default_rng(0)
     rows = []
     for g in args.filter.split(","):
         for label, stmts, nbytes in GROUPS[g](mods, rng):
             for stmt, ns in stmts.values():
                 eval(stmt, dict(ns))                 # warm-up call
-            st = R.measure(stmts, True, 0)
+            st = harness.measure(stmts, quick=True)
             rows.append((label, {k: v["median"] for k, v in st.items()}, nbytes))
     json.dump(rows, sys.stdout)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", default="1")
+    ap = harness.parser(__doc__, threads="1", multi=True)
     ap.add_argument("--filter", default=",".join(GROUPS))
-    ap.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_threads-one", dest="threads_one", type=int, default=1,
-                    help=argparse.SUPPRESS)
     args = ap.parse_args()
     bad = [g for g in args.filter.split(",") if g not in GROUPS]
     if bad:
         sys.exit(f"unknown group(s) {bad}; groups: {', '.join(GROUPS)}")
     if args._worker:
         return worker(args)
-    for t in (int(x) for x in args.threads.split(",")):
-        cmd = [sys.executable, __file__, "--_worker", "--_threads-one", str(t),
-               "--filter", args.filter]
-        p = subprocess.run(cmd, env=R.child_env(t), stdout=subprocess.PIPE, text=True)
-        if p.returncode:
-            sys.exit(f"worker failed ({p.returncode})")
+    libs = ("ember", "numpy", "torch")
+    runs = harness.run_settings(args)
+    for t, rows in runs.items():
         print(f"# {t} thread(s); medians; ratio = numpy / ember (> 1: ember faster)")
-        print(f"| {'step':44s} | {'ember':>9s} | {'numpy':>9s} | {'torch':>9s} | np/em "
-              f"| GB/s em / np / pt |")
-        print(f"|{'-' * 46}|{'-' * 10}:|{'-' * 10}:|{'-' * 10}:|------:|-------------------|")
-        for label, med, nbytes in json.loads(p.stdout):
-            gb = " / ".join(f"{nbytes / med[lib] / 1e9:.1f}" if lib in med else "-"
-                            for lib in R.LIBS) if nbytes else ""
-            print(f"| {label:44s} | {R.fmt_time(med.get('ember')):>9s} | "
-                  f"{R.fmt_time(med.get('numpy')):>9s} | {R.fmt_time(med.get('torch')):>9s} | "
-                  f"{med['numpy'] / med['ember']:5.2f} | {gb:17s} |")
+        print(harness.table(
+            ["step", "ember", "numpy", "torch", "np/em", "GB/s em / np / pt"],
+            [[label] + [harness.fmt_time(med.get(lib)) for lib in libs] +
+             [f"{med['numpy'] / med['ember']:.2f}",
+              " / ".join(f"{nbytes / med[lib] / 1e9:.1f}" if lib in med else "-"
+                         for lib in libs) if nbytes else ""]
+             for label, med, nbytes in rows],
+            left={"step", "GB/s em / np / pt"}))
+    harness.save(args, runs=runs)
 
 
 if __name__ == "__main__":

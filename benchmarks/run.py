@@ -12,31 +12,14 @@ them alike. Times are medians over rounds; ratios are other_time / ember_time
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import os
-import platform
-import statistics
-import subprocess
 import sys
 import time
-import timeit
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-CORE_SRC = REPO / "packages" / "tensor-core" / "src"
-LIBS = ("ember", "numpy", "torch")
+import harness
+
 SHORT = {"ember": "em", "numpy": "np", "torch": "pt"}
-
-# Environment of a benchmark subprocess: thread counts for every pool, and the
-# OpenBLAS tuning knobs meant for old OpenBLAS builds removed (they slow the
-# OpenBLAS that current NumPy wheels bundle). Only the subprocess sees this.
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "EMBER_NUM_THREADS")
-UNSET_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-IMPORT_FAILED = 3        # worker exit status: `import ember` failed (retried)
 
 
 # --------------------------------------------------------------------------
@@ -219,88 +202,8 @@ CASES = {
 
 
 # --------------------------------------------------------------------------
-# Worker: one thread setting, one process.
+# Worker: one thread setting, one process (harness.run_settings starts it).
 # --------------------------------------------------------------------------
-
-def load_libs(threads):
-    import numpy
-    mods = {}
-    info = {"numpy": numpy.__version__}
-    try:
-        import ember
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(CORE_SRC))
-        try:
-            import ember
-        except Exception as e:      # e.g. a rebuild in progress: the driver retries
-            print(f"import ember failed: {e!r}", file=sys.stderr)
-            sys.exit(IMPORT_FAILED)
-    except Exception as e:
-        print(f"import ember failed: {e!r}", file=sys.stderr)
-        sys.exit(IMPORT_FAILED)
-    mods["ember"] = ember
-    info["ember"] = getattr(ember, "__version__", "?")
-    if hasattr(ember, "set_num_threads"):
-        ember.set_num_threads(threads)
-        info["ember_threads"] = f"set_num_threads({threads})"
-    else:
-        info["ember_threads"] = "no ember.set_num_threads (env vars only)"
-    mods["numpy"] = numpy
-    try:
-        import torch
-    except ImportError:
-        info["torch"] = None
-    else:
-        torch.set_num_threads(threads)
-        mods["torch"] = torch
-        info["torch"] = torch.__version__
-    return mods, info
-
-
-CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
-
-
-def _timer(stmt, ns, clock="wall"):
-    # timeit compiles stmt into its loop and turns gc off while it times
-    return timeit.Timer(stmt, globals=ns, timer=CLOCKS[clock])
-
-
-def measure(stmts, quick, reps_override, clock="wall", first=None):
-    """Interleaved medians. stmts: lib -> (stmt, ns); first: lib -> seconds one call
-    took already (it saves a calibration call of the slow statements). Returns
-    lib -> stats."""
-    min_sample = 0.01 if quick else 0.025     # seconds per sample (per lib, per round)
-    budget = 0.5 if quick else 3.5            # seconds per case, all libs together
-    timers, number, est = {}, {}, {}
-    for lib, (stmt, ns) in stmts.items():
-        t = _timer(stmt, ns, clock)        # (check() made the warm-up call)
-        dt = (first or {}).get(lib, 0.0)
-        n, dt = (1, dt) if dt >= 4 * min_sample else (1, t.timeit(1))
-        while dt < min_sample and n < 10 ** 7:  # calibrate calls per sample
-            n = max(n * 2, int(n * min_sample / max(dt, 1e-9) * 1.1))
-            dt = t.timeit(n)
-        timers[lib], number[lib], est[lib] = t, n, dt
-    round_s = sum(est.values())
-    lo, hi = (3, 15) if quick else (7, 41)
-    reps = reps_override or max(lo, min(hi, int(budget / max(round_s, 1e-9))))
-    samples = {lib: [] for lib in stmts}
-    order = list(stmts)
-    deadline = time.perf_counter() + 2 * budget   # a busy machine (or --clock cpu) stretches
-    for r in range(reps):                          # rounds; stop at the deadline after `lo`
-        if r >= lo and not reps_override and time.perf_counter() > deadline:
-            break
-        rot = order[r % len(order):] + order[:r % len(order)]   # nobody is always first
-        for lib in rot:
-            samples[lib].append(timers[lib].timeit(number[lib]) / number[lib])
-    out = {}
-    for lib, s in samples.items():
-        s.sort()
-        q1, q3 = s[len(s) // 4], s[(3 * len(s)) // 4]
-        med = statistics.median(s)
-        out[lib] = {"median": med, "min": s[0], "spread": (q3 - q1) / med if med else 0.0,
-                    "reps": len(s), "number": number[lib]}
-    return out
-
 
 def check(stmts, rtol):
     """Each library's answer beside numpy's (shape, dtype, and the values at up to
@@ -326,7 +229,10 @@ def check(stmts, rtol):
 
 def worker(args):
     import numpy as np
-    mods, info = load_libs(args.threads_one)
+    threads = args.threads[0]
+    mods, info = harness.libs(threads)
+    # thread CPU time misses the work of helper threads: the cpu clock is for 1 thread
+    clock = "cpu" if args.clock == "cpu" and threads == 1 else "wall"
     rng = np.random.default_rng(0)
     results = {}
     for name in selected(args.filter):
@@ -337,12 +243,12 @@ def worker(args):
         t1 = time.perf_counter()
         bad, took = check(stmts, rtol)    # also the warm-up call of every library
         t2 = time.perf_counter()
-        stats = measure(stmts, args.quick, args.reps, args.clock,
-                        took if args.clock == "wall" else None)
+        stats = harness.measure(stmts, args.quick, reps=args.reps, clock=clock,
+                                first=took if clock == "wall" else None)
         t3 = time.perf_counter()
         for st in stats.values():
             st["per_op"] = st["median"] / nops
-        results[name] = {"stats": stats, "bad": bad,
+        results[name] = {"stats": stats, "bad": bad, "clock": clock,
                          "wall": {"setup": t1 - t0, "check": t2 - t1, "measure": t3 - t2}}
         del stmts
         gc.collect()
@@ -361,53 +267,6 @@ def selected(filt):
     if not names:
         sys.exit(f"--filter {filt!r} matches no case; cases: {', '.join(CASES)}")
     return names
-
-
-def child_env(threads):
-    env = dict(os.environ)
-    for v in UNSET_VARS:
-        env.pop(v, None)
-    for v in THREAD_VARS:
-        env[v] = str(threads)
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    in_place_build = any((CORE_SRC / "ember" / "_C").glob("core*.so"))
-    if in_place_build and str(CORE_SRC) not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([str(CORE_SRC)] + paths)
-    return env
-
-
-def run_child(threads, args):
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker",
-           "--_threads-one", str(threads)]
-    if args.quick:
-        cmd.append("--quick")
-    if args.filter:
-        cmd += ["--filter", args.filter]
-    if args.reps:
-        cmd += ["--reps", str(args.reps)]
-    cmd += ["--clock", "cpu" if args.clock == "cpu" and threads == 1 else "wall"]
-    for attempt in range(6):
-        p = subprocess.run(cmd, env=child_env(threads), stdout=subprocess.PIPE, text=True)
-        if p.returncode != IMPORT_FAILED:
-            break
-        print(f"# import ember failed (a rebuild in progress?); retrying in 10 s",
-              file=sys.stderr)
-        time.sleep(10)
-    if p.returncode != 0:
-        sys.exit(f"benchmark subprocess for {threads} thread(s) failed (exit {p.returncode})")
-    return json.loads(p.stdout)
-
-
-def fmt_time(s):
-    if s is None:
-        return "-"
-    if s < 1e-6:
-        return f"{s * 1e9:.0f} ns"
-    if s < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
 
 
 def evaluate(name, st):
@@ -439,12 +298,12 @@ def table(runs):
             st = res["stats"]
             _s, nops, nbytes, *_ = CASES[name]
             em = st["ember"]["per_op"]
-            row = [name, str(thr), fmt_time(em), fmt_time(st["numpy"]["per_op"])]
+            row = [name, str(thr), harness.fmt_time(em), harness.fmt_time(st["numpy"]["per_op"])]
             if has_torch:
-                row.append(fmt_time(st["torch"]["per_op"]) if "torch" in st else "-")
-            row.append(f"{st['numpy']['per_op'] / em:.2f}")
+                row.append(harness.fmt_time(st["torch"]["per_op"]) if "torch" in st else "-")
+            row.append(f"{harness.ratio(st, 'numpy'):.2f}")
             if has_torch:
-                row.append(f"{st['torch']['per_op'] / em:.2f}" if "torch" in st else "-")
+                row.append(f"{harness.ratio(st, 'torch'):.2f}" if "torch" in st else "-")
             text, score, verdict = evaluate(name, st)
             spread = max(s["spread"] for s in st.values())
             notes = []
@@ -458,71 +317,37 @@ def table(runs):
                 verdict = "FAIL*"
             row += [text, f"{score:.2f}", verdict, f"{spread * 100:.0f}%", "; ".join(notes)]
             rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    right = {"thr", "ember", "numpy", "torch", "np/em", "pt/em", "score", "spread"}
-
-    def line(cells):
-        return "| " + " | ".join(c.rjust(w) if head[i] in right else c.ljust(w)
-                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if head[i] in right else "-" * (w + 2)
-                         for i, w in enumerate(widths)) + "|"
-    return "\n".join([line(head), sep] + [line(r) for r in rows])
-
-
-def _loadavg():
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "?"
-
-
-def cpu_name():
-    try:
-        for ln in open("/proc/cpuinfo"):
-            if ln.startswith("model name"):
-                return ln.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
+    return harness.table(head, rows, left={"case", "target", "result", "notes"})
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds (< 30 s)")
-    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap = harness.parser(__doc__, threads="1,2", multi=True)
     ap.add_argument("--filter", default="", help="run the cases whose name contains any of these")
     ap.add_argument("--reps", type=int, default=0, help="rounds per case (default: by time budget)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall: elapsed time (default); cpu: the timing thread's CPU time, "
                          "steadier on a busy machine, used for 1-thread settings only")
-    ap.add_argument("--json", default="", help="also write the raw results to this file")
-    ap.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_threads-one", dest="threads_one", type=int, default=1,
-                    help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._worker:
         return worker(args)
     selected(args.filter)      # fail early on a bad filter
-    threads = [int(t) for t in args.threads.split(",") if t.strip()]
     t0 = time.perf_counter()
-    load0 = _loadavg()
-    runs = {t: run_child(t, args) for t in threads}
+    load0 = harness.load()
+    runs = harness.run_settings(args)
     info = next(iter(runs.values()))["info"]
-    print(f"# ember {info['ember']} | numpy {info['numpy']} | torch {info['torch'] or 'absent'}"
-          f" | Python {platform.python_version()} | {cpu_name()}, {os.cpu_count()} logical CPUs")
-    print(f"# float32; times are medians of interleaved rounds (per op for chains);"
-          f" np/em, pt/em = other time / ember time (> 1: ember faster);"
-          f" score = achieved / target (>= 1: PASS); spread = worst IQR/median")
+    print(harness.describe({**info, "threads": None}))
+    print("# float32; times are medians of interleaved rounds (per op for chains);"
+          " np/em, pt/em = other time / ember time (> 1: ember faster);"
+          " score = achieved / target (>= 1: PASS); spread = worst IQR/median")
     clock = ("thread CPU time at 1 thread, wall time otherwise" if args.clock == "cpu"
              else "wall time")
-    print(f"# ember threads: {info['ember_threads']}; {'quick' if args.quick else 'full'} run;"
-          f" clock: {clock}")
+    print(f"# threads: {','.join(map(str, runs))} (ember.set_num_threads and every pool's"
+          f" variables); {'quick' if args.quick else 'full'} run; clock: {clock}")
     print(table(runs))
     print(f"# total {time.perf_counter() - t0:.0f} s; 1-min load average {load0} before,"
-          f" {_loadavg()} after (above ~0.5 the machine was busy: trust the ratios,"
+          f" {harness.load()} after (above ~0.5 the machine was busy: trust the ratios,"
           f" not the absolute times)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(runs, indent=1))
+    harness.save(args, runs=runs)
 
 
 if __name__ == "__main__":
