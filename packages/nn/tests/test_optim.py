@@ -214,6 +214,29 @@ def test_parameters_without_grad_are_skipped():
     assert b.tolist() == [1.0, 1.0] and a.tolist() != [1.0, 1.0]
 
 
+
+def test_issue17_item7_shared_step_keeps_each_optimizers_state_format():
+    # one step loop serves every optimizer: state appears only where the algorithm keeps
+    # some (not for plain SGD, as in PyTorch), with each optimizer's keys in its order
+    a, b = em.ones(2, requires_grad=True), em.ones(2, requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "momentum": 0.9}], lr=0.1)
+    a.grad, b.grad = em.ones(2), em.ones(2)
+    opt.step()
+    assert list(opt.state_dict()["state"]) == [1]
+    assert list(opt.state[b]) == ["momentum_buffer"]
+    keys = {optim.Adam: ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"],
+            optim.RMSprop: ["step", "square_avg", "momentum_buffer", "grad_avg"],
+            optim.Adagrad: ["step", "sum"]}
+    options = {optim.Adam: dict(amsgrad=True), optim.RMSprop: dict(momentum=0.5, centered=True),
+               optim.Adagrad: {}}
+    for cls, names in keys.items():
+        p = em.ones(2, requires_grad=True)
+        opt = cls([p], lr=0.1, **options[cls])
+        p.grad = em.ones(2)
+        opt.step()
+        assert list(opt.state_dict()["state"][0]) == names, cls.__name__
+        assert opt.state[p]["step"].item() == 1.0
+
 def test_closure_runs_with_grad_enabled_and_its_loss_is_returned():
     p = em.ones(3, requires_grad=True)
     opt = optim.SGD([p], lr=0.5)

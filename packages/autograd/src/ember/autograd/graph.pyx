@@ -116,16 +116,22 @@ cdef class Node:
     cdef dict __dict__              # Python subclasses (Function nodes) add fields
 
     def __init__(self, op, formula, edges, metas, attrs, int num_outputs=1):
+        self._init(op, formula, list(edges), list(metas), attrs, num_outputs)
+
+    cdef _init(self, str op, object formula, list edges, list metas, object attrs,
+               int num_outputs):
+        # the one constructor body: record() calls it on Node.__new__(Node) directly,
+        # skipping __init__'s Python-level argument parsing on every recorded op
         global _next_seq
         self.op = op
         self.formula = formula
-        self.edges = list(edges)
-        self.metas = list(metas)
+        self.edges = edges
+        self.metas = metas
         self.attrs = attrs
         self.seq = _next_seq
         _next_seq += 1
         self.num_outputs = num_outputs
-        self.needs = tuple([e is not None for e in self.edges])
+        self.needs = tuple([e is not None for e in edges])
 
     # inspection ------------------------------------------------------------------
     def name(self):
@@ -355,16 +361,7 @@ def record(str op, tuple inputs, TensorBase output, attrs):
             edges.append(None)
             metas.append(None)
     cdef Node node = Node.__new__(Node)
-    global _next_seq
-    node.op = op
-    node.formula = row.fn
-    node.edges = edges
-    node.metas = metas
-    node.attrs = attrs
-    node.seq = _next_seq
-    _next_seq += 1
-    node.num_outputs = 1
-    node.needs = tuple([e is not None for e in edges])
+    node._init(op, row.fn, edges, metas, attrs, 1)
     cdef list saved, versions
     cdef Py_ssize_t i
     if row.inputs:

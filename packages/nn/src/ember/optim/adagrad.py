@@ -3,10 +3,30 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import (Optimizer, _bump_step, _hyper, _step_tensor,
-                                   _steps_to_tensors, _step_without_grad)
+from ember.optim.optimizer import (Optimizer, _bump_step, _decayed, _hyper, _step_tensor,
+                                   _steps_to_tensors)
 
 __all__ = ["Adagrad"]
+
+
+def _adagrad(group, params, grads, states):
+    """One Adagrad step of group's parameters that have a gradient."""
+    lr = group["lr"]
+    lr_decay = group["lr_decay"]
+    eps = group["eps"]
+    weight_decay = group["weight_decay"]
+    maximize = group["maximize"]
+    decay = weight_decay != 0 or maximize
+    for p, g, state in zip(params, grads, states):
+        step = _bump_step(state)
+        if decay:
+            g = _decayed(p, g, weight_decay, maximize)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        tmp = em.mul(g, g)
+        state_sum = state["sum"]
+        state_sum.add_(tmp)
+        em.sqrt(state_sum, out=tmp).add_(eps)
+        p.add_(em.div(g, tmp, out=tmp).mul_(-clr))
 
 
 class Adagrad(Optimizer):
@@ -43,41 +63,14 @@ class Adagrad(Optimizer):
         # before the first step); groups added later get theirs at their first step
         for group in self.param_groups:
             for p in group["params"]:
-                _init_state(self.state[p], p, group)
+                self._init_state(self.state[p], p, group)
 
     def __setstate__(self, state):
         super().__setstate__(state)
         _steps_to_tensors(self.state)
 
-    @_step_without_grad
-    def step(self):
-        """One Adagrad step over every parameter that has a gradient."""
-        for group in self.param_groups:
-            lr = group["lr"]
-            lr_decay = group["lr_decay"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    _init_state(state, p, group)
-                step = _bump_step(state)
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = p.mul(weight_decay).add_(g)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                tmp = em.mul(g, g)
-                state_sum = state["sum"]
-                state_sum.add_(tmp)
-                em.sqrt(state_sum, out=tmp).add_(eps)
-                p.add_(em.div(g, tmp, out=tmp).mul_(-clr))
+    def _init_state(self, state, p, group):
+        state["step"] = _step_tensor()
+        state["sum"] = em.full_like(p, group["initial_accumulator_value"])
 
-
-def _init_state(state, p, group):
-    state["step"] = _step_tensor()
-    state["sum"] = em.full_like(p, group["initial_accumulator_value"])
+    _update = staticmethod(_adagrad)

@@ -3,10 +3,45 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import (Optimizer, _betas, _bump_step, _hyper, _step_tensor,
-                                   _steps_to_tensors, _step_without_grad)
+from ember.optim.optimizer import (Optimizer, _betas, _bump_step, _decayed, _hyper,
+                                   _step_tensor, _steps_to_tensors)
 
 __all__ = ["Adam", "AdamW"]
+
+
+def _adam(group, params, grads, states):
+    """One Adam step of group's parameters that have a gradient."""
+    lr = group["lr"]
+    beta1, beta2 = group["betas"]
+    eps = group["eps"]
+    weight_decay = group["weight_decay"]
+    amsgrad = group["amsgrad"]
+    maximize = group["maximize"]
+    decoupled = group["decoupled_weight_decay"] and weight_decay != 0
+    l2 = 0 if decoupled else weight_decay
+    decay = l2 != 0 or maximize
+    for p, g, state in zip(params, grads, states):
+        step = _bump_step(state)
+        if decoupled:
+            p.mul_(1 - lr * weight_decay)
+        if decay:
+            g = _decayed(p, g, l2, maximize)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.lerp_(g, 1 - beta1)
+        # v + (1 - beta2) * (g^2 - v): the moving average in one pass over v
+        tmp = em.mul(g, g)
+        exp_avg_sq.lerp_(tmp, 1 - beta2)
+        if amsgrad:
+            v = state["max_exp_avg_sq"]
+            em.maximum(v, exp_avg_sq, out=v)
+        else:
+            v = exp_avg_sq
+        bc1 = 1 - beta1 ** step
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        # lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps)
+        #   = lr * bc2_sqrt / bc1 * m / (sqrt(v) + eps * bc2_sqrt): one pass fewer
+        em.sqrt(v, out=tmp).add_(eps * bc2_sqrt)
+        p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
 
 
 class Adam(Optimizer):
@@ -51,52 +86,14 @@ class Adam(Optimizer):
             group.setdefault("decoupled_weight_decay", isinstance(self, AdamW))
         _steps_to_tensors(self.state)
 
-    @_step_without_grad
-    def step(self):
-        """One Adam step over every parameter that has a gradient."""
-        for group in self.param_groups:
-            lr = group["lr"]
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
-            decoupled = group["decoupled_weight_decay"]
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = em.zeros_like(p)
-                    state["exp_avg_sq"] = em.zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = em.zeros_like(p)
-                step = _bump_step(state)
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        g = p.mul(weight_decay).add_(g)
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(g, 1 - beta1)
-                # v + (1 - beta2) * (g^2 - v): the moving average in one pass over v
-                tmp = em.mul(g, g)
-                exp_avg_sq.lerp_(tmp, 1 - beta2)
-                if amsgrad:
-                    v = state["max_exp_avg_sq"]
-                    em.maximum(v, exp_avg_sq, out=v)
-                else:
-                    v = exp_avg_sq
-                bc1 = 1 - beta1 ** step
-                bc2_sqrt = (1 - beta2 ** step) ** 0.5
-                # lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps)
-                #   = lr * bc2_sqrt / bc1 * m / (sqrt(v) + eps * bc2_sqrt): one pass fewer
-                em.sqrt(v, out=tmp).add_(eps * bc2_sqrt)
-                p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
+    def _init_state(self, state, p, group):
+        state["step"] = _step_tensor()
+        state["exp_avg"] = em.zeros_like(p)
+        state["exp_avg_sq"] = em.zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = em.zeros_like(p)
+
+    _update = staticmethod(_adam)
 
 
 class AdamW(Adam):

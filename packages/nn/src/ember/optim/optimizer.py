@@ -3,7 +3,6 @@ and state_dict format."""
 from __future__ import annotations
 
 import copy
-import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
@@ -22,20 +21,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-def _step_without_grad(step):
-    """Run an optimizer's step under no_grad, the closure (if any) under enable_grad."""
-    @functools.wraps(step)
-    def wrapper(self, closure=None):
-        loss = None
-        if closure is not None:
-            with em.enable_grad():
-                loss = closure()
-        with em.no_grad():
-            step(self)
-        return loss
-    return wrapper
 
 
 def _scalar_dtype():
@@ -63,12 +48,22 @@ def _bump_step(state):
     return step
 
 
+def _decayed(p, g, weight_decay, maximize):
+    """The direction an update descends: the gradient g, negated to maximize, plus the
+    L2 term weight_decay * p (callers skip the call when neither applies)."""
+    if weight_decay != 0:
+        # p*wd - g is p*wd + (-g) bit for bit, one op fewer
+        return p.mul(weight_decay).sub_(g) if maximize else p.mul(weight_decay).add_(g)
+    return -g if maximize else g
+
+
 class Optimizer:
     """Base class of all optimizers.
 
     params: an iterable of tensors, or of dicts (param groups: {'params': [...],
     'lr': ..., ...}) whose options override `defaults` for that group. Subclasses
-    implement step(); their state lives in self.state[param].
+    implement _update (and _init_state) for the shared step(), or step() itself; their
+    state lives in self.state[param].
     """
 
     def __init__(self, params, defaults):
@@ -159,10 +154,58 @@ class Optimizer:
                         g.requires_grad_(False)
                     g.zero_()
 
+    # the step, shared by every optimizer ---------------------------------------------
+    # PyTorch's split: step() gathers, per param group, the parameters that have a
+    # gradient with their gradients and state, and hands the lists to the algorithm's one
+    # functional update, `_update(group, params, grads, states)`, which loops over them
+    # (the single-tensor form; a foreach form would take the same lists). An algorithm
+    # supplies _update and, if it keeps state, _init_state.
+    _update = None
+
     def step(self, closure=None):
         """Perform one optimization step. closure: re-evaluates the model and returns
         the loss (needed by some algorithms); step returns what it returns."""
-        raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
+        update = self._update
+        if update is None:
+            raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
+        loss = None
+        if closure is not None:
+            with em.enable_grad():
+                loss = closure()
+        with em.no_grad():
+            for group in self.param_groups:
+                params, grads, states = self._init_group(group)
+                if params:
+                    update(group, params, grads, states)
+        return loss
+
+    def _init_group(self, group):
+        """group's parameters that have a gradient, their gradients and their states
+        (filled by _init_state at a parameter's first step; None where the algorithm
+        keeps none)."""
+        params, grads, states = [], [], []
+        state = self.state if self._has_state(group) else None
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            params.append(p)
+            grads.append(g)
+            if state is None:
+                states.append(None)
+                continue
+            s = state[p]
+            if not s:
+                self._init_state(s, p, group)
+            states.append(s)
+        return params, grads, states
+
+    def _has_state(self, group):
+        """Whether the algorithm keeps per-parameter state with group's options."""
+        return True
+
+    def _init_state(self, state, p, group):
+        """Fill p's empty state before its first step (buffers, 'step')."""
 
     # state dicts ------------------------------------------------------------------------
     def state_dict(self):

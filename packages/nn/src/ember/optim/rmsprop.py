@@ -3,10 +3,44 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import (Optimizer, _bump_step, _hyper, _step_tensor,
-                                   _steps_to_tensors, _step_without_grad)
+from ember.optim.optimizer import (Optimizer, _bump_step, _decayed, _hyper, _step_tensor,
+                                   _steps_to_tensors)
 
 __all__ = ["RMSprop"]
+
+
+def _rmsprop(group, params, grads, states):
+    """One RMSprop step of group's parameters that have a gradient."""
+    lr = group["lr"]
+    alpha = group["alpha"]
+    eps = group["eps"]
+    weight_decay = group["weight_decay"]
+    momentum = group["momentum"]
+    centered = group["centered"]
+    maximize = group["maximize"]
+    decay = weight_decay != 0 or maximize
+    for p, g, state in zip(params, grads, states):
+        _bump_step(state)
+        if decay:
+            g = _decayed(p, g, weight_decay, maximize)
+        square_avg = state["square_avg"]
+        tmp = em.mul(g, g)
+        square_avg.lerp_(tmp, 1 - alpha)
+        if centered:
+            grad_avg = state["grad_avg"]
+            grad_avg.lerp_(g, 1 - alpha)
+            em.mul(grad_avg, grad_avg, out=tmp)
+            em.sub(square_avg, tmp, out=tmp).sqrt_()
+        else:
+            em.sqrt(square_avg, out=tmp)
+        tmp.add_(eps)
+        em.div(g, tmp, out=tmp)
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            buf.mul_(momentum).add_(tmp)
+            p.add_(buf, alpha=-lr)
+        else:
+            p.add_(tmp.mul_(-lr))
 
 
 class RMSprop(Optimizer):
@@ -46,49 +80,12 @@ class RMSprop(Optimizer):
         super().__setstate__(state)
         _steps_to_tensors(self.state)
 
-    @_step_without_grad
-    def step(self):
-        """One RMSprop step over every parameter that has a gradient."""
-        for group in self.param_groups:
-            lr = group["lr"]
-            alpha = group["alpha"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = em.zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = em.zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = em.zeros_like(p)
-                _bump_step(state)
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = p.mul(weight_decay).add_(g)
-                square_avg = state["square_avg"]
-                tmp = em.mul(g, g)
-                square_avg.lerp_(tmp, 1 - alpha)
-                if centered:
-                    grad_avg = state["grad_avg"]
-                    grad_avg.lerp_(g, 1 - alpha)
-                    em.mul(grad_avg, grad_avg, out=tmp)
-                    em.sub(square_avg, tmp, out=tmp).sqrt_()
-                else:
-                    em.sqrt(square_avg, out=tmp)
-                tmp.add_(eps)
-                em.div(g, tmp, out=tmp)
-                if momentum > 0:
-                    buf = state["momentum_buffer"]
-                    buf.mul_(momentum).add_(tmp)
-                    p.add_(buf, alpha=-lr)
-                else:
-                    p.add_(tmp.mul_(-lr))
+    def _init_state(self, state, p, group):
+        state["step"] = _step_tensor()
+        state["square_avg"] = em.zeros_like(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = em.zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = em.zeros_like(p)
+
+    _update = staticmethod(_rmsprop)

@@ -2,9 +2,31 @@
 from __future__ import annotations
 
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import Optimizer, _hyper, _step_without_grad
+from ember.optim.optimizer import Optimizer, _decayed, _hyper
 
 __all__ = ["SGD"]
+
+
+def _sgd(group, params, grads, states):
+    """One SGD step of group's parameters that have a gradient."""
+    lr = float(group["lr"])     # a Tensor lr too (add_'s alpha is a number)
+    momentum = group["momentum"]
+    dampening = group["dampening"]
+    weight_decay = group["weight_decay"]
+    nesterov = group["nesterov"]
+    maximize = group["maximize"]
+    decay = weight_decay != 0 or maximize
+    for p, g, state in zip(params, grads, states):
+        if decay:
+            g = _decayed(p, g, weight_decay, maximize)
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.clone()
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - dampening)
+            g = buf.mul(momentum).add_(g) if nesterov else buf
+        p.add_(g, alpha=-lr)
 
 
 class SGD(Optimizer):
@@ -37,35 +59,8 @@ class SGD(Optimizer):
                         foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    @_step_without_grad
-    def step(self):
-        """One SGD step over every parameter that has a gradient."""
-        state = self.state
-        for group in self.param_groups:
-            lr = float(group["lr"])     # a Tensor lr too (add_'s alpha is a number)
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            weight_decay = group["weight_decay"]
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if weight_decay != 0:
-                    # maximize negates the gradient before the decay term is added
-                    g = p.mul(weight_decay).sub_(g) if maximize else p.mul(weight_decay).add_(g)
-                elif maximize:
-                    g = -g
-                if momentum != 0:
-                    s = state[p]
-                    buf = s.get("momentum_buffer")
-                    if buf is None:
-                        buf = s["momentum_buffer"] = g.clone()
-                    else:
-                        buf.mul_(momentum).add_(g, alpha=1 - dampening)
-                    if nesterov:
-                        g = buf.mul(momentum).add_(g)
-                    else:
-                        g = buf
-                p.add_(g, alpha=-lr)
+    def _has_state(self, group):
+        # plain SGD keeps none (its state_dict's 'state' stays empty, as in PyTorch)
+        return group["momentum"] != 0
+
+    _update = staticmethod(_sgd)
