@@ -512,7 +512,7 @@ def case_ddp_gradient_as_bucket_view(r, n):
 
 def case_ddp_over_mpi_messages(r, n):
     """The path for ranks on several machines: buckets all-reduced by MPI_Iallreduce."""
-    backend = dist._backend
+    backend = dist._buckets
     on_one_machine = backend._shared_buckets
     backend._shared_buckets = lambda *args, **kwargs: None
     try:
@@ -550,7 +550,7 @@ def case_ddp_full_shm_falls_back_to_messages(r, n):
     """/dev/shm without room for the buckets (MPI would map them anyway, and the first
     touch past the end would be SIGBUS): a warning, and the MPI path."""
     import warnings
-    backend = dist._backend
+    backend = dist._buckets
     free = backend._shm_free
     backend._shm_free = lambda: 1000 if r == n - 1 else free()   # full on one rank only
     try:
@@ -570,7 +570,7 @@ def case_ddp_shared_buckets(r, n):
     reused round after round, two in flight at once and waited for in reverse order."""
     for dtype in ("float32", "float64", "float16", "int64"):
         for numel in (1, 5, 17, 1000, 4099):
-            pair = dist._backend._shared_buckets([(numel, getattr(em, dtype))] * 2)
+            pair = dist._buckets._shared_buckets([(numel, getattr(em, dtype))] * 2)
             for round_ in range(2):
                 arrays = [[data(round_ * 100 + numel + k, i, (numel,), dtype) for i in range(n)]
                           for k in range(2)]

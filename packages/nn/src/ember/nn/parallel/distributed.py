@@ -50,7 +50,7 @@ class _Bucket:
         """Start averaging this bucket across the group (a Work handle)."""
         if self.shared is not None:
             return self.shared.all_reduce(average=True)
-        return _dist()._backend._all_reduce_unchecked(self.flat, op=_dist().ReduceOp.AVG,
+        return _dist()._collectives._all_reduce_unchecked(self.flat, op=_dist().ReduceOp.AVG,
                                                       group=group, async_op=True)
 
 
@@ -116,7 +116,8 @@ class DistributedDataParallel(Module):
 
     # construction -------------------------------------------------------------------
     def _verify_same_model(self, module):
-        from ember.distributed._backend import _exchange, _group
+        from ember.distributed._check import _exchange
+        from ember.distributed._groups import _group
         g = _group(self.process_group, "DistributedDataParallel")
         mine = [[n, list(t.shape), t.dtype.name] for n, t in
                 list(module.named_parameters()) + list(module.named_buffers())]
@@ -150,7 +151,7 @@ class DistributedDataParallel(Module):
             members.append(i)
             open_[p.dtype] = (members, size + p.numel() * p.element_size())
         buckets += [(m, dt) for dt, (m, _) in open_.items() if m]
-        shared = self._dist._backend._shared_buckets(
+        shared = self._dist._buckets._shared_buckets(
             [(sum(self._params[i].numel() for i in m), dt) for m, dt in buckets],
             self.process_group)
         out = []

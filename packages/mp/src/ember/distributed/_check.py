@@ -1,0 +1,67 @@
+"""The metadata check: before each collective the ranks exchange a short description of
+their call, and a bad argument on any rank or a mismatch raises the same ValueError on
+every rank before any data moves."""
+import array
+import json
+import time
+
+from ember.distributed._mpi import _mpi
+from ember.distributed._work import _poll
+
+
+class _Invalid(ValueError):
+    """A bad argument found on one rank; the metadata check reports it on all ranks."""
+
+
+def _exchange(group, mine, what):
+    """Every rank's JSON-able `mine`, in group-rank order (two small allgathers on the
+    group's metadata communicator, polled against the deadline like the data)."""
+    MPI = _mpi()
+    data = json.dumps(mine).encode()
+    n = group.size()
+    deadline = time.monotonic() + group.timeout
+    lengths = array.array("q", [0] * n)
+    _poll([group.meta.Iallgather([array.array("q", [len(data)]), MPI.INT64_T],
+                                 [lengths, MPI.INT64_T])], deadline, what, group, True)
+    displs = _displs(lengths)
+    out = bytearray(sum(lengths))
+    _poll([group.meta.Iallgatherv([data, MPI.BYTE], [out, (list(lengths), displs), MPI.BYTE])],
+          deadline, what, group, True)
+    return [json.loads(bytes(out[d:d + k])) for d, k in zip(displs, lengths)]
+
+
+def _check(group, what, local_error, key, check, extra=None):
+    """Raise the same ValueError on every rank when any rank's call is bad (its own
+    `local_error`) or its `key` (op name, shapes, dtypes, roots...) differs. `extra`
+    (per-rank data) is returned for op-specific checks such as all_to_all's sizes."""
+    if not check:
+        if local_error:
+            raise ValueError(f"{what}: {local_error}")
+        return None
+    everyone = _exchange(group, [local_error, key, extra], what)
+    errors = [(r, e) for r, (e, _, _) in enumerate(everyone) if e]
+    if errors:
+        raise ValueError(f"{what}: " + "; ".join(f"rank {group.ranks[r]}: {e}"
+                                                  for r, e in errors))
+    keys = [k for _, k, _ in everyone]
+    if any(k != keys[0] for k in keys):
+        lines = ", ".join(f"rank {group.ranks[r]} called {_fmt(k)}" for r, k in enumerate(keys))
+        raise ValueError(f"{what}: the ranks' calls do not match: {lines}")
+    return [x for _, _, x in everyone]
+
+
+def _fmt(key):
+    name, *args = key
+    return f"{name}({', '.join(str(a) for a in args)})"
+
+
+def _key(t):
+    return f"{list(t.shape)} {t.dtype.name}"
+
+
+def _displs(counts):
+    out, acc = [], 0
+    for c in counts:
+        out.append(acc)
+        acc += c
+    return out
