@@ -1,16 +1,32 @@
-"""The metadata check: before each collective the ranks exchange a short description of
-their call, and a bad argument on any rank or a mismatch raises the same ValueError on
-every rank before any data moves."""
+"""What every collective does before any data moves: its arguments checked on this rank
+(_begin), then across the ranks (_check, the metadata check: the ranks exchange a short
+description of their call, and a bad argument on any rank or a mismatch raises the same
+ValueError on every rank)."""
 import array
 import json
 import time
 
-from ember.distributed._mpi import _mpi
-from ember.distributed._work import _poll
+from ember.distributed._groups import _group
+from ember.distributed._mpi import _STATE, _mpi
+from ember.distributed._staging import _list, _tensor
+from ember.distributed._work import _Done, _poll
 
 
-class _Invalid(ValueError):
-    """A bad argument found on one rank; the metadata check reports it on all ranks."""
+def _begin(what, group, tensors=(), lists=()):
+    """The first step of every collective and point-to-point call: the arguments' types,
+    checked on this rank alone (a TypeError at once: a bug in this rank's code, nothing
+    the ranks need to agree on), then the group. `tensors` and `lists` are (name, value)
+    pairs. Returns the group, None on a rank outside it (where the call does nothing,
+    see _skip), and the lists of tensors as lists."""
+    for name, t in tensors:
+        _tensor(t, name, what)
+    lists = [_list(ts, name, what) for name, ts in lists]
+    return _group(group, what), lists
+
+
+def _skip(async_op):
+    """What a collective returns on a rank outside its group."""
+    return _Done() if async_op else None
 
 
 def _exchange(group, mine, what):
@@ -30,11 +46,14 @@ def _exchange(group, mine, what):
     return [json.loads(bytes(out[d:d + k])) for d, k in zip(displs, lengths)]
 
 
-def _check(group, what, local_error, key, check, extra=None):
-    """Raise the same ValueError on every rank when any rank's call is bad (its own
-    `local_error`) or its `key` (op name, shapes, dtypes, roots...) differs. `extra`
-    (per-rank data) is returned for op-specific checks such as all_to_all's sizes."""
-    if not check:
+def _check(group, what, key, *errors, extra=None, enabled=True):
+    """Raise the same ValueError on every rank when any rank's call is bad (the first of
+    its own `errors` that is not None) or its `key` (op name, shapes, dtypes, roots...)
+    differs. `extra` (per-rank data) is returned for op-specific checks such as
+    all_to_all's sizes. Off (`enabled` False or set_metadata_check(False)), each rank
+    raises its own error alone."""
+    local_error = next((e for e in errors if e), None)
+    if not (enabled and _STATE.check):
         if local_error:
             raise ValueError(f"{what}: {local_error}")
         return None

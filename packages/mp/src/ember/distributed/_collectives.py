@@ -11,12 +11,11 @@ import enum
 import math
 
 import ember as em
-from ember.distributed._check import _Invalid, _check, _displs, _key
-from ember.distributed._groups import _group
-from ember.distributed._mpi import _STATE, _mpi
-from ember.distributed._staging import (_chain, _desc, _divide, _spec, _stack, _Staged,
-                                        _tensor, _unstack)
-from ember.distributed._work import _Done, _run
+from ember.distributed._check import _begin, _check, _displs, _key, _skip
+from ember.distributed._mpi import _mpi
+from ember.distributed._staging import (_chain, _desc, _divide, _list, _spec, _stack,
+                                        _Staged, _unstack)
+from ember.distributed._work import _run
 
 
 class ReduceOp(enum.Enum):
@@ -34,43 +33,40 @@ class ReduceOp(enum.Enum):
 
 
 def _mpi_op(op, dtype, what):
+    """(MPI's op for `op` on `dtype`, None) or (None, why `op` can't reduce `dtype`)."""
     MPI = _mpi()
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{what}: op must be an ember.distributed.ReduceOp, got {op!r}")
     if op is ReduceOp.AVG and not dtype.is_floating_point:
-        raise _Invalid(f"ReduceOp.AVG needs a floating-point tensor, got {dtype.name}")
+        return None, f"ReduceOp.AVG needs a floating-point tensor, got {dtype.name}"
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dtype.is_floating_point:
-        raise _Invalid(f"ReduceOp.{op.name} needs an integer or bool tensor, got "
-                       f"{dtype.name}")
+        return None, f"ReduceOp.{op.name} needs an integer or bool tensor, got {dtype.name}"
     if dtype == em.bool:
         return {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.BOR: MPI.LOR,
                 ReduceOp.PRODUCT: MPI.LAND, ReduceOp.MIN: MPI.LAND,
-                ReduceOp.BAND: MPI.LAND, ReduceOp.BXOR: MPI.LXOR}[op]
+                ReduceOp.BAND: MPI.LAND, ReduceOp.BXOR: MPI.LXOR}[op], None
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
             ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
-            ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
+            ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op], None
 
 
 def _root(rank, group, name):
-    """A global rank -> its rank in `group`."""
+    """(a global rank's rank in `group`, None) or (None, why it has none)."""
     try:
-        return group.ranks.index(int(rank))
+        return group.ranks.index(int(rank)), None
     except ValueError:
-        raise _Invalid(f"{name}={rank} is not a rank of the group {group.ranks}") from None
+        return None, f"{name}={rank} is not a rank of the group {group.ranks}"
 
 
-def _same_tensors(ts, like, name, op):
-    """None when every tensor of the list `ts` has `like`'s shape and dtype, else why not."""
+def _same_tensors(ts, like, g, name):
+    """None when the list `ts` has one tensor of `like`'s shape and dtype per rank of the
+    group `g`, else why not."""
+    if len(ts) != g.size():
+        return f"{name} has {len(ts)} tensors, expected {g.size()} (the group's size)"
     for i, t in enumerate(ts):
         if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
             return f"{name}[{i}] is {_desc(t)} but the tensor is {_desc(like)}"
     return None
-
-
-def _list(ts, name, op):
-    if not isinstance(ts, (list, tuple)):
-        raise TypeError(f"{op}: {name} must be a list of tensors, got {type(ts).__name__}")
-    return [_tensor(t, f"{name}[{i}]", op) for i, t in enumerate(ts)]
 
 
 def _mixed_devices(tensors):
@@ -79,19 +75,14 @@ def _mixed_devices(tensors):
     return f"the tensors are on different devices: {sorted(devs)}" if len(devs) > 1 else None
 
 
-def _reduce_call(tensor, op, group, async_op, check, dst=None, what="all_reduce"):
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
+def _reduce_call(tensor, op, group, async_op, check=True, dst=None, what="all_reduce"):
+    g, _ = _begin(what, group, [("tensor", tensor)])
     if g is None:
-        return _Done() if async_op else None
-    err = None
-    try:
-        mop = _mpi_op(op, tensor.dtype, what)
-        root = None if dst is None else _root(dst, g, "dst")
-    except _Invalid as e:
-        err = str(e)
+        return _skip(async_op)
+    mop, err = _mpi_op(op, tensor.dtype, what)
+    root, root_err = (None, None) if dst is None else _root(dst, g, "dst")
     key = [what, _key(tensor), op.name] + ([] if dst is None else [f"dst={dst}"])
-    _check(g, what, err, key, check)
+    _check(g, what, key, err, root_err, enabled=check)
     s = _Staged(tensor, reduce=True)
     MPI = _mpi()
     if root is None:
@@ -110,33 +101,28 @@ def _reduce_call(tensor, op, group, async_op, check, dst=None, what="all_reduce"
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce `tensor` across the group, in place on every rank."""
-    return _reduce_call(tensor, op, group, async_op, _STATE.check)
+    return _reduce_call(tensor, op, group, async_op)
 
 
 def _all_reduce_unchecked(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """all_reduce without the metadata check, for callers that verified the layout
     once (DistributedDataParallel's buckets)."""
-    return _reduce_call(tensor, op, group, async_op, False)
+    return _reduce_call(tensor, op, group, async_op, check=False)
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce `tensor` across the group into rank `dst`'s tensor (the others keep theirs)."""
-    return _reduce_call(tensor, op, group, async_op, _STATE.check, dst=dst, what="reduce")
+    return _reduce_call(tensor, op, group, async_op, dst=dst, what="reduce")
 
 
 def broadcast(tensor, src, group=None, async_op=False):
     """Copy rank `src`'s tensor into every rank's `tensor`."""
     what = "broadcast"
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
+    g, _ = _begin(what, group, [("tensor", tensor)])
     if g is None:
-        return _Done() if async_op else None
-    err = None
-    try:
-        root = _root(src, g, "src")
-    except _Invalid as e:
-        err = str(e)
-    _check(g, what, err, [what, _key(tensor), f"src={src}"], _STATE.check)
+        return _skip(async_op)
+    root, err = _root(src, g, "src")
+    _check(g, what, [what, _key(tensor), f"src={src}"], err)
     s = _Staged(tensor, fill=(g.rank() == root))
     req = g.comm.Ibcast(_spec(s.buf, g), root)
     return _run(what, g, [req], s.back, async_op, (tensor,))
@@ -146,16 +132,15 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """Concatenate every rank's `input_tensor` along dim 0 into `output_tensor` (shape
     (world * n, ...) or (world, n...) with input's numel per rank)."""
     what = "all_gather_into_tensor"
-    out, inp = _tensor(output_tensor, "output_tensor", what), _tensor(input_tensor,
-                                                                         "input_tensor", what)
-    g = _group(group, what)
+    out, inp = output_tensor, input_tensor
+    g, _ = _begin(what, group, [("output_tensor", out), ("input_tensor", inp)])
     if g is None:
-        return _Done() if async_op else None
-    err = _mixed_devices([out, inp])
-    if err is None and (out.dtype != inp.dtype or out.numel() != inp.numel() * g.size()):
-        err = (f"output_tensor {_desc(out)} must hold {g.size()} (the group's size) times "
-               f"the input {_desc(inp)}")
-    _check(g, what, err, [what, _key(inp)], _STATE.check)
+        return _skip(async_op)
+    size_err = None
+    if out.dtype != inp.dtype or out.numel() != inp.numel() * g.size():
+        size_err = (f"output_tensor {_desc(out)} must hold {g.size()} (the group's size) "
+                    f"times the input {_desc(inp)}")
+    _check(g, what, [what, _key(inp)], _mixed_devices([out, inp]), size_err)
     si, so = _Staged(inp), _Staged(out, fill=False)
     req = g.comm.Iallgather(_spec(si.buf, g), _spec(so.buf, g))
     return _run(what, g, [req], so.back, async_op, (out,))
@@ -164,17 +149,10 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[i] = rank i's `tensor`, on every rank."""
     what = "all_gather"
-    _tensor(tensor, "tensor", what)
-    ts = _list(tensor_list, "tensor_list", what)
-    g = _group(group, what)
+    g, (ts,) = _begin(what, group, [("tensor", tensor)], [("tensor_list", tensor_list)])
     if g is None:
-        return _Done() if async_op else None
-    err = None
-    if len(ts) != g.size():
-        err = f"tensor_list has {len(ts)} tensors, expected {g.size()} (the group's size)"
-    else:
-        err = _same_tensors(ts, tensor, "tensor_list", what)
-    _check(g, what, err, [what, _key(tensor)], _STATE.check)
+        return _skip(async_op)
+    _check(g, what, [what, _key(tensor)], _same_tensors(ts, tensor, g, "tensor_list"))
     si = _Staged(tensor)
     # one contiguous receive buffer; scattered into the list afterwards
     buf = em.empty((g.size(),) + tuple(tensor.shape), dtype=tensor.dtype)
@@ -186,20 +164,16 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduce `input` (world * n elements) across ranks; rank i gets the i-th block of n
     in `output`."""
     what = "reduce_scatter_tensor"
-    _tensor(output, "output", what), _tensor(input, "input", what)
-    g = _group(group, what)
+    g, _ = _begin(what, group, [("output", output), ("input", input)])
     if g is None:
-        return _Done() if async_op else None
-    err = _mixed_devices([output, input])
-    try:
-        mop = _mpi_op(op, output.dtype, what)
-    except _Invalid as e:
-        err = str(e)
-    if err is None and (output.dtype != input.dtype or
-                        input.numel() != output.numel() * g.size()):
-        err = (f"input {_desc(input)} must hold {g.size()} (the group's size) times the "
-               f"output {_desc(output)}")
-    _check(g, what, err, [what, _key(output), op.name], _STATE.check)
+        return _skip(async_op)
+    mop, err = _mpi_op(op, output.dtype, what)
+    size_err = None
+    if output.dtype != input.dtype or input.numel() != output.numel() * g.size():
+        size_err = (f"input {_desc(input)} must hold {g.size()} (the group's size) times "
+                    f"the output {_desc(output)}")
+    _check(g, what, [what, _key(output), op.name], err, _mixed_devices([output, input]),
+           size_err)
     si, so = _Staged(input, reduce=True), _Staged(output, reduce=True, fill=False)
     req = g.comm.Ireduce_scatter_block(_spec(si.buf, g), _spec(so.buf, g), mop)
     steps = [so.back]
@@ -211,23 +185,12 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce input_list[i] across ranks into rank i's `output`."""
     what = "reduce_scatter"
-    _tensor(output, "output", what)
-    ts = _list(input_list, "input_list", what)
-    g = _group(group, what)
+    g, (ts,) = _begin(what, group, [("output", output)], [("input_list", input_list)])
     if g is None:
-        return _Done() if async_op else None
-    err = None
-    try:
-        mop = _mpi_op(op, output.dtype, what)
-    except _Invalid as e:
-        err = str(e)
-    if err is not None:
-        pass
-    elif len(ts) != g.size():
-        err = f"input_list has {len(ts)} tensors, expected {g.size()} (the group's size)"
-    else:
-        err = _same_tensors(ts, output, "input_list", what)
-    _check(g, what, err, [what, _key(output), op.name], _STATE.check)
+        return _skip(async_op)
+    mop, err = _mpi_op(op, output.dtype, what)
+    _check(g, what, [what, _key(output), op.name], err,
+           _same_tensors(ts, output, g, "input_list"))
     work_dtype = em.float32 if output.dtype == em.float16 else output.dtype
     send = _stack(ts, work_dtype)
     so = _Staged(output, reduce=True, fill=False)
@@ -238,25 +201,12 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _run(what, g, [req], _chain(*steps), async_op, (output,))
 
 
-def _rooted(tensor, tensors, root_rank, root_name, group, list_name, what):
-    """The start of gather and scatter: (group, root, tensors) after the metadata
-    check, or None on a rank outside the group. The root passes one tensor like
-    `tensor` per rank of the group, the other ranks pass None."""
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
-    if g is None:
-        return None
-    err, root, ts = _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what)
-    _check(g, what, err, [what, _key(tensor), f"{root_name}={root_rank}"], _STATE.check)
-    return g, root, ts
-
-
 def _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what):
-    """(error or None, root, tensors) of gather's and scatter's arguments."""
-    try:
-        root = _root(root_rank, g, root_name)
-    except _Invalid as e:
-        return str(e), -1, []
+    """(error or None, root, tensors) of gather's and scatter's arguments: the root
+    passes one tensor like `tensor` per rank of the group, the other ranks pass None."""
+    root, err = _root(root_rank, g, root_name)
+    if err:
+        return err, -1, []
     if g.rank() != root:
         return ((f"{list_name} must be None or empty on ranks other than "
                  f"{root_name}={root_rank}") if tensors else None), root, []
@@ -264,19 +214,17 @@ def _rooted_list(tensor, tensors, root_rank, root_name, g, list_name, what):
         side = "destination" if root_name == "dst" else "source"
         return f"{list_name} is required on the {side} rank {root_rank}", root, []
     ts = _list(tensors, list_name, what)
-    if len(ts) != g.size():
-        return (f"{list_name} has {len(ts)} tensors, expected {g.size()} (the group's size)",
-                root, ts)
-    return _same_tensors(ts, tensor, list_name, what), root, ts
+    return _same_tensors(ts, tensor, g, list_name), root, ts
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """gather_list[i] = rank i's `tensor`, on rank `dst` only (the others pass None)."""
     what = "gather"
-    start = _rooted(tensor, gather_list, dst, "dst", group, "gather_list", what)
-    if start is None:
-        return _Done() if async_op else None
-    g, root, ts = start
+    g, _ = _begin(what, group, [("tensor", tensor)])
+    if g is None:
+        return _skip(async_op)
+    err, root, ts = _rooted_list(tensor, gather_list, dst, "dst", g, "gather_list", what)
+    _check(g, what, [what, _key(tensor), f"dst={dst}"], err)
     si = _Staged(tensor)
     if g.rank() == root:
         buf = em.empty((g.size(),) + tuple(tensor.shape), dtype=tensor.dtype)
@@ -289,10 +237,11 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Rank i's `tensor` = scatter_list[i] of rank `src` (the others pass None)."""
     what = "scatter"
-    start = _rooted(tensor, scatter_list, src, "src", group, "scatter_list", what)
-    if start is None:
-        return _Done() if async_op else None
-    g, root, ts = start
+    g, _ = _begin(what, group, [("tensor", tensor)])
+    if g is None:
+        return _skip(async_op)
+    err, root, ts = _rooted_list(tensor, scatter_list, src, "src", g, "scatter_list", what)
+    _check(g, what, [what, _key(tensor), f"src={src}"], err)
     so = _Staged(tensor, fill=False)
     send = _spec(_stack(ts, tensor.dtype), g) if g.rank() == root else None
     req = g.comm.Iscatter(send, _spec(so.buf, g), root)
@@ -302,11 +251,11 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group reached the barrier."""
     what = "barrier"
-    g = _group(group, what)
+    g, _ = _begin(what, group)
     if g is None:
-        return _Done() if async_op else None
+        return _skip(async_op)
     # the check's exchange also catches a rank that called another collective here
-    _check(g, what, None, [what], _STATE.check)
+    _check(g, what, [what])
     return _run(what, g, [g.comm.Ibarrier()], None, async_op)
 
 
@@ -314,11 +263,10 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     """Rank j's output_tensor_list[i] = rank i's input_tensor_list[j]; the tensors may
     have different sizes per pair (all of one dtype)."""
     what = "all_to_all"
-    outs = _list(output_tensor_list, "output_tensor_list", what)
-    ins = _list(input_tensor_list, "input_tensor_list", what)
-    g = _group(group, what)
+    g, (outs, ins) = _begin(what, group, lists=[("output_tensor_list", output_tensor_list),
+                                                 ("input_tensor_list", input_tensor_list)])
     if g is None:
-        return _Done() if async_op else None
+        return _skip(async_op)
     n = g.size()
     err = None
     if len(outs) != n or len(ins) != n:
@@ -329,7 +277,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     dtype = (outs + ins)[0].dtype if outs + ins else em.float32
     sizes = [[list(t.shape) for t in ins], [list(t.shape) for t in outs]] \
         if err is None else None
-    extra = _check(g, what, err, [what, dtype.name], _STATE.check, sizes)
+    extra = _check(g, what, [what, dtype.name], err, extra=sizes)
     if extra is not None:
         _pairs(g, extra, what, lambda i, j, sent, want: (
             f"rank {g.ranks[i]} sends {sent} to rank {g.ranks[j]}, whose "
@@ -358,10 +306,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     input_split_sizes rows (equal blocks when None) sent to ranks 0..n-1; `output`
     receives the blocks of every rank in rank order. Zero copy for contiguous CPU tensors."""
     what = "all_to_all_single"
-    _tensor(output, "output", what), _tensor(input, "input", what)
-    g = _group(group, what)
+    g, _ = _begin(what, group, [("output", output), ("input", input)])
     if g is None:
-        return _Done() if async_op else None
+        return _skip(async_op)
     n = g.size()
 
     def splits(t, given, name):
@@ -381,8 +328,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     if err is None and (input.dtype != output.dtype or tuple(input.shape[1:]) !=
                         tuple(output.shape[1:])):
         err = f"input {_desc(input)} and output {_desc(output)} differ past dim 0"
-    extra = _check(g, what, err, [what, input.dtype.name, str(list(input.shape[1:]))],
-                   _STATE.check, [ins, outs])
+    extra = _check(g, what, [what, input.dtype.name, str(list(input.shape[1:]))], err,
+                   extra=[ins, outs])
     if extra is not None:
         _pairs(g, extra, what, lambda i, j, sent, want: (
             f"rank {g.ranks[i]} sends {sent} rows to rank {g.ranks[j]}, which expects {want}"))

@@ -7,21 +7,19 @@ import json
 import math
 
 import ember as em
-from ember.distributed._check import _Invalid
+from ember.distributed._check import _begin
 from ember.distributed._collectives import _root
-from ember.distributed._groups import _group
 from ember.distributed._mpi import _STATE, _mpi
-from ember.distributed._staging import _desc, _spec, _Staged, _tensor
+from ember.distributed._staging import _desc, _spec, _Staged
 from ember.distributed._work import Work, _Done, _poll
 
 
 def _p2p_peer(peer, g, name, what):
     if peer is None:
         return _mpi().ANY_SOURCE
-    try:
-        r = _root(peer, g, name)
-    except _Invalid as e:
-        raise ValueError(f"{what}: {e}") from None
+    r, err = _root(peer, g, name)
+    if err:
+        raise ValueError(f"{what}: {err}")
     if r == g.rank():
         raise ValueError(f"{what}: {name}={peer} is this rank itself")
     return r
@@ -30,8 +28,7 @@ def _p2p_peer(peer, g, name, what):
 def isend(tensor, dst, group=None, tag=0):
     """Start sending `tensor` to rank `dst`; returns a Work."""
     what = "isend"
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
+    g, _ = _begin(what, group, [("tensor", tensor)])
     if g is None:
         return _Done()
     peer = _p2p_peer(dst, g, "dst", what)
@@ -97,8 +94,7 @@ def irecv(tensor, src=None, group=None, tag=0):
     """Start receiving into `tensor` from rank `src` (any rank when None); returns a
     Work (its wait() then tells nothing; recv() returns the sender)."""
     what = "irecv"
-    _tensor(tensor, "tensor", what)
-    g = _group(group, what)
+    g, _ = _begin(what, group, [("tensor", tensor)])
     if g is None:
         return _Done()
     peer = _p2p_peer(src, g, "src", what)

@@ -9,6 +9,12 @@ def _tensor(t, name, op):
     return t
 
 
+def _list(ts, name, op):
+    if not isinstance(ts, (list, tuple)):
+        raise TypeError(f"{op}: {name} must be a list of tensors, got {type(ts).__name__}")
+    return [_tensor(t, f"{name}[{i}]", op) for i, t in enumerate(ts)]
+
+
 def _desc(t):
     return f"{tuple(t.shape)} {t.dtype.name}"
 
