@@ -14,8 +14,10 @@ hostfile places them. Every rank runs the same script.
 * Collectives: all_reduce (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR),
   broadcast, reduce, all_gather, all_gather_into_tensor, reduce_scatter,
   reduce_scatter_tensor, gather, scatter, barrier, all_to_all, all_to_all_single;
-  point to point: send, recv, isend, irecv. `async_op=True` returns a Work handle
-  (wait(), is_completed()).
+  point to point: send, recv, isend, irecv; all_gather_object. `async_op=True` returns
+  a Work handle (wait(), is_completed()).
+* new_buckets: DistributedDataParallel's gradient buckets (flat tensors all-reduced
+  again and again; in MPI shared memory when the group runs on one machine).
 * Contiguous CPU tensors go to MPI without a copy (the buffer protocol); others
   (non-contiguous views, other devices) are staged through a contiguous host copy.
 * Before each collective the ranks compare their calls (op, shapes, dtypes, roots),
@@ -29,12 +31,13 @@ hostfile places them. Every rank runs the same script.
 from ember.multiprocessing._version import __version__  # noqa: F401
 # One module per concern (_mpi: MPI itself and the errors; _groups: process groups;
 # _work: waiting and Work; _staging, _check: what every collective does first;
-# _collectives; _p2p: point to point; _buckets: DistributedDataParallel's shared memory).
-from ember.distributed import _buckets  # noqa: F401  (DistributedDataParallel's)
+# _collectives; _p2p: point to point; _buckets: new_buckets, DDP's gradient buckets).
+from ember.distributed._buckets import new_buckets
 from ember.distributed._collectives import (ReduceOp, all_gather, all_gather_into_tensor,
-                                            all_reduce, all_to_all, all_to_all_single,
-                                            barrier, broadcast, gather, reduce,
-                                            reduce_scatter, reduce_scatter_tensor, scatter)
+                                            all_gather_object, all_reduce, all_to_all,
+                                            all_to_all_single, barrier, broadcast, gather,
+                                            reduce, reduce_scatter, reduce_scatter_tensor,
+                                            scatter)
 from ember.distributed._groups import (GroupMember, ProcessGroup, destroy_process_group,
                                        get_backend, get_process_group_ranks, get_rank,
                                        get_world_size, init_process_group, is_initialized,
@@ -51,4 +54,4 @@ __all__ = ["ReduceOp", "GroupMember", "ProcessGroup", "Work", "DistError", "Dist
            "set_metadata_check", "all_reduce", "broadcast", "reduce", "all_gather",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather",
            "scatter", "barrier", "send", "recv", "isend", "irecv", "all_to_all",
-           "all_to_all_single"]
+           "all_to_all_single", "all_gather_object", "new_buckets"]

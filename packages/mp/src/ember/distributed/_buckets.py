@@ -1,12 +1,47 @@
-"""DistributedDataParallel's buckets in MPI shared memory, for groups whose ranks all run
-on one machine: an all-reduce in place, without MPI's messages."""
+"""Buckets: flat tensors all-reduced again and again with one layout (DistributedData-
+Parallel's gradients). In MPI shared memory when the group's ranks all run on one
+machine (an all-reduce in place, without MPI's messages), else through MPI_Iallreduce."""
 import os
 import warnings
 
 import ember as em
+from ember.distributed._check import _begin, _check
+from ember.distributed._collectives import ReduceOp, _reduce_call
 from ember.distributed._groups import _group
 from ember.distributed._mpi import _WINDOWS, _mpi
 from ember.distributed._work import Work
+
+
+def new_buckets(specs, group=None):
+    """One bucket per (numel, dtype) of `specs`, zero-filled: `.tensor` (a flat CPU
+    tensor) and `.all_reduce(average=False)`, which starts summing (averaging) the
+    buckets of all ranks into every rank's bucket and returns a Work. Collective over
+    the group, whose ranks must ask for the same buckets: that is checked once here, not
+    at each all_reduce. None on a rank outside the group."""
+    what = "new_buckets"
+    g, _ = _begin(what, group)
+    if g is None:
+        return None
+    specs = [(int(n), dtype) for n, dtype in specs]
+    err = next((f"specs[{i}] = ({n}, {dtype!r}) is not (a size >= 0, an ember dtype)"
+                for i, (n, dtype) in enumerate(specs)
+                if n < 0 or not isinstance(dtype, em.dtype)), None)
+    _check(g, what, [what, [f"{n} {dtype}" for n, dtype in specs]], err)
+    shared = _shared_buckets(specs, g)
+    return shared if shared is not None else [_MessageBucket(g, n, dtype) for n, dtype in specs]
+
+
+class _MessageBucket:
+    """A bucket all-reduced by MPI_Iallreduce (ranks on several machines), without the
+    metadata check (new_buckets checked the layout)."""
+
+    def __init__(self, group, numel, dtype):
+        self.group = group
+        self.tensor = em.zeros(numel, dtype=dtype)
+
+    def all_reduce(self, average=False):
+        op = ReduceOp.AVG if average else ReduceOp.SUM
+        return _reduce_call(self.tensor, op, self.group, True, check=False)
 
 
 class _SharedBuckets:
@@ -97,9 +132,9 @@ class _SharedAllReduce(Work):
 
 def _shared_buckets(specs, group=None):
     """A _SharedBuckets for each (numel, dtype) in `specs` when every rank of `group` runs
-    on this machine and /dev/shm has room for all of them, else None (then DDP averages
-    through MPI messages). Collective over the group."""
-    g = _group(group, "DistributedDataParallel")
+    on this machine and /dev/shm has room for all of them, else None (then new_buckets
+    all-reduces through MPI messages). Collective over the group."""
+    g = _group(group, "new_buckets")
     if g is None or g.size() == 1 or not specs:
         return None
     if g._node is None:
@@ -117,11 +152,11 @@ def _shared_buckets(specs, group=None):
     free = _shm_free()
     free = g.comm.allreduce(1 << 62 if free is None else free, op=_mpi().MIN)
     if need > free:
-        warnings.warn(f"DistributedDataParallel: its buckets need {need:,} bytes of shared "
-                      f"memory and /dev/shm has {free:,} free: averaging "
-                      f"through MPI messages instead, which is slower (give /dev/shm "
-                      f"more room, e.g. docker run --shm-size)", RuntimeWarning,
-                      stacklevel=4)
+        warnings.warn(f"new_buckets (DistributedDataParallel's gradients): they need "
+                      f"{need:,} bytes of shared memory and /dev/shm has {free:,} free: "
+                      f"averaging through MPI messages instead, which is slower (give "
+                      f"/dev/shm more room, e.g. docker run --shm-size)", RuntimeWarning,
+                      stacklevel=3)
         return None
     buckets = [_SharedBuckets(g, n, dtype) for n, dtype in specs]
     for b in buckets:

@@ -30,20 +30,26 @@ def _skip(async_op):
 
 
 def _exchange(group, mine, what):
-    """Every rank's JSON-able `mine`, in group-rank order (two small allgathers on the
-    group's metadata communicator, polled against the deadline like the data)."""
+    """Every rank's JSON-able `mine`, in group-rank order, on the group's metadata
+    communicator."""
+    return [json.loads(b) for b in
+            _allgather_bytes(group, group.meta, json.dumps(mine).encode(), what)]
+
+
+def _allgather_bytes(group, comm, data, what):
+    """Every rank's bytes `data`, in group-rank order (two small allgathers on `comm`,
+    one of the group's communicators, polled against the deadline like the data)."""
     MPI = _mpi()
-    data = json.dumps(mine).encode()
     n = group.size()
     deadline = time.monotonic() + group.timeout
     lengths = array.array("q", [0] * n)
-    _poll([group.meta.Iallgather([array.array("q", [len(data)]), MPI.INT64_T],
-                                 [lengths, MPI.INT64_T])], deadline, what, group, True)
+    _poll([comm.Iallgather([array.array("q", [len(data)]), MPI.INT64_T],
+                           [lengths, MPI.INT64_T])], deadline, what, group, True)
     displs = _displs(lengths)
     out = bytearray(sum(lengths))
-    _poll([group.meta.Iallgatherv([data, MPI.BYTE], [out, (list(lengths), displs), MPI.BYTE])],
+    _poll([comm.Iallgatherv([data, MPI.BYTE], [out, (list(lengths), displs), MPI.BYTE])],
           deadline, what, group, True)
-    return [json.loads(bytes(out[d:d + k])) for d, k in zip(displs, lengths)]
+    return [bytes(out[d:d + k]) for d, k in zip(displs, lengths)]
 
 
 def _check(group, what, key, *errors, extra=None, enabled=True):

@@ -9,9 +9,10 @@ calls would wait forever, and MPI_Abort would kill the survivors instead of tell
 """
 import enum
 import math
+import pickle
 
 import ember as em
-from ember.distributed._check import _begin, _check, _displs, _key, _skip
+from ember.distributed._check import _allgather_bytes, _begin, _check, _displs, _key, _skip
 from ember.distributed._mpi import _mpi
 from ember.distributed._staging import (_chain, _desc, _divide, _list, _spec, _stack,
                                         _Staged, _unstack)
@@ -102,12 +103,6 @@ def _reduce_call(tensor, op, group, async_op, check=True, dst=None, what="all_re
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce `tensor` across the group, in place on every rank."""
     return _reduce_call(tensor, op, group, async_op)
-
-
-def _all_reduce_unchecked(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    """all_reduce without the metadata check, for callers that verified the layout
-    once (DistributedDataParallel's buckets)."""
-    return _reduce_call(tensor, op, group, async_op, check=False)
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
@@ -257,6 +252,29 @@ def barrier(group=None, async_op=False, device_ids=None):
     # the check's exchange also catches a rank that called another collective here
     _check(g, what, [what])
     return _run(what, g, [g.comm.Ibarrier()], None, async_op)
+
+
+def all_gather_object(object_list, obj, group=None):
+    """object_list[i] = rank i's `obj` (any picklable object), on every rank; object_list
+    is a list with one entry per rank of the group. Like PyTorch's, it unpickles what the
+    other ranks sent: call it only among processes you trust."""
+    what = "all_gather_object"
+    g, _ = _begin(what, group)
+    if g is None:
+        return None
+    err = data = None
+    if not isinstance(object_list, list) or len(object_list) != g.size():
+        got = f"{len(object_list)} entries" if isinstance(object_list, list) \
+            else type(object_list).__name__
+        err = f"object_list must be a list of {g.size()} (the group's size), got {got}"
+    try:
+        data = pickle.dumps(obj)
+    except Exception as e:      # what pickle raises for an object it can't take varies
+        err = err or f"obj can't be pickled: {type(e).__name__}: {e}"
+    _check(g, what, [what], err)
+    for i, b in enumerate(_allgather_bytes(g, g.comm, data, what)):
+        object_list[i] = pickle.loads(b)
+    return None
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
