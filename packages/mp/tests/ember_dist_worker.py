@@ -485,7 +485,8 @@ def case_ddp_matches_single_process(r, n, views=False, shared=True):
     ddp = DDP(local, bucket_cap_mb=0.0005, gradient_as_bucket_view=views)
     assert len(ddp._buckets) > 1
     # all ranks run here: the buckets are in shared memory unless told otherwise
-    assert all(isinstance(b.reducer, dist._buckets._SharedBuckets) == shared for b in ddp._buckets)
+    assert all(isinstance(b.reducer, dist._buckets._SharedBuckets) == shared
+               for b in ddp._buckets)
     for a, b in zip(params(ref), params(local)):
         np.testing.assert_array_equal(a, b)
     opt_ref = em.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
