@@ -485,7 +485,8 @@ def case_ddp_matches_single_process(r, n, views=False, shared=True):
     ddp = DDP(local, bucket_cap_mb=0.0005, gradient_as_bucket_view=views)
     assert len(ddp._buckets) > 1
     # all ranks run here: the buckets are in shared memory unless told otherwise
-    assert all((b.shared is not None) == shared for b in ddp._buckets)
+    assert all(isinstance(b.reducer, dist._buckets._SharedBuckets) == shared
+               for b in ddp._buckets)
     for a, b in zip(params(ref), params(local)):
         np.testing.assert_array_equal(a, b)
     opt_ref = em.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
@@ -512,7 +513,7 @@ def case_ddp_gradient_as_bucket_view(r, n):
 
 def case_ddp_over_mpi_messages(r, n):
     """The path for ranks on several machines: buckets all-reduced by MPI_Iallreduce."""
-    backend = dist._backend
+    backend = dist._buckets
     on_one_machine = backend._shared_buckets
     backend._shared_buckets = lambda *args, **kwargs: None
     try:
@@ -550,7 +551,7 @@ def case_ddp_full_shm_falls_back_to_messages(r, n):
     """/dev/shm without room for the buckets (MPI would map them anyway, and the first
     touch past the end would be SIGBUS): a warning, and the MPI path."""
     import warnings
-    backend = dist._backend
+    backend = dist._buckets
     free = backend._shm_free
     backend._shm_free = lambda: 1000 if r == n - 1 else free()   # full on one rank only
     try:
@@ -570,7 +571,7 @@ def case_ddp_shared_buckets(r, n):
     reused round after round, two in flight at once and waited for in reverse order."""
     for dtype in ("float32", "float64", "float16", "int64"):
         for numel in (1, 5, 17, 1000, 4099):
-            pair = dist._backend._shared_buckets([(numel, getattr(em, dtype))] * 2)
+            pair = dist._buckets._shared_buckets([(numel, getattr(em, dtype))] * 2)
             for round_ in range(2):
                 arrays = [[data(round_ * 100 + numel + k, i, (numel,), dtype) for i in range(n)]
                           for k in range(2)]
@@ -710,6 +711,60 @@ def case_reinit(r, n):
     t = em.ones(2)
     dist.all_reduce(t)
     same(t, np.full(2, float(n), np.float32), "float32")
+
+
+def case_issue17_all_gather_object(r, n):
+    """all_gather_object (what DistributedDataParallel compares models with): objects of
+    different sizes per rank; a bad object_list on one rank raises on every rank."""
+    everyone = [None] * n
+    dist.all_gather_object(everyone, {"rank": r, "items": list(range(r * 50)), "t": (r, "x")})
+    assert everyone == [{"rank": i, "items": list(range(i * 50)), "t": (i, "x")}
+                        for i in range(n)], everyone
+    try:
+        dist.all_gather_object([None] * (1 if r == 0 else n), r)
+    except ValueError as e:
+        want = (f"all_gather_object: rank 0: object_list must be a list of {n} (the group's "
+                f"size), got 1 entries")
+        assert str(e) == want, str(e)
+        return str(e)
+    raise AssertionError("no error")
+
+
+def case_issue17_new_buckets(r, n):
+    """new_buckets, DistributedDataParallel's public way to its buckets: summed and
+    averaged in shared memory (one machine) and through MPI messages alike; buckets
+    that differ across ranks raise the same ValueError on every rank."""
+    buckets = dist._buckets
+    on_one_machine = buckets._shared_buckets
+    for path in ("shared", "messages"):
+        if path == "messages":
+            buckets._shared_buckets = lambda *args, **kwargs: None
+        try:
+            pair = dist.new_buckets([(7, em.float32), (130, em.float64)])
+        finally:
+            buckets._shared_buckets = on_one_machine
+        assert (type(pair[0]).__name__ == "_SharedBuckets") == (path == "shared"), path
+        arrays = [[data(40 + k, i, (b.tensor.numel(),), b.tensor.dtype.name) for i in range(n)]
+                  for k, b in enumerate(pair)]
+        for k, b in enumerate(pair):
+            same(b.tensor, np.zeros(b.tensor.numel(), b.tensor.dtype.name),
+                 b.tensor.dtype.name, f"{path} {k} zero-filled")
+            b.tensor.copy_(arr(arrays[k][r]))
+        works = [b.all_reduce(average=k == 1) for k, b in enumerate(pair)]
+        for w in works:
+            w.wait()
+        for k, b in enumerate(pair):
+            dtype = b.tensor.dtype.name
+            same(b.tensor, reference("AVG" if k else "SUM", arrays[k], dtype), dtype,
+                 f"{path} bucket {k}")
+    try:
+        dist.new_buckets([(5 + r, em.float32)])
+    except ValueError as e:
+        assert str(e).startswith("new_buckets: the ranks' calls do not match: rank 0 called "
+                                 "new_buckets(['5 ember.float32']), rank 1 called "
+                                 "new_buckets(['6 ember.float32'])"), str(e)
+        return str(e)
+    raise AssertionError("no error")
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith("case_")}

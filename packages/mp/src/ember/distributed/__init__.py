@@ -14,8 +14,10 @@ hostfile places them. Every rank runs the same script.
 * Collectives: all_reduce (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR),
   broadcast, reduce, all_gather, all_gather_into_tensor, reduce_scatter,
   reduce_scatter_tensor, gather, scatter, barrier, all_to_all, all_to_all_single;
-  point to point: send, recv, isend, irecv. `async_op=True` returns a Work handle
-  (wait(), is_completed()).
+  point to point: send, recv, isend, irecv; all_gather_object. `async_op=True` returns
+  a Work handle (wait(), is_completed()).
+* new_buckets: DistributedDataParallel's gradient buckets (flat tensors all-reduced
+  again and again; in MPI shared memory when the group runs on one machine).
 * Contiguous CPU tensors go to MPI without a copy (the buffer protocol); others
   (non-contiguous views, other devices) are staged through a contiguous host copy.
 * Before each collective the ranks compare their calls (op, shapes, dtypes, roots),
@@ -27,5 +29,29 @@ hostfile places them. Every rank runs the same script.
   it), and the process groups are unusable from then on.
 """
 from ember.multiprocessing._version import __version__  # noqa: F401
-from ember.distributed._backend import *  # noqa: F401,F403
-from ember.distributed._backend import __all__  # noqa: F401
+# One module per concern (_mpi: MPI itself and the errors; _groups: process groups;
+# _work: waiting and Work; _staging, _check: what every collective does first;
+# _collectives; _p2p: point to point; _buckets: new_buckets, DDP's gradient buckets).
+from ember.distributed._buckets import new_buckets
+from ember.distributed._collectives import (ReduceOp, all_gather, all_gather_into_tensor,
+                                            all_gather_object, all_reduce, all_to_all,
+                                            all_to_all_single, barrier, broadcast, gather,
+                                            reduce, reduce_scatter, reduce_scatter_tensor,
+                                            scatter)
+from ember.distributed._groups import (GroupMember, ProcessGroup, destroy_process_group,
+                                       get_backend, get_process_group_ranks, get_rank,
+                                       get_world_size, init_process_group, is_initialized,
+                                       new_group, set_metadata_check)
+from ember.distributed._mpi import (DistBackendError, DistError, DistTimeoutError,
+                                    is_available, is_mpi_available)
+from ember.distributed._p2p import irecv, isend, recv, send
+from ember.distributed._work import Work
+
+__all__ = ["ReduceOp", "GroupMember", "ProcessGroup", "Work", "DistError", "DistBackendError",
+           "DistTimeoutError", "is_available", "is_mpi_available", "is_initialized",
+           "init_process_group", "destroy_process_group", "new_group", "get_rank",
+           "get_world_size", "get_backend", "get_process_group_ranks",
+           "set_metadata_check", "all_reduce", "broadcast", "reduce", "all_gather",
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather",
+           "scatter", "barrier", "send", "recv", "isend", "irecv", "all_to_all",
+           "all_to_all_single", "all_gather_object", "new_buckets"]

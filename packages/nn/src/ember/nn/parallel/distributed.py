@@ -9,9 +9,10 @@ in starts a non-blocking all_reduce at once, while backward goes on with the lay
 below. Buckets start strictly in index order, so every rank issues the same sequence
 of collectives even when gradients arrive in different orders. When the last bucket
 has started, the hook waits for all of them and writes the averaged gradients back.
-When all ranks run on one machine the buckets live in MPI shared memory and are
-averaged in place (ember.distributed's _SharedBuckets); across machines they go
-through MPI_Iallreduce.
+The buckets come from ember.distributed.new_buckets: when all ranks run on one machine
+they live in MPI shared memory and are averaged in place; across machines they go
+through MPI_Iallreduce. Only ember.distributed's public names are used, imported when a
+DistributedDataParallel is made, so ember-nn works without ember-mp installed.
 """
 import contextlib
 
@@ -35,23 +36,15 @@ def _dist():
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "flat", "shared", "pending", "work")
+    __slots__ = ("index", "params", "reducer", "flat", "pending", "work")
 
-    def __init__(self, index, params, dtype, shared):
+    def __init__(self, index, params, reducer):
         self.index = index
         self.params = params                  # [(param index, offset, numel)]
-        self.shared = shared                  # its _SharedBuckets on one machine, or None
-        self.flat = em.zeros(sum(n for _, _, n in params), dtype=dtype) if shared is None \
-            else shared.tensor
+        self.reducer = reducer                # its ember.distributed.new_buckets bucket
+        self.flat = reducer.tensor
         self.pending = 0
         self.work = None
-
-    def all_reduce(self, group):
-        """Start averaging this bucket across the group (a Work handle)."""
-        if self.shared is not None:
-            return self.shared.all_reduce(average=True)
-        return _dist()._backend._all_reduce_unchecked(self.flat, op=_dist().ReduceOp.AVG,
-                                                      group=group, async_op=True)
 
 
 class DistributedDataParallel(Module):
@@ -116,20 +109,20 @@ class DistributedDataParallel(Module):
 
     # construction -------------------------------------------------------------------
     def _verify_same_model(self, module):
-        from ember.distributed._backend import _exchange, _group
-        g = _group(self.process_group, "DistributedDataParallel")
+        ranks = self._dist.get_process_group_ranks(self.process_group)
         mine = [[n, list(t.shape), t.dtype.name] for n, t in
                 list(module.named_parameters()) + list(module.named_buffers())]
-        everyone = _exchange(g, mine, "DistributedDataParallel")
+        everyone = [None] * len(ranks)
+        self._dist.all_gather_object(everyone, mine, group=self.process_group)
         for r, theirs in enumerate(everyone):
             if theirs == everyone[0]:
                 continue
-            diff = next((f"{a[0]} {tuple(a[1])} {a[2]} where rank {g.ranks[0]} has "
+            diff = next((f"{a[0]} {tuple(a[1])} {a[2]} where rank {ranks[0]} has "
                          f"{b[0]} {tuple(b[1])} {b[2]}" for a, b in zip(theirs, everyone[0])
                          if a != b), f"{len(theirs)} parameters and buffers where rank "
-                                     f"{g.ranks[0]} has {len(everyone[0])}")
+                                     f"{ranks[0]} has {len(everyone[0])}")
             raise ValueError(f"DistributedDataParallel: the model differs across ranks: "
-                             f"rank {g.ranks[r]} has {diff}")
+                             f"rank {ranks[r]} has {diff}")
 
     def _sync_module_states(self):
         tensors = list(self.module.parameters()) + list(self.module.buffers())
@@ -150,18 +143,18 @@ class DistributedDataParallel(Module):
             members.append(i)
             open_[p.dtype] = (members, size + p.numel() * p.element_size())
         buckets += [(m, dt) for dt, (m, _) in open_.items() if m]
-        shared = self._dist._backend._shared_buckets(
+        reducers = self._dist.new_buckets(
             [(sum(self._params[i].numel() for i in m), dt) for m, dt in buckets],
             self.process_group)
         out = []
-        for b, (members, dtype) in enumerate(buckets):
+        for b, (members, _) in enumerate(buckets):
             layout, off = [], 0
             for i in members:
                 n = self._params[i].numel()
                 layout.append((i, off, n))
                 where[i] = (b, off, n)
                 off += n
-            out.append(_Bucket(b, layout, dtype, shared[b] if shared else None))
+            out.append(_Bucket(b, layout, reducers[b]))
         return out, where
 
     # forward ------------------------------------------------------------------------
@@ -247,7 +240,7 @@ class DistributedDataParallel(Module):
             for i, _, _ in b.params:
                 if not self._ready[i]:      # unused here: its grad so far, or zeros
                     self._to_bucket(i, self._params[i].grad)
-            b.work = b.all_reduce(self.process_group)
+            b.work = b.reducer.all_reduce(average=True)
             self.__dict__["_next"] = self._next + 1
         # MPI moves data only inside MPI calls: a poll here lets started buckets progress
         for b in buckets[:self._next]:
