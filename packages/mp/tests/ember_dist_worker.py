@@ -562,6 +562,9 @@ def case_ddp_full_shm_falls_back_to_messages(r, n):
         backend._shm_free = free
     msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(msgs) == 1 and "/dev/shm has 1,000 free: averaging through MPI messages" in msgs[0], msgs
+    # it points at the user's DistributedDataParallel(...) line, here in this file
+    where = [w.filename for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert where == [__file__], where
     return msgs[0]
 
 

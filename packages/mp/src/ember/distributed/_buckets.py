@@ -2,6 +2,7 @@
 Parallel's gradients). In MPI shared memory when the group's ranks all run on one
 machine (an all-reduce in place, without MPI's messages), else through MPI_Iallreduce."""
 import os
+import sys
 import warnings
 
 import ember as em
@@ -10,6 +11,15 @@ from ember.distributed._collectives import ReduceOp, _reduce_call
 from ember.distributed._groups import _group
 from ember.distributed._mpi import _WINDOWS, _mpi
 from ember.distributed._work import Work
+
+
+def _user_stacklevel():
+    """The stacklevel, for its caller's warnings.warn, of the first frame outside ember
+    (the user's DistributedDataParallel(...) line, however deep ember called)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def new_buckets(specs, group=None):
@@ -156,7 +166,7 @@ def _shared_buckets(specs, group=None):
                       f"{need:,} bytes of shared memory and /dev/shm has {free:,} free: "
                       f"averaging through MPI messages instead, which is slower (give "
                       f"/dev/shm more room, e.g. docker run --shm-size)", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=_user_stacklevel())
         return None
     buckets = [_SharedBuckets(g, n, dtype) for n, dtype in specs]
     for b in buckets:
