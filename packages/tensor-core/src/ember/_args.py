@@ -37,7 +37,19 @@ def int_arg(value, name, op):
 
 
 def _is_int(v):
-    return isinstance(v, numbers.Integral) or (isinstance(v, TensorBase) and v.ndim == 0)
+    return type(v) is int or isinstance(v, numbers.Integral) or \
+        (isinstance(v, TensorBase) and v.ndim == 0)
+
+
+def _plain_ints(seq, limit):
+    """seq as a list when it is a short tuple or list of in-range Python ints (what
+    nearly every call passes, so the general conversions below are skipped), else None."""
+    if (type(seq) is tuple or type(seq) is list) and len(seq) <= limit:
+        for a in seq:
+            if type(a) is not int or not _INT64[0] <= a <= _INT64[1]:
+                return None
+        return list(seq)
+    return None
 
 
 # More entries than any sizes or dims argument can have: ember has at most 16 dims (more
@@ -51,8 +63,11 @@ def sizes_arg(args, op, name="size", limit=SIZES_LIMIT):
     """The ints of a sizes or dims argument given as f(2, 3), f((2, 3)), f([2, 3]),
     f(Size), f(2), or a 1-d integer tensor -> [2, 3] (each item as int_arg); at most
     `limit` of them."""
-    if len(args) == 1 and not _is_int(args[0]):
+    if len(args) == 1 and (type(args[0]) in (tuple, list) or not _is_int(args[0])):
         args = args[0]
+    fast = _plain_ints(args, limit)
+    if fast is not None:
+        return fast
     if isinstance(args, TensorBase) and args.ndim == 1:
         if args.numel() > limit:
             raise ValueError(f"{op}: {name} has {args.numel()} entries, more than {limit}")

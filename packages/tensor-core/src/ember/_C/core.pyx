@@ -605,6 +605,8 @@ cdef em_tensor_view tensor_view(TensorBase t):
 
 cdef int64_t int64_arg(object v, str what, str op) except? -1:
     """v (anything with __index__) as an int64; TypeError / OverflowError naming op."""
+    if type(v) is int and -(1 << 63) <= <object>v < (1 << 63):
+        return v          # the common case, without the general path's conversions
     try:
         v = _operator.index(v)
     except TypeError:
@@ -627,6 +629,9 @@ cdef int shape_from(object shape, int64_t *out, str op) except -1:
         raise ValueError(f"{op}: {n} dimensions requested; ember supports at most {MAXD}")
     for i in range(n):
         v = shape[i]
+        if type(v) is int and 0 <= <object>v < (1 << 63):
+            out[i] = v    # the common case
+            continue
         if isinstance(v, TensorBase):
             v = v.item()
         try:
