@@ -247,3 +247,25 @@ def test_issue16_item20_sizes_are_counted_before_they_are_converted(device):
             assert time.perf_counter() - start < 1
     assert x.roll(em.tensor([1], device=device), 0).shape == x.shape
     assert [t.shape[0] for t in x.split([0, 0, 3, 0])] == [0, 0, 3, 0]
+
+
+def test_issue16_item20_last_fuzz_findings(device):
+    """The causes the long fuzz runs found last: each a clean error naming the op."""
+    x = _m(device)
+    _raises(TypeError, "Size", lambda: em.Size(object()), "sequence of ints")
+    _raises(TypeError, "Size", lambda: em.Size(1.5), "sequence of ints")
+    _raises(TypeError, "Size", lambda: em.Size([2, "a"]), "sequence of ints")
+    assert em.Size([2, em.tensor(3)]) == (2, 3) and em.Size() == ()
+    _raises(TypeError, "isclose", lambda: em.isclose(x, x, (1, 2)), "rtol must be a number")
+    _raises(TypeError, "isclose", lambda: em.allclose(x, x, 1e-5, em.float64),
+            "atol must be a number")
+    w = em.ones(4, 2, device=device)
+    idx = em.zeros(3, dtype=em.int64, device=device)
+    _raises(TypeError, "embedding", lambda: em.embedding(idx, w, padding_idx=em.bool),
+            "padding_idx must be an int")
+    with pytest.raises(MemoryError, match=str(8 * (2 ** 63 - 1))):
+        em.arange(2 ** 63 - 1, device=device)
+    _raises(ValueError, "arange", lambda: em.arange(-2 ** 63, 2 ** 63 - 1, device=device),
+            "elements")
+    assert em.arange(2 ** 62, 2 ** 62 + 3, device=device).tolist() == \
+        [2 ** 62, 2 ** 62 + 1, 2 ** 62 + 2]   # exact, no float rounding of the count

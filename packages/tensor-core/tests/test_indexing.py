@@ -7,6 +7,11 @@ TypeError / ValueError) naming the op, never touching memory.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -16,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 import ember as em
 from ember._C import core as _core
 from ember_testing import (DTYPES, arrays, assert_close, fewer_examples, layouts, np_dtype,
-                           realize, shapes, to_numpy)
+                           other_devices, realize, shapes, to_numpy)
 
 NONBOOL = tuple(d for d in DTYPES if d.kind != "bool")
 
@@ -953,3 +958,47 @@ def test_issue16_item2_index_put_with_host_indices(device):
         t[[-4]] = 1.0
     # the device is still sound after the errors (a stale buffer would crash here)
     assert em.tensor([0, 2], device=device).tolist() == [0, 2]
+
+
+# issue 16 item 2, its family beyond subscripts (found by the fuzzer): the index
+# argument of gather, take_along_dim, take, put_, index_select, ... on another device
+# than the input reached that device's kernel (SIGSEGV on OpenCL)
+
+_INDEX_OPS = {
+    "take_along_dim": "em.take_along_dim(x, i, 0)",
+    "take_along_dim (flat)": "em.take_along_dim(x, i)",
+    "gather": "em.gather(x, 0, i)",
+    "take": "em.take(x, i)",
+    "index_select": "em.index_select(x, 0, i)",
+    "index_add": "em.index_add(x, 0, i, em.ones(1, device=x.device))",
+    "scatter": "em.scatter(x, 0, i, 5.0)",
+    "put_": "x.clone().put_(i, em.ones(1, device=x.device))",
+}
+
+
+@pytest.mark.parametrize("op", sorted(_INDEX_OPS))
+def test_issue16_item2_index_arguments_on_another_device(op, device):
+    """In a subprocess, so a crash fails one test: a list index is made on the input's
+    device; an index tensor on another device is a RuntimeError naming both."""
+    others = [str(d) for d in other_devices(device)]
+    code = textwrap.dedent(f"""
+        import ember as em
+        x = em.tensor([1.0, 2.0, 3.0], device={str(device)!r})
+        i = [0]
+        print("ok", ({_INDEX_OPS[op]}).cpu().tolist())
+        for other in {others!r}:
+            i = em.tensor([0], device=other)
+            try:
+                {_INDEX_OPS[op]}
+                print("no error")
+            except RuntimeError as e:
+                print("RuntimeError", e)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, f"{op} on {device}: exit {r.returncode}\n{r.stderr[-1500:]}"
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("ok [") and len(lines) == 1 + len(others), r.stdout
+    for line in lines[1:]:
+        assert line.startswith("RuntimeError") and "one device" in line, r.stdout

@@ -294,7 +294,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     for v in vals:
         if not isinstance(v, numbers.Real) or (isinstance(v, float) and not math.isfinite(v)):
             raise ValueError(f"arange: start, end and step must be finite numbers, got {v!r}")
-    n = max(0, math.ceil((end - start) / step))
+    if all(isinstance(v, numbers.Integral) for v in vals):
+        n = max(0, -((int(start) - int(end)) // int(step)))   # exact: no float rounding
+    else:
+        n = max(0, math.ceil((end - start) / step))
+    if n >= 2 ** 63:
+        raise ValueError(f"arange: [{start}, {end}) in steps of {step} has {n} elements, "
+                         f"more than an int64 counts")
     if dtype is None:
         dtype = int64 if all(isinstance(v, numbers.Integral) for v in vals) \
             else _core.get_default_dtype()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 
 from ember._C import core as _core
-from ember._args import int_arg
+from ember._args import int_arg, number_arg
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
 
@@ -282,6 +282,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: input dtype {input.dtype!r} does not match other "
                            f"dtype {other.dtype!r}")
+    rtol, atol = number_arg(rtol, "rtol", "isclose"), number_arg(atol, "atol", "isclose")
     if not rtol >= 0 or not atol >= 0:
         raise RuntimeError(f"isclose: rtol and atol must be >= 0, got rtol={rtol!r}, "
                            f"atol={atol!r}")

@@ -53,11 +53,29 @@ class _Kernels:
         cpu = getattr(_cpu_index, name)
 
         def call(*args, **kwargs):
-            t = next(a for a in args if isinstance(a, _core.TensorBase))
+            tensors = _tensors_in(args)
+            t = tensors[0]
+            for u in tensors[1:]:
+                # a kernel reads every buffer on its own device: a CPU index reaching
+                # an OpenCL kernel was a SIGSEGV
+                if u.device != t.device:
+                    raise RuntimeError(f"{name}: expected all tensors on one device, got "
+                                       f"{t.device} and {u.device}")
             if t.device.type == "cpu":
                 return cpu(*args, **kwargs)
             return getattr(_core.backend_for(t.device), name)(*args, **kwargs)
         return call
+
+
+def _tensors_in(args):
+    """The tensors among a kernel's arguments, and in its lists of (index, ...) tuples."""
+    found = []
+    for a in args:
+        if isinstance(a, _core.TensorBase):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found += _tensors_in(a)
+    return found
 
 
 _kern = _Kernels()
@@ -139,13 +157,14 @@ def _to_tensor(obj, op, err=IndexError):
     return t
 
 
-def _index_arg(index, op):
-    """An index argument (tensor, list, int) as an integer tensor; TypeError otherwise."""
+def _index_arg(index, op, device):
+    """An index argument (tensor, list, int) as an integer tensor, a list or int made
+    on `device` (the indexed tensor's); TypeError otherwise."""
     if not isinstance(index, _TB):
         if isinstance(index, numbers.Integral) and not isinstance(index, bool):
             from ember._creation import tensor
-            return tensor(int(index))
-        index = _to_tensor(index, op, TypeError)
+            return tensor(int(index), device=device)
+        index = _on(_to_tensor(index, op, TypeError), device)
     if index.dtype.kind != "int":
         raise TypeError(f"{op}: index tensors must have an integer dtype, got {index.dtype!r}")
     return index
@@ -657,7 +676,7 @@ def _index_tuple(indices, op):
 # gather / scatter -------------------------------------------------------------------
 
 def _dim_and_index(input, dim, index, op):
-    index = _index_arg(index, op)
+    index = _index_arg(index, op, input.device)
     _check_device(op, input, index)
     d = _norm(dim, input.ndim, op)
     if index.ndim != input.ndim and not (input.ndim <= 1 and index.ndim <= 1):
@@ -703,7 +722,8 @@ def gather(input, dim, index, *, sparse_grad=False):
 def take_along_dim(input, indices, dim=None):
     """NumPy's take_along_axis: gather after broadcasting input and indices off dim;
     with dim None, over the flattened input. Negative indices count from the end."""
-    indices = _index_arg(indices, "take_along_dim")
+    indices = _index_arg(indices, "take_along_dim", input.device)
+    _check_device("take_along_dim", input, indices)
     if dim is None:
         return _gather(input.reshape(-1), 0, indices.reshape(-1), "take_along_dim", True)
     d = _norm(dim, input.ndim, "take_along_dim")
@@ -877,7 +897,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 def _dim_index1d(input, dim, index, op):
     """(dim, validated 1-d int64 index) for the index_* family (no negatives)."""
-    index = _index_arg(index, op)
+    index = _index_arg(index, op, input.device)
     _check_device(op, input, index)
     if index.ndim > 1:
         raise ValueError(f"{op}: index must be 0-d or 1-d, got shape {tuple(index.shape)}")
@@ -1124,7 +1144,8 @@ def masked_scatter(input, mask, source):
 def take(input, index, *, axis=None):
     """Elements of the flattened input at index (result has index's shape); negative
     indices count from the end. With axis (the Array API), index_select along it."""
-    index = _index_arg(index, "take")
+    index = _index_arg(index, "take", input.device)
+    _check_device("take", input, index)
     if axis is not None:
         if index.ndim != 1:
             raise ValueError(f"take: with axis, indices must be 1-d, got shape "
@@ -1144,7 +1165,8 @@ def take(input, index, *, axis=None):
 def put_(input, index, source, accumulate=False):
     """In place: the flattened input's elements at index take source's (in order);
     accumulate=True adds instead, summing repeated indices."""
-    index = _index_arg(index, "put_")
+    index = _index_arg(index, "put_", input.device)
+    _check_device("put_", input, index, source)
     if not isinstance(source, _TB):
         raise TypeError(f"put_: source must be a tensor, got {type(source).__name__}")
     if source.numel() != index.numel():
@@ -1471,7 +1493,8 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
                              f"{tuple(seq.shape)}")
     _check_device(op, seq, values)
     if sorter is not None:
-        sorter = _index_arg(sorter, op)
+        sorter = _index_arg(sorter, op, seq.device)
+        _check_device(op, seq, sorter)
         if tuple(sorter.shape) != tuple(seq.shape):
             raise ValueError(f"{op}: sorter of shape {tuple(sorter.shape)} doesn't match the "
                              f"sequence's shape {tuple(seq.shape)}")

@@ -17,6 +17,7 @@ import operator
 
 from ember._C import core as _core
 from ember._C import nn_kernels as _k
+from ember._args import int_arg
 from ember._registry import tensor_method
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "batch_norm", "cross_entropy", "nll_loss",
@@ -554,7 +555,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     _same_device(op, weight, input)
     num, dim = weight.shape
     if padding_idx is not None:
-        padding_idx = operator.index(padding_idx)
+        padding_idx = int_arg(padding_idx, "padding_idx", op)
         if not -num <= padding_idx < num:
             raise ValueError(f"{op}: padding_idx={padding_idx} must be within the "
                              f"{num} embeddings")

@@ -13,6 +13,18 @@ class Size(tuple):
 
     __slots__ = ()
 
+    def __new__(cls, sizes=()):
+        try:
+            items = tuple(sizes)
+        except TypeError:
+            raise TypeError(f"Size: expected a sequence of ints, got "
+                            f"{type(sizes).__name__} {sizes!r:.60}") from None
+        try:
+            return super().__new__(cls, [s if type(s) is int else operator.index(s)
+                                         for s in items])
+        except TypeError:
+            raise TypeError(f"Size: expected a sequence of ints, got {items!r:.60}") from None
+
     def __repr__(self):
         return f"ember.Size({list(self)})"
 

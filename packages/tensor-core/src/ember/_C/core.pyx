@@ -792,7 +792,8 @@ cdef class TensorBase:
     # layout ---------------------------------------------------------------------
     @property
     def shape(self):
-        return SIZE_TYPE([self._shape[i] for i in range(self._ndim)])
+        # tuple.__new__: the ints are a tensor's own, so Size's argument checks are skipped
+        return tuple.__new__(SIZE_TYPE, [self._shape[i] for i in range(self._ndim)])
 
     def size(self, dim=None):
         if dim is None:
