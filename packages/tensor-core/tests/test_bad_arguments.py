@@ -267,5 +267,9 @@ def test_issue16_item20_last_fuzz_findings(device):
         em.arange(2 ** 63 - 1, device=device)
     _raises(ValueError, "arange", lambda: em.arange(-2 ** 63, 2 ** 63 - 1, device=device),
             "elements")
+    for key in ((bool,), (int, 0), (em.Tensor,)):   # classes are no indices
+        _raises(IndexError, "index_put_", lambda: x.clone().index_put_(key, em.tensor(1.0)),
+                "valid indices")
+        _raises(IndexError, "getitem", lambda: x[key], "valid indices")
     assert em.arange(2 ** 62, 2 ** 62 + 3, device=device).tolist() == \
         [2 ** 62, 2 ** 62 + 1, 2 ** 62 + 2]   # exact, no float rounding of the count

@@ -256,8 +256,8 @@ def _parse(ndim, key, op):
                     raise IndexError(f"{op}: only integers, slices (:), ellipsis (...), None "
                                      f"and integer or bool tensors are valid indices (got "
                                      f"the float {k!r})")
-                elif hasattr(k, "__index__"):
-                    entries.append(("int", operator.index(k), pos))
+                elif hasattr(type(k), "__index__"):   # the protocol is the type's (the
+                    entries.append(("int", operator.index(k), pos))   # class bool is no index)
                     consumed += 1
                     continue
                 else:
