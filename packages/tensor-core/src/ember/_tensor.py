@@ -36,7 +36,8 @@ class Size(tuple):
 
     def __getitem__(self, key):
         r = super().__getitem__(key)
-        return Size(r) if isinstance(key, slice) else r
+        # a slice of a Size holds its ints: no need for __new__'s checks
+        return tuple.__new__(Size, r) if isinstance(key, slice) else r
 
     def __add__(self, other):
         return Size(tuple(self) + tuple(other))

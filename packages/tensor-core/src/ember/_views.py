@@ -169,6 +169,11 @@ def permute(input, *args, dims=None):
     dims = tuple(_norm(d, n, "permute") for d in dims)
     if len(set(dims)) != n:
         raise ValueError(f"permute: repeated dim in {dims}")
+    return _permute(input, dims)
+
+
+def _permute(input, dims):
+    """permute with dims already a valid permutation (transpose, T: no parsing)."""
     storage, dtype, shape, strides, offset = input._layout()
     out = input._view([shape[d] for d in dims], [strides[d] for d in dims], offset, "permute")
     return _record("permute", (input,), out, {"dims": dims})
@@ -186,7 +191,7 @@ def transpose(input, dim0, dim1):
     a, b = _norm(dim0, n, "transpose"), _norm(dim1, n, "transpose")
     dims = list(range(n))
     dims[a], dims[b] = dims[b], dims[a]
-    return permute(input, dims)
+    return _permute(input, tuple(dims))
 
 
 swapaxes = swapdims = transpose
@@ -207,7 +212,7 @@ def matrix_transpose(x):
 
 
 def _T(self):
-    return permute(self, list(range(self.ndim))[::-1])
+    return _permute(self, tuple(range(self.ndim))[::-1])
 
 
 def _mT(self):
