@@ -821,8 +821,8 @@ def test_records_carry_what_backward_needs(tape):
 _ALLOWED = (IndexError, ValueError, TypeError, RuntimeError, OverflowError,
             NotImplementedError, MemoryError)
 
-_FUZZ_NAMES = sorted(set(__import__("ember._indexing", fromlist=["__all__"]).__all__) |
-                     set(__import__("ember._shape", fromlist=["__all__"]).__all__) |
+_FUZZ_NAMES = sorted(set(__import__("ember.ops.index", fromlist=["__all__"]).__all__) |
+                     set(__import__("ember.ops.shape", fromlist=["__all__"]).__all__) |
                      {"__getitem__", "__setitem__", "scatter_", "scatter_add_", "index_add_",
                       "index_copy_", "index_fill_", "masked_fill_", "masked_scatter_", "put_",
                       "index_put_", "cumsum_", "tril_", "repeat", "split", "chunk", "unbind"})

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember as em
-from ember._nn_ops import dropout_backward, embedding_backward, softmax_backward
+from ember.ops.dropout import dropout_backward
+from ember.ops.embedding import embedding_backward
+from ember.ops.softmax import softmax_backward
 from ember_testing import realize
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember as em
-from ember._nn_ops import batch_norm_backward, layer_norm_backward
+from ember.ops.norm import batch_norm_backward, layer_norm_backward
 from ember_testing import realize
 
 SIDES = st.sampled_from([1, 2, 3, 7, 65])

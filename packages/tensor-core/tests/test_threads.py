@@ -175,7 +175,7 @@ def np_softmax(x, log):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_rows_on_threads(threads, dtype, log):
-    from ember._nn_ops import softmax_backward
+    from ember.ops.softmax import softmax_backward
     # 1037 columns: the 16- and 32-lane loops have tails; values down to -90 reach
     # exp's underflow to 0
     x = rand((300, 1037), dtype, seed=15, lo=-90, hi=5)

@@ -25,7 +25,7 @@ from ember._C.core cimport (
     TensorBase, Storage, DType, Device, em_tensor_view, tensor_view, new_tensor, view_of,
     dtype_object, as_device, cast_copy, ew,
 )
-from ember._C.linalg cimport matmul
+from ember._C.matmul cimport matmul
 
 cdef extern from "ember/tensor.h":
     ctypedef enum em_dtype:

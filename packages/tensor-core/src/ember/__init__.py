@@ -27,20 +27,27 @@ from ember._grad_mode import (  # noqa: F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled,
 )
-from ember._elementwise import *  # noqa: F401,F403
-from ember._reduction import *  # noqa: F401,F403
-from ember._creation import *  # noqa: F401,F403
-from ember._views import *  # noqa: F401,F403
+from ember.ops.elementwise import *  # noqa: F401,F403
+from ember.ops.reduction import *  # noqa: F401,F403
+from ember.ops.creation import *  # noqa: F401,F403
+from ember.ops.views import *  # noqa: F401,F403
 from ember._interop import *  # noqa: F401,F403
-from ember._shape import *  # noqa: F401,F403
-from ember._indexing import *  # noqa: F401,F403
-from ember._random import *  # noqa: F401,F403
+from ember.ops.shape import *  # noqa: F401,F403
+from ember.ops.index import *  # noqa: F401,F403
+from ember.ops.sort import *  # noqa: F401,F403
+from ember.ops.scan import *  # noqa: F401,F403
+from ember.ops.random import *  # noqa: F401,F403
 from ember._printing import *  # noqa: F401,F403
-from ember._linalg import *  # noqa: F401,F403
-from ember._nn_ops import *  # noqa: F401,F403
-from ember._conv import *  # noqa: F401,F403
-from ember._pool import *  # noqa: F401,F403
-from ember import _registry, _views, _interop, _creation
+from ember.ops.matmul import *  # noqa: F401,F403
+from ember.ops.softmax import *  # noqa: F401,F403
+from ember.ops.norm import *  # noqa: F401,F403
+from ember.ops.loss import *  # noqa: F401,F403
+from ember.ops.dropout import *  # noqa: F401,F403
+from ember.ops.embedding import *  # noqa: F401,F403
+from ember.ops.conv import *  # noqa: F401,F403
+from ember.ops.pool import *  # noqa: F401,F403
+from ember import _registry, _interop
+from ember.ops import views as _views, creation as _creation
 
 _core._set_python_types(Size, _creation.as_tensor)
 _views._install_properties(Tensor)

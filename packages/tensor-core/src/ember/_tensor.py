@@ -55,7 +55,7 @@ class Tensor(_core.TensorBase):
         Tensor(data) copies nested sequences (a tuple is data too) into the default
         float dtype, and Tensor(tensor) shares that tensor's memory. Prefer
         ember.tensor and ember.empty."""
-        from ember import _creation
+        from ember.ops import creation as _creation
         dtype = _core.get_default_dtype()
         if len(args) == 1 and isinstance(args[0], _core.TensorBase):
             if device is not None:

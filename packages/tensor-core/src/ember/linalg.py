@@ -13,10 +13,10 @@ import numbers
 
 from ember._C import core as _core
 from ember._args import tensors_arg as _tensors_arg
-from ember._linalg import matmul, tensordot, outer, vecdot  # noqa: F401
-from ember._linalg import _tensor
-from ember._reduction import norm as _norm_reduce, amax as _amax, amin as _amin, sum as _sum
-from ember._views import matrix_transpose, diagonal as _diagonal
+from ember.ops.matmul import matmul, tensordot, outer, vecdot  # noqa: F401
+from ember.ops.matmul import _tensor
+from ember.ops.reduction import norm as _norm_reduce, amax as _amax, amin as _amin, sum as _sum
+from ember.ops.views import matrix_transpose, diagonal as _diagonal
 
 __all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose",
            "diagonal", "norm", "vector_norm", "matrix_norm", "trace"]
@@ -151,6 +151,9 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     with ord given gives a matrix norm."""
     A = _tensor(A, "norm")
     if dim is not None:
+        if not isinstance(dim, (numbers.Integral, tuple, list)):
+            raise TypeError(f"linalg.norm: dim must be an int or a tuple of ints, got "
+                            f"{type(dim).__name__}")
         if isinstance(dim, numbers.Integral) or len(dim) == 1:
             return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)

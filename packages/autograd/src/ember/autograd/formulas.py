@@ -25,6 +25,13 @@ import math
 import ember as em
 from ember._C import core as _core
 from ember.autograd.graph import Formula
+from ember.ops.conv import conv2d_backward, conv_transpose2d_backward
+from ember.ops.dropout import dropout_backward
+from ember.ops.embedding import embedding_backward
+from ember.ops.loss import cross_entropy_backward, cross_entropy_target_backward, nll_loss_backward
+from ember.ops.norm import batch_norm_backward, layer_norm_backward
+from ember.ops.softmax import softmax_backward
+from ember.ops import pool as P
 
 FORMULAS: dict = {}
 
@@ -708,7 +715,6 @@ def _(n, g):
     y, d = n.output, n.attrs["dim"]
     if _core.is_grad_enabled():          # create_graph: stay differentiable
         return y * (g - (g * y).sum(d, keepdim=True)),
-    from ember._nn_ops import softmax_backward
     return softmax_backward(g, y, d, log=False),
 
 
@@ -717,7 +723,6 @@ def _(n, g):
     y, d = n.output, n.attrs["dim"]
     if _core.is_grad_enabled():
         return g - em.exp(y) * g.sum(d, keepdim=True),
-    from ember._nn_ops import softmax_backward
     return softmax_backward(g, y, d, log=True),
 
 
@@ -754,7 +759,6 @@ def _(n, g):
             y = y * w if w is not None else y
             return y + b if b is not None else y
         return _by_composite(n, g, forward)
-    from ember._nn_ops import layer_norm_backward
     x, w, b = n.inputs
     return layer_norm_backward(g, x, shape, a["mean"], a["rstd"], w, b, n.needs)
 
@@ -772,7 +776,6 @@ def _(n, g):
             y = y * w.reshape(per_channel) if w is not None else y
             return y + b.reshape(per_channel) if b is not None else y
         return _by_composite(n, g, forward)
-    from ember._nn_ops import batch_norm_backward
     x, w, _ = n.inputs
     return batch_norm_backward(g, x, w, a["mean"], a["invstd"], a["training"], a["eps"],
                                n.needs)
@@ -821,7 +824,6 @@ def _(n, g):
                     return loss
                 return loss.sum() / (1 if a["reduction"] == "sum" else x.numel() // C)
             return _by_composite(n, g, forward)
-        from ember._nn_ops import cross_entropy_backward, cross_entropy_target_backward
         x, t = n.inputs
         gx = cross_entropy_backward(g, x, t, a["weight"], a["ignore_index"], a["reduction"],
                                     a["label_smoothing"]) if n.needs[0] else None
@@ -834,7 +836,6 @@ def _(n, g):
             return _nll_composite(logp, a["target"], a["weight"], a["ignore_index"],
                                   a["reduction"], a["label_smoothing"])
         return _by_composite(n, g, forward)
-    from ember._nn_ops import cross_entropy_backward
     return cross_entropy_backward(g, n.inputs[0], a["target"], a["weight"], a["ignore_index"],
                                   a["reduction"], a["label_smoothing"]),
 
@@ -845,7 +846,6 @@ def _(n, g):
     if _core.is_grad_enabled():
         return _by_composite(n, g, lambda x: _nll_composite(
             x, a["target"], a["weight"], a["ignore_index"], a["reduction"], 0.0))
-    from ember._nn_ops import nll_loss_backward
     return nll_loss_backward(g, n.inputs[0], a["target"], a["weight"], a["ignore_index"],
                              a["reduction"]),
 
@@ -860,7 +860,6 @@ def _(n, g):
         if a["padding_idx"] is not None:
             gw = gw.index_fill(0, em.tensor([a["padding_idx"]], device=g.device), 0.0)
         return gw,
-    from ember._nn_ops import embedding_backward
     return embedding_backward(g, a["indices"], a["num_weights"], a["padding_idx"],
                               a["scale_grad_by_freq"]),
 
@@ -870,7 +869,6 @@ def _(n, g):
     a = n.attrs
     if _core.is_grad_enabled():
         return g * a["mask"].to(g.dtype) * (0.0 if a["p"] >= 1 else 1.0 / (1.0 - a["p"])),
-    from ember._nn_ops import dropout_backward
     return dropout_backward(g, a["mask"], a["p"]),
 
 
@@ -917,7 +915,6 @@ def _(n, g):
     if _core.is_grad_enabled():
         return _by_composite(n, g, lambda x, w, b: _conv2d_composite(
             x, w, b, a["stride"], a["padding"], a["dilation"], a["groups"]))
-    from ember._conv import conv2d_backward
     x, w, _ = n.inputs
     return conv2d_backward(g, x, w, a["stride"], a["padding"], a["dilation"], a["groups"],
                            n.needs)
@@ -930,7 +927,6 @@ def _(n, g):
         return _by_composite(n, g, lambda x, w, b: _conv_transpose2d_composite(
             x, w, b, a["stride"], a["padding"], a["output_padding"], a["groups"],
             a["dilation"]))
-    from ember._conv import conv_transpose2d_backward
     x, w, _ = n.inputs
     return conv_transpose2d_backward(g, x, w, a["stride"], a["padding"], a["output_padding"],
                                      a["groups"], a["dilation"], n.needs)
@@ -966,7 +962,6 @@ def _gather_at(gg, indices, sd):
 
 @formula("max_pool2d", "adaptive_max_pool2d", "max_pool1d", "adaptive_max_pool1d")
 def _(n, g):
-    import ember._pool as P
     sd, indices, shape = _pool_dims(n.op), n.attrs["indices"], _shape(n)
     backward = P.max_pool1d_backward if sd == 1 else P.max_pool2d_backward
     apply_t = lambda grad: backward(grad, shape, indices)  # noqa: E731
@@ -977,7 +972,6 @@ def _(n, g):
 
 @formula("avg_pool2d", "avg_pool1d")
 def _(n, g):
-    import ember._pool as P
     a, shape = n.attrs, _shape(n)
     sd = _pool_dims(n.op)
     backward = P.avg_pool1d_backward if sd == 1 else P.avg_pool2d_backward
@@ -990,7 +984,6 @@ def _(n, g):
 
 @formula("adaptive_avg_pool2d", "adaptive_avg_pool1d")
 def _(n, g):
-    import ember._pool as P
     shape = _shape(n)
     sd = _pool_dims(n.op)
     backward = P.adaptive_avg_pool1d_backward if sd == 1 else P.adaptive_avg_pool2d_backward

@@ -4,7 +4,7 @@
 
 Three kernels over contiguous NCHW float32/float64 tensors of one dtype: the
 forward, its input gradient (which is also conv_transpose2d) and its weight
-gradient. Callers (ember._conv) validate the arguments, make the operands
+gradient. Callers (ember.ops.conv) validate the arguments, make the operands
 contiguous and compute the output size; these wrappers only re-check what would
 make the C code read out of bounds. `stride`, `padding` (top, left) and `dilation`
 are (h, w) pairs.

@@ -1,7 +1,7 @@
-# kernels: index.c sort.c scan.c
+# kernels: index.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The CPU kernels behind indexing, sorting and scans (kernels/cpu/index.c, sort.c,
-scan.c), for ember/_indexing.py and ember/_shape.py.
+"""The CPU kernels of indexing: gather, scatter, nonzero, compress (kernels/cpu/index.c),
+for ember.ops.index; other backends provide functions of the same names and arguments.
 
 The Python modules decide shapes, dtypes and layouts; the functions here check that
 every pointer the C loops will form stays inside its storage before they run (index
@@ -33,11 +33,6 @@ cdef extern from "ember_index.h" nogil:
                      int64_t count, char *out)
     void em_nonzero(const uint8_t *mask, int ndim, const int64_t *shape, int64_t count,
                     int64_t *out)
-    int em_sort_rows(int dtype, char *vals, int64_t *idx, int64_t nrows, int64_t n,
-                     int descending)
-    void em_searchsorted(int dtype, const char *seq, int64_t seq_row_stride, int64_t n,
-                         const char *vals, int64_t nrows, int64_t m, int64_t *out, int right)
-    int em_scan(int op, int dtype, char *data, int64_t outer, int64_t n, int64_t inner)
 
 DEF MAXD = 16
 DEF NBIG = 1 << 16      # release the GIL above this many elements
@@ -48,23 +43,7 @@ SCATTER_OPS = {None: 0, "assign": 0, "add": 1, "sum": 1, "multiply": 2, "prod": 
                "amax": 3, "amin": 4}
 
 
-cdef inline bint dense(TensorBase t):
-    """Row-major without gaps (an empty tensor always is: nothing is read)."""
-    return t.numel_c() == 0 or t.contiguous_c()
-
-
-cdef int cpu_only(TensorBase t, str op) except -1:
-    if t._storage.device.type_id != 0:
-        raise NotImplementedError(f"{op}: no {t._storage.device.type} kernel for "
-                                  f"{t.dtype!r}")
-    return 0
-
-
-cdef int check_span(TensorBase t, int ndim, const int64_t *shape, const int64_t *strides,
-                    str op) except -1:
-    """Every element t's base + sum(p[d] * strides[d]) for p in shape (elements) must
-    lie inside t's storage (core's one checked layout validator)."""
-    return check_bounds(t._storage.nbytes // t._itemsize, ndim, shape, strides, t._offset, op)
+include "kernel_checks.pxi"
 
 
 cdef int fill_args(list indices, int ndim, const int64_t *shape, em_index_arg *args,
@@ -225,64 +204,3 @@ def compress(TensorBase src, int64_t stride, TensorBase mask):
     with nogil:
         em_compress(itemsize, sp, bstride, mp, n, count, op_)
     return out
-
-
-def sort_rows(TensorBase vals, TensorBase idx, int64_t n, bint descending):
-    """Sort the contiguous rows of n elements of vals in place (stable, NaN largest);
-    idx (contiguous int64, same size) receives the original positions."""
-    cpu_only(vals, "sort")
-    cdef int64_t total = vals.numel_c()
-    if not dense(vals) or not dense(idx) or idx._dtype != INT64 or \
-            idx.numel_c() != total or (n == 0 and total) or (n and total % n):
-        raise ValueError("sort: internal error: bad layout")
-    if total == 0:
-        return vals
-    cdef int64_t nrows = total // n
-    cdef int rc, dtype = vals._dtype
-    cdef char *vp = vals.ptr()
-    cdef int64_t *ip = <int64_t *>idx.ptr()
-    with nogil:
-        rc = em_sort_rows(dtype, vp, ip, nrows, n, descending)
-    if rc:
-        raise MemoryError(f"sort: out of memory sorting rows of {n} elements")
-    return vals
-
-
-def searchsorted(TensorBase seq, bint shared, TensorBase vals, TensorBase out, bint right):
-    """out[r, i] = insertion point of vals[r, i] in row r of seq (row 0 for all when
-    shared). All contiguous; seq rows have seq.shape[-1] elements, vals rows
-    vals.shape[-1]."""
-    cpu_only(seq, "searchsorted")
-    if seq._dtype != vals._dtype or out._dtype != INT64 or not (
-            dense(seq) and dense(vals) and dense(out)) or \
-            out.numel_c() != vals.numel_c() or seq._ndim == 0 or vals._ndim == 0:
-        raise ValueError("searchsorted: internal error: bad layout")
-    cdef int64_t n = seq._shape[seq._ndim - 1], m = vals._shape[vals._ndim - 1]
-    if vals.numel_c() == 0:
-        return out
-    cdef int64_t nrows = vals.numel_c() // m
-    if not shared and seq.numel_c() != nrows * n:
-        raise ValueError("searchsorted: internal error: row count mismatch")
-    cdef int dtype = seq._dtype
-    cdef int64_t stride = 0 if shared else n
-    cdef const char *sp = seq.ptr()
-    cdef const char *vp = vals.ptr()
-    cdef int64_t *op_ = <int64_t *>out.ptr()
-    with nogil:
-        em_searchsorted(dtype, sp, stride, n, vp, nrows, m, op_, right)
-    return out
-
-
-def scan(str op, TensorBase x, int64_t outer, int64_t n, int64_t inner):
-    """Inclusive cumulative sum/prod in place along the middle dim of contiguous x
-    viewed as (outer, n, inner)."""
-    cpu_only(x, op)
-    if not dense(x) or outer * n * inner != x.numel_c() or x._dtype == BOOL:
-        raise ValueError(f"{op}: internal error: bad layout")
-    cdef int rc, dtype = x._dtype, code = 0 if op == "cumsum" else 1
-    cdef char *p = x.ptr()
-    with nogil:
-        rc = em_scan(code, dtype, p, outer, n, inner)
-    if rc:
-        raise MemoryError(f"{op}: out of memory")
-    return x

@@ -1,7 +1,7 @@
 # kernels: pool.c cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pooling kernels (kernels/cpu/pool.c) over contiguous (N, C, H, W) float32/float64
-tensors; 1-d pooling comes here as H = 1. Callers (ember._pool) validate the
+tensors; 1-d pooling comes here as H = 1. Callers (ember.ops.pool) validate the
 arguments, compute the output size and make the inputs contiguous; the checks here
 only keep a direct caller from reading out of bounds."""
 from libc.stdint cimport int64_t

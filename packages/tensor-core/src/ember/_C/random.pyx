@@ -1,12 +1,12 @@
-# kernels: philox.c
+# kernels: random.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The CPU side of ember's random numbers: Philox4x32-10 streams (kernels/cpu/philox.c).
+"""The CPU side of ember's random numbers: Philox4x32-10 streams (kernels/cpu/random.c).
 
 Every function here fills a contiguous CPU tensor from the stream of (seed, offset);
 ember/_random.py owns the generators, reserves the words each call uses and handles
 dtypes, devices and non-contiguous outputs. The word each element uses is fixed (see
-philox.c's header and _random.py's docstring), so another device reproduces any
+random.c's header and _random.py's docstring), so another device reproduces any
 element on its own.
 """
 from libc.stdint cimport int64_t, uint32_t, uint64_t
@@ -46,7 +46,7 @@ cdef inline void stream_init(Stream *s, uint64_t seed) noexcept nogil:
 
 
 cdef inline uint32_t word_at(Stream *s, uint64_t pos) noexcept nogil:
-    """Word `pos` of the stream (the same function as philox.c's word_at)."""
+    """Word `pos` of the stream (the same function as random.c's word_at)."""
     cdef uint64_t b = pos >> 2
     cdef uint32_t ctr[4]
     if not s.have or s.block != b:
@@ -61,7 +61,7 @@ cdef inline uint32_t word_at(Stream *s, uint64_t pos) noexcept nogil:
 
 
 cdef inline double u53(Stream *s, uint64_t pos) noexcept nogil:
-    """The float64 uniform in [0, 1) made of words pos and pos + 1 (as philox.c)."""
+    """The float64 uniform in [0, 1) made of words pos and pos + 1 (as random.c)."""
     cdef uint64_t hi = word_at(s, pos), lo = word_at(s, pos + 1)
     return <double>((hi << 21) | (lo >> 11)) * (1.0 / 9007199254740992.0)
 

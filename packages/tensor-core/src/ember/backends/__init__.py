@@ -1,3 +1,45 @@
-"""Device backends. The CPU is built into ember._C.core; every other device type is a
-Backend (see base.py) registered with ember._C.core.register_backend when its module
-imports and finds its driver."""
+"""Device backends, one per device type, the CPU included (cpu.py, cuda.py,
+opencl.py; the interface is base.py). ember._C.core's registry maps a device to its
+backend; `kernel` below is how every hand-written op reaches its kernel."""
+from __future__ import annotations
+
+from ember._C.core import TensorBase, backend_for
+
+
+def kernel(name, op, *tensors):
+    """Hand-written kernel `name` (backends.base.HAND_WRITTEN_KERNELS) of the backend
+    of the tensors' device, for a call of `op`. Every tensor must be on one device (a
+    kernel reads each buffer on its own device: a CPU index reaching an OpenCL kernel
+    was a SIGSEGV); None and non-tensors among `tensors` are skipped."""
+    first = tensors[0]
+    device = first.device
+    for t in tensors[1:]:
+        if isinstance(t, TensorBase) and t.device != device:
+            raise RuntimeError(f"{op}: expected all tensors on one device, got {device} "
+                               f"and {t.device}")
+    return backend_for(device).kernel(name, op, device, first.dtype)
+
+
+def run(name, op, *args):
+    """kernel(name, op, ...)(*args), on the device of the tensors among args (and in
+    its lists and tuples, such as the index kernels' (index, strides, ...) entries)."""
+    return kernel(name, op, *_tensors_in(args))(*args)
+
+
+def _tensors_in(args):
+    found = []
+    for a in args:
+        if isinstance(a, TensorBase):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found += _tensors_in(a)
+    return found
+
+
+def _register_cpu():
+    from ember._C.core import register_backend
+    from ember.backends import cpu
+    register_backend("cpu", cpu.get())
+
+
+_register_cpu()

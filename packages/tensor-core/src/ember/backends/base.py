@@ -1,9 +1,11 @@
-"""The one interface every non-CPU backend implements (CUDA, OpenCL).
+"""The one interface every backend implements (cpu.py, cuda.py, opencl.py).
 
-Dispatch in ember._C.core picks the backend from the inputs' device and calls these
-methods; the CPU path implements the same operations in C directly. A backend that
-lacks a kernel raises NotImplementedError("<op>: no <backend> kernel for <dtype>");
-it never falls back to the host silently (DESIGN.md, "Devices and backends").
+ember._C.core's op-table dispatch picks the backend from the inputs' device and calls
+elementwise/reduce/copy/fill (the CPU's run in C inside the core, the fast path); every
+hand-written op reaches its kernel through `ember.backends.kernel(...)`, i.e.
+`backend_for(device).kernel(name, ...)`. A missing kernel raises
+NotImplementedError("<op>: no kernel for <device> (<dtype>)"); nothing falls back to
+the host silently (DESIGN.md, "Devices and backends").
 
 Arguments are ember tensors (their storage's `handle` is the backend's buffer object,
 their layout is shape/strides/offset in elements) or Python scalars.
@@ -59,56 +61,70 @@ class Backend:
 
     # The hand-written kernels: see HAND_WRITTEN_KERNELS below. A backend implements
     # each as a method of that name with the CPU function's signature.
+    def kernel(self, name, op, device, dtype):
+        """Hand-written kernel `name` for a call of `op` on `device` with `dtype`; the
+        one place a missing kernel is reported, the same way on every device."""
+        fn = getattr(self, name, None)
+        if fn is None:
+            raise NotImplementedError(f"{op}: no kernel for {device} ({dtype.name})")
+        return fn
 
 
 # The kernels that are not one expression of the op table, so each backend writes its
-# own (DESIGN.md, "One op, one place"). name -> the module holding the CPU version,
-# whose signature and docstring every backend's method of that name follows: tensors
-# are contiguous unless the CPU docstring says otherwise, and the Python layer
-# (ember._conv, ember._nn_ops, ...) has already checked shapes, dtypes and devices.
+# own (DESIGN.md, "One op, one place"): kernel name -> its family. A family's files are
+# named alike: ember/ops/<family>.py (the Python entry and its backward),
+# ember/_C/<family>.pyx (the CPU kernels, whose signatures and docstrings every backend's
+# method of the same name follows), kernels/cpu/<family>.c, kernels/gpu/programs/<family>.h
+# and ember/backends/gpu/<family>.py. Tensors are contiguous unless the CPU docstring says
+# otherwise, and the Python layer has already checked shapes, dtypes and devices.
 HAND_WRITTEN_KERNELS = {
-    # matmul family: out = a @ b with NumPy's batching and broadcasting
-    "matmul": "ember._C.linalg",
+    # out = a @ b with NumPy's batching and broadcasting
+    "matmul": "matmul",
     # convolution (NCHW): forward, the input gradient (which is conv_transpose2d's
     # forward), the weight gradient
-    "conv2d_forward": "ember._C.conv",
-    "conv2d_backward_input": "ember._C.conv",
-    "conv2d_backward_weight": "ember._C.conv",
+    "conv2d_forward": "conv",
+    "conv2d_backward_input": "conv",
+    "conv2d_backward_weight": "conv",
     # pooling (NCHW planes; 1-d pools run these with H = 1; max pools' indices are
     # flat h * W + w per plane, -1 for a window wholly in the padding)
-    "max_pool2d": "ember._C.pool",
-    "max_pool2d_backward": "ember._C.pool",
-    "avg_pool2d": "ember._C.pool",
-    "avg_pool2d_backward": "ember._C.pool",
-    "adaptive_avg_pool2d": "ember._C.pool",
-    "adaptive_avg_pool2d_backward": "ember._C.pool",
-    "adaptive_max_pool2d": "ember._C.pool",
+    "max_pool2d": "pool",
+    "max_pool2d_backward": "pool",
+    "avg_pool2d": "pool",
+    "avg_pool2d_backward": "pool",
+    "adaptive_avg_pool2d": "pool",
+    "adaptive_avg_pool2d_backward": "pool",
+    "adaptive_max_pool2d": "pool",
     # fused numerics over rows / channels
-    "softmax_rows": "ember._C.nn_kernels",
-    "softmax_backward_rows": "ember._C.nn_kernels",
-    "layer_norm": "ember._C.nn_kernels",
-    "layer_norm_backward": "ember._C.nn_kernels",
-    "batch_norm_stats": "ember._C.nn_kernels",
-    "batch_norm_backward_reduce": "ember._C.nn_kernels",
-    "batch_norm_elemt": "ember._C.nn_kernels",
-    "check_targets": "ember._C.nn_kernels",
-    "cross_entropy": "ember._C.nn_kernels",
-    "cross_entropy_backward": "ember._C.nn_kernels",
-    "nll_loss": "ember._C.nn_kernels",
-    "nll_loss_backward": "ember._C.nn_kernels",
-    "dropout": "ember._C.nn_kernels",
-    "dropout_backward": "ember._C.nn_kernels",
-    # indexing, sorting, scans
-    "gather": "ember._C.index",
-    "scatter": "ember._C.index",
-    "nonzero": "ember._C.index",
-    "compress": "ember._C.index",
-    "sort_rows": "ember._C.index",
-    "searchsorted": "ember._C.index",
-    "scan": "ember._C.index",
-    # Philox random numbers (one entry point: random(kind, out, seed, offset, *params),
-    # kind in uniform/normal/integers/randperm/exponential/multinomial)
-    "random": "ember._random",
+    "softmax_rows": "softmax",
+    "softmax_backward_rows": "softmax",
+    "layer_norm": "norm",
+    "layer_norm_backward": "norm",
+    "batch_norm_stats": "norm",
+    "batch_norm_backward_reduce": "norm",
+    "batch_norm_elemt": "norm",
+    "check_targets": "loss",
+    "cross_entropy": "loss",
+    "cross_entropy_backward": "loss",
+    "nll_loss": "loss",
+    "nll_loss_backward": "loss",
+    "dropout": "dropout",
+    "dropout_backward": "dropout",
+    # indexing (normalize: negative indices wrapped and every index checked against
+    # the dim's size), sorting, scans
+    "normalize": "index",
+    "gather": "index",
+    "scatter": "index",
+    "nonzero": "index",
+    "compress": "index",
+    "sort_rows": "sort",
+    "searchsorted": "sort",
+    "scan": "scan",
+    # int64 0 .. n-1 (arange's integer ranges; the CPU's is in ember._C.core)
+    "iota": "creation",
+    # Philox random numbers, one entry point: random(kind, out, seed, offset, *params)
+    # for kind in uniform/normal/integers/randperm/exponential, and
+    # random("multinomial", weights, out, seed, offset, replacement)
+    "random": "random",
 }
 
 

@@ -1083,7 +1083,7 @@ class GPUBackend(Backend):
 
     # random numbers ------------------------------------------------------------------
     def random(self, kind, out, *args):
-        """Philox draws into `out`, the CPU's numbers (ember._random's entry point):
+        """Philox draws into `out`, the CPU's numbers (ember.ops.random's entry point):
         random(kind, out, seed, offset, *params) for uniform (low, high), normal (mean,
         std), integers (low, span), exponential (lambd), randperm ()."""
         if kind == "multinomial":
@@ -1107,7 +1107,7 @@ class GPUBackend(Backend):
             self.run(out.device, f"random_uniform_{tdt}", n,
                      [n, h] + keys + [float(lo), float(hi - lo), float(lo), float(hi - lo)])
             if f16_via_f32 and hi > lo:
-                from ember._random import _below_f16
+                from ember.ops.random import _below_f16
                 self.elementwise("minimum", [target, max(_below_f16(hi), lo)], target.dtype,
                                  target.dtype, target)
         elif kind == "normal":

@@ -1,13 +1,13 @@
 /* dropout: y = keep ? x * scale : 0 with a fresh Philox mask, and its backward.
  *
  * Element i of a call with generator position (seed, offset) uses stream word
- * w = w[offset + i] (philox.c's stream) and is dropped when its float32 uniform
+ * w = w[offset + i] (random.c's stream) and is dropped when its float32 uniform
  * u = (w >> 8) * 2^-24 is below p (p rounded to float32): exactly the draw of
  * ember.rand(n) < p, on every device, whatever the dtype. Since u is a multiple of
  * 2^-24, "u < p" is the integer test (w >> 8) < ceil(p * 2^24).
  *
  * The words come 8 Philox blocks at a time: with AVX2, one block per 32-bit lane
- * (the compilers do not vectorise the 32x32->64 bit multiplies of philox.c's
+ * (the compilers do not vectorise the 32x32->64 bit multiplies of random.c's
  * one-block em_philox4x32_10, which computes the same function); without it, a
  * portable loop over the lanes. Chunks of the array go to the thread pool; every
  * element depends only on its position, so threads do not change the result.

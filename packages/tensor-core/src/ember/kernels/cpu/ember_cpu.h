@@ -54,7 +54,7 @@ void em_host_free(void *ptr, size_t nbytes);
 void em_host_empty_cache(void);
 size_t em_host_cached_bytes(void);
 
-/* philox.c: counter-based random numbers (Philox4x32-10). Element i of a request
+/* random.c: counter-based random numbers (Philox4x32-10). Element i of a request
  * uses the stream position offset + i, so any device reproduces any element. */
 void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 void em_random_uniform(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offset,

@@ -1,7 +1,7 @@
 # kernels: cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The CPU matrix multiply (kernels/cpu/gemm.c) and the thread pool
-(kernels/cpu/threads.c), for ember/_linalg.py.
+(kernels/cpu/threads.c), for ember.ops.matmul.
 
 `matmul` here is the whole of ember.matmul's fast path: NumPy's rules for 1-d and
 batched operands, broadcasting of the batch dims, dtype promotion, one output
@@ -129,8 +129,26 @@ cpdef object matmul(object a, object b, str op="matmul"):
         a, b = promote(a, b, op)
         x = a
         y = b
+    cdef int64_t k = x._shape[x._ndim - 1]
+    cdef int64_t k2 = y._shape[0] if y._ndim == 1 else y._shape[y._ndim - 2]
+    if k != k2:
+        raise ValueError(f"{op}: {dims_str(x)} @ {dims_str(y)}: inner dimensions {k} and "
+                         f"{k2} differ")
+    if x._storage.device.type_id == 0:
+        out = cpu_matmul(x, y, op)     # the CPU backend's kernel, without a Python call
+    else:
+        dev = x._storage.device
+        out = _core.backend_for(dev).kernel("matmul", op, dev, x.dtype)(a, b)
+    if x._requires_grad or y._requires_grad:
+        _record("matmul", (a, b), out, None)
+    return out
+
+
+cpdef TensorBase cpu_matmul(TensorBase x, TensorBase y, str op="matmul"):
+    """The CPU kernel of matmul (the CPU backend's "matmul"): x @ y for CPU tensors of
+    one dtype whose inner dims agree (checked by the caller), without recording."""
     cdef int nda = x._ndim, ndb = y._ndim
-    cdef int64_t m, n, k, k2, rsa, csa, rsb, csb
+    cdef int64_t m, n, k, rsa, csa, rsb, csb
     if nda == 1:
         m, k, csa = 1, x._shape[0], x._strides[0]
         rsa = 0
@@ -138,16 +156,11 @@ cpdef object matmul(object a, object b, str op="matmul"):
         m, k = x._shape[nda - 2], x._shape[nda - 1]
         rsa, csa = x._strides[nda - 2], x._strides[nda - 1]
     if ndb == 1:
-        k2, n, rsb = y._shape[0], 1, y._strides[0]
+        n, rsb = 1, y._strides[0]
         csb = 0
     else:
-        k2, n = y._shape[ndb - 2], y._shape[ndb - 1]
+        n = y._shape[ndb - 1]
         rsb, csb = y._strides[ndb - 2], y._strides[ndb - 1]
-    if k != k2:
-        raise ValueError(f"{op}: {dims_str(x)} @ {dims_str(y)}: inner dimensions {k} and "
-                         f"{k2} differ")
-    if x._storage.device.type_id != 0:
-        return _device_matmul(a, b, op)
 
     # batch dims: broadcast a[:-2] against b[:-2]
     cdef int bnda = nda - 2 if nda > 2 else 0
@@ -203,18 +216,7 @@ cpdef object matmul(object a, object b, str op="matmul"):
         rc = em_gemm_batched(dt, bnd, bshape, bsa, bsb, bsc, m, n, k, 1.0, pa, rsa, csa,
                              pb, rsb, csb, 0.0, pc, n, 1)
     check_rc(rc, op)
-    if x._requires_grad or y._requires_grad:
-        _record("matmul", (a, b), out, None)
     return out
-
-
-def _device_matmul(a, b, str op):
-    backend = _core.backend_for(a.device)
-    fn = getattr(backend, "matmul", None)
-    if fn is None:
-        raise NotImplementedError(f"{op}: no {a.device.type} kernel for {a.dtype!r}")
-    out = fn(a, b)
-    return _record("matmul", (a, b), out, None)
 
 
 def gemm_(TensorBase c, TensorBase a, TensorBase b, double alpha, double beta):
@@ -226,7 +228,7 @@ def gemm_(TensorBase c, TensorBase a, TensorBase b, double alpha, double beta):
         raise TypeError("gemm_: operands must share one dtype")
     if c._storage.device.type_id != 0 or a._storage.device.type_id != 0 or \
             b._storage.device.type_id != 0:
-        raise NotImplementedError(f"gemm_: no {c.device.type} kernel for {c.dtype!r}")
+        raise NotImplementedError(f"gemm_: no kernel for {c.device} ({c.dtype.name})")
     cdef int64_t m = c._shape[0], n = c._shape[1], k = a._shape[1]
     if a._shape[0] != m or b._shape[0] != k or b._shape[1] != n:
         raise ValueError(f"gemm_: {dims_str(a)} @ {dims_str(b)} does not give {dims_str(c)}")

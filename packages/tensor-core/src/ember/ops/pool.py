@@ -27,15 +27,12 @@ from __future__ import annotations
 import operator
 
 from ember._C import core as _core
-from ember._C import pool as _k
 from ember._dtypes import float64, int64
-from ember._nn_ops import _work_dtype
+from ember.backends import kernel
+from ember.ops._kernel_args import _work_dtype
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "max_pool1d_backward", "max_pool2d_backward", "avg_pool1d_backward",
-           "avg_pool2d_backward", "adaptive_avg_pool1d_backward",
-           "adaptive_avg_pool2d_backward"]
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
 
 
 # arguments ------------------------------------------------------------------------
@@ -141,16 +138,6 @@ def _hw(t, sd, fill=1):
     return t if sd == 2 else (fill,) + t
 
 
-def _kernel(x, name, op):
-    """ember._C.pool.<name> for CPU tensors, the device backend's <name> otherwise."""
-    if x.device.type == "cpu":
-        return getattr(_k, name)
-    fn = getattr(_core.backend_for(x.device), name, None)
-    if fn is None:
-        raise NotImplementedError(f"{op}: no {x.device.type} kernel for {x.dtype!r}")
-    return fn
-
-
 def _planes(x, shape4, work):
     """x as the contiguous (N, C, H, W) tensor of dtype `work` that the kernels take."""
     if tuple(x.shape) != shape4:
@@ -196,7 +183,7 @@ def _max_pool(op, input, sd, kernel_size, stride, padding, dilation, ceil_mode,
     work = _max_dtype(input, op)
     with_indices = bool(return_indices) or _core.any_requires_grad((input,))
     with _core._no_record():
-        fn = _kernel(input, "max_pool2d", op)
+        fn = kernel("max_pool2d", op, input)
         y, ix = fn(_planes(input, shape4, work), _hw(k, sd), _hw(s, sd),
                    _hw(p, sd, 0), _hw(d, sd), _hw(out, sd), with_indices)
         y = _finish(y, lead, sd, input.dtype)
@@ -235,7 +222,7 @@ def _max_backward(op, sd, grad_output, input, indices):
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
         i4 = _planes(indices, _as4d(gshape, sd), int64)
-        dx = _kernel(grad_output, "max_pool2d_backward", op)(g4, i4, _as4d(shape, sd))
+        dx = kernel("max_pool2d_backward", op, grad_output)(g4, i4, _as4d(shape, sd))
         return _finish(dx, shape[:-sd], sd, dtype)
 
 
@@ -277,7 +264,7 @@ def _avg_pool(op, input, sd, kernel_size, stride, padding, ceil_mode, count_incl
                            ceil_mode, count_include_pad, divisor_override)
     work = _float_dtype(input, op)
     with _core._no_record():
-        y = _kernel(input, "avg_pool2d", op)(
+        y = kernel("avg_pool2d", op, input)(
             _planes(input, shape4, work), _hw(attrs["kernel_size"], sd),
             _hw(attrs["stride"], sd), _hw(attrs["padding"], sd, 0), _hw(out, sd),
             attrs["count_include_pad"], divisor_override or 0)
@@ -316,7 +303,7 @@ def _avg_backward(op, sd, grad_output, input, kernel_size, stride, padding, ceil
     _check_grad_shape(op, grad_output, shape, sd, out)
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(tuple(grad_output.shape), sd), work)
-        dx = _kernel(grad_output, "avg_pool2d_backward", op)(
+        dx = kernel("avg_pool2d_backward", op, grad_output)(
             g4, _as4d(shape, sd), _hw(attrs["kernel_size"], sd),
             _hw(attrs["stride"], sd), _hw(attrs["padding"], sd, 0),
             attrs["count_include_pad"], divisor_override or 0)
@@ -350,12 +337,12 @@ def _adaptive_size(op, shape, sd, output_size):
     return out
 
 
-def _adaptive(op, kernel, input, sd, output_size, float_only):
+def _adaptive(op, name, input, sd, output_size, float_only):
     shape4, lead = _input(input, sd, op)
     out = _adaptive_size(op, tuple(input.shape), sd, output_size)
     work = _float_dtype(input, op) if float_only else _max_dtype(input, op)
     with _core._no_record():
-        r = _kernel(input, kernel, op)(_planes(input, shape4, work), _hw(out, sd))
+        r = kernel(name, op, input)(_planes(input, shape4, work), _hw(out, sd))
         if float_only:
             return _finish(r, lead, sd, input.dtype)
         y = _finish(r[0], lead, sd, input.dtype)
@@ -401,7 +388,7 @@ def _adaptive_avg_backward(op, sd, grad_output, input):
                          f"{shape}")
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
-        dx = _kernel(grad_output, "adaptive_avg_pool2d_backward", op)(g4, _as4d(shape, sd))
+        dx = kernel("adaptive_avg_pool2d_backward", op, grad_output)(g4, _as4d(shape, sd))
         return _finish(dx, shape[:-sd], sd, dtype)
 
 

@@ -1,5 +1,5 @@
 """Indexing: ``x[key]`` and ``x[key] = value`` with NumPy's semantics, the gather /
-scatter family, masks, nonzero, sorting, top-k, unique and binary search.
+scatter family, masks, take/put and nonzero (sorting and searching: ember.ops.sort).
 
 Subscripts follow NumPy:
 - ints (negative from the end), slices (any step, negative too), None, Ellipsis
@@ -28,64 +28,26 @@ Autograd records, with the attrs their derivatives need:
   ``zeros(shape).index_put_(indices, grad, accumulate=True)``;
 - "setitem" (in place; inputs (x, value), attrs key, accumulate);
 - "gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
-  "index_add", "index_copy", "index_fill" (attrs dim, index, ...). sort, topk,
-  kthvalue and take_along_dim record their values as "gather".
+  "index_add", "index_copy", "index_fill" (attrs dim, index, ...); take_along_dim
+  (and ember.ops.sort's sort, topk, kthvalue) record their values as "gather".
 """
 from __future__ import annotations
 
 import functools
 import numbers
 import operator
-from collections import namedtuple
 
 from ember._C import core as _core
 from ember._args import int_arg
-from ember._C import index as _cpu_index
+from ember.backends import run as _run
 from ember._registry import tensor_method
-from ember._reduction import values_indices
 
 
-class _Kernels:
-    """ember._C.index's functions for CPU tensors, the device backend's functions of
-    the same names and arguments for the others (picked by the first tensor argument)."""
-
-    def __getattr__(self, name):
-        cpu = getattr(_cpu_index, name)
-
-        def call(*args, **kwargs):
-            tensors = _tensors_in(args)
-            t = tensors[0]
-            for u in tensors[1:]:
-                # a kernel reads every buffer on its own device: a CPU index reaching
-                # an OpenCL kernel was a SIGSEGV
-                if u.device != t.device:
-                    raise RuntimeError(f"{name}: expected all tensors on one device, got "
-                                       f"{t.device} and {u.device}")
-            if t.device.type == "cpu":
-                return cpu(*args, **kwargs)
-            return getattr(_core.backend_for(t.device), name)(*args, **kwargs)
-        return call
-
-
-def _tensors_in(args):
-    """The tensors among a kernel's arguments, and in its lists of (index, ...) tuples."""
-    found = []
-    for a in args:
-        if isinstance(a, _core.TensorBase):
-            found.append(a)
-        elif isinstance(a, (list, tuple)):
-            found += _tensors_in(a)
-    return found
-
-
-_kern = _Kernels()
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
            "masked_select", "masked_scatter", "take", "take_along_dim", "nonzero", "argwhere",
-           "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
-           "unique_values", "unique_counts", "unique_inverse", "unique_all", "searchsorted",
-           "bucketize", "select", "flatnonzero"]
+           "select", "flatnonzero"]
 
 _ew = _core.elementwise
 _record = _core.record
@@ -147,7 +109,7 @@ def _broadcast(shapes, op, what="indexing tensors", err=IndexError):
 def _to_tensor(obj, op, err=IndexError):
     """A list / tuple / NumPy array used as an index, as a tensor (an empty list is an
     empty int64 index, as in NumPy); `err` when it can't be one."""
-    from ember._creation import as_tensor
+    from ember.ops.creation import as_tensor
     try:
         t = as_tensor(obj)
     except (TypeError, ValueError, OverflowError) as e:
@@ -162,7 +124,7 @@ def _index_arg(index, op, device):
     on `device` (the indexed tensor's); TypeError otherwise."""
     if not isinstance(index, _TB):
         if isinstance(index, numbers.Integral) and not isinstance(index, bool):
-            from ember._creation import tensor
+            from ember.ops.creation import tensor
             return tensor(int(index), device=device)
         index = _on(_to_tensor(index, op, TypeError), device)
     if index.dtype.kind != "int":
@@ -174,7 +136,7 @@ def _on(t, device):
     """An index tensor on the indexed tensor's device: a subscript may use CPU indices
     (lists, NumPy arrays, CPU tensors) on any device, as in PyTorch, and the device
     kernels read their indices from device memory."""
-    from ember._views import _to_device
+    from ember.ops.views import _to_device
     return t if t.device == device else _to_device(t, device)
 
 
@@ -182,7 +144,7 @@ def _prep(index, size, op, where, allow_negative=True):
     """A contiguous int64 copy of index with every value checked against size (and
     negatives wrapped when allowed); IndexError naming op, value and dim otherwise."""
     c = _core.astype(index, _int64)
-    bad = _kern.normalize(c, size, allow_negative)
+    bad = _run("normalize", op, c, size, allow_negative)
     if bad >= 0:
         v = c._view((), (), bad).item()
         raise IndexError(f"{op}: index {v} is out of bounds for {where} with size {size}")
@@ -458,10 +420,10 @@ def _plan(x, key, op):
                 shape1[vd:vd + k] = [size]
                 strides1[vd:vd + k] = [strides1[vd + k - 1]]
                 shift += k - 1
-                pl.indices.append(_kern.nonzero(m.reshape(-1)).reshape(-1))
+                pl.indices.append(_run("nonzero", op, m.reshape(-1)).reshape(-1))
                 vdims.append(vd)
             else:
-                coords = _kern.nonzero(m)
+                coords = _run("nonzero", op, m)
                 for j in range(k):
                     pl.indices.append(_core.contiguous_copy(coords[:, j]))
                     vdims.append(vd + j)
@@ -522,7 +484,7 @@ def _getitem(x, key, op="getitem"):
         if _mergeable(shape, strides, 0, len(shape)):   # x[mask] in one pass
             m = _on(key, x.device)
             m = m if m.is_contiguous() else _core.contiguous_copy(m)
-            return _kern.compress(x, strides[-1], m)
+            return _run("compress", op, x, strides[-1], m)
     pl = _plan(x, key, op)
     if tuple(pl.shape0) == tuple(x.shape) and tuple(pl.strides0) == x.stride() and \
             pl.offset == x.storage_offset():
@@ -533,15 +495,15 @@ def _getitem(x, key, op="getitem"):
     if not pl.indices:
         return view
     if pl.shape1 != pl.shape0:   # masks over mergeable dims: one flat dim each
-        from ember._views import reshape
+        from ember.ops.views import reshape
         view = reshape(view, pl.shape1)
     if pl.perm is not None:
-        from ember._views import permute
+        from ember.ops.views import permute
         view = permute(view, pl.perm)
     pl.vshape, pl.vstrides = list(view.shape), list(view.stride())
     shape, src_strides = _result_layout(pl)
     out = _core.empty(shape, x.dtype, x.device)
-    _kern.gather(out, view, tuple(src_strides), _index_args(pl, len(shape)))
+    _run("gather", op, out, view, tuple(src_strides), _index_args(pl, len(shape)))
     indices = [None] * len(pl.vshape)
     for t, vd in zip(pl.indices, pl.vdims):
         indices[vd] = t
@@ -556,7 +518,7 @@ def _take_rows(x, index, op):
     ishape = tuple(idx.shape)
     out = _core.empty(ishape + shape[1:], x.dtype, x.device)
     rest = len(shape) - 1
-    _kern.gather(out, x, (0,) * len(ishape) + strides[1:],
+    _run("gather", op, out, x, (0,) * len(ishape) + strides[1:],
                  [(idx, tuple(_contig_strides(ishape)) + (0,) * rest, strides[0], shape[0])])
     return _record("index", (x,), out, {"indices": (idx,) + (None,) * rest})
 
@@ -569,7 +531,7 @@ def _value_tensor(value, x, op):
     if isinstance(value, (numbers.Number,)) or type(value).__module__ == "numpy" and \
             getattr(value, "ndim", 1) == 0:
         return _scalar_tensor(value, x.dtype, x.device, op)
-    from ember._creation import as_tensor
+    from ember.ops.creation import as_tensor
     try:
         return as_tensor(value, dtype=x.dtype, device=x.device)
     except (TypeError, ValueError) as e:
@@ -611,7 +573,7 @@ def _setitem(x, key, value, accumulate=False, op="setitem"):
         if v._shares_storage(x):
             v = _core.contiguous_copy(v)
         dst = x._view(pl.vshape, pl.vstrides, pl.offset)
-        _kern.scatter(dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)), tuple(shape),
+        _run("scatter", op, dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)), tuple(shape),
                       _index_args(pl, len(shape)), "add" if accumulate else None)
         x._bump_version()
     return _record("setitem", (x, value), x, {"key": key, "accumulate": accumulate,
@@ -702,7 +664,7 @@ def _gather(input, d, index, op, allow_negative=False):
     strides = list(x.stride())
     strides[d] = 0
     out = _core.empty(tuple(ix.shape), x.dtype, x.device)
-    _kern.gather(out, x, tuple(strides), [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
+    _run("gather", op, out, x, tuple(strides), [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
     if index.ndim == 0:
         out = out.reshape(())
     return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape))})
@@ -753,7 +715,7 @@ def _scatter_into(out, d, index, src, reduce, op):
     strides[d] = 0
     if s._shares_storage(out):
         s = _core.contiguous_copy(s)
-    _kern.scatter(x, tuple(strides), s, tuple(s.stride()), tuple(ix.shape),
+    _run("scatter", op, x, tuple(strides), s, tuple(s.stride()), tuple(ix.shape),
                   [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)], reduce)
     out._bump_version()
     return idx.reshape(tuple(index.shape))
@@ -855,7 +817,7 @@ def _scatter_reduce_into(out, d, index, s, reduce, include_self, op):
         _scatter_into(out, d, index, ident, None, op)
     idx = _scatter_into(out, d, index, s, _REDUCE_OPS[reduce], op)
     if reduce == "mean":
-        from ember._creation import ones_like
+        from ember.ops.creation import ones_like
         count = _core.empty(tuple(out.shape), _int64, out.device).fill_(1 if include_self else 0)
         _scatter_into(count, d, index, ones_like(index, dtype=_int64), "add", op)
         count = _ew("maximum", count, 1)
@@ -925,7 +887,7 @@ def index_select(input, dim, index):
     shape[d] = idx.shape[0]
     out = _core.empty(shape, x.dtype, x.device)
     strides, args = _along(x, d, idx)
-    _kern.gather(out, x, strides, args)
+    _run("gather", "index_select", out, x, strides, args)
     if input.ndim == 0 and out.numel() == 1:
         out = out.reshape(())
     return _record("index_select", (input,), out, {"dim": d, "index": idx})
@@ -942,7 +904,7 @@ def _index_write(input, d, idx, source, reduce, op):
     if s._shares_storage(x):
         s = _core.contiguous_copy(s)
     strides, args = _along(x, d, idx)
-    _kern.scatter(x, strides, s, tuple(s.stride()), tuple(expect), args, reduce)
+    _run("scatter", op, x, strides, s, tuple(s.stride()), tuple(expect), args, reduce)
     input._bump_version()
     return input
 
@@ -1054,7 +1016,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
 
 def _mask_arg(mask, op):
     if not isinstance(mask, _TB):
-        from ember._creation import as_tensor
+        from ember.ops.creation import as_tensor
         mask = as_tensor(mask)
     if mask.dtype is not _bool:
         raise TypeError(f"{op}: mask must be a bool tensor, got {mask.dtype!r}")
@@ -1208,7 +1170,7 @@ def nonzero(input, *, as_tuple=False):
     m = _as_bool_contiguous(input)
     if as_tuple and m.ndim == 0:
         m = m.reshape(1)
-    coords = _kern.nonzero(m)
+    coords = _run("nonzero", "nonzero", m)
     if not as_tuple:
         return coords
     return tuple(_core.contiguous_copy(coords[:, j]) for j in range(m.ndim))
@@ -1225,304 +1187,3 @@ def argwhere(input):
 def flatnonzero(input):
     """Positions of the nonzero elements of the flattened input."""
     return nonzero(input.reshape(-1))[:, 0]
-
-
-# sorting -------------------------------------------------------------------------------
-
-def _sort(input, dim, descending, op):
-    """(values, indices) sorted along dim: stable, NaN the largest value."""
-    if input.ndim == 0:
-        return _core.contiguous_copy(input), _core.empty((), _int64, input.device).fill_(0)
-    d = _norm(dim, input.ndim, op)
-    x = input.detach()
-    last = d == input.ndim - 1
-    if not last:
-        x = x.movedim(d, -1)
-    vals = _core.contiguous_copy(x)
-    idx = _core.empty(tuple(vals.shape), _int64, input.device)
-    _kern.sort_rows(vals, idx, vals.shape[-1], bool(descending))
-    if not last:
-        vals = _core.contiguous_copy(vals.movedim(-1, d))
-        idx = _core.contiguous_copy(idx.movedim(-1, d))
-    return vals, idx
-
-
-@tensor_method
-@_tensor_input
-def sort(input, dim=-1, descending=False, stable=False, *, axis=None):
-    """(values, indices) of input sorted along dim. Always stable (equal elements keep
-    their order); NaN sorts as the largest value (last, or first when descending)."""
-    if axis is not None:
-        dim = axis
-    values, indices = _sort(input, dim, descending, "sort")
-    if input.ndim:
-        _record("gather", (input,), values, {"dim": _norm(dim, input.ndim, "sort"),
-                                             "index": indices})
-    else:
-        _record("clone", (input,), values, None)
-    return values_indices(values, indices)
-
-
-@tensor_method
-@_tensor_input
-def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
-    """The indices that sort input along dim (stable)."""
-    if axis is not None:
-        dim = axis
-    return _sort(input, dim, descending, "argsort")[1]
-
-
-@tensor_method
-@_tensor_input
-def msort(input):
-    """input sorted along its first dim."""
-    return sort(input, 0).values
-
-
-topk_result = namedtuple("topk", ["values", "indices"])
-
-
-@tensor_method
-@_tensor_input
-def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
-    """The k largest (or smallest) elements along dim and their indices, in sorted
-    order; NaN counts as the largest value."""
-    d = _norm(dim, input.ndim, "topk")
-    n = input.shape[d] if input.ndim else 1
-    k = int_arg(k, "k", "topk")
-    if not 0 <= k <= n:
-        raise IndexError(f"topk: k {k} is out of range for dim {d} of size {n}")
-    if input.ndim == 0:
-        s = sort(input)
-        return topk_result(s.values, s.indices) if k else \
-            topk_result(s.values.reshape(1)[:0], s.indices.reshape(1)[:0])
-    idx = _sort(input, d, largest, "topk")[1].narrow(d, 0, k).contiguous()
-    values = _gather(input, d, idx, "topk")
-    return topk_result(values, idx)
-
-
-@tensor_method
-@_tensor_input
-def kthvalue(input, k, dim=-1, keepdim=False):
-    """The k-th smallest element along dim (k from 1) and its index."""
-    d = _norm(dim, input.ndim, "kthvalue")
-    n = input.shape[d] if input.ndim else 1
-    k = int_arg(k, "k", "kthvalue")
-    if not 1 <= k <= n:
-        raise IndexError(f"kthvalue: k {k} is out of range for dim {d} of size {n}")
-    if input.ndim == 0:
-        return values_indices(input.clone(), _core.empty((), _int64).fill_(0))
-    idx = _sort(input, d, False, "kthvalue")[1].narrow(d, k - 1, 1).contiguous()
-    values = _gather(input, d, idx, "kthvalue")
-    if not keepdim:
-        values, idx = values.squeeze(d), idx.squeeze(d)
-    return values_indices(values, idx)
-
-
-# unique --------------------------------------------------------------------------------
-
-def _distinct(a, b):
-    """a != b elementwise, with NaN equal to NaN (NumPy's unique)."""
-    ne = _ew("ne", a, b)
-    if a.dtype.kind == "float":
-        ne = _ew("logical_and", ne, _ew("logical_not",
-                                         _ew("logical_and", _ew("isnan", a), _ew("isnan", b))))
-    return ne
-
-
-def _groups(first, perm, n, shape, return_inverse, return_counts):
-    """inverse (positions -> group) and counts from the group-start mask."""
-    out = []
-    if return_inverse:
-        gid = _ew("sub", _cumsum_int(first), 1)
-        inverse = _core.empty((n,), _int64, first.device)
-        if n:
-            _setitem(inverse, (perm,), gid)
-        out.append(inverse.reshape(shape))
-    if return_counts:
-        starts = nonzero(first)[:, 0]
-        from ember._shape import cat
-        end = _core.empty((1,), _int64, first.device).fill_(n)
-        bounds = cat([starts, end])
-        out.append(_ew("sub", bounds[1:], bounds[:-1]))
-    return out
-
-
-def _cumsum_int(mask):
-    from ember._shape import cumsum
-    return cumsum(mask, 0)
-
-
-def _first_mask(distinct, n, device):
-    from ember._shape import cat
-    head = _core.empty((1 if n else 0,), _bool, device).fill_(True)
-    return cat([head, distinct])
-
-
-def _unique_rows(input, d, sort_rows, return_inverse, return_counts):
-    """unique along dim d: the distinct slices, as rows of (n, -1)."""
-    from ember._creation import arange
-    x = input.detach().movedim(d, 0)
-    n = x.shape[0]
-    m = 1
-    for s in tuple(x.shape)[1:]:
-        m *= s
-    rows = x.reshape(n, m)
-    perm = arange(n, device=input.device)
-    if sort_rows:
-        for c in range(rows.shape[1] - 1, -1, -1):   # LSD: stable sorts, last column first
-            perm = perm[argsort(rows[perm, c])]
-    srt = rows[perm]
-    if rows.shape[1] == 0:
-        distinct = _core.empty((max(n - 1, 0),), _bool, input.device).fill_(False)
-    else:
-        distinct = _core.reduce("any", _distinct(srt[1:], srt[:-1]), (1,), False)
-    first = _first_mask(distinct, n, input.device)
-    count = int(_core.reduce("sum", first, None, False).item())
-    uniq = srt[first].reshape((count,) + tuple(x.shape)[1:]).movedim(0, d)
-    if return_inverse or return_counts:
-        return (uniq, *_groups(first, perm, n, (n,), return_inverse, return_counts))
-    return uniq
-
-
-def _unique_flat(input, sort_values, return_inverse, return_counts):
-    flat = input.detach().reshape(-1)
-    n = flat.numel()
-    if sort_values:
-        v, perm = _sort(flat, 0, False, "unique")
-    else:
-        from ember._creation import arange
-        v, perm = flat, arange(n, device=input.device)
-    distinct = _distinct(v[1:], v[:-1]) if n else _core.empty((0,), _bool)
-    first = _first_mask(distinct, n, input.device)
-    uniq = v[first]
-    if return_inverse or return_counts:
-        return (uniq, *_groups(first, perm, n, tuple(input.shape), return_inverse,
-                               return_counts))
-    return uniq
-
-
-@tensor_method
-@_tensor_input
-def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
-           dim=None):
-    """The distinct elements (sorted; NaNs count as one, as in NumPy), or with dim the
-    distinct slices along dim. return_inverse adds, for each input element (slice),
-    the position of its value in the result; return_counts how often each occurs."""
-    if dim is None:
-        return _unique_flat(input, True, return_inverse, return_counts)
-    d = _norm(dim, input.ndim, "unique")
-    return _unique_rows(input, d, True, return_inverse, return_counts)
-
-
-@tensor_method
-@_tensor_input
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """Collapse runs of equal consecutive elements (slices along dim) to one."""
-    if dim is None:
-        return _unique_flat(input, False, return_inverse, return_counts)
-    d = _norm(dim, input.ndim, "unique_consecutive")
-    return _unique_rows(input, d, False, return_inverse, return_counts)
-
-
-UniqueAll = namedtuple("UniqueAll", ["values", "indices", "inverse_indices", "counts"])
-UniqueCounts = namedtuple("UniqueCounts", ["values", "counts"])
-UniqueInverse = namedtuple("UniqueInverse", ["values", "inverse_indices"])
-
-
-@_tensor_input
-def unique_values(x, /):
-    """The Array API's unique_values: the distinct elements (sorted)."""
-    return unique(x)
-
-
-@_tensor_input
-def unique_counts(x, /):
-    return UniqueCounts(*unique(x, return_counts=True))
-
-
-@_tensor_input
-def unique_inverse(x, /):
-    return UniqueInverse(*unique(x, return_inverse=True))
-
-
-@_tensor_input
-def unique_all(x, /):
-    """values, the flat index of each value's first occurrence, inverse, counts."""
-    values, inverse, counts = unique(x, return_inverse=True, return_counts=True)
-    flat_inv = inverse.reshape(-1)
-    from ember._creation import arange
-    n = flat_inv.numel()
-    first = _core.empty((values.numel(),), _int64).fill_(n)
-    if n:
-        pos = arange(n)
-        first = scatter_reduce(first, 0, flat_inv, pos, "amin")
-    return UniqueAll(values, first, inverse, counts)
-
-
-# binary search -------------------------------------------------------------------------
-
-def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
-                 sorter=None):
-    """Insertion points of values in sorted_sequence (along its last dim): the first
-    position with an element >= value ('left') or > value (right=True / 'right').
-    NaN sorts last. A 1-d sequence serves every value; an n-d one must match values'
-    leading dims."""
-    from ember._dtypes import result_type
-    op = "searchsorted"
-    if side is not None:
-        if side not in ("left", "right"):
-            raise ValueError(f"{op}: side must be 'left' or 'right', got {side!r}")
-        if right and side == "left":
-            raise ValueError(f"{op}: right=True contradicts side='left'")
-        right = side == "right"
-    seq = sorted_sequence
-    if not isinstance(seq, _TB):
-        from ember._creation import as_tensor
-        seq = as_tensor(seq)
-    if seq.ndim == 0:
-        raise ValueError(f"{op}: the sorted sequence must have at least 1 dim")
-    scalar = not isinstance(values, _TB)
-    if scalar:
-        if not isinstance(values, numbers.Number):
-            from ember._creation import as_tensor
-            values = as_tensor(values)
-            scalar = False
-        elif seq.ndim != 1:
-            raise ValueError(f"{op}: a scalar value needs a 1-d sorted sequence, got shape "
-                             f"{tuple(seq.shape)}")
-    _check_device(op, seq, values)
-    if sorter is not None:
-        sorter = _index_arg(sorter, op, seq.device)
-        _check_device(op, seq, sorter)
-        if tuple(sorter.shape) != tuple(seq.shape):
-            raise ValueError(f"{op}: sorter of shape {tuple(sorter.shape)} doesn't match the "
-                             f"sequence's shape {tuple(seq.shape)}")
-        seq = _gather(seq, seq.ndim - 1, sorter, op)
-    dtype = result_type(seq, values)
-    if scalar:
-        values = _scalar_tensor(values, dtype, seq.device, op)
-    vshape = tuple(values.shape)
-    if seq.ndim > 1 and (values.ndim != seq.ndim or vshape[:-1] != tuple(seq.shape)[:-1]):
-        raise ValueError(f"{op}: the leading dims of the sequence {tuple(seq.shape)} and of "
-                         f"the values {vshape} must match")
-    s = seq.detach().to(dtype).contiguous()
-    v = values.detach().to(dtype)
-    v = v.reshape(1, -1) if seq.ndim == 1 else v
-    v = v if v.is_contiguous() else _core.contiguous_copy(v)
-    out = _core.empty(vshape, _int64, seq.device)
-    _kern.searchsorted(s, seq.ndim == 1, v, out, bool(right))
-    if out_int32:
-        out = out.to(_core._dtype_by_name("int32"))
-    return out
-
-
-@tensor_method
-def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The bucket of each input element among the 1-d sorted boundaries: i such that
-    boundaries[i-1] < x <= boundaries[i] (right=False) or boundaries[i-1] <= x <
-    boundaries[i] (right=True)."""
-    if not isinstance(boundaries, _TB) or boundaries.ndim != 1:
-        raise ValueError("bucketize: boundaries must be a 1-d tensor")
-    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
-

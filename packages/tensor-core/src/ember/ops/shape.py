@@ -1,15 +1,13 @@
 """Shape functions: joining (cat, stack, ...), splitting (split, chunk, unbind, ...),
 reordering (flip, roll, rot90), repeating (repeat, tile, repeat_interleave), the
-triangles (tril, triu), meshgrid and the cumulative ops (cumsum, cumprod, diff).
+triangles (tril, triu), meshgrid and diff (cumsum and cumprod: ember.ops.scan).
 
 Splits return views; joins, flips, rolls and repeats return new tensors (as in
 PyTorch: `x.flip(0)` is a copy; `x[::-1]` is the view). Most are composed from
-views and cat, so autograd differentiates them through their parts; cat, flip,
-cumsum and cumprod record themselves:
+views and cat, so autograd differentiates them through their parts; cat and flip
+record themselves:
 - "cat": attrs dim, sizes (the inputs' sizes along dim; backward splits);
-- "flip": attrs dims;
-- "cumsum" / "cumprod": attrs dim, dtype (the input's dtype; dim None records the
-  op on the flattened view).
+- "flip": attrs dims.
 
 Where PyTorch and the Array API standard spell a function differently, the
 namespace follows the standard and the method follows PyTorch: ``ember.repeat(x,
@@ -18,20 +16,18 @@ repeats, axis=)`` repeats elements (np.repeat), while ``x.repeat(*sizes)`` tiles
 """
 from __future__ import annotations
 
-import math
 import numbers
 
 from ember._C import core as _core
 from ember._args import int_arg, sizes_arg, tensors_arg
-from ember._indexing import _kern, _tensor_input   # _kern: the CPU's or the device's
+from ember.ops.index import _tensor_input
 from ember._registry import tensor_method
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "chunk", "tensor_split", "array_split", "hsplit",
            "vsplit", "dsplit", "unbind", "unstack", "flip", "fliplr", "flipud", "rot90",
            "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "tril_indices",
-           "triu_indices", "meshgrid", "cumsum", "cumprod", "cumulative_sum",
-           "cumulative_prod", "diff"]
+           "triu_indices", "meshgrid", "diff"]
 
 _ew = _core.elementwise
 _record = _core.record
@@ -122,14 +118,14 @@ def stack(tensors, dim=0, *, axis=None, out=None):
 
 def hstack(tensors, *, out=None):
     """Join along dim 1 (dim 0 for 1-d tensors), as NumPy."""
-    from ember._views import atleast_1d
+    from ember.ops.views import atleast_1d
     ts = [atleast_1d(t) for t in _tensors(tensors, "hstack")]
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
     """Join along dim 0, 1-d tensors becoming rows."""
-    from ember._views import atleast_2d
+    from ember.ops.views import atleast_2d
     return cat([atleast_2d(t) for t in _tensors(tensors, "vstack")], 0, out=out)
 
 
@@ -138,7 +134,7 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """Join along dim 2 (depth), after making every tensor at least 3-d."""
-    from ember._views import atleast_3d
+    from ember.ops.views import atleast_3d
     return cat([atleast_3d(t) for t in _tensors(tensors, "dstack")], 2, out=out)
 
 
@@ -288,7 +284,7 @@ def dsplit(input, sections):
 @_tensor_input
 def unbind(input, dim=0):
     """The slices along dim as a tuple of views (the dim removed)."""
-    from ember._indexing import select
+    from ember.ops.index import select
     if input.ndim == 0:
         raise ValueError("unbind: cannot unbind a 0-d tensor")
     d = _norm(dim, input.ndim, "unbind")
@@ -441,8 +437,8 @@ def tile(input, dims):
 
 def _repeat_index(repeats, op):
     """0 repeated repeats[0] times, 1 repeats[1] times, ... (int64)."""
-    from ember._creation import arange
-    from ember._indexing import searchsorted
+    from ember.ops.creation import arange
+    from ember.ops.sort import searchsorted
     r = repeats.to(_int64)
     if r.ndim != 1:
         raise ValueError(f"{op}: repeats must be 0-d or 1-d, got shape {tuple(repeats.shape)}")
@@ -484,7 +480,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         shape[d] = n * r
         return x.unsqueeze(d + 1).expand(big).reshape(shape)
     if not isinstance(repeats, _TB):
-        from ember._creation import tensor
+        from ember.ops.creation import tensor
         repeats = tensor(sizes_arg((repeats,), "repeat_interleave", "repeats", limit=n),
                          dtype=_int64)
     if repeats.dtype.kind != "int":
@@ -505,7 +501,7 @@ def repeat(x, repeats, /, *, axis=None):
 # triangles ----------------------------------------------------------------------------
 
 def _tri_mask(input, diagonal, lower, op):
-    from ember._creation import arange
+    from ember.ops.creation import arange
     if input.ndim < 2:
         raise ValueError(f"{op}: needs a tensor of at least 2 dims, got shape "
                          f"{tuple(input.shape)}")
@@ -550,8 +546,8 @@ def triu_(input, diagonal=0):
 
 
 def _tri_indices(row, col, offset, lower, op):
-    from ember._creation import empty
-    from ember._indexing import nonzero
+    from ember.ops.creation import empty
+    from ember.ops.index import nonzero
     row, col = int_arg(row, "row", op), int_arg(col, "col", op)
     offset = int_arg(offset, "offset", op)
     if row < 0 or col < 0:
@@ -600,98 +596,6 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(out)
 
 
-# cumulative -----------------------------------------------------------------------------
-
-def _scan(input, dim, dtype, op):
-    """Inclusive sum / product along dim into a new contiguous tensor. bool and
-    integer inputs accumulate in int64 unless dtype says otherwise (as PyTorch)."""
-    from ember._dtypes import as_dtype
-    if dim is None:
-        x, d = input.reshape(-1), 0
-    else:
-        d = _norm(dim, input.ndim, op)
-        x = input
-    if dtype is not None:
-        out_dtype = as_dtype(dtype)
-    else:
-        out_dtype = _int64 if input.dtype.kind in ("bool", "int") else input.dtype
-    work = _int64 if out_dtype.kind == "bool" else out_dtype
-    shape = tuple(x.shape)
-    y = _core.empty(shape, work, x.device)
-    _core.copy_into(y, x)
-    if x.ndim:
-        outer = math.prod(shape[:d])
-        inner = math.prod(shape[d + 1:])
-        _kern.scan(op, y, outer, shape[d], inner)
-    if work is not out_dtype:
-        y = _core.astype(y, out_dtype)
-    # recorded on x (input, or its flattened view), which has y's shape
-    _record(op, (x,), y, {"dim": d, "dtype": x.dtype})
-    return y.reshape(()) if dim is None and input.ndim == 0 else y
-
-
-@tensor_method
-@_tensor_input
-def cumsum(input, dim=None, *, dtype=None, axis=None):
-    """Running sums along dim (over the flattened input when dim is None)."""
-    return _scan(input, axis if dim is None else dim, dtype, "cumsum")
-
-
-@tensor_method
-@_tensor_input
-def cumprod(input, dim=None, *, dtype=None, axis=None):
-    """Running products along dim (over the flattened input when dim is None)."""
-    return _scan(input, axis if dim is None else dim, dtype, "cumprod")
-
-
-def _scan_(self, dim, op):
-    from ember._indexing import _check_inplace
-    _check_inplace(self, op + "_")
-    r = _scan(self.detach(), dim, self.dtype, op)
-    _core.copy_(self, r)
-    return _record(op, (self,), self, {"dim": _norm(dim, self.ndim, op), "dtype": self.dtype,
-                                       "inplace": True})
-
-
-@tensor_method
-@_tensor_input
-def cumsum_(input, dim):
-    """In-place running sums along dim."""
-    return _scan_(input, dim, "cumsum")
-
-
-@tensor_method
-@_tensor_input
-def cumprod_(input, dim):
-    return _scan_(input, dim, "cumprod")
-
-
-def _cumulative(x, axis, dtype, include_initial, op, initial):
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError(f"cumulative_{op[3:]}: axis is required for tensors of more "
-                             f"than 1 dim")
-        axis = 0
-    r = _scan(x if x.ndim else x.reshape(1), axis, dtype, op)
-    if include_initial:
-        d = _norm(axis, r.ndim, op)
-        shape = list(r.shape)
-        shape[d] = 1
-        r = cat([_core.empty(shape, r.dtype, r.device).fill_(initial), r], d)
-    return r
-
-
-@_tensor_input
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    """The Array API's cumulative_sum (include_initial prepends a zero)."""
-    return _cumulative(x, axis, dtype, include_initial, "cumsum", 0)
-
-
-@_tensor_input
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    return _cumulative(x, axis, dtype, include_initial, "cumprod", 1)
-
-
 @tensor_method
 @_tensor_input
 def diff(input, n=1, dim=-1, prepend=None, append=None):
@@ -710,7 +614,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if not isinstance(extra, _TB):
             shape = list(input.shape)
             shape[d] = 1
-            from ember._creation import full
+            from ember.ops.creation import full
             extra = full(shape, extra, dtype=_core.weak_result_type(input, extra),
                          device=input.device)
         elif extra.ndim == 0:

@@ -197,11 +197,11 @@ def where(condition, input=None, other=None, *, out=None):
         if not isinstance(condition, _core.TensorBase):
             raise TypeError(f"where: expected a Tensor condition, got "
                             f"{type(condition).__name__}")
-        from ember._indexing import nonzero
+        from ember.ops.index import nonzero
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, _core.TensorBase):
         # a Python / NumPy condition lives where the tensor operands do
-        from ember._creation import as_tensor
+        from ember.ops.creation import as_tensor
         dev = next((a.device for a in (input, other) if isinstance(a, _core.TensorBase)), None)
         condition = as_tensor(condition, device=dev)
     if condition.dtype.name != "bool":

@@ -12,7 +12,7 @@ from ember._C import core as _core
 from ember._args import number_arg
 from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import tensor_method
-from ember._views import _require_tensor
+from ember.ops.views import _require_tensor
 
 _reduce = _core.reduce
 _ew = _core.elementwise
@@ -141,7 +141,7 @@ def any(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001
 def _arg_extreme(input, dim, keepdim, name, red):
     """Index of the first max/min along dim (of the flattened tensor when dim is
     None); the first NaN wins, as in PyTorch."""
-    from ember._creation import arange
+    from ember.ops.creation import arange
     from ember._dtypes import int64
     x = input
     if dim is None:
@@ -383,7 +383,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - PyTorch's
                             out.device != input.device):
         raise ValueError(f"histc: out must be a {input.dtype!r} tensor of shape ({bins},) "
                          f"on {input.device}, got {out!r:.200}")
-    from ember._creation import tensor, zeros
+    from ember.ops.creation import tensor, zeros
     with _core._no_record():
         x = input.detach().reshape(-1)
         # the edges and the bin arithmetic in input's dtype, as PyTorch's kernel:

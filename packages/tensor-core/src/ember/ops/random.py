@@ -1,7 +1,7 @@
 """Random numbers: ember.Generator, the random factories and the in-place fills.
 
 Every device draws from one counter-based generator, Philox4x32-10
-(kernels/cpu/philox.c). A Generator is just (seed, offset): its stream of 32-bit
+(kernels/cpu/random.c). A Generator is just (seed, offset): its stream of 32-bit
 words w[0], w[1], ... is a pure function of the seed, and the offset counts the words
 earlier calls used. Each call reserves exactly the words it needs, so
 
@@ -10,7 +10,7 @@ earlier calls used. Each call reserves exactly the words it needs, so
   or OpenCL kernel computes every element independently;
 * calls never overlap: ``rand(3)`` then ``rand(3)`` gives the numbers of ``rand(6)``.
 
-Words per element (formulas in philox.c's header):
+Words per element (formulas in random.c's header):
 
 =========================================  ==========================================
 uniform: rand, rand_like, uniform_          1 (float16, float32) or 2 (float64);
@@ -21,7 +21,7 @@ integers: randint, randint_like, random_    1 when high - low <= 2**32, else 2
 bernoulli, bernoulli_                       one float32 uniform u (float64 for float64
                                             outputs); the result is 1 where u < p
 exponential_                                one uniform u; -log1p(-u) / lambd
-dropout (ember._nn_ops)                     1 (a float32 uniform u, for every dtype);
+dropout (ember.ops.dropout)                 1 (a float32 uniform u, for every dtype);
                                             the element is dropped where u < p
 randperm(n)                                 n - 1 (word k picks the swap of n-1-k)
 multinomial                                 2 (a float64 uniform) per draw, or per
@@ -41,11 +41,11 @@ from __future__ import annotations
 import math
 import operator
 import os
-import struct
 
 from ember._C import core as _core
 from ember._args import int_arg, number_arg, shape_arg
 from ember._C import random as _philox
+from ember.backends import kernel
 from ember._dtypes import as_dtype, float16, float32, float64, int64
 from ember._registry import tensor_method
 
@@ -230,39 +230,8 @@ def _run(kind, out, generator, op, *params, span=0):
     gen = _generator(generator, out.device, op)
     words = _words(kind, out.dtype, n, span)
     seed_, offset = gen._reserve(words)
-    if out.device.type != "cpu":
-        backend = _core.backend_for(out.device)
-        fill = getattr(backend, "random", None)
-        if fill is None:
-            raise NotImplementedError(f"{op}: no {out.device.type} kernel for "
-                                      f"{out.dtype.name}")
-        fill(kind, out, seed_, offset, *params)
-        return out
-    if n == 0:
-        return out
-    target = out if out.is_contiguous() else _core.empty(tuple(out.shape), out.dtype)
-    if out.dtype is float16 and kind in ("uniform", "exponential"):
-        target = _core.empty(tuple(out.shape), float32)   # same words as float16
-    getattr(_philox, kind)(target, seed_, offset, *params)
-    if kind == "uniform" and out.dtype is float16 and params[1] > params[0]:
-        # rounding to float16 would turn values just below `to` into `to`
-        target = _core.elementwise("minimum", target, max(_below_f16(params[1]), params[0]))
-    if target is not out:
-        _core.copy_into(out, target)
+    kernel("random", op, out)(kind, out, seed_, offset, *params)
     return out
-
-
-def _below_f16(x):
-    """The largest float16 value strictly below x."""
-    try:
-        h = struct.unpack("<e", struct.pack("<e", x))[0]
-    except OverflowError:
-        return 65504.0
-    if h < x:
-        return h
-    bits = struct.unpack("<H", struct.pack("<e", h))[0]
-    bits = bits - 1 if h > 0 else (0x8001 if h == 0 else bits + 1)
-    return struct.unpack("<e", struct.pack("<H", bits))[0]
 
 
 def _size(args, size, op):
@@ -527,15 +496,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     gen = _generator(generator, dev, "multinomial")
     seed_, offset = gen._reserve(2 * rows * (k if replacement else n))
     if rows:
-        if dev.type != "cpu":
-            fill = getattr(_core.backend_for(dev), "random", None)
-            if fill is None:
-                raise NotImplementedError(f"multinomial: no {dev.type} kernel for "
-                                          f"{input.dtype.name}")
-            fill("multinomial", input, out, seed_, offset, replacement)
-        else:
-            w = _core.astype(input, float64, True).reshape(rows, n)
-            _philox.multinomial(w, out, seed_, offset, replacement)
+        kernel("random", "multinomial", input)("multinomial", input, out, seed_, offset,
+                                               replacement)
     return out.reshape(k) if input.ndim == 1 else out
 
 

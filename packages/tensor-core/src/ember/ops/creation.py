@@ -280,7 +280,7 @@ def scalar_tensor(s, *, dtype=None, device=None):
 def _iota(n, device):
     """0, 1, ..., n - 1 as int64, made on `device` (no upload from the host)."""
     dev = _core.as_device(device)
-    return _core._iota(n) if dev.type == "cpu" else _core.backend_for(dev).iota(n, dev)
+    return _core.backend_for(dev).kernel("iota", "arange", dev, int64)(n, dev)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):

@@ -11,9 +11,9 @@ arguments of conv2d_backward / conv_transpose2d_backward (less output_mask).
 """
 from __future__ import annotations
 
-from ember._C import conv as _k
 from ember._C import core as _core
-from ember._nn_ops import _work_dtype
+from ember.backends import run as _run
+from ember.ops._kernel_args import _cast_back, _work, _work_dtype
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -192,18 +192,7 @@ def _transpose_args(op, nd, input, weight, bias, stride, padding, output_padding
 def _operands(dtype, *ts):
     """The tensors in the kernels' dtype (float16 runs in float32), contiguous."""
     work = _work_dtype(dtype)
-    return [None if t is None else t.to(work).contiguous() for t in ts]
-
-
-def _kernel(name, device, *args):
-    """kernels/cpu on the CPU; the device's backend (same name and arguments) elsewhere."""
-    fn = getattr(_k, name) if device.type == "cpu" else \
-        getattr(_core.backend_for(device), name)
-    return fn(*args)
-
-
-def _back(t, dtype):
-    return t if t is None or t.dtype is dtype else t.to(dtype)
+    return [_work(t, work) for t in ts]
 
 
 def _as_2d(x, nd, batched):
@@ -238,9 +227,9 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     with _core._no_record():
         x, w, b = _operands(dtype, x4, w4, bias)
         out2 = _pair2(out, nd, 1)
-        y = _kernel("conv2d_forward", x.device, x, w, b, out2, _kstride(stride2, out2),
+        y = _run("conv2d_forward", op, x, w, b, out2, _kstride(stride2, out2),
                     (pads2[0][0], pads2[1][0]), dil2, groups)
-        y = _back(y, dtype)
+        y = _cast_back(y, dtype)
     y = _core.record("conv2d", (x4, w4, bias), y,
                      {"stride": stride2, "padding": attr2, "dilation": dil2, "groups": groups})
     return _from_2d(y, nd, batched)
@@ -258,9 +247,9 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     dtype = input.dtype
     with _core._no_record():
         x, w, b = _operands(dtype, x4, w4, bias)
-        y = _kernel("conv2d_backward_input", x.device, x, w, b, _pair2(out, nd, 1),
+        y = _run("conv2d_backward_input", op, x, w, b, _pair2(out, nd, 1),
                     _kstride(stride2, x.shape[2:]), pad2, dil2, groups)
-        y = _back(y, dtype)
+        y = _cast_back(y, dtype)
     y = _core.record("conv_transpose2d", (x4, w4, bias), y,
                      {"stride": stride2, "padding": pad2, "output_padding": opad2,
                       "groups": groups, "dilation": dil2})
@@ -328,15 +317,15 @@ def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation
         stride2 = _kstride(stride2, gy.shape[2:])
         gx = gw = gb = None
         if output_mask[0]:
-            gx = _kernel("conv2d_backward_input", gy.device, gy, w, None,
+            gx = _run("conv2d_backward_input", op, gy, w, None,
                          tuple(x.shape[2:]), stride2, tl, dil2, groups)
-            gx = _back(_from_2d(gx, nd, batched), dtype)
+            gx = _cast_back(_from_2d(gx, nd, batched), dtype)
         if output_mask[1]:
-            gw = _kernel("conv2d_backward_weight", gy.device, x, gy, tuple(w.shape[2:]),
+            gw = _run("conv2d_backward_weight", op, x, gy, tuple(w.shape[2:]),
                          stride2, tl, dil2, groups)
-            gw = _back(gw.squeeze(2) if nd == 1 else gw, dtype)
+            gw = _cast_back(gw.squeeze(2) if nd == 1 else gw, dtype)
         if output_mask[2]:
-            gb = _back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
     return gx, gw, gb
 
 
@@ -358,16 +347,16 @@ def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding
         gx = gw = gb = None
         if output_mask[0]:
             # the transpose's input gradient is the ordinary convolution of grad_output
-            gx = _kernel("conv2d_forward", gy.device, gy, w, None, tuple(x.shape[2:]),
+            gx = _run("conv2d_forward", op, gy, w, None, tuple(x.shape[2:]),
                          stride2, pad2, dil2, groups)
-            gx = _back(_from_2d(gx, nd, batched), dtype)
+            gx = _cast_back(_from_2d(gx, nd, batched), dtype)
         if output_mask[1]:
             # roles swapped: grad_output is the convolution's input, input its output
-            gw = _kernel("conv2d_backward_weight", gy.device, gy, x, tuple(w.shape[2:]),
+            gw = _run("conv2d_backward_weight", op, gy, x, tuple(w.shape[2:]),
                          stride2, pad2, dil2, groups)
-            gw = _back(gw.squeeze(2) if nd == 1 else gw, dtype)
+            gw = _cast_back(gw.squeeze(2) if nd == 1 else gw, dtype)
         if output_mask[2]:
-            gb = _back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
     return gx, gw, gb
 
 

@@ -1,7 +1,7 @@
 """Matrix products: matmul and its family (mm, bmm, mv, dot, vdot, inner, outer,
 tensordot, einsum, addmm), and the CPU thread-count switch.
 
-The one kernel underneath is ember._C.linalg.matmul (kernels/cpu/gemm.c): NumPy's
+The one kernel underneath is ember._C.matmul.matmul (kernels/cpu/gemm.c): NumPy's
 matmul rules with batch broadcasting, operands read through their own strides.
 mm, bmm, mv and dot are checked spellings of it and are recorded for autograd
 as "matmul" (one derivative row covers them all); tensordot and einsum lower onto
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numbers
 
 from ember._C import core as _core
-from ember._C import linalg as _lin
+from ember._C import matmul as _lin
 from ember._registry import tensor_method
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "tensordot",
@@ -27,7 +27,7 @@ get_num_threads = _lin.get_num_threads
 def _tensor(x, op):
     if isinstance(x, _TensorBase):
         return x
-    from ember._creation import as_tensor
+    from ember.ops.creation import as_tensor
     try:
         return as_tensor(x)
     except Exception:
@@ -455,7 +455,7 @@ def einsum(equation, *operands):
 
 def _sum(x, dims):
     """Sum over dims keeping x's dtype (integer sums come back as int64)."""
-    from ember._reduction import sum as _s
+    from ember.ops.reduction import sum as _s
     r = _s(x, tuple(dims))
     return r if r.dtype is x.dtype else r.to(x.dtype)
 

@@ -1,0 +1,87 @@
+"""embedding: rows of a weight matrix at integer indices (a gather; no kernel of its
+own). embedding_backward (an index_add of the gradient rows) is the derivative
+table's."""
+from __future__ import annotations
+
+from ember._C import core as _core
+from ember._args import int_arg
+from ember.backends import kernel
+from ember.ops._kernel_args import _work_dtype, _tensor, _float_tensor, _same_device, _number, _work, _cast_back
+
+__all__ = ['embedding']
+
+_int64 = _core._dtype_by_name("int64")
+
+
+# embedding -----------------------------------------------------------------------------
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """The rows of `weight` (num_embeddings, dim) at the integer indices `input`:
+    shape input.shape + (dim,). The argument order is torch.nn.functional.embedding's
+    (indices first). padding_idx (negative counts from the end) gets no gradient;
+    max_norm renormalises, in place in weight, the rows it looks up whose norm_type
+    norm exceeds it (as PyTorch). Records "embedding" with attrs indices,
+    num_weights, padding_idx and scale_grad_by_freq."""
+    op = "embedding"
+    _tensor(input, op, "indices")
+    _float_tensor(weight, op, "weight")
+    if input.dtype.kind != "int":
+        raise TypeError(f"{op}: indices must be an integer tensor, got {input.dtype!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be 2-d (num_embeddings, embedding_dim), got "
+                         f"shape {tuple(weight.shape)}")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse gradients are not supported")
+    _same_device(op, weight, input)
+    num, dim = weight.shape
+    if padding_idx is not None:
+        padding_idx = int_arg(padding_idx, "padding_idx", op)
+        if not -num <= padding_idx < num:
+            raise ValueError(f"{op}: padding_idx={padding_idx} must be within the "
+                             f"{num} embeddings")
+        padding_idx %= num
+    from ember.ops.index import _prep, index_select
+    with _core._no_record():
+        idx = _prep(input.reshape(-1), num, op, "dim 0 of the weight", allow_negative=False)
+        if max_norm is not None:
+            _renorm_rows_(weight, idx, _number(max_norm, op, "max_norm"),
+                          _number(norm_type, op, "norm_type"))
+        out = index_select(weight, 0, idx).reshape(tuple(input.shape) + (dim,))
+    return _core.record(op, (weight,), out,
+                        {"indices": idx.reshape(tuple(input.shape)), "num_weights": num,
+                         "padding_idx": padding_idx,
+                         "scale_grad_by_freq": bool(scale_grad_by_freq)})
+
+
+def _renorm_rows_(weight, idx, max_norm, norm_type):
+    """weight[i] *= max_norm / (norm + 1e-7) for the looked-up rows whose norm exceeds
+    max_norm (PyTorch's embedding_renorm_), in place."""
+    from ember.ops.elementwise import where
+    from ember.ops.sort import unique
+    from ember.linalg import vector_norm
+    rows = unique(idx)
+    w = weight.index_select(0, rows)
+    norms = vector_norm(w, norm_type, dim=1, keepdim=True)
+    scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    weight.index_copy_(0, rows, (w * scale).to(weight.dtype))
+
+
+def embedding_backward(grad, indices, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    """The gradient w.r.t. embedding's weight: grad's rows added up at their indices
+    (index_add), each divided by how often its index occurs when scale_grad_by_freq;
+    the padding_idx row is zero."""
+    dim = grad.shape[-1]
+    work = _work_dtype(grad.dtype)
+    with _core._no_record():
+        idx = _work(indices, _int64).reshape(-1)
+        g = _work(grad, work).reshape(-1, dim)
+        out = _core.empty((num_weights, dim), work, grad.device).fill_(0)
+        out.index_add_(0, idx, g)
+        if scale_grad_by_freq:
+            counts = _core.empty((num_weights,), work, grad.device).fill_(0)
+            counts.index_add_(0, idx, _core.empty((idx.shape[0],), work, grad.device).fill_(1))
+            out = out / counts.clamp_min(1).unsqueeze(1)
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return _cast_back(out, grad.dtype)

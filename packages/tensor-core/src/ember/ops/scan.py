@@ -1,0 +1,109 @@
+"""Scans: cumsum, cumprod (and their in-place forms) and the Array API's
+cumulative_sum / cumulative_prod. The kernel is the `scan` family (ember._C.scan on
+the CPU). bool and integer inputs accumulate in int64 unless dtype says otherwise
+(as PyTorch). Recorded as "cumsum" / "cumprod" with attrs dim, dtype (the input's
+dtype; dim None records the op on the flattened view).
+"""
+from __future__ import annotations
+
+import math
+
+from ember._C import core as _core
+from ember._dtypes import as_dtype
+from ember._registry import tensor_method
+from ember.ops.index import _check_inplace, _run, _tensor_input
+from ember.ops.shape import cat
+
+__all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod"]
+
+_record = _core.record
+_norm = _core.normalize_dim
+_int64 = _core._dtype_by_name("int64")
+
+
+def _scan(input, dim, dtype, op):
+    """Inclusive sum / product along dim into a new contiguous tensor. bool and
+    integer inputs accumulate in int64 unless dtype says otherwise (as PyTorch)."""
+    if dim is None:
+        x, d = input.reshape(-1), 0
+    else:
+        d = _norm(dim, input.ndim, op)
+        x = input
+    if dtype is not None:
+        out_dtype = as_dtype(dtype)
+    else:
+        out_dtype = _int64 if input.dtype.kind in ("bool", "int") else input.dtype
+    work = _int64 if out_dtype.kind == "bool" else out_dtype
+    shape = tuple(x.shape)
+    y = _core.empty(shape, work, x.device)
+    _core.copy_into(y, x)
+    if x.ndim:
+        outer = math.prod(shape[:d])
+        inner = math.prod(shape[d + 1:])
+        _run("scan", op, op, y, outer, shape[d], inner)
+    if work is not out_dtype:
+        y = _core.astype(y, out_dtype)
+    # recorded on x (input, or its flattened view), which has y's shape
+    _record(op, (x,), y, {"dim": d, "dtype": x.dtype})
+    return y.reshape(()) if dim is None and input.ndim == 0 else y
+
+
+@tensor_method
+@_tensor_input
+def cumsum(input, dim=None, *, dtype=None, axis=None):
+    """Running sums along dim (over the flattened input when dim is None)."""
+    return _scan(input, axis if dim is None else dim, dtype, "cumsum")
+
+
+@tensor_method
+@_tensor_input
+def cumprod(input, dim=None, *, dtype=None, axis=None):
+    """Running products along dim (over the flattened input when dim is None)."""
+    return _scan(input, axis if dim is None else dim, dtype, "cumprod")
+
+
+def _scan_(self, dim, op):
+    _check_inplace(self, op + "_")
+    r = _scan(self.detach(), dim, self.dtype, op)
+    _core.copy_(self, r)
+    return _record(op, (self,), self, {"dim": _norm(dim, self.ndim, op), "dtype": self.dtype,
+                                       "inplace": True})
+
+
+@tensor_method
+@_tensor_input
+def cumsum_(input, dim):
+    """In-place running sums along dim."""
+    return _scan_(input, dim, "cumsum")
+
+
+@tensor_method
+@_tensor_input
+def cumprod_(input, dim):
+    return _scan_(input, dim, "cumprod")
+
+
+def _cumulative(x, axis, dtype, include_initial, op, initial):
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"cumulative_{op[3:]}: axis is required for tensors of more "
+                             f"than 1 dim")
+        axis = 0
+    r = _scan(x if x.ndim else x.reshape(1), axis, dtype, op)
+    if include_initial:
+        d = _norm(axis, r.ndim, op)
+        shape = list(r.shape)
+        shape[d] = 1
+        r = cat([_core.empty(shape, r.dtype, r.device).fill_(initial), r], d)
+    return r
+
+
+@_tensor_input
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The Array API's cumulative_sum (include_initial prepends a zero)."""
+    return _cumulative(x, axis, dtype, include_initial, "cumsum", 0)
+
+
+@_tensor_input
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative(x, axis, dtype, include_initial, "cumprod", 1)
