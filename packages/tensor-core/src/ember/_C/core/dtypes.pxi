@@ -1,0 +1,144 @@
+"""dtypes: the nine element types (DType), their promotion table and the default
+float dtype."""
+
+cdef enum:
+    BOOL = 0
+    UINT8 = 1
+    INT8 = 2
+    INT16 = 3
+    INT32 = 4
+    INT64 = 5
+    FLOAT16 = 6
+    FLOAT32 = 7
+    FLOAT64 = 8
+    NDTYPES = 9
+
+cdef enum:
+    KIND_BOOL = 0
+    KIND_INT = 1
+    KIND_FLOAT = 2
+
+cdef int KIND[NDTYPES]
+cdef int ITEMSIZE[NDTYPES]
+cdef int PROMOTE[NDTYPES][NDTYPES]
+cdef int DEFAULT_FLOAT = FLOAT32
+
+cdef class DType:
+    """An element type: ember.float32, ember.int64, ... (singletons; compare with ==)."""
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    @property
+    def is_floating_point(self):
+        return self.kind == "float"
+
+    @property
+    def is_complex(self):
+        return False
+
+    @property
+    def bits(self):
+        return self.itemsize * 8
+
+
+cdef list DTYPE_LIST = []
+_DTYPE_NAMES = {}
+
+cdef DType dtype_object(int num):
+    return <DType>DTYPE_LIST[num]
+
+
+def _dtype_by_name(str name):
+    return _DTYPE_NAMES[name]
+
+
+cdef _make_dtypes():
+    from ember.ops.render import DTYPES
+    kinds = {"bool": KIND_BOOL, "int": KIND_INT, "float": KIND_FLOAT}
+    cdef DType d
+    for i, info in enumerate(DTYPES):
+        d = DType.__new__(DType)
+        d.num = i
+        d.name = info.name
+        d.itemsize = info.itemsize
+        d.kind = info.kind
+        d.is_signed = info.signed
+        DTYPE_LIST.append(d)
+        _DTYPE_NAMES[info.name] = d
+        KIND[i] = kinds[info.kind]
+        ITEMSIZE[i] = info.itemsize
+    # Array API promotion; mixed int/float takes the float (PyTorch's choice where
+    # the standard leaves it open); bool joins any other dtype as that dtype.
+    order_int = {UINT8: (8, False), INT8: (8, True), INT16: (16, True), INT32: (32, True),
+                 INT64: (64, True)}
+    cdef int a, b
+    for a in range(NDTYPES):
+        for b in range(NDTYPES):
+            if a == b:
+                r = a
+            elif a == BOOL or b == BOOL:
+                r = b if a == BOOL else a
+            elif KIND[a] == KIND_FLOAT and KIND[b] == KIND_FLOAT:
+                r = a if ITEMSIZE[a] >= ITEMSIZE[b] else b
+            elif KIND[a] == KIND_FLOAT or KIND[b] == KIND_FLOAT:
+                r = a if KIND[a] == KIND_FLOAT else b
+            else:
+                (ba, sa), (bb, sb) = order_int[a], order_int[b]
+                if sa == sb:
+                    r = a if ba >= bb else b
+                else:
+                    bits = max(ba if sa else 2 * ba, bb if sb else 2 * bb)
+                    r = {8: INT8, 16: INT16, 32: INT32, 64: INT64}[min(bits, 64)]
+            PROMOTE[a][b] = r
+
+_make_dtypes()
+
+
+def promote_types(DType a not None, DType b not None):
+    """The dtype both a and b are converted to in a binary op (Array API rules)."""
+    return DTYPE_LIST[PROMOTE[a.num][b.num]]
+
+
+def get_default_dtype():
+    return DTYPE_LIST[DEFAULT_FLOAT]
+
+
+def set_default_dtype(DType d not None):
+    """Set the dtype of Python floats and of int -> float promotion (float32 by default)."""
+    global DEFAULT_FLOAT
+    if KIND[d.num] != KIND_FLOAT:
+        raise TypeError(f"set_default_dtype: expected a floating point dtype, got {d!r}")
+    DEFAULT_FLOAT = d.num
+
+
+cdef int as_dtype_num(object d, str op) except -1:
+    if isinstance(d, DType):
+        return (<DType>d).num
+    resolved = _resolve_dtype(d)
+    if resolved is None:
+        raise TypeError(f"{op}: {d!r} is not an ember dtype")
+    return (<DType>resolved).num
+
+
+def _resolve_dtype(d):
+    """ember dtype for an ember dtype, a name ('float32'), a Python type or a NumPy dtype."""
+    if isinstance(d, DType):
+        return d
+    if d is bool:
+        return DTYPE_LIST[BOOL]
+    if d is int:
+        return DTYPE_LIST[INT64]
+    if d is float:
+        return DTYPE_LIST[DEFAULT_FLOAT]
+    name = getattr(d, "name", None) if not isinstance(d, str) else d
+    if name is None:
+        name = getattr(getattr(d, "dtype", None), "name", None)  # numpy scalar types
+    if isinstance(name, str):
+        name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+                "int": "int32", "short": "int16", "bool_": "bool"}.get(name, name)
+        return _DTYPE_NAMES.get(name)
+    return None

@@ -1,0 +1,96 @@
+"""Reductions: an op-table reduction row over some dims of a tensor."""
+
+def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
+    """Reduction row `name` over `dims` (a tuple of normalized dims, or None = all)."""
+    cdef int r = RED_INDEX[name]
+    cdef int nd = x._ndim, d, i
+    cdef bint reduced[MAXD]
+    for d in range(nd):
+        reduced[d] = dims is None
+    if dims is not None:
+        for dim in dims:
+            d = wrap_dim(dim, nd, name)
+            if nd == 0:
+                continue
+            if reduced[d]:
+                raise ValueError(f"{name}: dim {d} appears more than once in {tuple(dims)}")
+            reduced[d] = True
+    cdef int out_dtype = RED_OUT[r][x._dtype]
+    if out_dtype < 0:
+        raise TypeError(f"{name}: not supported for dtype {DTYPE_LIST[x._dtype]!r}")
+    cdef int nreduced = 0
+    for d in range(nd):
+        if reduced[d] and x._shape[d] > 1:
+            nreduced += 1
+    if RED_WIDE[r] and KIND[x._dtype] == KIND_FLOAT and x._dtype != FLOAT64 and \
+            x._storage.device.type_id == 0 and (nreduced > 1 or not x.contiguous_c()):
+        # The reduced elements don't form one run per output, so partial results
+        # would round to the output dtype between runs: reduce in float64 instead.
+        with _no_record():
+            narrowed = cast_copy(reduce(name, cast_copy(x, FLOAT64), dims, keepdim), out_dtype)
+        if needs_record(x, None, None):
+            RECORDER(name, (x,), narrowed,
+                     {"dim": tuple([d for d in range(nd) if reduced[d]]), "keepdim": keepdim})
+        return narrowed
+    cdef int64_t oshape[MAXD]
+    cdef int64_t ostrides[MAXD]
+    cdef int64_t istrides[MAXD]
+    for d in range(nd):
+        oshape[d] = 1 if reduced[d] else x._shape[d]
+        if reduced[d] and x._shape[d] == 0 and name in ("amax", "amin"):
+            raise ValueError(f"{name}: cannot reduce over dim {d} of size 0 (shape "
+                             f"{tuple(x.shape)}): the maximum of nothing is undefined")
+    cdef TensorBase o = new_tensor(nd, oshape, out_dtype, x._storage.device)
+    cdef int64_t n_out = o.numel_c()
+    if x._storage.device.type_id != 0:
+        # the device's kernels accumulate float16/float32 sums wide in one pass
+        backend_for(x._storage.device).reduce(
+            name, x, tuple([d for d in range(nd) if reduced[d]]), o)
+        return _reduce_finish(name, x, o, nd, reduced, keepdim)
+    em_reduce_init(r, x._dtype)(o.ptr(), n_out)
+    for d in range(nd):
+        ostrides[d] = 0 if reduced[d] else o._strides[d] * o._itemsize
+        istrides[d] = x._strides[d] * x._itemsize
+    cdef em_reduce_inner_fn inner = em_reduce_inner(r, x._dtype)
+    cdef em_reduce_outer_fn outer = em_reduce_outer(r, x._dtype)
+    cdef em_reduce_init_fn init = em_reduce_init(r, x._dtype)
+    cdef char *op_ = o.ptr()
+    cdef char *ip = x.ptr()
+    cdef int osize = o._itemsize
+    # Partial results of a split reduction are stored in the output dtype and folded
+    # by the reduction over that dtype: fine for float32 (its leaves already add in
+    # float32), too coarse for float16 sums, which never split.
+    cdef em_reduce_inner_fn fold_inner = NULL
+    cdef em_reduce_outer_fn fold_outer = NULL
+    if not (RED_WIDE[r] and x._dtype == FLOAT16):
+        fold_inner = em_reduce_inner(r, o._dtype)
+        fold_outer = em_reduce_outer(r, o._dtype)
+    if x.numel_c() >= NBIG:
+        with nogil:
+            em_reduce(inner, outer, init, fold_inner, fold_outer, osize, op_, ostrides, ip,
+                      istrides, nd, x._shape)
+    else:
+        em_reduce(inner, outer, init, fold_inner, fold_outer, osize, op_, ostrides, ip,
+                  istrides, nd, x._shape)
+    return _reduce_finish(name, x, o, nd, reduced, keepdim)
+
+
+cdef object _reduce_finish(str name, TensorBase x, TensorBase o, int nd, bint *reduced,
+                           bint keepdim):
+    """The keepdim=False view of a reduction's output, recorded for autograd."""
+    cdef int64_t oshape[MAXD]
+    cdef int64_t ostrides[MAXD]
+    cdef int d
+    cdef TensorBase result = o
+    cdef int m = 0
+    if not keepdim:
+        for d in range(nd):
+            if not reduced[d]:
+                oshape[m] = o._shape[d]
+                ostrides[m] = o._strides[d]
+                m += 1
+        result = view_of(o, m, oshape, ostrides, 0)
+    if needs_record(x, None, None):
+        RECORDER(name, (x,), result,
+                 {"dim": tuple([d for d in range(nd) if reduced[d]]), "keepdim": keepdim})
+    return result
