@@ -85,7 +85,7 @@ def test_out_of_memory_says_how_much():
 
 
 def test_float64_needs_the_extension(monkeypatch):
-    b = em.opencl._get()
+    b = em.opencl.get_backend()
     st = b.state(em.device("opencl"))
     x = em.ones(3, dtype=em.float64, device="opencl")   # storage is only bytes
     monkeypatch.setattr(st, "fp64", False)
@@ -127,7 +127,7 @@ def test_platform_filter_and_binary_cache(tmp_path):
     code = ("import ember as em, ember.opencl as o\n"
             "print(o.device_count())\n"
             "if o.device_count():\n"
-            "    b = o._get()\n"
+            "    b = o.get_backend()\n"
             "    b.program(b.state(em.device('opencl')), 'checks')   # a small program\n"
             "    print(b.builds)\n")
     env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_OPENCL_BINARY_CACHE="1",
@@ -168,5 +168,5 @@ def test_kernel_table_for_the_cuda_build():
     assert all(set(sig) <= set("qiIfdBbhPL") for _, sig in kernels.values())
     assert gpu.signature("gemm_float32") == ("q", "q", "q", "q", "P", "q", "q", "P", "q", "q",
                                             "P", "q", "q", "L")
-    assert missing_kernels(em.opencl._get()) == []
+    assert missing_kernels(em.opencl.get_backend()) == []
     assert set(HAND_WRITTEN_KERNELS) <= {n for n in dir(gpu.GPUBackend) if not n.startswith("_")}

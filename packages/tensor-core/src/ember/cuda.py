@@ -32,20 +32,24 @@ def _runtime():
     return cuda
 
 
+import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 on every build)
+
 if BUILD_CONFIG.get("cuda"):
     from ember._C.cuda import OutOfMemoryError, CudaError  # noqa: F401
-    from ember._C import core as _core
-    from ember.backends import cuda as _backend_module
-    # registered also without a device: allocating then says why there is none
-    _core.register_backend("cuda", _backend_module.get())
 else:
-    import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 exists anyway)
 
     class OutOfMemoryError(RuntimeError, MemoryError):
         """The CUDA caching allocator could not get memory (raised on CUDA builds)."""
 
     class CudaError(RuntimeError):
         """An error reported by the CUDA runtime (raised on CUDA builds)."""
+
+
+def get_backend():
+    """The CUDA backend (ember._C.core's backend_for asks on first use), None in a build
+    without CUDA. It exists also without a device: allocating then says why there is
+    none."""
+    return ember.backends.cuda.get() if BUILD_CONFIG.get("cuda") else None
 
 
 def is_built() -> bool:

@@ -14,21 +14,21 @@ _backend = None
 _error = None
 
 
-def _get():
-    """The backend, created (and registered with the core) on first use."""
+def get_backend():
+    """The backend, created on first use (ember._C.core's backend_for asks), None where
+    pyopencl or an OpenCL driver is missing."""
     global _backend, _error
     if _backend is None and _error is None:
         try:
             from ember.backends.opencl import OpenCLBackend
             _backend = OpenCLBackend()
-            _core.register_backend("opencl", _backend)
         except ImportError as e:   # no pyopencl, or no ICD loader
             _error = f"pyopencl is not usable ({e}); pip install pyopencl pocl-binary-distribution"
     return _backend
 
 
 def _require():
-    b = _get()
+    b = get_backend()
     if b is None or not b.devices:
         raise RuntimeError(f"ember.opencl: no OpenCL device is available "
                            f"({_error or 'no platform reports a device'})")
@@ -44,12 +44,12 @@ def _device(device):
 
 
 def is_available() -> bool:
-    b = _get()
+    b = get_backend()
     return b is not None and bool(b.devices)
 
 
 def device_count() -> int:
-    b = _get()
+    b = get_backend()
     return 0 if b is None else len(b.devices)
 
 

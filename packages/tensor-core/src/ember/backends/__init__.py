@@ -35,11 +35,3 @@ def _tensors_in(args):
             found += _tensors_in(a)
     return found
 
-
-def _register_cpu():
-    from ember._C.core import register_backend
-    from ember.backends import cpu
-    register_backend("cpu", cpu.get())
-
-
-_register_cpu()

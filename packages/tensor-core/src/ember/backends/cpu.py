@@ -76,8 +76,8 @@ for _name, _family in HAND_WRITTEN_KERNELS.items():
 _backend = None
 
 
-def get():
-    """The backend, created on first use."""
+def get_backend():
+    """The backend, created on first use (by ember._C.core's backend_for)."""
     global _backend
     if _backend is None:
         _backend = CPUBackend()

@@ -200,7 +200,8 @@ class OpenCLBackend(GPUBackend):
         self.builds += 1
         return prg
 
-    def kernel(self, st, name):
+    def compiled(self, st, name):
+        """The compiled device kernel `name` of this device state and its signature."""
         k = st.kernels.get(name)
         if k is None:
             try:
@@ -221,7 +222,7 @@ class OpenCLBackend(GPUBackend):
 
     def launch(self, device, kernel, global_size, local_size, args):
         st = self.state(device)
-        k, sig = self.kernel(st, kernel)
+        k, sig = self.compiled(st, kernel)
         if len(args) != len(sig):
             raise TypeError(f"{kernel}: expected {len(sig)} arguments, got {len(args)}")
         conv = [a.buf if c == "P" else a for c, a in zip(sig, args)]

@@ -8,6 +8,7 @@ import operator
 
 from ember._C import core as _core
 from ember.backends import kernel
+from ember.ops.softmax import log_softmax
 from ember.ops._kernel_args import _work_dtype, _tensor, _float_tensor, _same_device, _param, _number, _work, _cast_back
 
 __all__ = ['cross_entropy', 'nll_loss']

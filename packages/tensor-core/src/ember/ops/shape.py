@@ -444,6 +444,7 @@ def _repeat_index(repeats, op):
         raise ValueError(f"{op}: repeats must be 0-d or 1-d, got shape {tuple(repeats.shape)}")
     if r.numel() and bool(_core.reduce("any", _ew("lt", r, 0), None, False)):
         raise ValueError(f"{op}: repeats must be non-negative")
+    from ember.ops.scan import cumsum   # scan imports this module
     ends = cumsum(r, 0)
     total = int(ends[-1].item()) if r.numel() else 0
     return searchsorted(ends, arange(total, device=r.device), right=True)

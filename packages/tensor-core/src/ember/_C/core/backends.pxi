@@ -1,25 +1,24 @@
 """The backend registry: the backend object that serves each device type."""
 
-# A backend for each non-CPU device type, registered by the backend's module (see
-# ember/backends/base.py for the interface). The CPU is served by the core's own loops directly.
+# The backend of each device type (see ember/backends/base.py for the interface), made
+# on first use by the module named below, whose get_backend() returns it, or None where
+# this build or machine has none (so `import ember` pays for no driver or pyopencl).
+# register_backend adds or replaces one (tests; backends outside ember).
 cdef dict BACKENDS = {}
+cdef dict BACKEND_MODULES = {"cpu": "ember.backends.cpu", "cuda": "ember.cuda",
+                             "opencl": "ember.opencl"}
 
 
 def register_backend(str device_type, backend):
     BACKENDS[device_type] = backend
 
 
-# Modules that register a backend when first needed (so `import ember` doesn't pay
-# for importing pyopencl).
-cdef dict LAZY_BACKENDS = {"opencl": "ember.opencl"}
-
-
 cpdef object backend_for(Device device):
     b = BACKENDS.get(device.type)
-    if b is None and device.type in LAZY_BACKENDS:
+    if b is None and device.type in BACKEND_MODULES:
         import importlib
-        importlib.import_module(LAZY_BACKENDS[device.type])._get()
-        b = BACKENDS.get(device.type)
+        b = importlib.import_module(BACKEND_MODULES[device.type]).get_backend()
+        BACKENDS[device.type] = b
     if b is None:
         raise RuntimeError(
             f"device {device}: ember was built without a {device.type} backend "

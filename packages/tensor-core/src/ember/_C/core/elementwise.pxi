@@ -258,7 +258,7 @@ cdef object _bad_operand(int op, object a):
 
 
 def ew_call(int op, a, b, c, int nin, out):
-    """Positional fast entry for the generated functions of ember._elementwise."""
+    """Positional fast entry for the generated functions of ember.ops.elementwise."""
     r = ew(op, a, b, c, nin, out)
     if r is NotImplemented:
         raise TypeError(f"{OP_NAMES[op]}: unsupported operand types "
