@@ -11,12 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import ember as em
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
+
+import ember as em
 from ember.utils import extension
-from hypothesis import given
-from hypothesis import strategies as st
 
 pytest.importorskip("Cython")
 pytest.importorskip("ember.nn", reason="the example's layer needs ember-nn")

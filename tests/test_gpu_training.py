@@ -5,9 +5,10 @@ launches are counted."""
 import sys
 from pathlib import Path
 
-import ember as em
 import numpy as np
 import pytest
+
+import ember as em
 
 nn = pytest.importorskip("ember.nn", reason="needs ember-nn")
 

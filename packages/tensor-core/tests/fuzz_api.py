@@ -36,7 +36,6 @@ import math
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import tempfile

@@ -16,14 +16,19 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ember as em
 from ember._C import core as _core
 from ember.ops import table
-from ember_testing import (DTYPES, INT_DTYPES, fewer_examples, other_devices,
-                           row_input_dtypes, shapes)
+from ember_testing import (
+    DTYPES,
+    INT_DTYPES,
+    fewer_examples,
+    other_devices,
+    row_input_dtypes,
+    shapes,
+)
 
 ERRORS = (IndexError, ValueError, TypeError, RuntimeError, OverflowError)
 

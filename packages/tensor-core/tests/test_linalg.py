@@ -15,12 +15,10 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ember as em
-from ember._C import core as _core
-from ember._C import linalg as _lin
+from ember._C import core as _core, linalg as _lin
 from ember_testing import arrays, fewer_examples, layouts, realize, to_numpy
 
 RNG = np.random.default_rng(1234)

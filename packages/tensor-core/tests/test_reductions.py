@@ -10,14 +10,26 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ember as em
 from ember.ops import table
-from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, TOLERANCES, arrays, assert_close,
-                           dims_for, fewer_examples, layouts, normalize_dims, np_dtype, realize,
-                           shapes, to_numpy)
+from ember_testing import (
+    DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    TOLERANCES,
+    arrays,
+    assert_close,
+    dims_for,
+    fewer_examples,
+    layouts,
+    normalize_dims,
+    np_dtype,
+    realize,
+    shapes,
+    to_numpy,
+)
 
 ROWS = [pytest.param(row, id=row.name) for row in table.REDUCTIONS]
 

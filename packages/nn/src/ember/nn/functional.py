@@ -13,9 +13,16 @@ import warnings
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
-from ember.nn._checks import (checked as _checked, index as _index_arg, ints as _ints,
-                              norm_order as _norm_order, optional as _optional,
-                              positive as _positive, real as _real, tensor as _tensor)
+from ember.nn._checks import (
+    checked as _checked,
+    index as _index_arg,
+    ints as _ints,
+    norm_order as _norm_order,
+    optional as _optional,
+    positive as _positive,
+    real as _real,
+    tensor as _tensor,
+)
 
 _number = _real()
 _dim = _optional(_index_arg)
