@@ -50,7 +50,7 @@ def jit(tmp_path_factory):
 
 def test_two_processes_load_at_once(jit):
     cache, results = jit
-    for rc, out, err in results:
+    for rc, _, err in results:
         assert rc == 0, err
     builds = [int(out.split()[0]) for _, out, _ in results]
     files = {out.split()[1] for _, out, _ in results}
