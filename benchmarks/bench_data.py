@@ -79,7 +79,7 @@ def bench_throughput(args):
     data = {lib: (m, data_mods[lib], m.from_numpy(xn.copy()), m.from_numpy(yn.copy()))
             for lib, m in mods.items()}
     # correctness first: the same batches (up to the libraries' different shuffles)
-    for lib, (mod, dm, x, y) in data.items():
+    for lib, (_, dm, x, y) in data.items():
         loader = dm.DataLoader(dm.TensorDataset(x, y), batch_size=BATCH, num_workers=2)
         xb, yb = next(iter(loader))
         assert tuple(xb.shape) == (BATCH, D) and np.array_equal(xb.numpy(), xn[:BATCH]), lib

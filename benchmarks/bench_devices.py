@@ -65,7 +65,8 @@ def run_case(mods, name, arrays, generic, np_fn, devices, quick):
         fns["torch"] = lambda: pt_fn(*ts)
     for dev in devices:
         ts = [em.from_numpy(x).to(dev) for x in arrays]
-        fns[f"ember:{dev}"] = lambda ts=ts, sync=sync_for(dev): (em_fn(*ts), sync())
+        sync = sync_for(dev)
+        fns[f"ember:{dev}"] = lambda ts=ts, sync=sync: (em_fn(*ts), sync())
     return harness.measure(fns, quick)
 
 

@@ -110,21 +110,22 @@ def main():
     libs = ["ember", "numpy"] + (["torch"] if has_torch else [])
     head = ["n", "thr"] + libs + ["em/np"] + (["em/pt"] if has_torch else []) + \
         ["target", "score", "result", "spread", "rounds", "notes"]
+
+    def g(r, k):
+        return f"{r[k]['gflops']:.1f}" if k in r else ("WRONG" if k in r["wrong"] else "-")
+
+    def gratio(r, k):      # GFLOP/s ratio = k's time / ember's (> 1: ember faster)
+        return r["ember"]["gflops"] / r[k]["gflops"] if "ember" in r and k in r \
+            else float("nan")
     out = []
     for r in rows:
-        def g(k):
-            return f"{r[k]['gflops']:.1f}" if k in r else ("WRONG" if k in r["wrong"] else "-")
-
-        def gratio(k):      # GFLOP/s ratio = k's time / ember's (> 1: ember faster)
-            return r["ember"]["gflops"] / r[k]["gflops"] if "ember" in r and k in r \
-                else float("nan")
-        ratio = gratio("numpy")
+        ratio = gratio(r, "numpy")
         tg = target(r["n"], r["threads"])
         score = ratio / tg
         notes = ("cpu clock " if r["clock"] == "cpu" else "") + \
             (f"wrong: {r['wrong']}" if r["wrong"] else "")
-        out.append([r["n"], r["threads"]] + [g(k) for k in libs] + [harness.fmt_ratio(ratio)] +
-                   ([harness.fmt_ratio(gratio("torch"))] if has_torch else []) +
+        out.append([r["n"], r["threads"]] + [g(r, k) for k in libs] + [harness.fmt_ratio(ratio)] +
+                   ([harness.fmt_ratio(gratio(r, "torch"))] if has_torch else []) +
                    [f">={tg:.1f}", harness.fmt_ratio(score),
                     "PASS" if score >= 1 and "ember" not in r["wrong"] else "FAIL",
                     f"{max(r[k]['spread'] for k in libs if k in r):.0%}", r["rounds"], notes])

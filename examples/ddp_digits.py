@@ -18,7 +18,7 @@ import ember.distributed as dist
 from ember import nn
 from ember.data import DataLoader, DistributedSampler, TensorDataset
 from ember.nn.parallel import DistributedDataParallel as DDP
-from train_digits import DigitsCNN      # the model of the single-process example
+from train_digits import DigitsCNN  # the model of the single-process example
 
 
 def evaluate(model, loader):

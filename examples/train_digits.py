@@ -62,7 +62,7 @@ def main():
     args = ap.parse_args()
     em.manual_seed(args.seed)
 
-    from sklearn.datasets import load_digits   # here: DigitsCNN imports without scikit-learn
+    from sklearn.datasets import load_digits  # here: DigitsCNN imports without scikit-learn
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None]     # N x 1 x 8 x 8
     labels = digits.target.astype(np.int64)

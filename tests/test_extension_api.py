@@ -8,12 +8,12 @@ import subprocess
 import sysconfig
 import textwrap
 
-import ember as em
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
+
+import ember as em
 from ember.utils import extension
-from hypothesis import given
-from hypothesis import strategies as st
 
 pytest.importorskip("Cython")
 

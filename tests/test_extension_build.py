@@ -8,8 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-import ember as em
 import pytest
+
+import ember as em
 from ember.utils import extension
 
 pytest.importorskip("Cython")

@@ -11,12 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import ember as em
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
+
+import ember as em
 from ember.utils import extension
-from hypothesis import given
-from hypothesis import strategies as st
 
 pytest.importorskip("Cython")
 pytest.importorskip("ember.nn", reason="the example's layer needs ember-nn")
@@ -50,7 +50,7 @@ def jit(tmp_path_factory):
 
 def test_two_processes_load_at_once(jit):
     cache, results = jit
-    for rc, out, err in results:
+    for rc, _, err in results:
         assert rc == 0, err
     builds = [int(out.split()[0]) for _, out, _ in results]
     files = {out.split()[1] for _, out, _ in results}

@@ -5,14 +5,15 @@ launches are counted."""
 import sys
 from pathlib import Path
 
-import ember as em
 import numpy as np
 import pytest
+
+import ember as em
 
 nn = pytest.importorskip("ember.nn", reason="needs ember-nn")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from train_digits import DigitsCNN
+from train_digits import DigitsCNN  # noqa: E402  (found through the sys.path entry above)
 
 DEVICES = [d for d, ok in (("opencl", em.opencl.is_available()), ("cuda", em.cuda.is_available()))
            if ok]

@@ -1,8 +1,9 @@
 # Ahead-of-time build: `pip install .` (or `python setup.py build_ext --inplace`).
 # Extension puts ember's headers and .pxd files on the include paths; BuildExtension
 # runs Cython on the .pyx (and nvcc on .cu sources, had we any).
-from ember.utils.extension import BuildExtension, Extension
 from setuptools import setup
+
+from ember.utils.extension import BuildExtension, Extension
 
 setup(
     ext_modules=[Extension("ember_fused._ops",

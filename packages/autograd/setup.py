@@ -10,6 +10,7 @@ from setuptools import Extension, setup
 
 def extensions():
     from Cython.Build import cythonize
+
     import ember
     from ember.utils.extension import get_include
     here = Path(__file__).parent

@@ -130,10 +130,9 @@ def test_reduction_gradcheck(op, shape, data, seed, keepdim):
     if op in ("var", "std"):      # n - 1 = 0 elements' worth of freedom is NaN by definition
         assume(int(np.prod([shape[d] for d in (dims or range(len(shape)))])) >= 2)
     fn = getattr(em, op)
-    if dims is None:
-        f = (lambda a: fn(a))
-    else:
-        f = (lambda a: fn(a, dim=tuple(dims), keepdim=keepdim))
+
+    def f(a):
+        return fn(a) if dims is None else fn(a, dim=tuple(dims), keepdim=keepdim)
     assert gradcheck(f, (x,))
     assert gradgradcheck(f, (x,))
 

@@ -2,8 +2,14 @@
 import pytest
 
 import ember as em
-from ember.data import (BatchSampler, DataLoader, Dataset, IterableDataset, SequentialSampler,
-                        TensorDataset)
+from ember.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    SequentialSampler,
+    TensorDataset,
+)
 
 
 class Squares(Dataset):

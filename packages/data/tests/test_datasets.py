@@ -3,9 +3,18 @@ ConcatDataset, ChainDataset, Subset, random_split."""
 import pytest
 
 import ember as em
-from ember.data import (ChainDataset, ConcatDataset, Dataset, GatheredSamples,
-                        IterableDataset, StackDataset, Subset, TensorDataset, default_collate,
-                        random_split)
+from ember.data import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    GatheredSamples,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
 
 class Squares(Dataset):

@@ -4,8 +4,14 @@ import collections
 import pytest
 
 import ember as em
-from ember.data import (BatchSampler, DistributedSampler, RandomSampler, SequentialSampler,
-                        SubsetRandomSampler, WeightedRandomSampler)
+from ember.data import (
+    BatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
 
 def gen(seed):

@@ -9,9 +9,15 @@ import time
 import pytest
 
 import ember as em
-from ember.data import (DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info,
-                        shard_for_worker)
-from ember.data import worker as worker_mod
+from ember.data import (
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    TensorDataset,
+    get_worker_info,
+    shard_for_worker,
+    worker as worker_mod,
+)
 
 # more workers than this machine's 2 CPUs is the point of some cases
 pytestmark = pytest.mark.filterwarnings("ignore:DataLoader. this process may use")

@@ -561,7 +561,8 @@ def case_ddp_full_shm_falls_back_to_messages(r, n):
     finally:
         backend._shm_free = free
     msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(msgs) == 1 and "/dev/shm has 1,000 free: averaging through MPI messages" in msgs[0], msgs
+    assert len(msgs) == 1 and \
+        "/dev/shm has 1,000 free: averaging through MPI messages" in msgs[0], msgs
     # it points at the user's DistributedDataParallel(...) line, here in this file
     where = [w.filename for w in caught if issubclass(w.category, RuntimeWarning)]
     assert where == [__file__], where
@@ -637,7 +638,7 @@ def case_ddp_find_unused_parameters(r, n):
     x = np.random.default_rng(1).standard_normal((n, 4)).astype(np.float32)
     for i in range(n):
         (ref(em.tensor(x[i:i + 1]), i % 2 == 1).sum() / n).backward()
-    for step in range(2):
+    for _ in range(2):
         ddp.zero_grad()
         ddp(em.tensor(x[r:r + 1]), r % 2 == 1).sum().backward()
         for name in ("a", "b"):

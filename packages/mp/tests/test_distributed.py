@@ -75,8 +75,8 @@ def test_collective_matches_one_process(job, case):
 
 
 @pytest.mark.parametrize("case", ["mismatch_shape", "mismatch_dtype", "mismatch_op",
-                                  "mismatch_barrier", "mismatch_bad_on_one_rank", "mismatch_list_length",
-                                  "mismatch_all_to_all_sizes"])
+                                  "mismatch_barrier", "mismatch_bad_on_one_rank",
+                                  "mismatch_list_length", "mismatch_all_to_all_sizes"])
 def test_mismatch_raises_the_same_error_on_every_rank(job, case):
     msgs = outcomes(job, case)
     if case in ("mismatch_op", "mismatch_barrier"):  # each names its op, then the same text

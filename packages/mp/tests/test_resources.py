@@ -13,7 +13,6 @@ import pytest
 
 import ember as em
 import ember.multiprocessing as mp
-
 import ember_mp_testhelpers as H
 
 
@@ -222,7 +221,7 @@ def test_file_system_keeps_no_fd_per_storage(strategy):
     ts = [em.ones(100).share_memory_() for _ in range(50)]
     assert all(t.is_shared() for t in ts) and fd_count() <= fds + 1   # + the daemon's
     strategy("file_descriptor")
-    us = [em.ones(100).share_memory_() for _ in range(50)]
+    _held = [em.ones(100).share_memory_() for _ in range(50)]   # alive while counting
     assert fd_count() >= fds + 50                     # one memfd each, no more
     assert fd_count() <= fds + 51
 

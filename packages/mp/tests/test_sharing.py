@@ -8,9 +8,8 @@ import pytest
 
 import ember as em
 import ember.multiprocessing as mp
-from ember import nn
-
 import ember_mp_testhelpers as H
+from ember import nn
 
 DTYPES = [em.bool, em.uint8, em.int8, em.int16, em.int32, em.int64, em.float16, em.float32,
           em.float64]

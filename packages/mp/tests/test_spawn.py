@@ -5,7 +5,6 @@ import pytest
 
 import ember as em
 import ember.multiprocessing as mp
-
 import ember_mp_testhelpers as H
 
 

@@ -11,9 +11,8 @@ import numbers
 import pytest
 
 import ember as em
-from ember import nn
+from ember import nn, optim
 from ember.nn import functional as F, init, utils
-from ember import optim
 from ember.optim import lr_scheduler
 
 # values of the wrong type for every checked argument (ints, reals, tuples of ints,

@@ -9,8 +9,14 @@ import pytest
 
 import ember as em
 from ember import nn
-from ember.nn.utils import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
-                            get_total_norm, parameters_to_vector, vector_to_parameters)
+from ember.nn.utils import (
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+    parameters_to_vector,
+    vector_to_parameters,
+)
 
 SHAPES = [(4, 3), (7,), (), (2, 0)]
 

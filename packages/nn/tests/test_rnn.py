@@ -154,7 +154,7 @@ def test_lstm_learns_to_copy_a_short_sequence():
         return em.from_numpy(onehot), em.from_numpy(seq)
 
     lr = 0.05
-    for step in range(300):
+    for _ in range(300):
         x, y = batch()
         out, _ = lstm(x)
         logits = head(out)

@@ -163,14 +163,14 @@ def row_input_dtypes(row):
 
 # ----------------------------------------------------------------------------- shapes
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
     """Small shapes, 0-d and empty (a zero side) included."""
     return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
                             max_side=max_side)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4):
     """`num_shapes` shapes that broadcast together (0-d and empty included); returns
     hypothesis' BroadcastableShapes (input_shapes, result_shape)."""
@@ -211,7 +211,7 @@ def _int_range(d):
     return int(info.min), int(info.max)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def elements(d, domain="all", small=False):
     """A strategy of Python values valid for dtype d under an op-table `domain`:
     "all", "positive", "unit", "ge1", "nonzero", "shift" (0 <= b < bits)."""
@@ -283,7 +283,7 @@ def random_values(rng, d, shape, domain="all", small=False):
     return np.asarray(v, npd)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def arrays(d, shape, domain="all", small=False):
     """A strategy of NumPy arrays (dtype d, `shape`) in `domain`. The values come from
     a drawn seed (far cheaper than drawing each element); shapes, dtypes and layouts

@@ -36,7 +36,6 @@ import math
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -100,7 +99,8 @@ class Fuzz:
     def tensor(self):
         """(tensor, description): random dtype, shape and layout on the device."""
         em, rng = self.em, self.rng
-        shape = tuple(rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 4])))
+        ndim = rng.choice([0, 1, 1, 2, 2, 3, 4])
+        shape = tuple(rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(ndim))
         dt = rng.choice(self.dtypes)
         dev = self.device if rng.random() < 0.9 else "cpu"
         t = (em.randn(shape, device=dev) * 3).to(dt)
@@ -332,7 +332,8 @@ def _one_call(em, fz, names, table, pool):
                 return None   # not a valid small layer; nothing to forward
             m.to(fz.device)
             return m(*fargs)
-        return name + ".forward", fargs, {}, f"{name}({', '.join(map(str, cargs))})({fdesc})", forward
+        desc = f"{name}({', '.join(map(str, cargs))})({fdesc})"
+        return name + ".forward", fargs, {}, desc, forward
     if kind == "optim":
         if rng.random() < 0.5:
             t = fz.tensor()[0]

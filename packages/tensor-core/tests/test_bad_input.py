@@ -16,14 +16,19 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ember as em
 from ember._C import core as _core
 from ember.ops import table
-from ember_testing import (DTYPES, INT_DTYPES, fewer_examples, other_devices,
-                           row_input_dtypes, shapes)
+from ember_testing import (
+    DTYPES,
+    INT_DTYPES,
+    fewer_examples,
+    other_devices,
+    row_input_dtypes,
+    shapes,
+)
 
 ERRORS = (IndexError, ValueError, TypeError, RuntimeError, OverflowError)
 
@@ -266,7 +271,8 @@ def test_issue16_item3_view_layouts_use_checked_arithmetic(device):
     that overflows, or reaches outside the storage, is a clear error (ValueError, or
     OverflowError for a number that is no int64), never a read or write elsewhere."""
     prog = "dev = x.device\nx = em.tensor([1., 2, 3], device=dev)\nfor code, op in CASES:\n" \
-           "    try:\n        r = eval(code)\n        r.fill_(9.0)\n        print('NO ERROR', code, r.tolist())\n" \
+           "    try:\n        r = eval(code)\n        r.fill_(9.0)\n" \
+           "        print('NO ERROR', code, r.tolist())\n" \
            "    except (ValueError, OverflowError) as e:\n" \
            "        assert str(e).startswith(op + ':'), (code, str(e))\n"
     r = _run_isolated(f"CASES = {_OUT_OF_STORAGE!r}\n" + prog, device)
@@ -347,8 +353,9 @@ def test_issue16_item7_big_but_valid_views_and_impossible_allocations(device):
 
 _INPLACE_WRITES = {
     # name: an in-place write into t (a float tensor), as a user would make it
-    "add_": lambda t: t.add_(1), "mul_ (op)": lambda t: t.mul_(2), "sigmoid_": lambda t: t.sigmoid_(),
-    "clamp_": lambda t: t.clamp_(0, 1), "relu_": lambda t: t.relu_(), "neg_": lambda t: t.neg_(),
+    "add_": lambda t: t.add_(1), "mul_ (op)": lambda t: t.mul_(2),
+    "sigmoid_": lambda t: t.sigmoid_(), "clamp_": lambda t: t.clamp_(0, 1),
+    "relu_": lambda t: t.relu_(), "neg_": lambda t: t.neg_(),
     "copy_": lambda t: t.copy_(em.ones(tuple(t.shape), device=t.device)),
     "out=": lambda t: em.add(em.ones(tuple(t.shape), device=t.device), 1, out=t),
     "+=": lambda t: t.__iadd__(1), "lerp_": lambda t: t.lerp_(em.ones_like(t), 0.5),

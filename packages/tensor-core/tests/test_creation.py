@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember_testing import DTYPES, arrays, assert_close, fewer_examples, np_dtype, shapes, to_numpy

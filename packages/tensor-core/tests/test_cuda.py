@@ -308,7 +308,8 @@ def test_pack_args_converts_to_the_parameter_types():
 
 def test_launch_argument_errors():
     rt = _runtime()
-    with pytest.raises(TypeError, match=r"gemm_tc_float16: expected 14 arguments \(pppiiillllllll\), got 2"):
+    with pytest.raises(TypeError, match=r"gemm_tc_float16: expected 14 arguments "
+                                        r"\(pppiiillllllll\), got 2"):
         rt.pack_args("gemm_tc_float16", [0, 0])
     with pytest.raises(OverflowError):
         rt.pack_args("gemm_tc_float16", [0, 0, 0, 2 ** 31] + [0] * 10)

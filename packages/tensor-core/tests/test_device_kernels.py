@@ -3,13 +3,13 @@ GPU is present) against the CPU kernels, which their own test modules check agai
 NumPy references: the same public ops on the same values give the same results (floats
 within float32 tolerance; indices, masks, random numbers, sorts exactly), over drawn
 shapes, strides and dtypes; gradients through the device kernels are gradchecked."""
-import ember as em
-import ember.nn.functional as F
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+
+import ember as em
+import ember.nn.functional as F
 from ember_testing import assert_close, fewer_examples, to_numpy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 HYP = dict(max_examples=fewer_examples(4), deadline=None)
 

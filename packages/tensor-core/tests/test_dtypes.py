@@ -16,12 +16,21 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import ember as em
-from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, arrays, expected_promote,
-                           expected_weak, layouts, np_dtype, realize, to_numpy)
+from ember_testing import (
+    DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    arrays,
+    expected_promote,
+    expected_weak,
+    layouts,
+    np_dtype,
+    realize,
+    to_numpy,
+)
 
 NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 PAIRS = [pytest.param(a, b, id=f"{a.name}-{b.name}") for a in DTYPES for b in DTYPES]

@@ -17,15 +17,29 @@ import operator
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember.ops import table
-from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, TOLERANCES, arrays, assert_close,
-                           broadcastable_shapes, elements, fewer_examples, layouts, np_dtype,
-                           realize, row_compute_dtype, row_input_dtypes, row_out_dtype,
-                           row_supports, to_numpy)
+from ember_testing import (
+    DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    TOLERANCES,
+    arrays,
+    assert_close,
+    broadcastable_shapes,
+    elements,
+    fewer_examples,
+    layouts,
+    np_dtype,
+    realize,
+    row_compute_dtype,
+    row_input_dtypes,
+    row_out_dtype,
+    row_supports,
+    to_numpy,
+)
 
 # ----------------------------------------------------------------------------- oracles
 

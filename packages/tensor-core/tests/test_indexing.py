@@ -14,14 +14,23 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember as em
 from ember._C import core as _core
-from ember_testing import (DTYPES, arrays, assert_close, fewer_examples, layouts, np_dtype,
-                           other_devices, realize, shapes, to_numpy)
+from ember_testing import (
+    DTYPES,
+    arrays,
+    assert_close,
+    fewer_examples,
+    layouts,
+    np_dtype,
+    other_devices,
+    realize,
+    shapes,
+    to_numpy,
+)
 
 NONBOOL = tuple(d for d in DTYPES if d.kind != "bool")
 

@@ -15,8 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember._C import core as _core
@@ -520,8 +519,8 @@ def test_einsum_hypothesis(data):
         eq = f"{t1},{t2}"
     a = values(tuple(sizes[c] for c in t1), em.float64)
     b = values(tuple(sizes[c] for c in t2), em.float64)
-    ta = em.from_numpy(np.ascontiguousarray(a).copy()) if a.ndim else em.tensor(a.item(), dtype=em.float64)
-    tb = em.from_numpy(np.ascontiguousarray(b).copy()) if b.ndim else em.tensor(b.item(), dtype=em.float64)
+    ta, tb = (em.from_numpy(np.ascontiguousarray(v).copy()) if v.ndim
+              else em.tensor(v.item(), dtype=em.float64) for v in (a, b))
     np.testing.assert_allclose(to_numpy(em.einsum(eq, ta, tb)), np.einsum(eq, a, b),
                                rtol=1e-12, atol=1e-12, err_msg=eq)
 
@@ -560,7 +559,7 @@ def test_linalg_namespace():
     with pytest.raises(NotImplementedError):
         em.linalg.matrix_norm(ta, "nuc")
     with pytest.raises(AttributeError):
-        em.linalg.does_not_exist
+        _ = em.linalg.does_not_exist
 
 
 def test_multi_dot():

@@ -5,9 +5,10 @@ import os
 import subprocess
 import sys
 
-import ember as em
 import numpy as np
 import pytest
+
+import ember as em
 from ember.backends import gpu
 
 pytestmark = pytest.mark.skipif(not em.opencl.is_available(),

@@ -60,7 +60,7 @@ def test_missing_components_name_their_package(name, dist):
 
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_thing"):
-        em.no_such_thing
+        _ = em.no_such_thing
     assert not hasattr(em, "no_such_thing")
 
 

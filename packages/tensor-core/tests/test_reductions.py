@@ -10,14 +10,26 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ember as em
 from ember.ops import table
-from ember_testing import (DTYPES, FLOAT_DTYPES, INT_DTYPES, TOLERANCES, arrays, assert_close,
-                           dims_for, fewer_examples, layouts, normalize_dims, np_dtype, realize,
-                           shapes, to_numpy)
+from ember_testing import (
+    DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    TOLERANCES,
+    arrays,
+    assert_close,
+    dims_for,
+    fewer_examples,
+    layouts,
+    normalize_dims,
+    np_dtype,
+    realize,
+    shapes,
+    to_numpy,
+)
 
 ROWS = [pytest.param(row, id=row.name) for row in table.REDUCTIONS]
 
@@ -701,7 +713,8 @@ def test_issue16_item15_histc_examples_and_errors(device):
         em.histc(x, 4, "a", 1)
     with pytest.raises(TypeError, match="histc: needs a floating point tensor"):
         em.histc(em.tensor([1, 2], device=device))
-    with pytest.raises(ValueError, match=r"histc: out must be a ember.float32 tensor of shape \(3,\)"):
+    with pytest.raises(ValueError,
+                       match=r"histc: out must be a ember.float32 tensor of shape \(3,\)"):
         em.histc(x, 3, out=em.zeros(4, device=device))
     with pytest.raises(TypeError, match="histc"):
         em.histc([1.0, 2.0])

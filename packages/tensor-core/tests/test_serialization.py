@@ -19,8 +19,7 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember import serialization

@@ -11,17 +11,28 @@ derivative of each op is a row of ember/autograd/formulas.py.
 from __future__ import annotations
 
 from ember._C import core as _core
+from ember._grad_mode import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember.autograd import (
+    graph,  # noqa: F401  (ember.autograd.graph: Node, hooks)
+    graph as _graph,
+)
 from ember.autograd._version import __version__  # noqa: F401
-from ember.autograd import graph as _graph
+from ember.autograd.anomaly_mode import (  # noqa: F401
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from ember.autograd.formulas import FORMULAS, NOT_DIFFERENTIABLE  # noqa: F401
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
-from ember.autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
-from ember.autograd.anomaly_mode import (  # noqa: F401
-    detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled)
-from ember._grad_mode import (  # noqa: F401
-    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
-    is_inference_mode_enabled)
-from ember.autograd import graph  # noqa: F401  (ember.autograd.graph: Node, hooks)
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 
 _TB = _core.TensorBase
 

@@ -28,24 +28,49 @@ hostfile places them. Every rank runs the same script.
   DistTimeoutError on the ranks that are waiting (a peer died, hung or never called
   it), and the process groups are unusable from then on.
 """
-from ember.multiprocessing._version import __version__  # noqa: F401
 # One module per concern (_mpi: MPI itself and the errors; _groups: process groups;
 # _work: waiting and Work; _staging, _check: what every collective does first;
 # _collectives; _p2p: point to point; _buckets: new_buckets, DDP's gradient buckets).
 from ember.distributed._buckets import new_buckets
-from ember.distributed._collectives import (ReduceOp, all_gather, all_gather_into_tensor,
-                                            all_gather_object, all_reduce, all_to_all,
-                                            all_to_all_single, barrier, broadcast, gather,
-                                            reduce, reduce_scatter, reduce_scatter_tensor,
-                                            scatter)
-from ember.distributed._groups import (GroupMember, ProcessGroup, destroy_process_group,
-                                       get_backend, get_process_group_ranks, get_rank,
-                                       get_world_size, init_process_group, is_initialized,
-                                       new_group, set_metadata_check)
-from ember.distributed._mpi import (DistBackendError, DistError, DistTimeoutError,
-                                    is_available, is_mpi_available)
+from ember.distributed._collectives import (
+    ReduceOp,
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    barrier,
+    broadcast,
+    gather,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+)
+from ember.distributed._groups import (
+    GroupMember,
+    ProcessGroup,
+    destroy_process_group,
+    get_backend,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_initialized,
+    new_group,
+    set_metadata_check,
+)
+from ember.distributed._mpi import (
+    DistBackendError,
+    DistError,
+    DistTimeoutError,
+    is_available,
+    is_mpi_available,
+)
 from ember.distributed._p2p import irecv, isend, recv, send
 from ember.distributed._work import Work
+from ember.multiprocessing._version import __version__  # noqa: F401
 
 __all__ = ["ReduceOp", "GroupMember", "ProcessGroup", "Work", "DistError", "DistBackendError",
            "DistTimeoutError", "is_available", "is_mpi_available", "is_initialized",

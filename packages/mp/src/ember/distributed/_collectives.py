@@ -14,8 +14,16 @@ import pickle
 import ember as em
 from ember.distributed._check import _allgather_bytes, _begin, _check, _displs, _key, _skip
 from ember.distributed._mpi import _mpi
-from ember.distributed._staging import (_chain, _desc, _divide, _list, _spec, _stack,
-                                        _Staged, _unstack)
+from ember.distributed._staging import (
+    _chain,
+    _desc,
+    _divide,
+    _list,
+    _spec,
+    _stack,
+    _Staged,
+    _unstack,
+)
 from ember.distributed._work import _run
 
 

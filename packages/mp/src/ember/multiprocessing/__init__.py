@@ -24,15 +24,24 @@ alive; segments are unlinked when the last process drops them or dies.
 import multiprocessing as _multiprocessing
 from multiprocessing import *  # noqa: F401,F403  (the stdlib API, re-exported)
 
-from ember.multiprocessing._version import __version__  # noqa: F401
-from ember.multiprocessing._shared import (  # noqa: F401
-    FileDescriptorLimitError, SharedMemoryError, get_all_sharing_strategies,
-    get_sharing_strategy, set_sharing_strategy)
 from ember.multiprocessing import _shared
+from ember.multiprocessing._shared import (  # noqa: F401
+    FileDescriptorLimitError,
+    SharedMemoryError,
+    get_all_sharing_strategies,
+    get_sharing_strategy,
+    set_sharing_strategy,
+)
+from ember.multiprocessing._version import __version__  # noqa: F401
 from ember.multiprocessing.reductions import init_reductions
 from ember.multiprocessing.spawn import (  # noqa: F401
-    ProcessContext, ProcessException, ProcessExitedException, ProcessRaisedException,
-    spawn, start_processes)
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    spawn,
+    start_processes,
+)
 
 __all__ = list(_multiprocessing.__all__) + [
     "share_memory_", "is_shared", "spawn", "start_processes", "ProcessContext",

@@ -2,8 +2,9 @@
 
 ember.multiprocessing starts one per process tree, as `python -I _shm_daemon.py
 ADDRESS SHM_DIR PREFIX`, in its own session and re-parented to init (a Ctrl-C, a
-kill of the parent's process group, or of its children, does not reach it). Every process that creates or maps a named
-segment keeps one connection to it and writes lines on it:
+kill of the parent's process group, or of its children, does not reach it). Every
+process that creates or maps a named segment keeps one connection to it and writes
+lines on it:
 
     H name    this process maps `name` (sent before a creator creates the file)
     R name    this process dropped its mapping of `name`

@@ -66,7 +66,7 @@ def _wrap(fn, i, args, error_file):
             pass
         with open(error_file, "wb") as f:
             pickle.dump(record, f)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 def _signal_name(signum):

@@ -13,9 +13,16 @@ import warnings
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
-from ember.nn._checks import (checked as _checked, index as _index_arg, ints as _ints,
-                              norm_order as _norm_order, optional as _optional,
-                              positive as _positive, real as _real, tensor as _tensor)
+from ember.nn._checks import (
+    checked as _checked,
+    index as _index_arg,
+    ints as _ints,
+    norm_order as _norm_order,
+    optional as _optional,
+    positive as _positive,
+    real as _real,
+    tensor as _tensor,
+)
 
 _number = _real()
 _dim = _optional(_index_arg)
@@ -317,7 +324,8 @@ def linear(input, weight, bias=None):
     if weight.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(weight.shape)}")
     if input.shape[-1:] != weight.shape[-1:]:
-        raise ValueError(f"linear: input has last dimension {input.shape[-1] if input.ndim else '()'} "
+        raise ValueError("linear: input has last dimension "
+                         f"{input.shape[-1] if input.ndim else '()'} "
                          f"but weight has shape {tuple(weight.shape)} (in_features "
                          f"{weight.shape[-1]})")
     out = input @ weight.T

@@ -5,8 +5,7 @@ import math
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
-from ember.nn._checks import checked as _checked, real as _real, \
-    real_or_tensor as _real_or_tensor
+from ember.nn._checks import checked as _checked, real as _real, real_or_tensor as _real_or_tensor
 
 _number = _real()
 

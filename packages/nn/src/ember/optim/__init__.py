@@ -4,9 +4,9 @@ schedulers (ember.optim.lr_scheduler), with PyTorch's signatures and state_dict 
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     opt.zero_grad(); loss.backward(); opt.step()
 """
-from ember.optim.optimizer import Optimizer  # noqa: F401
-from ember.optim.sgd import SGD  # noqa: F401
-from ember.optim.adam import Adam, AdamW  # noqa: F401
-from ember.optim.rmsprop import RMSprop  # noqa: F401
-from ember.optim.adagrad import Adagrad  # noqa: F401
 from ember.optim import lr_scheduler  # noqa: F401
+from ember.optim.adagrad import Adagrad  # noqa: F401
+from ember.optim.adam import Adam, AdamW  # noqa: F401
+from ember.optim.optimizer import Optimizer  # noqa: F401
+from ember.optim.rmsprop import RMSprop  # noqa: F401
+from ember.optim.sgd import SGD  # noqa: F401

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import (Optimizer, _bump_step, _decayed, _hyper, _step_tensor,
-                                   _steps_to_tensors)
+from ember.optim.optimizer import (
+    Optimizer,
+    _bump_step,
+    _decayed,
+    _hyper,
+    _step_tensor,
+    _steps_to_tensors,
+)
 
 __all__ = ["Adagrad"]
 

@@ -427,7 +427,7 @@ class Module:
         """Replace every parameter's and buffer's data with fn(tensor), in place of the
         objects (so optimizers holding the parameters keep working)."""
         for m in self.modules():
-            for name, p in m._parameters.items():
+            for p in m._parameters.values():
                 if p is None:
                     continue
                 with em.no_grad():
