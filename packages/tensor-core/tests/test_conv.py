@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember as em
-from ember._C import conv as _k
-from ember._C import core as _core
-from ember.ops.conv import (conv1d_backward, conv2d_backward, conv_transpose1d_backward,
-                         conv_transpose2d_backward)
-
+from ember._C import conv as _k, core as _core
+from ember.ops.conv import (
+    conv1d_backward,
+    conv2d_backward,
+    conv_transpose1d_backward,
+    conv_transpose2d_backward,
+)
 
 # references ----------------------------------------------------------------------------
 

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ember as em
-from ember._C import core as _core
-from ember._C import matmul as _lin
+from ember._C import core as _core, matmul as _lin
 from ember_testing import arrays, fewer_examples, layouts, realize, to_numpy
 
 RNG = np.random.default_rng(1234)

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember as em
-from ember.ops.loss import (cross_entropy_backward, cross_entropy_target_backward,
-                            nll_loss_backward)
+from ember.ops.loss import cross_entropy_backward, cross_entropy_target_backward, nll_loss_backward
 from ember_testing import realize
 
 TOL = {"float16": 5e-3, "float32": 1e-5, "float64": 1e-12}

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 import ember as em
-from ember.ops import pool as pool_ops
 from ember._C import core as _core
+from ember.ops import pool as P
 from ember_testing import LAYOUTS, realize
 
 TOL = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
@@ -260,7 +260,7 @@ def test_window_wholly_in_the_padding_gives_minus_inf_and_index_minus_one():
     x = em.tensor([[[4.0, 5.0]]])
     y, ix = em.max_pool1d(x, 2, stride=1, padding=1, dilation=3, return_indices=True)
     assert y.numpy().tolist() == [[[-float("inf")]]] and ix.numpy().tolist() == [[[-1]]]
-    g = pool_ops.max_pool1d_backward(em.ones(1, 1, 1), x, ix)
+    g = P.max_pool1d_backward(em.ones(1, 1, 1), x, ix)
     assert g.numpy().tolist() == [[[0.0, 0.0]]]
 
 
@@ -330,8 +330,8 @@ BACKWARD_CASES = [  # (sd, input shape, kernel, stride, padding, dilation, ceil_
 def test_max_pool_backward_matches_finite_differences(sd, shape, k, s, p, d, ceil_mode):
     rng = np.random.default_rng(0)
     x = rng.permutation(np.prod(shape)).reshape(shape) / 7.0   # distinct: no ties
-    fn, bw = (em.max_pool2d, pool_ops.max_pool2d_backward) if sd == 2 else \
-        (em.max_pool1d, pool_ops.max_pool1d_backward)
+    fn, bw = (em.max_pool2d, P.max_pool2d_backward) if sd == 2 else \
+        (em.max_pool1d, P.max_pool1d_backward)
     y, ix = fn(em.from_numpy(x), k, s, p, d, ceil_mode, return_indices=True)
     g = rng.standard_normal(tuple(y.shape))
     dx = bw(em.from_numpy(g), em.from_numpy(x), ix)
@@ -353,12 +353,12 @@ def test_avg_pool_backward_matches_finite_differences(sd, shape, k, s, p, ceil_m
         def f(v):
             return em.avg_pool2d(em.from_numpy(v), k, s, p, ceil_mode, count_include_pad,
                                  divisor).numpy()
-        bw = lambda g_, inp: pool_ops.avg_pool2d_backward(g_, inp, k, s, p, ceil_mode,  # noqa: E731
+        bw = lambda g_, inp: P.avg_pool2d_backward(g_, inp, k, s, p, ceil_mode,  # noqa: E731
                                                     count_include_pad, divisor)
     else:
         def f(v):
             return em.avg_pool1d(em.from_numpy(v), k, s, p, ceil_mode, count_include_pad).numpy()
-        bw = lambda g_, inp: pool_ops.avg_pool1d_backward(g_, inp, k, s, p, ceil_mode,  # noqa: E731
+        bw = lambda g_, inp: P.avg_pool1d_backward(g_, inp, k, s, p, ceil_mode,  # noqa: E731
                                                     count_include_pad)
     g = rng.standard_normal(f(x).shape)
     dx = bw(em.from_numpy(g), em.from_numpy(x))
@@ -371,10 +371,10 @@ def test_adaptive_backward_matches_finite_differences(sd, shape, out):
     rng = np.random.default_rng(2)
     x = rng.permutation(np.prod(shape)).reshape(shape) / 5.0
     avg, mx, avg_bw, max_bw = (
-        (em.adaptive_avg_pool2d, em.adaptive_max_pool2d, pool_ops.adaptive_avg_pool2d_backward,
-         pool_ops.max_pool2d_backward) if sd == 2 else
-        (em.adaptive_avg_pool1d, em.adaptive_max_pool1d, pool_ops.adaptive_avg_pool1d_backward,
-         pool_ops.max_pool1d_backward))
+        (em.adaptive_avg_pool2d, em.adaptive_max_pool2d, P.adaptive_avg_pool2d_backward,
+         P.max_pool2d_backward) if sd == 2 else
+        (em.adaptive_avg_pool1d, em.adaptive_max_pool1d, P.adaptive_avg_pool1d_backward,
+         P.max_pool1d_backward))
     g = rng.standard_normal(tuple(avg(em.from_numpy(x), out).shape))
     num = numeric_grad(lambda v: avg(em.from_numpy(v), out).numpy(), x, g)
     np.testing.assert_allclose(avg_bw(em.from_numpy(g), em.from_numpy(x)).numpy(), num,
@@ -389,8 +389,8 @@ def test_adaptive_backward_matches_finite_differences(sd, shape, out):
 def test_max_pool_backward_scatters_to_the_indices(case, dtype):
     """Overlapping windows and ties: each gradient goes to its window's index once."""
     x, sd, k, s, p, d, ceil_mode = case
-    fn, bw = (em.max_pool2d, pool_ops.max_pool2d_backward) if sd == 2 else \
-        (em.max_pool1d, pool_ops.max_pool1d_backward)
+    fn, bw = (em.max_pool2d, P.max_pool2d_backward) if sd == 2 else \
+        (em.max_pool1d, P.max_pool1d_backward)
     t = em.from_numpy(x.astype(dtype))
     _, ix = fn(t, k, s, p, d, ceil_mode, return_indices=True)
     g = np.random.default_rng(3).standard_normal(tuple(ix.shape)).astype(dtype)
@@ -418,19 +418,19 @@ def test_forward_records_what_the_backward_needs():
         x1 = em.from_numpy(np.random.default_rng(5).standard_normal((2, 3, 8)))
         x1.requires_grad_(True)
         calls = [
-            ("max_pool2d", lambda: em.max_pool2d(x, 3, 2, 1), pool_ops.max_pool2d_backward, x),
-            ("max_pool1d", lambda: em.max_pool1d(x1, 2), pool_ops.max_pool1d_backward, x1),
+            ("max_pool2d", lambda: em.max_pool2d(x, 3, 2, 1), P.max_pool2d_backward, x),
+            ("max_pool1d", lambda: em.max_pool1d(x1, 2), P.max_pool1d_backward, x1),
             ("avg_pool2d", lambda: em.avg_pool2d(x, 2, 1, 1, True, False, 3),
-             pool_ops.avg_pool2d_backward, x),
-            ("avg_pool1d", lambda: em.avg_pool1d(x1, 3, 2, 1), pool_ops.avg_pool1d_backward, x1),
+             P.avg_pool2d_backward, x),
+            ("avg_pool1d", lambda: em.avg_pool1d(x1, 3, 2, 1), P.avg_pool1d_backward, x1),
             ("adaptive_avg_pool2d", lambda: em.adaptive_avg_pool2d(x, (2, None)),
-             pool_ops.adaptive_avg_pool2d_backward, x),
+             P.adaptive_avg_pool2d_backward, x),
             ("adaptive_avg_pool1d", lambda: em.adaptive_avg_pool1d(x1, 3),
-             pool_ops.adaptive_avg_pool1d_backward, x1),
+             P.adaptive_avg_pool1d_backward, x1),
             ("adaptive_max_pool2d", lambda: em.adaptive_max_pool2d(x, 2),
-             pool_ops.max_pool2d_backward, x),
+             P.max_pool2d_backward, x),
             ("adaptive_max_pool1d", lambda: em.adaptive_max_pool1d(x1, 5),
-             pool_ops.max_pool1d_backward, x1),
+             P.max_pool1d_backward, x1),
         ]
         for name, forward, backward, inp in calls:
             y = forward()
@@ -448,7 +448,7 @@ def test_empty_batch_and_unbatched():
     assert em.avg_pool1d(em.zeros(0, 2, 5), 2).shape == (0, 2, 2)
     y, ix = em.max_pool2d(em.zeros(0, 3, 5, 5), 2, return_indices=True)
     assert ix.shape == (0, 3, 2, 2)
-    assert pool_ops.max_pool2d_backward(em.zeros(0, 3, 2, 2), (0, 3, 5, 5), ix).shape == (0, 3, 5, 5)
+    assert P.max_pool2d_backward(em.zeros(0, 3, 2, 2), (0, 3, 5, 5), ix).shape == (0, 3, 5, 5)
     x = em.from_numpy(np.arange(30.0).reshape(3, 2, 5))
     np.testing.assert_array_equal(em.max_pool2d(x, 2).numpy(),
                                   em.max_pool2d(x.reshape(1, 3, 2, 5), 2).numpy()[0])
@@ -498,18 +498,18 @@ X4 = em.zeros(1, 2, 4, 4)
      r"adaptive_avg_pool1d: expected a floating point input"),
     (lambda: em.adaptive_avg_pool2d(X4, (1, 2, 3)), TypeError,
      r"adaptive_avg_pool2d: output_size must be an int or a tuple of 2 ints"),
-    (lambda: pool_ops.avg_pool2d_backward(em.zeros(1, 2, 3, 3), X4, 2), ValueError,
+    (lambda: P.avg_pool2d_backward(em.zeros(1, 2, 3, 3), X4, 2), ValueError,
      r"avg_pool2d_backward: grad_output has shape \(1, 2, 3, 3\), the forward's output for "
      r"input \(1, 2, 4, 4\) has shape \(1, 2, 2, 2\)"),
-    (lambda: pool_ops.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4, em.zeros(1, 2, 2, 2)), TypeError,
+    (lambda: P.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4, em.zeros(1, 2, 2, 2)), TypeError,
      r"max_pool2d_backward: indices must be int64"),
-    (lambda: pool_ops.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4,
+    (lambda: P.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4,
                                     em.full((1, 2, 2, 2), 16, dtype=em.int64)), IndexError,
      r"max_pool2d_backward: an index is outside its input plane"),
-    (lambda: pool_ops.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4, em.zeros(1, 2, 2, 3,
+    (lambda: P.max_pool2d_backward(em.zeros(1, 2, 2, 2), X4, em.zeros(1, 2, 2, 3,
                                                                         dtype=em.int64)),
      ValueError, r"max_pool2d_backward: grad_output \(1, 2, 2, 2\) and indices \(1, 2, 2, 3\)"),
-    (lambda: pool_ops.adaptive_avg_pool2d_backward(em.zeros(1, 3, 2, 2), X4), ValueError,
+    (lambda: P.adaptive_avg_pool2d_backward(em.zeros(1, 3, 2, 2), X4), ValueError,
      r"adaptive_avg_pool2d_backward: grad_output \(1, 3, 2, 2\) does not match an input of "
      r"shape \(1, 2, 4, 4\)"),
 ])

@@ -14,7 +14,7 @@ from __future__ import annotations
 # distributions, possibly from other folders (a source checkout on PYTHONPATH).
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from ember._version import __version__
+from ember._version import __version__  # noqa: F401
 from ember._C import core as _core
 from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
 from ember._dtypes import (  # noqa: F401

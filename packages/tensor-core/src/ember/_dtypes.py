@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import builtins
+import struct
 
-from ember._C import core as _core
 from ember._args import dtype_arg
+from ember._C import core as _core
 
 bool = _core._dtype_by_name("bool")  # noqa: A001 - the Array API name
 uint8 = _core._dtype_by_name("uint8")
@@ -35,7 +36,7 @@ def as_dtype(d):
     """An ember dtype from an ember dtype, a name, a Python type or a NumPy dtype."""
     r = _core._resolve_dtype(d)
     if r is None and isinstance(d, type) and d.__module__ == "numpy":
-        import numpy   # a NumPy scalar type (numpy.float32): numpy is already imported
+        import numpy  # a NumPy scalar type (numpy.float32): numpy is already imported
         r = _core._resolve_dtype(numpy.dtype(d))
     if r is None:
         raise TypeError(f"{d!r} is not a dtype ember supports "
@@ -107,3 +108,17 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+def float16_below(x):
+    """The largest float16 value strictly below x (where rounding a float32 draw from
+    [low, x) to float16 must stay below x)."""
+    try:
+        h = struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return 65504.0
+    if h < x:
+        return h
+    bits = struct.unpack("<H", struct.pack("<e", h))[0]
+    bits = bits - 1 if h > 0 else (0x8001 if h == 0 else bits + 1)
+    return struct.unpack("<e", struct.pack("<H", bits))[0]

@@ -12,8 +12,7 @@ pickling. NumPy is optional: it is imported only by the functions that need it.
 """
 from __future__ import annotations
 
-from ember._C import core as _core
-from ember._C import dlpack as _dl
+from ember._C import core as _core, dlpack as _dl
 from ember._registry import tensor_method
 
 __all__ = ["from_numpy", "from_dlpack"]

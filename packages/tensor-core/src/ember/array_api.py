@@ -11,8 +11,8 @@ from __future__ import annotations
 import builtins as _builtins
 
 import ember as _em
-from ember._C import core as _core
 from ember._args import dtype_arg as _dtype_arg, sizes_arg as _sizes_arg
+from ember._C import core as _core
 
 __array_api_version__ = "2023.12"
 

@@ -32,10 +32,10 @@ def _runtime():
     return cuda
 
 
-import ember.backends.cuda  # noqa: F401  (em.backends.cuda.matmul.allow_tf32 on every build)
+import ember.backends.cuda  # noqa: E402,F401  (em.backends.cuda.matmul.allow_tf32 on every build)
 
 if BUILD_CONFIG.get("cuda"):
-    from ember._C.cuda import OutOfMemoryError, CudaError  # noqa: F401
+    from ember._C.cuda import CudaError, OutOfMemoryError  # noqa: F401
 else:
 
     class OutOfMemoryError(RuntimeError, MemoryError):
@@ -183,5 +183,5 @@ class Event:
     def query(self) -> bool:
         return self._ev.query()
 
-    def elapsed_time(self, end: "Event") -> float:
+    def elapsed_time(self, end: Event) -> float:
         return self._ev.elapsed_time(end._ev)

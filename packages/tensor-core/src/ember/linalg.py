@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 import numbers
 
-from ember._C import core as _core
 from ember._args import tensors_arg as _tensors_arg
-from ember.ops.matmul import matmul, tensordot, outer, vecdot  # noqa: F401
-from ember.ops.matmul import _tensor
-from ember.ops.reduction import norm as _norm_reduce, amax as _amax, amin as _amin, sum as _sum
-from ember.ops.views import matrix_transpose, diagonal as _diagonal
+from ember._C import core as _core
+from ember.ops.matmul import _tensor, matmul, outer, tensordot, vecdot  # noqa: F401
+from ember.ops.reduction import amax as _amax, amin as _amin, norm as _norm_reduce, sum as _sum
+from ember.ops.views import diagonal as _diagonal, matrix_transpose
 
 __all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose",
            "diagonal", "norm", "vector_norm", "matrix_norm", "trace"]

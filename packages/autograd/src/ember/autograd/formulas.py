@@ -25,13 +25,13 @@ import math
 import ember as em
 from ember._C import core as _core
 from ember.autograd.graph import Formula
+from ember.ops import pool as P
 from ember.ops.conv import conv2d_backward, conv_transpose2d_backward
 from ember.ops.dropout import dropout_backward
 from ember.ops.embedding import embedding_backward
 from ember.ops.loss import cross_entropy_backward, cross_entropy_target_backward, nll_loss_backward
 from ember.ops.norm import batch_norm_backward, layer_norm_backward
 from ember.ops.softmax import softmax_backward
-from ember.ops import pool as P
 
 FORMULAS: dict = {}
 

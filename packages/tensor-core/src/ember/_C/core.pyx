@@ -16,11 +16,12 @@ one file. Functions may call into any of them; code that runs at import uses onl
 the files included before its own.
 """
 cimport cython
-from cpython.object cimport PyObject, PyTypeObject
+# (some cimports are used only in the .pxi files, which cython-lint reads apart)
+from cpython.object cimport PyObject, PyTypeObject  # no-cython-lint
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_STRIDES, PyBUF_FORMAT, PyBUF_ND
 from cpython.pycapsule cimport PyCapsule_New
-from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t
-from libc.string cimport memcpy, memset
+from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t  # no-cython-lint
+from libc.string cimport memcpy, memset  # no-cython-lint
 from libc.stdlib cimport calloc
 from libc.math cimport isfinite
 

@@ -7,6 +7,7 @@ from ember._C.core cimport TensorBase, new_tensor
 
 include "float_kernels.pxi"
 
+
 # dropout ---------------------------------------------------------------------------
 
 def dropout(TensorBase x not None, double p, uint64_t seed, uint64_t offset):

@@ -12,8 +12,10 @@ cdef extern from *:
     void em_softmax_backward_rows_f64(const double *g, const double *y, double *dx, int64_t rows,
                                       int64_t n, int log_softmax);
     """
-    void em_softmax_rows_f32(const float *x, float *y, int64_t rows, int64_t n, int log_softmax) nogil
-    void em_softmax_rows_f64(const double *x, double *y, int64_t rows, int64_t n, int log_softmax) nogil
+    void em_softmax_rows_f32(const float *x, float *y, int64_t rows, int64_t n,
+                             int log_softmax) nogil
+    void em_softmax_rows_f64(const double *x, double *y, int64_t rows, int64_t n,
+                             int log_softmax) nogil
     void em_softmax_backward_rows_f32(const float *g, const float *y, float *dx, int64_t rows,
                                       int64_t n, int log_softmax) nogil
     void em_softmax_backward_rows_f64(const double *g, const double *y, double *dx, int64_t rows,
@@ -123,9 +125,9 @@ DEF BOOL = 0
 
 
 cdef void _check(TensorBase t, str op) except *:
-    if t._storage.device.type != "cpu" or not t.contiguous_c() or t._dtype not in (FLOAT32, FLOAT64):
+    if t._storage.device.type != "cpu" or not t.contiguous_c() or \
+            t._dtype not in (FLOAT32, FLOAT64):
         raise ValueError(f"{op}: internal kernel needs a contiguous float32/float64 CPU tensor")
-
 
 
 cdef TensorBase _like(TensorBase x):
@@ -173,5 +175,3 @@ cdef void _check_index(TensorBase t, int64_t n, str op) except *:
             or t.numel_c() != n:
         raise ValueError(f"{op}: internal kernel needs {n} contiguous int64 targets, got "
                          f"{tuple(t.shape)} {t.dtype!r}")
-
-

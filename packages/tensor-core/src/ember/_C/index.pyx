@@ -188,7 +188,7 @@ def compress(TensorBase src, int64_t stride, TensorBase mask):
     cpu_only(src, "getitem")
     if mask._dtype != BOOL or not dense(mask):
         raise TypeError("compress: internal error: expects a contiguous bool mask")
-    cdef int64_t n = mask.numel_c(), i
+    cdef int64_t n = mask.numel_c()
     cdef int64_t sh[1]
     cdef int64_t st[1]
     sh[0] = n

@@ -7,6 +7,7 @@ from ember._C.core cimport TensorBase, new_tensor
 
 include "float_kernels.pxi"
 
+
 # losses ----------------------------------------------------------------------------
 
 def check_targets(TensorBase target not None, int64_t C, int64_t ignore_index):

@@ -10,7 +10,7 @@ operands are passed with their own strides: a transposed or sliced view is read
 in place by the packing, never copied first.
 """
 from libc.stdint cimport int64_t
-from ember._C.core cimport TensorBase, new_tensor, dtype_object
+from ember._C.core cimport TensorBase, new_tensor
 
 from ember._C import core as _core
 

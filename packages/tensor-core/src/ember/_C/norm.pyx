@@ -8,6 +8,7 @@ from ember._C import core as _core
 
 include "float_kernels.pxi"
 
+
 # layer_norm ------------------------------------------------------------------------
 
 def layer_norm(TensorBase x not None, TensorBase weight, TensorBase bias, int k, double eps):

@@ -7,6 +7,7 @@ from ember._C.core cimport TensorBase, new_tensor
 
 include "float_kernels.pxi"
 
+
 def softmax_rows(TensorBase x not None, bint log_softmax):
     """softmax (or log_softmax) over the last dim of a contiguous float tensor."""
     _check(x, "softmax")

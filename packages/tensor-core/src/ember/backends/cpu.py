@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 from ember._C import core as _core
-from ember._dtypes import float16, float32, float64
+from ember._dtypes import float16, float16_below, float32, float64
 from ember.backends.base import HAND_WRITTEN_KERNELS, Backend
 
 
@@ -25,18 +25,18 @@ class CPUBackend(Backend):
     def iota(self, n, device):
         return _core._iota(n)
 
-    def random(self, kind, *args):
+    def random(self, kind, out, *args):
         """Philox numbers: random(kind, out, seed, offset, *params) fills `out` (any
         layout, any dtype the kind supports) with `kind` numbers from stream position
         `offset`; random("multinomial", weights, out, seed, offset, replacement) draws
         rows of category indices. ember._C.random fills contiguous float32/float64/int
         tensors; here the rest is brought to that."""
         if kind == "multinomial":
-            weights, out, seed, offset, replacement = args
+            weights, (out, seed, offset, replacement) = out, args
             w = _core.astype(weights, float64, True).reshape(out.shape[0], -1)
             _random.multinomial(w, out, seed, offset, replacement)
             return out
-        out, seed, offset, *params = args
+        seed, offset, *params = args
         if out.numel() == 0:
             return out
         target = out if out.is_contiguous() else _core.empty(tuple(out.shape), out.dtype)
@@ -46,24 +46,10 @@ class CPUBackend(Backend):
         if kind == "uniform" and out.dtype is float16 and params[1] > params[0]:
             # rounding to float16 would turn values just below `to` into `to`
             target = _core.elementwise("minimum", target,
-                                       max(_below_float16(params[1]), params[0]))
+                                       max(float16_below(params[1]), params[0]))
         if target is not out:
             _core.copy_into(out, target)
         return out
-
-
-def _below_float16(x):
-    """The largest float16 value strictly below x."""
-    import struct
-    try:
-        h = struct.unpack("<e", struct.pack("<e", x))[0]
-    except OverflowError:
-        return 65504.0
-    if h < x:
-        return h
-    bits = struct.unpack("<H", struct.pack("<e", h))[0]
-    bits = bits - 1 if h > 0 else (0x8001 if h == 0 else bits + 1)
-    return struct.unpack("<e", struct.pack("<H", bits))[0]
 
 
 _random = importlib.import_module("ember._C.random")

@@ -1107,8 +1107,8 @@ class GPUBackend(Backend):
             self.run(out.device, f"random_uniform_{tdt}", n,
                      [n, h] + keys + [float(lo), float(hi - lo), float(lo), float(hi - lo)])
             if f16_via_f32 and hi > lo:
-                from ember.ops.random import _below_f16
-                self.elementwise("minimum", [target, max(_below_f16(hi), lo)], target.dtype,
+                from ember._dtypes import float16_below
+                self.elementwise("minimum", [target, max(float16_below(hi), lo)], target.dtype,
                                  target.dtype, target)
         elif kind == "normal":
             self.run(out.device, f"random_normal_{tdt}", n, [n, h] + keys + [float(p) for p in params])

@@ -8,8 +8,8 @@ import math
 import numbers
 import struct
 
-from ember._C import core as _core
 from ember._args import int_arg, shape_arg
+from ember._C import core as _core
 from ember._dtypes import as_dtype, bool as bool_, float64, int64
 
 __all__ = ["tensor", "as_tensor", "asarray", "zeros", "ones", "full", "empty", "arange",
@@ -240,6 +240,7 @@ def _convert(data, dtype, device, copy, op):
     if type(data).__module__ == "numpy" and hasattr(data, "dtype"):
         # NumPy arrays of any rank and NumPy scalars keep their dtype, as in PyTorch
         import numpy
+
         from ember._interop import from_numpy
         return _convert(from_numpy(numpy.asarray(data)), dtype, device, copy, op)
     t = _from_python(data, dtype, op)

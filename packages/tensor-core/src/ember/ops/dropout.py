@@ -3,11 +3,9 @@ the mask comes from the Philox stream of the generator, so a seed drops the same
 elements on every device. dropout_backward is the derivative table's."""
 from __future__ import annotations
 
-import numbers
-
 from ember._C import core as _core
 from ember.backends import kernel
-from ember.ops._kernel_args import _work_dtype, _float_tensor, _number, _work, _cast_back
+from ember.ops._kernel_args import _cast_back, _float_tensor, _number, _work, _work_dtype
 
 __all__ = ['dropout', 'dropout_']
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numbers
 
-from ember._C import core as _core
 from ember._args import int_arg, number_arg
+from ember._C import core as _core
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
 
@@ -104,7 +104,7 @@ def div(input, other, *, rounding_mode=None, out=None):
             if dtype.name == "float16":   # one rounding, as in every float16 body
                 input, other = (x.float() if isinstance(x, _core.TensorBase) else x
                                 for x in (input, other))
-            r = trunc(_ew("div", input, other))
+            r = trunc(_ew("div", input, other))  # noqa: F821 (made from the op table below)
         else:
             # exact for all integers (a float quotient loses digits, and x / 0 is not
             # 0): the floor quotient, plus one where the division is inexact and the

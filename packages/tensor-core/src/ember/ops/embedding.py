@@ -3,10 +3,17 @@ own). embedding_backward (an index_add of the gradient rows) is the derivative
 table's."""
 from __future__ import annotations
 
-from ember._C import core as _core
 from ember._args import int_arg
-from ember.backends import kernel
-from ember.ops._kernel_args import _work_dtype, _tensor, _float_tensor, _same_device, _number, _work, _cast_back
+from ember._C import core as _core
+from ember.ops._kernel_args import (
+    _cast_back,
+    _float_tensor,
+    _number,
+    _same_device,
+    _tensor,
+    _work,
+    _work_dtype,
+)
 
 __all__ = ['embedding']
 
@@ -57,9 +64,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def _renorm_rows_(weight, idx, max_norm, norm_type):
     """weight[i] *= max_norm / (norm + 1e-7) for the looked-up rows whose norm exceeds
     max_norm (PyTorch's embedding_renorm_), in place."""
+    from ember.linalg import vector_norm
     from ember.ops.elementwise import where
     from ember.ops.sort import unique
-    from ember.linalg import vector_norm
     rows = unique(idx)
     w = weight.index_select(0, rows)
     norms = vector_norm(w, norm_type, dim=1, keepdim=True)

@@ -37,12 +37,10 @@ import functools
 import numbers
 import operator
 
-from ember._C import core as _core
 from ember._args import int_arg
-from ember.backends import run as _run
+from ember._C import core as _core
 from ember._registry import tensor_method
-
-
+from ember.backends import run as _run
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
@@ -573,8 +571,8 @@ def _setitem(x, key, value, accumulate=False, op="setitem"):
         if v._shares_storage(x):
             v = _core.contiguous_copy(v)
         dst = x._view(pl.vshape, pl.vstrides, pl.offset)
-        _run("scatter", op, dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)), tuple(shape),
-                      _index_args(pl, len(shape)), "add" if accumulate else None)
+        _run("scatter", op, dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)),
+             tuple(shape), _index_args(pl, len(shape)), "add" if accumulate else None)
         x._bump_version()
     return _record("setitem", (x, value), x, {"key": key, "accumulate": accumulate,
                                                "inplace": True})
@@ -664,7 +662,8 @@ def _gather(input, d, index, op, allow_negative=False):
     strides = list(x.stride())
     strides[d] = 0
     out = _core.empty(tuple(ix.shape), x.dtype, x.device)
-    _run("gather", op, out, x, tuple(strides), [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
+    _run("gather", op, out, x, tuple(strides),
+         [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
     if index.ndim == 0:
         out = out.reshape(())
     return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape))})

@@ -8,8 +8,17 @@ import operator
 
 from ember._C import core as _core
 from ember.backends import kernel
+from ember.ops._kernel_args import (
+    _cast_back,
+    _float_tensor,
+    _number,
+    _param,
+    _same_device,
+    _tensor,
+    _work,
+    _work_dtype,
+)
 from ember.ops.softmax import log_softmax
-from ember.ops._kernel_args import _work_dtype, _tensor, _float_tensor, _same_device, _param, _number, _work, _cast_back
 
 __all__ = ['cross_entropy', 'nll_loss']
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numbers
 
-from ember._C import core as _core
-from ember._C import matmul as _lin
+from ember._C import core as _core, matmul as _lin
 from ember._registry import tensor_method
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "tensordot",

@@ -9,7 +9,7 @@ import operator
 
 from ember._C import core as _core
 from ember.backends import kernel
-from ember.ops._kernel_args import _work_dtype, _float_tensor, _param, _number, _work, _cast_back
+from ember.ops._kernel_args import _cast_back, _float_tensor, _number, _param, _work, _work_dtype
 
 __all__ = ['layer_norm', 'batch_norm']
 
@@ -117,7 +117,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         invstd = (var + eps).rsqrt()
         scale = invstd if weight is None else invstd * weight.to(work)
         shift = -(mean * scale) if bias is None else bias.to(work) - mean * scale
-        y = _cast_back(kernel("batch_norm_elemt", op, input)(x, None, scale, None, shift), input.dtype)
+        y = kernel("batch_norm_elemt", op, input)(x, None, scale, None, shift)
+        y = _cast_back(y, input.dtype)
     return _core.record(op, (input, weight, bias), y,
                         {"training": training, "momentum": momentum, "eps": eps,
                          "mean": mean, "invstd": invstd})
@@ -149,8 +150,8 @@ def batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, trainin
                 b = -(a * invstd * invstd * sum_gxmu) / m
                 dx = kernel("batch_norm_elemt", op, input)(g, x, a, b, -(a * sum_g) / m - b * mean)
             else:
-                dx = kernel("batch_norm_elemt", op, input)(g, None, a, None, _core.empty((C,), work, input.device)
-                                        .fill_(0))
+                zero = _core.empty((C,), work, input.device).fill_(0)
+                dx = kernel("batch_norm_elemt", op, input)(g, None, a, None, zero)
             dx = _cast_back(dx, input.dtype)
         if need_w:
             dw = _cast_back(sum_gxmu * invstd, weight.dtype)

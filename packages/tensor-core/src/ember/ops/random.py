@@ -42,12 +42,11 @@ import math
 import operator
 import os
 
-from ember._C import core as _core
 from ember._args import int_arg, number_arg, shape_arg
-from ember._C import random as _philox
-from ember.backends import kernel
-from ember._dtypes import as_dtype, float16, float32, float64, int64
+from ember._C import core as _core, random as _philox
+from ember._dtypes import as_dtype, float32, float64, int64
 from ember._registry import tensor_method
+from ember.backends import kernel
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "normal",

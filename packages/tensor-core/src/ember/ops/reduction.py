@@ -8,8 +8,8 @@ import math
 import numbers
 from collections import namedtuple
 
-from ember._C import core as _core
 from ember._args import number_arg
+from ember._C import core as _core
 from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import tensor_method
 from ember.ops.views import _require_tensor
@@ -141,8 +141,8 @@ def any(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001
 def _arg_extreme(input, dim, keepdim, name, red):
     """Index of the first max/min along dim (of the flattened tensor when dim is
     None); the first NaN wins, as in PyTorch."""
-    from ember.ops.creation import arange
     from ember._dtypes import int64
+    from ember.ops.creation import arange
     x = input
     if dim is None:
         x = x.reshape(-1)
@@ -206,7 +206,8 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
 
 @tensor_method
 def aminmax(input, *, dim=None, keepdim=False):
-    return namedtuple("aminmax", ["min", "max"])(amin(input, dim, keepdim), amax(input, dim, keepdim))
+    return namedtuple("aminmax", ["min", "max"])(amin(input, dim, keepdim),
+                                                 amax(input, dim, keepdim))
 
 
 def _var(input, dim, correction, keepdim, unbiased, name):
@@ -252,7 +253,8 @@ def logsumexp(input, dim=None, keepdim=False):
     out_dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
     x = _wide(_cast_for(input, out_dtype))
     dims = dims_of(dim, x.ndim, "logsumexp")
-    m = _reduce("amax", x, dims, True) if x.numel() else _core.empty([1] * x.ndim, x.dtype, x.device).fill_(0)
+    m = _reduce("amax", x, dims, True) if x.numel() else \
+        _core.empty([1] * x.ndim, x.dtype, x.device).fill_(0)
     m = _core.elementwise("where", _ew("isinf", m), 0.0, m).detach()
     s = _ew("log", _reduce("sum", _ew("exp", _ew("sub", x, m)), dims, True))
     r = _ew("add", s, m)

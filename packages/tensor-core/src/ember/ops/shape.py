@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numbers
 
-from ember._C import core as _core
 from ember._args import int_arg, sizes_arg, tensors_arg
-from ember.ops.index import _tensor_input
+from ember._C import core as _core
 from ember._registry import tensor_method
+from ember.ops.index import _tensor_input
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "chunk", "tensor_split", "array_split", "hsplit",
@@ -444,7 +444,7 @@ def _repeat_index(repeats, op):
         raise ValueError(f"{op}: repeats must be 0-d or 1-d, got shape {tuple(repeats.shape)}")
     if r.numel() and bool(_core.reduce("any", _ew("lt", r, 0), None, False)):
         raise ValueError(f"{op}: repeats must be non-negative")
-    from ember.ops.scan import cumsum   # scan imports this module
+    from ember.ops.scan import cumsum  # scan imports this module
     ends = cumsum(r, 0)
     total = int(ends[-1].item()) if r.numel() else 0
     return searchsorted(ends, arange(total, device=r.device), right=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ember._C import core as _core
 from ember._registry import tensor_method
 from ember.backends import kernel
-from ember.ops._kernel_args import _rows_last, _compute_dtype, _work_dtype
+from ember.ops._kernel_args import _compute_dtype, _rows_last, _work_dtype
 
 __all__ = ['softmax', 'log_softmax']
 

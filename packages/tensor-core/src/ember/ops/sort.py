@@ -8,12 +8,25 @@ from __future__ import annotations
 import numbers
 from collections import namedtuple
 
-from ember._C import core as _core
 from ember._args import int_arg
+from ember._C import core as _core
 from ember._registry import tensor_method
 from ember.ops.index import (
-    _TB, _bool, _check_device, _ew, _gather, _index_arg, _int64, _norm, _record, _run,
-    _scalar_tensor, _setitem, _tensor_input, gather, nonzero, scatter_reduce,
+    _TB,
+    _bool,
+    _check_device,
+    _ew,
+    _gather,
+    _index_arg,
+    _int64,
+    _norm,
+    _record,
+    _run,
+    _scalar_tensor,
+    _setitem,
+    _tensor_input,
+    nonzero,
+    scatter_reduce,
 )
 from ember.ops.reduction import values_indices
 from ember.ops.scan import cumsum

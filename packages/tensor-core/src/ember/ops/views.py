@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 
-from ember._C import core as _core
 from ember._args import int_arg, sizes_arg, tensors_arg
+from ember._C import core as _core
 from ember._registry import tensor_method
 
 _record = _core.record
@@ -277,7 +277,8 @@ def expand(input, *sizes):
     for i, s in enumerate(sizes):
         if i < lead:
             if s < 0:
-                raise ValueError(f"expand: -1 is not allowed for a new leading dim in {tuple(sizes)}")
+                raise ValueError(f"expand: -1 is not allowed for a new leading dim in "
+                                 f"{tuple(sizes)}")
             new_shape.append(s)
             new_strides.append(0)
             continue
@@ -474,7 +475,8 @@ def _to_device(x, dev):
         out = backend.to_cpu(x)
     else:
         backend = _core.backend_for(dev)
-        out = backend.from_cpu(x if src.type == "cpu" else _to_device(x, _core.as_device("cpu")), dev)
+        host = x if src.type == "cpu" else _to_device(x, _core.as_device("cpu"))
+        out = backend.from_cpu(host, dev)
     return _record("to_device", (x,), out, {"device": dev, "from_device": src})
 
 
@@ -485,7 +487,8 @@ def cpu(input):
 
 @tensor_method
 def cuda(input, device=None):
-    return to(input, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+    return to(input, "cuda" if device is None else
+              f"cuda:{device}" if isinstance(device, int) else device)
 
 
 @tensor_method

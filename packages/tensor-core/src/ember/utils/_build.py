@@ -6,8 +6,7 @@ import os
 import shlex
 import sys
 
-from setuptools import Distribution
-from setuptools import Extension as _SetuptoolsExtension
+from setuptools import Distribution, Extension as _SetuptoolsExtension
 from setuptools.command.build_ext import build_ext as _build_ext
 
 from ember.utils import extension as _api

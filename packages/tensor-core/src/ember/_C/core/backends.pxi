@@ -20,7 +20,8 @@ cpdef object backend_for(Device device):
         b = importlib.import_module(BACKEND_MODULES[device.type]).get_backend()
         BACKENDS[device.type] = b
     if b is None:
-        raise RuntimeError(
-            f"device {device}: ember was built without a {device.type} backend "
-            f"({'rebuild with USE_CUDA=1 where nvcc and a GPU are present' if device.type == 'cuda' else 'install pyopencl and an OpenCL driver'})")
+        fix = ("rebuild with USE_CUDA=1 where nvcc and a GPU are present"
+               if device.type == "cuda" else "install pyopencl and an OpenCL driver")
+        raise RuntimeError(f"device {device}: ember was built without a {device.type} "
+                           f"backend ({fix})")
     return b

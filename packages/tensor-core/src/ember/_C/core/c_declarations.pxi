@@ -4,7 +4,8 @@ C helpers, the CPU API capsule every extension shares, and the compile-time limi
 cdef extern from "ember_cpu.h" nogil:
     ctypedef void (*em_loop_fn)(char **ptrs, const int64_t *strides, int64_t n)
     ctypedef void (*em_reduce_inner_fn)(char *out, const char *inp, int64_t stride, int64_t n)
-    ctypedef void (*em_reduce_outer_fn)(char *out, int64_t os, const char *inp, int64_t s, int64_t n)
+    ctypedef void (*em_reduce_outer_fn)(char *out, int64_t os, const char *inp, int64_t s,
+                                        int64_t n)
     ctypedef void (*em_reduce_init_fn)(char *out, int64_t n)
     int em_num_elementwise_ops()
     em_loop_fn em_elementwise_loop(int op, int dtype)
@@ -35,8 +36,12 @@ cdef extern from *:
     static double em_load_f16(const char *p) { return (double)*(const _Float16 *)p; }
     /* int64 arithmetic that reports overflow (nonzero) instead of wrapping: layouts
        come from users, and a wrapped size or reach would pass any bounds check. */
-    static int em_mul_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
-    static int em_add_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
+    static int em_mul_ovf(int64_t a, int64_t b, int64_t *r) {
+        return __builtin_mul_overflow(a, b, r);
+    }
+    static int em_add_ovf(int64_t a, int64_t b, int64_t *r) {
+        return __builtin_add_overflow(a, b, r);
+    }
     """
     int em_grad_off
     int em_inference_on

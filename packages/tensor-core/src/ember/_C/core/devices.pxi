@@ -8,7 +8,8 @@ cdef class Device:
 
     def __init__(self, type, index=None):
         if isinstance(type, Device):
-            self.type, self.index, self.type_id = (<Device>type).type, (<Device>type).index, (<Device>type).type_id
+            self.type, self.index = (<Device>type).type, (<Device>type).index
+            self.type_id = (<Device>type).type_id
             return
         if not isinstance(type, str):
             raise TypeError(f"device: expected a string like 'cpu' or 'cuda:0', got {type!r}")

@@ -287,7 +287,8 @@ def result_dtype(str name, *args):
         if OPS[op].is_where and k == 0:
             continue
         if isinstance(a, TensorBase):
-            compute = (<TensorBase>a)._dtype if compute < 0 else PROMOTE[compute][(<TensorBase>a)._dtype]
+            compute = (<TensorBase>a)._dtype if compute < 0 else \
+                PROMOTE[compute][(<TensorBase>a)._dtype]
         elif isinstance(a, DType):
             compute = (<DType>a).num if compute < 0 else PROMOTE[compute][(<DType>a).num]
         else:
@@ -306,7 +307,8 @@ def weak_result_type(*args):
     cdef int compute = -1, kinds = -1, sk
     for a in args:
         if isinstance(a, TensorBase):
-            compute = (<TensorBase>a)._dtype if compute < 0 else PROMOTE[compute][(<TensorBase>a)._dtype]
+            compute = (<TensorBase>a)._dtype if compute < 0 else \
+                PROMOTE[compute][(<TensorBase>a)._dtype]
         elif isinstance(a, DType):
             compute = (<DType>a).num if compute < 0 else PROMOTE[compute][(<DType>a).num]
         else:

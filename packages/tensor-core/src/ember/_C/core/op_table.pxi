@@ -39,7 +39,8 @@ cdef _load_table():
         OPS[i].is_where = row.name == "where"
         OP_NAMES.append(row.name)
         OP_INDEX[row.name] = i
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV = OP_INDEX["add"], OP_INDEX["sub"], OP_INDEX["mul"], OP_INDEX["div"]
+    OP_ADD, OP_SUB = OP_INDEX["add"], OP_INDEX["sub"]
+    OP_MUL, OP_DIV = OP_INDEX["mul"], OP_INDEX["div"]
     OP_FLOORDIV, OP_MOD, OP_POW = OP_INDEX["floor_divide"], OP_INDEX["remainder"], OP_INDEX["pow"]
     OP_AND, OP_OR, OP_XOR = OP_INDEX["bitwise_and"], OP_INDEX["bitwise_or"], OP_INDEX["bitwise_xor"]
     OP_SHL, OP_SHR = OP_INDEX["bitwise_left_shift"], OP_INDEX["bitwise_right_shift"]
@@ -53,7 +54,8 @@ cdef _load_table():
         for d, info in enumerate(render.DTYPES):
             RED_OUT[r][d] = -1
             if info.kind in row.kinds:
-                RED_OUT[r][d] = render.DTYPES.index(render.BY_NAME[render.reduction_types(row, info)[1]])
+                out_name = render.reduction_types(row, info)[1]
+                RED_OUT[r][d] = render.DTYPES.index(render.BY_NAME[out_name])
 
 _load_table()
 

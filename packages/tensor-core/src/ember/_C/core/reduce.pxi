@@ -1,5 +1,6 @@
 """Reductions: an op-table reduction row over some dims of a tensor."""
 
+
 def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     """Reduction row `name` over `dims` (a tuple of normalized dims, or None = all)."""
     cdef int r = RED_INDEX[name]

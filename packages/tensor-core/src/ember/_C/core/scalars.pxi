@@ -36,7 +36,8 @@ cdef int write_scalar(char *dst, object value, int dtype, str op) except -1:
         (<uint8_t *>dst)[0] = 1 if value else 0
         return 0
     if isinstance(value, float):
-        raise TypeError(f"{op}: cannot store the float {value!r} in a {DTYPE_LIST[dtype]!r} operand")
+        raise TypeError(f"{op}: cannot store the float {value!r} in a {DTYPE_LIST[dtype]!r} "
+                        f"operand")
     lo, hi = INT_RANGES[dtype]
     if not (lo <= value <= hi):
         raise OverflowError(f"{op}: Python integer {value} is out of bounds for "

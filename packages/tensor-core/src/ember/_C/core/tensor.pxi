@@ -21,7 +21,8 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     cdef bint empty = False
     for i in range(ndim):
         if shape[i] < 0:
-            raise ValueError(f"empty: negative dimension {shape[i]} in shape {shape_str(ndim, shape)}")
+            raise ValueError(f"empty: negative dimension {shape[i]} in shape "
+                             f"{shape_str(ndim, shape)}")
         empty = empty or shape[i] == 0
     for i in range(ndim - 1, -1, -1):
         t._shape[i] = shape[i]
