@@ -328,21 +328,21 @@ def test_ember_sync_switch():
     assert rt.get_sync() == old
 
 
-# gpu.py's parameter codes (struct module letters, "P" a buffer, "L" an em_layout by
+# gpu_programs' parameter codes (struct module letters, "P" a buffer, "L" an em_layout by
 # value) -> the letters kernel_table.h derives from the compiled kernels' own types
 _GPU_TO_CUDA = {"P": "p", "q": "l", "i": "i", "I": "I", "f": "f", "d": "d", "B": "C",
                 "b": "c", "h": "s", "L": "B"}
 
 
 def test_every_shared_kernel_is_compiled_with_the_parameters_the_host_passes():
-    """The CUDA build compiles every GPU program gpu.py knows (the op table's rows and
-    kernels/gpu/*.h), and nvcc's parameter types agree with the signatures the shared
-    host code types its arguments from."""
+    """The CUDA build compiles every GPU program gpu_programs knows (the op table's rows
+    and kernels/gpu/programs/*.h), and nvcc's parameter types agree with the signatures
+    the shared host code types its arguments from."""
     rt = _runtime()
-    from ember.backends import gpu
+    from ember.ops import gpu_programs
     compiled = rt.kernels()
-    shared = gpu.all_kernels()
-    assert shared, "gpu.py lists no kernels"
+    shared = gpu_programs.all_kernels()
+    assert shared, "gpu_programs lists no kernels"
     missing = sorted(set(shared) - set(compiled))
     assert not missing, f"not in the CUDA build: {missing[:20]}"
     wrong = {k: (sig, compiled[k].params) for k, (_, sig) in shared.items()

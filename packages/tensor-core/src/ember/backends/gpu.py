@@ -4,31 +4,25 @@ GPUBackend implements the whole Backend interface (base.py) and the hand-written
 kernels of HAND_WRITTEN_KERNELS in terms of a few primitives that a subclass
 supplies (see "primitives" below): allocate a buffer, copy bytes host<->device and
 device<->device, launch a kernel by name, synchronize. The device code is the
-portable dialect of kernels/gpu/ (ember_device.h): the op table's rows rendered by
-ember.ops.render and the hand-written files kernels/gpu/<file>.h, the same text for
-every backend, so kernel names and parameter lists are identical everywhere.
-
-Kernel arguments are typed from the kernels' own parameter lists, parsed once from
-the sources (`signature(kernel)`): a backend converts Python ints/floats, tensors'
-buffers and em_layout structs to exactly those C types.
+portable dialect of kernels/gpu/ember_device.h, catalogued by ember.ops.gpu_programs:
+the op table's rows rendered by ember.ops.render and the hand-written programs
+kernels/gpu/programs/<family>.h, the same text for every backend, so kernel names
+and parameter lists are identical everywhere. Kernel arguments are typed from the
+kernels' own parameter lists (`signature(kernel)`): a backend converts Python
+ints/floats, tensors' buffers and em_layout structs to exactly those C types.
 """
 from __future__ import annotations
 
 import array
-import functools
 import math
 import os
-import re
 import struct
 import threading
-from pathlib import Path
 
 from ember._C import core as _core
 from ember.backends.base import Backend
 from ember.ops import render, table
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
-GPU_DIR = KERNELS / "gpu"
 MAXD = 8                 # EM_MAXD of ember_device.h
 GROUP = 256              # work-items per work-group of the 1-d kernels
 REDUCE_GROUP = render.GPU_REDUCE_GROUP
@@ -38,138 +32,6 @@ class OutOfMemoryError(RuntimeError, MemoryError):
     """A device allocation failed; the message says how much was asked for, is in use
     and is cached. A RuntimeError as PyTorch's torch.OutOfMemoryError, and a
     MemoryError as the CPU's, so one except clause catches both."""
-
-
-# sources ------------------------------------------------------------------------------
-
-_DTYPES_LINE = re.compile(r"^//\s*dtypes:\s*(.*)$", re.MULTILINE)
-_KERNEL = re.compile(r"EM_KERNEL\s+void\s+(EM_NAME\s*\(\s*\w+\s*\)|\w+)\s*\(([^)]*)\)")
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
-_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
-
-
-@functools.cache
-def hand_written_files() -> dict:
-    """kernels/gpu/<file>.h -> the dtypes it is compiled for (None: dtype-free), from
-    its `// dtypes: float32 float64` (or `// dtypes: none`) line."""
-    files = {}
-    for path in sorted(GPU_DIR.glob("*.h")):
-        if path.name == "ember_device.h":
-            continue
-        m = _DTYPES_LINE.search(path.read_text())
-        names = m.group(1).split() if m else ["none"]
-        files[path.stem] = [None] if names == ["none"] else names
-    return files
-
-
-def program_names() -> list:
-    """Every GPU program (compile unit): the generated ones, then the hand-written."""
-    names = render.gpu_generated_programs()
-    for stem, dtypes in hand_written_files().items():
-        names += [stem if d is None else f"{stem}_{d}" for d in dtypes]
-    return names
-
-
-@functools.cache
-def program_source(name: str) -> str:
-    """The portable source of program `name`, with its #include lines (nvcc compiles
-    it as is with -I kernels/gpu; run-time compilers take `inlined_source`)."""
-    if name in render.gpu_generated_programs():
-        return render.render_gpu_program(name)
-    for stem, dtypes in hand_written_files().items():
-        for d in dtypes:
-            if name == (stem if d is None else f"{stem}_{d}"):
-                dt = None if d is None else render.BY_NAME[d]
-                return render.gpu_prelude(dt) + f'#include "{stem}.h"\n'
-    raise KeyError(f"no GPU program {name!r}")
-
-
-@functools.cache
-def inlined_source(name: str) -> str:
-    """program_source with every #include replaced by the file (once each)."""
-    seen = set()
-
-    def expand(text, base):
-        def one(m):
-            path = (base / m.group(1)).resolve()
-            if path in seen:
-                return ""
-            seen.add(path)
-            return expand(path.read_text(), path.parent)
-        return _INCLUDE.sub(one, text)
-    return expand(program_source(name), GPU_DIR)
-
-
-# kernel signatures ------------------------------------------------------------------
-
-# C type of a parameter -> struct code of the value the host passes ("P": a buffer,
-# "L": an em_layout by value)
-_CTYPES = {"em_int64": "q", "long": "q", "int": "i", "em_int32": "i", "em_uint32": "I",
-           "uint": "I", "float": "f", "em_float32": "f", "double": "d", "em_float64": "d",
-           "em_bool": "B", "em_uint8": "B", "uchar": "B", "em_int8": "b", "em_int16": "h",
-           "em_layout": "L"}
-
-
-def _param_code(param: str, dt) -> str:
-    if "*" in param:
-        return "P"
-    words = param.replace("const", " ").split()
-    ctype = " ".join(words[:-1])
-    if dt is not None:
-        ctype = {"EM_CT": dt.compute, "EM_T": dt.storage}.get(ctype, ctype)
-    if ctype not in _CTYPES:
-        raise TypeError(f"GPU kernels: unsupported parameter type {ctype!r} in {param!r}")
-    return _CTYPES[ctype]
-
-
-@functools.cache
-def program_kernels(name: str) -> dict:
-    """kernel name -> parameter codes, for every kernel of program `name`."""
-    text = _COMMENTS.sub(" ", inlined_source(name))
-    dname = re.search(r"#define EM_DT (\w+)", text)
-    dt = render.BY_NAME[dname.group(1)] if dname else None
-    out = {}
-    for m in _KERNEL.finditer(text):
-        kname = m.group(1)
-        if kname.startswith("EM_NAME"):
-            kname = re.sub(r"EM_NAME\s*\(\s*(\w+)\s*\)", lambda g: f"{g.group(1)}_{dt.name}", kname)
-        params = [p.strip() for p in m.group(2).split(",") if p.strip()]
-        out[kname] = tuple(_param_code(p, dt) for p in params)
-    return out
-
-
-@functools.cache
-def _hand_written_index() -> dict:
-    index = {}
-    for stem, dtypes in hand_written_files().items():
-        for d in dtypes:
-            prog = stem if d is None else f"{stem}_{d}"
-            for k in program_kernels(prog):
-                index[k] = prog
-    return index
-
-
-def program_of(kernel: str) -> str:
-    prog = render.gpu_program_of(kernel)
-    if prog is None:
-        prog = _hand_written_index().get(kernel)
-    if prog is None:
-        raise KeyError(kernel)
-    return prog
-
-
-def signature(kernel: str) -> tuple:
-    """The parameter codes of `kernel` (see _CTYPES)."""
-    prog = program_of(kernel)
-    sig = program_kernels(prog).get(kernel)
-    if sig is None:
-        raise KeyError(kernel)
-    return sig
-
-
-def all_kernels() -> dict:
-    """Every kernel name -> (program, parameter codes): what a CUDA build compiles."""
-    return {k: (p, sig) for p in program_names() for k, sig in program_kernels(p).items()}
 
 
 # layouts ------------------------------------------------------------------------------
@@ -289,9 +151,10 @@ class GPUBackend(Backend):
         raise NotImplementedError
 
     def launch(self, device, kernel, global_size, local_size, args):
-        """Run `kernel` (a name from all_kernels()) over global_size work-items
-        (tuples, OpenCL style: total work-items per dim) with the given work-group
-        size; args match signature(kernel): buffers, Python numbers, layout bytes."""
+        """Run `kernel` (a name from ember.ops.gpu_programs.all_kernels()) over
+        global_size work-items (tuples, OpenCL style: total work-items per dim) with
+        the given work-group size; args match gpu_programs.signature(kernel): buffers,
+        Python numbers, layout bytes."""
         raise NotImplementedError
 
     def synchronize(self, device=None):
@@ -488,8 +351,8 @@ class GPUBackend(Backend):
         self._check_dtype(x.dtype, x.device, op)
 
     def matmul(self, a, b):
-        """NumPy's matmul (1-d operands, broadcast batch dims) over kernels/gpu/gemm.h,
-        every dtype (as the CPU's GEMM)."""
+        """NumPy's matmul (1-d operands, broadcast batch dims) over the program
+        matmul.h, every dtype (as the CPU's GEMM)."""
         self._check_dtype(a.dtype, a.device, "matmul")
         nda, ndb = a.ndim, b.ndim
         sa, sb = a.stride(), b.stride()
@@ -1171,9 +1034,5 @@ def _scalar_for(value, dt, op):
 __all__ = [
     "GPUBackend",
     "OutOfMemoryError",
-    "all_kernels",
     "pack_layout",
-    "program_names",
-    "program_source",
-    "signature",
 ]
