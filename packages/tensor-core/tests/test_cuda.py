@@ -363,8 +363,8 @@ def test_cuda_backend_has_every_kernel_the_shared_gpu_backend_has():
 
 def test_layout_struct_argument_is_passed_by_value():
     rt = _runtime()
-    from ember.backends import gpu
-    layout = gpu.pack_layout((3, 4), [((4, 1), 0), ((4, 1), 2)])
+    from ember.backends.gpu.layout import pack_layout
+    layout = pack_layout((3, 4), [((4, 1), 0), ((4, 1), 2)])
     k = rt.kernels()["cast_float32_int32"]
     packed = rt.pack_args("cast_float32_int32", [12, 0x10, 0x20, layout])
     assert packed[3] == layout and k.sizes[3] == len(layout)
@@ -480,9 +480,9 @@ def test_ember_sync_raises_at_the_failing_launch(tmp_path):
     script.write_text(
         "import ember as em\n"
         "from ember._C import cuda\n"
-        "from ember.backends import gpu\n"
+        "from ember.backends.gpu.layout import pack_layout\n"
         "x = em.zeros(4, device='cuda')\n"
-        "layout = gpu.pack_layout((1 << 20,), [((1,), 0)])\n"
+        "layout = pack_layout((1 << 20,), [((1,), 0)])\n"
         "cuda.launch(0, 'fill_float32', (4096,), (256,), [1 << 20, 16, 1.0, layout])  # line 6\n")
     env = dict(__import__("os").environ, EMBER_SYNC="1")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,

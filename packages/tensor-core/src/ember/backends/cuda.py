@@ -14,7 +14,8 @@ matrix products round their operands to TF32 on the tensor cores.
 from __future__ import annotations
 
 from ember._grad_mode import no_grad
-from ember.backends.gpu import GPUBackend, matmul_batch_shape
+from ember.backends.gpu import GPUBackend
+from ember.backends.gpu.matmul import matmul_batch_shape
 
 
 class _MatmulFlags:
