@@ -22,22 +22,24 @@ HERE = Path(__file__).parent.resolve()
 SRC = HERE / "src" / "ember"
 
 
-def load_ops():
-    """Import ember/ops/render.py without importing ember (which isn't built yet)."""
-    ops = SRC / "ops"
-    spec = importlib.util.spec_from_file_location(
-        "_ember_ops", ops / "__init__.py", submodule_search_locations=[str(ops)])
-    pkg = importlib.util.module_from_spec(spec)
-    sys.modules["_ember_ops"] = pkg
-    spec.loader.exec_module(pkg)
-    return importlib.import_module("_ember_ops.render")
+def load_ops(module):
+    """ember/ops/<module>.py (render, gpu_programs) without importing ember, which
+    isn't built yet: the ember.ops package loaded by path, under another name."""
+    if "_ember_ops" not in sys.modules:
+        ops = SRC / "ops"
+        spec = importlib.util.spec_from_file_location(
+            "_ember_ops", ops / "__init__.py", submodule_search_locations=[str(ops)])
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules["_ember_ops"] = pkg
+        spec.loader.exec_module(pkg)
+    return importlib.import_module(f"_ember_ops.{module}")
 
 
 def generate_kernels():
     """Render the op table's CPU loops (a build output; never committed)."""
     out = SRC / "kernels" / "cpu" / "generated" / "ember_cpu_ops.c"
     out.parent.mkdir(exist_ok=True)
-    text = load_ops().render_c()
+    text = load_ops("render").render_c()
     if not out.exists() or out.read_text() != text:   # unchanged: keep the mtime, skip recompiling
         out.write_text(text)
     return out
@@ -92,7 +94,7 @@ def cuda_archs():
     return archs
 
 
-# CUDA: every device source (kernels/cuda/*.cu, the shared kernels/gpu/ sources and the
+# CUDA: every device source (kernels/cuda/*.cu, the shared kernels/gpu/programs/ and the
 # op table's rendered GPU kernels) is compiled by nvcc as its own translation unit, in
 # parallel, with a generated tail that lists its kernels (kernels/cuda/kernel_table.h);
 # the objects are linked into ember._C.cuda with the static CUDA runtime.
@@ -100,43 +102,14 @@ KERNEL_NAME = re.compile(
     r"(?:EM_KERNEL|__global__)\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(")
 
 
-def load_gpu_sources():
-    """ember/backends/gpu.py, whose source functions (program_names, program_source,
-    program_kernels) say what the GPU programs are, loaded before ember is built. Its
-    module-level imports of ember._C.core and ember.backends.base get stand-ins for
-    the duration: those functions use only ember.ops."""
-    import types
-    ops = load_ops()
-    names = ["ember", "ember._C", "ember._C.core", "ember.backends", "ember.backends.base",
-             "ember.ops", "ember.ops.render", "ember.ops.table"]
-    saved = {n: sys.modules.get(n) for n in names}
-    stubs = {n: types.ModuleType(n) for n in names[:5]}
-    stubs["ember.backends.base"].Backend = object
-    stubs["ember._C"].core = stubs["ember._C.core"]
-    stubs["ember.ops"] = sys.modules["_ember_ops"]
-    stubs["ember.ops.render"] = ops
-    stubs["ember.ops.table"] = sys.modules["_ember_ops.table"]
-    sys.modules.update(stubs)
-    try:
-        spec = importlib.util.spec_from_file_location("_ember_gpu", SRC / "backends" / "gpu.py")
-        gpu = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(gpu)
-    finally:
-        for n, m in saved.items():
-            if m is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = m
-    return gpu
-
-
 def cuda_sources():
     """(stem, source text, kernel names) of every compile unit nvcc builds: the shared
-    GPU programs (the op table's rendered rows and kernels/gpu/<file>.h per dtype, as
-    gpu.py defines them: the very text OpenCL compiles) and kernels/cuda/*.cu."""
-    gpu = load_gpu_sources()
-    units = [(name, gpu.program_source(name), list(gpu.program_kernels(name)))
-             for name in gpu.program_names()]
+    GPU programs (the op table's rendered rows and kernels/gpu/programs/<family>.h per
+    dtype, as ember/ops/gpu_programs.py lists them: the very text OpenCL compiles) and
+    kernels/cuda/*.cu."""
+    programs = load_ops("gpu_programs")
+    units = [(name, programs.program_source(name), list(programs.program_kernels(name)))
+             for name in programs.program_names()]
     for p in sorted((SRC / "kernels" / "cuda").glob("*.cu")):
         units.append((p.stem, f'#include "{p}"\n', KERNEL_NAME.findall(p.read_text())))
     return units
@@ -166,7 +139,8 @@ def compile_cuda(nvcc, archs, build_temp, jobs):
     out = Path(build_temp).resolve() / "cuda"
     out.mkdir(parents=True, exist_ok=True)
     flags = nvcc_flags(archs)
-    headers = [p for d in ("cuda", "gpu", "common") for p in (SRC / "kernels" / d).glob("*.h")]
+    headers = [p for d in ("cuda", "gpu", "gpu/programs", "common")
+               for p in (SRC / "kernels" / d).glob("*.h")]
     newest_header = max((p.stat().st_mtime for p in headers), default=0)
     jobs_list, stems = [], []
     for stem, source, names in cuda_sources():

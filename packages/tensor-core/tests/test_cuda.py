@@ -329,21 +329,21 @@ def test_ember_sync_switch():
     assert rt.get_sync() == old
 
 
-# gpu.py's parameter codes (struct module letters, "P" a buffer, "L" an em_layout by
+# gpu_programs' parameter codes (struct module letters, "P" a buffer, "L" an em_layout by
 # value) -> the letters kernel_table.h derives from the compiled kernels' own types
 _GPU_TO_CUDA = {"P": "p", "q": "l", "i": "i", "I": "I", "f": "f", "d": "d", "B": "C",
                 "b": "c", "h": "s", "L": "B"}
 
 
 def test_every_shared_kernel_is_compiled_with_the_parameters_the_host_passes():
-    """The CUDA build compiles every GPU program gpu.py knows (the op table's rows and
-    kernels/gpu/*.h), and nvcc's parameter types agree with the signatures the shared
-    host code types its arguments from."""
+    """The CUDA build compiles every GPU program gpu_programs knows (the op table's rows
+    and kernels/gpu/programs/*.h), and nvcc's parameter types agree with the signatures
+    the shared host code types its arguments from."""
     rt = _runtime()
-    from ember.backends import gpu
+    from ember.ops import gpu_programs
     compiled = rt.kernels()
-    shared = gpu.all_kernels()
-    assert shared, "gpu.py lists no kernels"
+    shared = gpu_programs.all_kernels()
+    assert shared, "gpu_programs lists no kernels"
     missing = sorted(set(shared) - set(compiled))
     assert not missing, f"not in the CUDA build: {missing[:20]}"
     wrong = {k: (sig, compiled[k].params) for k, (_, sig) in shared.items()
@@ -364,8 +364,8 @@ def test_cuda_backend_has_every_kernel_the_shared_gpu_backend_has():
 
 def test_layout_struct_argument_is_passed_by_value():
     rt = _runtime()
-    from ember.backends import gpu
-    layout = gpu.pack_layout((3, 4), [((4, 1), 0), ((4, 1), 2)])
+    from ember.backends.gpu.layout import pack_layout
+    layout = pack_layout((3, 4), [((4, 1), 0), ((4, 1), 2)])
     k = rt.kernels()["cast_float32_int32"]
     packed = rt.pack_args("cast_float32_int32", [12, 0x10, 0x20, layout])
     assert packed[3] == layout and k.sizes[3] == len(layout)
@@ -481,9 +481,9 @@ def test_ember_sync_raises_at_the_failing_launch(tmp_path):
     script.write_text(
         "import ember as em\n"
         "from ember._C import cuda\n"
-        "from ember.backends import gpu\n"
+        "from ember.backends.gpu.layout import pack_layout\n"
         "x = em.zeros(4, device='cuda')\n"
-        "layout = gpu.pack_layout((1 << 20,), [((1,), 0)])\n"
+        "layout = pack_layout((1 << 20,), [((1,), 0)])\n"
         "cuda.launch(0, 'fill_float32', (4096,), (256,), [1 << 20, 16, 1.0, layout])  # line 6\n")
     env = dict(__import__("os").environ, EMBER_SYNC="1")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,

@@ -1,6 +1,6 @@
 """ember.opencl: devices, memory, program caches, errors, and the kernel table the GPU
-backends share (names and parameter lists parsed from kernels/gpu). Skipped where no
-OpenCL device exists (CI installs PoCL, an OpenCL on the CPU)."""
+backends share (names and parameter lists parsed from the programs ember.ops.gpu_programs
+lists). Skipped where no OpenCL device exists (CI installs PoCL, an OpenCL on the CPU)."""
 import os
 import subprocess
 import sys
@@ -10,6 +10,7 @@ import pytest
 
 import ember as em
 from ember.backends import gpu
+from ember.ops import gpu_programs
 
 pytestmark = pytest.mark.skipif(not em.opencl.is_available(),
                                 reason="no OpenCL device (pip install pyopencl "
@@ -129,7 +130,7 @@ def test_platform_filter_and_binary_cache(tmp_path):
             "print(o.device_count())\n"
             "if o.device_count():\n"
             "    b = o.get_backend()\n"
-            "    b.program(b.state(em.device('opencl')), 'checks')   # a small program\n"
+            "    b.program(b.state(em.device('opencl')), 'loss')   # a small program\n"
             "    print(b.builds)\n")
     env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_OPENCL_BINARY_CACHE="1",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -155,7 +156,7 @@ def test_kernel_table_for_the_cuda_build():
     interface is implemented by GPUBackend."""
     from ember.backends.base import HAND_WRITTEN_KERNELS, missing_kernels
     from ember.ops import render, table
-    kernels = gpu.all_kernels()
+    kernels = gpu_programs.all_kernels()
     for row in table.ELEMENTWISE:
         for dt in render.compute_dtypes(row):
             assert f"ew_{row.name}_{dt.name}" in kernels
@@ -167,7 +168,7 @@ def test_kernel_table_for_the_cuda_build():
                  "sort_rows_int64", "check_targets", "index_normalize"):
         assert name in kernels
     assert all(set(sig) <= set("qiIfdBbhPL") for _, sig in kernels.values())
-    assert gpu.signature("gemm_float32") == ("q", "q", "q", "q", "P", "q", "q", "P", "q", "q",
-                                            "P", "q", "q", "L")
+    assert gpu_programs.signature("gemm_float32") == ("q", "q", "q", "q", "P", "q", "q", "P",
+                                                     "q", "q", "P", "q", "q", "L")
     assert missing_kernels(em.opencl.get_backend()) == []
     assert set(HAND_WRITTEN_KERNELS) <= {n for n in dir(gpu.GPUBackend) if not n.startswith("_")}

@@ -1,6 +1,6 @@
 # kernels: conv.c cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The CPU convolution kernels (kernels/cpu/conv.c) for ember/_conv.py.
+"""The CPU convolution kernels (kernels/cpu/conv.c) for ember/ops/conv.py.
 
 Three kernels over contiguous NCHW float32/float64 tensors of one dtype: the
 forward, its input gradient (which is also conv_transpose2d) and its weight

@@ -1,4 +1,3 @@
-# cuda-kernels: allocator.c runtime.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """ember._C.cuda: the CUDA runtime under ember/backends/cuda.py and ember/cuda.py.
 

@@ -4,9 +4,9 @@
 """The CPU side of ember's random numbers: Philox4x32-10 streams (kernels/cpu/random.c).
 
 Every function here fills a contiguous CPU tensor from the stream of (seed, offset);
-ember/_random.py owns the generators, reserves the words each call uses and handles
+ember/ops/random.py owns the generators, reserves the words each call uses and handles
 dtypes, devices and non-contiguous outputs. The word each element uses is fixed (see
-random.c's header and _random.py's docstring), so another device reproduces any
+random.c's header and ops/random.py's docstring), so another device reproduces any
 element on its own.
 """
 from libc.stdint cimport int64_t, uint32_t, uint64_t
@@ -177,7 +177,7 @@ def randperm(TensorBase out, uint64_t seed, uint64_t offset):
 
 def exponential(TensorBase out, uint64_t seed, uint64_t offset, double lambd):
     """out[i] = -log1p(-u_i) / lambd: the uniform of out's dtype, transformed in place
-    (float32 and float64; _random.py computes float16 in float32)."""
+    (float32 and float64; ops/random.py computes float16 in float32)."""
     check_out(out, "exponential")
     if out._dtype != FLOAT32 and out._dtype != FLOAT64:
         raise TypeError("exponential: expected a float32 or float64 output")

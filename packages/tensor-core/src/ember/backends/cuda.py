@@ -1,11 +1,12 @@
-"""The CUDA backend: the shared GPU host logic (gpu.py) over ember._C.cuda.
+"""The CUDA backend: the shared GPU host logic (ember.backends.gpu) over ember._C.cuda.
 
 Everything but the primitives is GPUBackend's: the kernels are the same portable
-sources (kernels/gpu/ and the op table's rendered rows) that OpenCL runs, compiled by
-nvcc at build time; this class allocates from the caching allocator, copies and
-launches on the device's stream, and adds the CUDA-only fast paths of kernels/cuda/
-(tensor-core and float32 matmul). It is registered for "cuda" when ember was built with CUDA,
-also where no driver exists: then the first allocation says why there is no device.
+sources (kernels/gpu/programs/ and the op table's rendered rows) that OpenCL runs,
+compiled by nvcc at build time; this class allocates from the caching allocator,
+copies and launches on the device's stream, and adds the CUDA-only fast paths of
+kernels/cuda/ (tensor-core and float32 matmul). It is registered for "cuda" when
+ember was built with CUDA, also where no driver exists: then the first allocation
+says why there is no device.
 
 `em.backends.cuda.matmul.allow_tf32` (default False, as in PyTorch) lets float32
 matrix products round their operands to TF32 on the tensor cores.
@@ -13,7 +14,8 @@ matrix products round their operands to TF32 on the tensor cores.
 from __future__ import annotations
 
 from ember._grad_mode import no_grad
-from ember.backends.gpu import GPUBackend, matmul_batch_shape
+from ember.backends.gpu import GPUBackend
+from ember.backends.gpu.matmul import matmul_batch_shape
 
 
 class _MatmulFlags:

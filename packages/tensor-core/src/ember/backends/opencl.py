@@ -3,7 +3,7 @@
 Devices are every device of every OpenCL platform, in platform order
 (EMBER_OPENCL_PLATFORM=<index or part of the platform name> keeps one platform).
 Each device gets a context, an in-order queue and a memory pool; programs are built
-lazily, one per program of ember.backends.gpu (a few per dtype), once per device,
+lazily, one per program of ember.ops.gpu_programs (a few per dtype), once per device,
 and their binaries are kept on disk (EMBER_CACHE_DIR, default ~/.cache/ember/opencl)
 keyed by device, driver and source hash, so a second process starts fast.
 """
@@ -17,7 +17,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
-from ember.backends.gpu import GPUBackend, OutOfMemoryError, inlined_source, program_of, signature
+from ember.backends.gpu import GPUBackend, OutOfMemoryError
+from ember.ops.gpu_programs import inlined_source, program_of, signature
 
 _NP = {"q": np.int64, "i": np.int32, "I": np.uint32, "f": np.float32, "d": np.float64,
        "B": np.uint8, "b": np.int8, "h": np.int16}

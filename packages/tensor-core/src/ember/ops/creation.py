@@ -1,5 +1,5 @@
 """Creating tensors: from Python data, filled, ranges, and the *_like family.
-(Random creation is in _random.py, NumPy/DLPack in _interop.py.)"""
+(Random creation is in ops/random.py, NumPy/DLPack in _interop.py.)"""
 from __future__ import annotations
 
 import functools

@@ -1,8 +1,10 @@
 """Render the op table (ops/table.py) as kernel source.
 
 ``render_c()`` writes the CPU loops at build time (setup.py calls it; the result is a
-build output, never committed). The CUDA and OpenCL backends render the same rows
-through the same ``Dialect`` hooks, so a body fixed in the table is fixed everywhere.
+build output, never committed); ``render_gpu_program()`` writes the same rows as GPU
+programs in the portable dialect of kernels/gpu/ember_device.h, one text that OpenCL
+and CUDA both compile (ops/gpu_programs.py catalogues the programs), so a body fixed
+in the table is fixed everywhere.
 
 This module must import without ember being built (setup.py loads it by path), so
 it only imports its sibling ``table``.
@@ -279,9 +281,8 @@ em_reduce_init_fn em_reduce_init(int op, int dtype) {{ return (op >= 0 && op < {
 #   cast_<src>       cast_<src>_<dst>     conversions (strided, broadcasting), and
 #                    fill_<src>           one value into every element
 #   reduce_<dtype>   reduce_<op>_<dtype>  every reduction row over dtype
-# Hand-written files kernels/gpu/<file>.h are programs <file>_<dtype> (one per dtype
-# on the file's `// dtypes:` line, kernels EM_NAME(base) = <base>_<dtype>) or
-# <file> when the line says `// dtypes: none`.
+# The hand-written programs (kernels/gpu/programs/) are catalogued beside these in
+# ops/gpu_programs.py.
 
 GPU_HEADER_LINES = ('#include "ember_device.h"', '#include "../common/ember_scalar.h"')
 

@@ -16,7 +16,7 @@ test code; ``numpy`` names the oracle the tests compare against.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class Elementwise:
 
 @dataclass(frozen=True)
 class Reduction:
-    """out = post(reduce(identity, map(x_0), map(x_1), ...)) over the reduced dims."""
+    """acc = combine(acc, x) over the reduced elements, starting from identity (x read
+    as x != 0 when out is "bool"); render.reduction_types gives acc's and out's types."""
     name: str
     identity: dict        # kind -> C expression of the start value (per compute dtype)
     combine: str          # C expression of (acc, x) -> acc; x is already mapped
@@ -51,7 +52,6 @@ class Reduction:
     kinds: tuple = ("bool", "int", "float")
     numpy: str | None = None
     differentiable: bool = True
-    extra: dict = field(default_factory=dict)
 
 
 F = "float"
@@ -86,7 +86,7 @@ ELEMENTWISE = [
     Elementwise("fmin", 2, {F: "fmin(a, b)"}, numpy="fmin"),
     # comparisons -----------------------------------------------------------------
     # (the Array API's elementwise `equal` is ember.array_api.equal: ember.equal is
-    # PyTorch's one-bool comparison, in _elementwise.py)
+    # PyTorch's one-bool comparison, in ops/elementwise.py)
     Elementwise("eq", 2, {B: "a == b", I: "a == b", F: "a == b"}, out="bool", numpy="equal",
                 differentiable=False),
     Elementwise("ne", 2, {B: "a != b", I: "a != b", F: "a != b"}, out="bool", numpy="not_equal",

@@ -1,6 +1,6 @@
 /* float32 C = A @ B on the CUDA cores (no TF32): CUDA's fast path beside the portable
- * kernels/gpu/gemm.h (64 x 64 tiles, 4 x 4 per work-item), which is register-starved
- * on a GPU with 255 registers per thread.
+ * kernels/gpu/programs/matmul.h (64 x 64 tiles, 4 x 4 per work-item), which is
+ * register-starved on a GPU with 255 registers per thread.
  *
  *   gemm_simt_float32: same parameters and launch as kernels/cuda/gemm_tc.cu (strided
  *   A (M x K) and B (K x N), C row stride ldc, blockIdx.z over a batch

@@ -1,4 +1,5 @@
-/* Tensor-core matrix products (CUDA only; the portable tiled GEMM is in kernels/gpu/).
+/* Tensor-core matrix products (CUDA only; the portable tiled GEMM is
+ * kernels/gpu/programs/matmul.h).
  *
  *   gemm_tc_float16: C = A @ B for float16 operands, float32 accumulation (wmma 16x16x16)
  *   gemm_tf32_float32: C = A @ B for float32 operands rounded to TF32 (wmma 16x16x8),

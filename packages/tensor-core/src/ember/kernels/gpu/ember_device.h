@@ -1,22 +1,25 @@
 /* The portable device dialect of ember's GPU kernels (OpenCL C and CUDA C++).
  *
- * Every file under kernels/gpu/ and every kernel ops/render.py generates for a GPU is
- * written once against these macros: OpenCL compiles the text at run time
- * (__OPENCL_VERSION__), nvcc at build time (__CUDACC__). Rules for kernel authors:
+ * Every program under kernels/gpu/programs/ and every kernel ops/render.py generates
+ * for a GPU is written once against these macros: OpenCL compiles the text at run
+ * time (__OPENCL_VERSION__), nvcc at build time (__CUDACC__). Rules for kernel authors:
  *   - a kernel is `EM_KERNEL void name(params)`; its parameters are buffers
  *     (`EM_GLOBAL T *p`, always followed somewhere by an element offset: OpenCL
  *     buffers cannot be offset on the host), scalars (em_int64, int, float, double,
- *     EM_CT, EM_ACC) or an em_layout by value. The hosts type their arguments from
- *     this parameter list (ember/backends/gpu.py parses it), so no other parameter
+ *     EM_CT) or an em_layout by value. The hosts type their arguments from this
+ *     parameter list (ember/ops/gpu_programs.py parses it), so no other parameter
  *     types are allowed;
  *   - memory is read and written through EM_LD_<dtype>(p, i) / EM_ST_<dtype>(p, i, v)
  *     (float16 is a storage type only: it is computed in float);
  *   - every work-item of a work-group reaches every barrier: no early `continue` or
  *     `return` around a barrier even when the condition is uniform (PoCL miscompiles
  *     it: the cross-entropy rows wrote out of bounds);
- *   - hand-written files are compiled once per dtype named on their `// dtypes:` line
+ *   - programs/<family>.h is compiled once per dtype named on its `// dtypes:` line
  *     with EM_T (storage type), EM_CT (compute type), EM_DT (the dtype's name token)
- *     defined, and name their kernels EM_NAME(base) -> base_<dtype>.
+ *     defined, and names those kernels EM_NAME(base) -> base_<dtype>; `none` on the
+ *     line adds one compile without EM_DT, program <family>, for the file's kernels
+ *     with plain names (a file with both keeps them apart with #ifdef EM_DT).
+ * Headers shared by several programs (group_reduce.h) sit beside this one.
  */
 #ifndef EMBER_DEVICE_H
 #define EMBER_DEVICE_H
@@ -171,7 +174,7 @@ EM_INLINE void em_layout_offsets(const em_layout *L, int lo, int hi, em_int64 i,
     }
 }
 
-/* Philox4x32-10 (kernels/cpu/philox.c): word p of the stream of `seed` is word p % 4
+/* Philox4x32-10 (kernels/cpu/random.c): word p of the stream of `seed` is word p % 4
  * of the block counter {lo(p / 4), hi(p / 4), 0, 0} under key {lo(seed), hi(seed)}, so
  * every device draws the CPU's numbers. */
 EM_INLINE em_uint32 em_mulhi32(em_uint32 a, em_uint32 b) {

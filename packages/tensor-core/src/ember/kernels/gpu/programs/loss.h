@@ -1,75 +1,11 @@
-// dtypes: float32 float64
-/* Fused numerics over rows (kernels/cpu/softmax.c, loss.c, dropout.c on the CPU):
- * softmax / log_softmax and their backward, cross entropy with class targets and
- * its backward, nll_loss, dropout. Tensors are dense (contiguous from element 0);
- * a row-wise kernel gives each row one work-group (grid-stride over rows) whose
- * work-items stride over the row and combine through local memory. */
-
-EM_INLINE EM_CT EM_NAME(group_sum)(EM_LPTR EM_CT *buf, EM_CT v) {
-    const int lid = EM_LID();
-    buf[lid] = v;
-    EM_BARRIER();
-    for (int s = EM_LSIZE() / 2; s > 0; s >>= 1) {
-        if (lid < s) buf[lid] += buf[lid + s];
-        EM_BARRIER();
-    }
-    EM_CT r = buf[0];
-    EM_BARRIER();
-    return r;
-}
-
-/* the maximum, NaN winning (as the CPU kernels' comparisons) */
-EM_INLINE EM_CT EM_NAME(group_max)(EM_LPTR EM_CT *buf, EM_CT v) {
-    const int lid = EM_LID();
-    buf[lid] = v;
-    EM_BARRIER();
-    for (int s = EM_LSIZE() / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            EM_CT a = buf[lid], b = buf[lid + s];
-            buf[lid] = (b > a || b != b) ? b : a;
-        }
-        EM_BARRIER();
-    }
-    EM_CT r = buf[0];
-    EM_BARRIER();
-    return r;
-}
-
-EM_KERNEL void EM_NAME(softmax_rows)(em_int64 rows, em_int64 n, EM_GLOBAL EM_T *y,
-                                     EM_GLOBAL const EM_T *x, int log_softmax) {
-    EM_LOCAL EM_CT buf[256];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    for (em_int64 r = EM_GROUP(); r < rows; r += EM_NGROUPS()) {
-        EM_GLOBAL const EM_T *xr = x + r * n;
-        EM_GLOBAL EM_T *yr = y + r * n;
-        EM_CT m = -INFINITY;
-        for (em_int64 k = lid; k < n; k += ls) m = (xr[k] > m || xr[k] != xr[k]) ? xr[k] : m;
-        m = EM_NAME(group_max)(buf, m);
-        if (isinf(m)) m = m > 0 ? m : 0;   /* all -inf: exp(-inf - 0) = 0 -> NaN as the CPU */
-        EM_CT s = 0;
-        for (em_int64 k = lid; k < n; k += ls) s += exp(xr[k] - m);
-        s = EM_NAME(group_sum)(buf, s);
-        const EM_CT lse = log(s), inv = 1 / s;
-        for (em_int64 k = lid; k < n; k += ls)
-            yr[k] = log_softmax ? xr[k] - m - lse : exp(xr[k] - m) * inv;
-    }
-}
-
-/* softmax: dx = y * (g - sum(g * y)); log_softmax: dx = g - exp(y) * sum(g) */
-EM_KERNEL void EM_NAME(softmax_backward_rows)(em_int64 rows, em_int64 n, EM_GLOBAL EM_T *dx,
-                                              EM_GLOBAL const EM_T *g, EM_GLOBAL const EM_T *y,
-                                              int log_softmax) {
-    EM_LOCAL EM_CT buf[256];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    for (em_int64 r = EM_GROUP(); r < rows; r += EM_NGROUPS()) {
-        const em_int64 o = r * n;
-        EM_CT s = 0;
-        for (em_int64 k = lid; k < n; k += ls) s += log_softmax ? g[o + k] : g[o + k] * y[o + k];
-        s = EM_NAME(group_sum)(buf, s);
-        for (em_int64 k = lid; k < n; k += ls)
-            dx[o + k] = log_softmax ? g[o + k] - exp(y[o + k]) * s : y[o + k] * (g[o + k] - s);
-    }
-}
+// dtypes: none float32 float64
+/* Losses with class targets (kernels/cpu/loss.c on the CPU): cross entropy (one
+ * work-group per row of logits, combining through local memory) and its backward,
+ * nll_loss and its backward, over dense tensors; and the dtype-free program `loss`:
+ * the targets' check, which reports to the host later instead of waiting on the
+ * device now. */
+#ifdef EM_DT
+#include "../group_reduce.h"
 
 /* loss = (1 - ls) * w_t * (lse - (x_t - max)) + ls / C * sum_c w_c * (lse - (x_c - max))
  * per row of (rows, C) logits; wrow = w_t (0 where the target is ignore_index) */
@@ -166,21 +102,14 @@ EM_KERNEL void EM_NAME(nll_loss_backward)(em_int64 N, em_int64 C, em_int64 S,
     }
 }
 
-/* element i dropped when the float32 uniform of stream word offset + i is below p,
- * i.e. (w >> 8) < thr = ceil(float(p) * 2^24) (kernels/cpu/dropout.c) */
-EM_KERNEL void EM_NAME(dropout)(em_int64 n, EM_GLOBAL const EM_T *x, EM_GLOBAL EM_T *y,
-                                EM_GLOBAL em_bool *mask, em_uint32 thr, EM_CT scale,
-                                em_uint32 key0, em_uint32 key1, em_int64 offset) {
-    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {
-        const em_uint32 wd = em_philox_word(key0, key1, (em_uint64)offset + (em_uint64)i);
-        const em_bool keep = (wd >> 8) >= thr;
-        mask[i] = keep;
-        y[i] = keep ? x[i] * scale : (EM_CT)0;
-    }
+#else /* the dtype-free program */
+
+/* flag[0] starts at n and ends as the first position whose target is neither a class
+ * in [0, C) nor ignore (or n) */
+EM_KERNEL void check_targets(em_int64 n, EM_GLOBAL const em_int64 *t, em_int64 C,
+                             em_int64 ignore, EM_GLOBAL em_int64 *flag) {
+    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE())
+        if ((t[i] < 0 || t[i] >= C) && t[i] != ignore) em_atomic_min_int64(flag, i);
 }
 
-EM_KERNEL void EM_NAME(dropout_backward)(em_int64 n, EM_GLOBAL const EM_T *g,
-                                         EM_GLOBAL const em_bool *mask, EM_CT scale,
-                                         EM_GLOBAL EM_T *dx) {
-    for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) dx[i] = mask[i] ? g[i] * scale : (EM_CT)0;
-}
+#endif

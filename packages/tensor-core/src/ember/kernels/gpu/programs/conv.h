@@ -1,5 +1,5 @@
 // dtypes: float32 float64
-/* Convolution as im2col + GEMM (the GEMM of gemm.h, batched over images and groups):
+/* Convolution as im2col + GEMM (the GEMM of matmul.h, batched over images and groups):
  * im2col unfolds dense x (N, C, H, W) into cols (N, C * KH * KW, OH * OW), which per
  * group g is the (Cg * KH * KW, OH * OW) block at row g * Cg * KH * KW; col2im folds
  * such columns back into an image, summing the taps that land on each input pixel

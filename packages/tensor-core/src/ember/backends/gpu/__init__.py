@@ -1,0 +1,340 @@
+"""The host half of every GPU backend, written once (OpenCL and CUDA share it).
+
+GPUBackend implements the whole Backend interface (base.py) and the hand-written
+kernels of HAND_WRITTEN_KERNELS in terms of a few primitives that a subclass
+supplies (see "primitives" below): allocate a buffer, copy bytes host<->device and
+device<->device, launch a kernel by name, synchronize. Memory, copies, the op
+table's elementwise and reduction rows and the helpers every kernel uses are here;
+each family of hand-written kernels is a mixin in a module of its name (matmul.py,
+conv.py, pool.py, softmax.py, norm.py, loss.py, dropout.py, index.py, sort.py,
+scan.py, random.py), and layout.py packs the em_layout structs they pass.
+
+The device code is the portable dialect of kernels/gpu/ember_device.h, catalogued
+by ember.ops.gpu_programs: the op table's rows rendered by ember.ops.render and the
+hand-written programs kernels/gpu/programs/<family>.h, the same text for every
+backend, so kernel names and parameter lists are identical everywhere. Kernel
+arguments are typed from the kernels' own parameter lists (`signature(kernel)`): a
+backend converts Python ints/floats, tensors' buffers and em_layout structs to
+exactly those C types.
+"""
+from __future__ import annotations
+
+import struct
+
+from ember._C import core as _core
+from ember.backends.base import Backend
+from ember.backends.gpu.conv import ConvKernels
+from ember.backends.gpu.dropout import DropoutKernels
+from ember.backends.gpu.index import IndexKernels
+from ember.backends.gpu.layout import (GROUP, broadcast_strides, contiguous_strides, groups_for,
+                                       pack_layout)
+from ember.backends.gpu.loss import LossKernels
+from ember.backends.gpu.matmul import MatmulKernels
+from ember.backends.gpu.norm import NormKernels
+from ember.backends.gpu.pool import PoolKernels
+from ember.backends.gpu.random import RandomKernels
+from ember.backends.gpu.scan import ScanKernels
+from ember.backends.gpu.softmax import SoftmaxKernels
+from ember.backends.gpu.sort import SortKernels
+from ember.ops import render, table
+
+REDUCE_GROUP = render.GPU_REDUCE_GROUP   # work-items per row of the row-wise kernels
+
+
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """A device allocation failed; the message says how much was asked for, is in use
+    and is cached. A RuntimeError as PyTorch's torch.OutOfMemoryError, and a
+    MemoryError as the CPU's, so one except clause catches both."""
+
+
+class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,
+                 LossKernels, DropoutKernels, IndexKernels, SortKernels, ScanKernels,
+                 RandomKernels, Backend):
+    """Backend over the primitives below; subclasses: OpenCLBackend, CUDABackend."""
+
+    name = "gpu"
+
+    def __init__(self):
+        self.launches = 0          # kernel launches since the last reset_counters()
+        self.host_transfers = 0    # host<->device copies since the last reset_counters()
+        self._pending = []         # deferred device-side checks (check_targets)
+        self._checked = []         # the last targets checked (check once per tensor version)
+        self.check_reads = 0       # reads of deferred check flags (8 bytes at a sync point)
+
+    # primitives (a subclass supplies these) -------------------------------------------
+    def allocate(self, nbytes, device):
+        """A buffer object of nbytes on device (frees itself when collected)."""
+        raise NotImplementedError
+
+    def write(self, buf, offset, host):
+        """Copy the bytes of `host` (a contiguous buffer-protocol object) into buf at
+        byte offset `offset`; returns when the host memory may be reused."""
+        raise NotImplementedError
+
+    def read(self, buf, offset, host):
+        """Copy len(host) bytes from buf at byte `offset` into writable `host`
+        (synchronizes)."""
+        raise NotImplementedError
+
+    def copy_buffer(self, dst, dst_offset, src, src_offset, nbytes):
+        """Device-to-device copy of bytes on one device."""
+        raise NotImplementedError
+
+    def launch(self, device, kernel, global_size, local_size, args):
+        """Run `kernel` (a name from ember.ops.gpu_programs.all_kernels()) over
+        global_size work-items (tuples, OpenCL style: total work-items per dim) with
+        the given work-group size; args match gpu_programs.signature(kernel): buffers,
+        Python numbers, layout bytes."""
+        raise NotImplementedError
+
+    def synchronize(self, device=None):
+        raise NotImplementedError
+
+    def has_fp64(self, device):
+        return True
+
+    def has_fp16(self, device):
+        return True
+
+    # counters --------------------------------------------------------------------------
+    def reset_counters(self):
+        self.launches = 0
+        self.host_transfers = 0
+        self.check_reads = 0
+
+    def counters(self):
+        """launches: kernels run; host_transfers: copies of tensor data between host and
+        device; check_reads: 8-byte reads of deferred device-side checks (at most one
+        per synchronizing read that follows a checked op)."""
+        return {"launches": self.launches, "host_transfers": self.host_transfers,
+                "check_reads": self.check_reads}
+
+    # helpers ---------------------------------------------------------------------------
+    def _check_dtype(self, dtype, device, op):
+        if dtype.name == "float64" and not self.has_fp64(device):
+            raise TypeError(f"{op}: float64 is not supported on {device} (the device lacks "
+                            f"cl_khr_fp64); use float32")
+
+    def run(self, device, kernel, n, args, group=GROUP):
+        """A 1-d grid-stride launch over n items."""
+        if n <= 0:
+            return
+        g = groups_for(n, group)
+        self.launch(device, kernel, (g * group,), (group,), args)
+
+    @staticmethod
+    def handle(t):
+        return t.untyped_storage().handle
+
+    def _read_flag(self, flag):
+        """The value of a one-element int64 check flag (a synchronizing 8-byte read)."""
+        self.check_reads += 1
+        buf = _core.empty((1,), flag.dtype)
+        self.read(self.handle(flag), flag.storage_offset() * 8, _host_bytes(buf))
+        return _core.item(buf)
+
+    def dense(self, x):
+        """x itself when contiguous from element 0 of its buffer (what hand-written
+        kernels take), else a dense copy on the device."""
+        if x.is_contiguous() and x.storage_offset() == 0:
+            return x
+        return self.contiguous(x)
+
+    def rows_launch(self, device, kernel, rows, args):
+        """One work-group per row (grid-stride over rows)."""
+        if rows > 0:
+            g = min(rows, 4096)
+            self.launch(device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,), args)
+
+    @staticmethod
+    def view(t, shape, strides, offset=0):
+        """A view of t's storage (no autograd recording: kernels run outside the tape)."""
+        return _core.as_strided_from(t.untyped_storage(), t.dtype, tuple(shape), tuple(strides),
+                                     t.storage_offset() + offset)
+
+    def _float_kernel(self, x, op, dtypes=("float16", "float32", "float64")):
+        if x.dtype.name not in dtypes:
+            raise NotImplementedError(f"{op}: no {self.name} kernel for {x.dtype.name}")
+        self._check_dtype(x.dtype, x.device, op)
+
+    @staticmethod
+    def _ensure_contiguous_out(out, op):
+        if not out.is_contiguous():
+            raise RuntimeError(f"{op}: internal error: reduction output must be contiguous")
+
+    # memory and copies -----------------------------------------------------------------
+    def empty(self, shape, dtype, device):
+        return _core.empty(tuple(shape), dtype, device)
+
+    def from_cpu(self, tensor, device):
+        src = tensor if tensor.is_contiguous() else _core.contiguous_copy(tensor)
+        out = self.empty(src.shape, src.dtype, device)
+        if src.nbytes:
+            self.host_transfers += 1
+            self.write(self.handle(out), 0, _host_bytes(src))
+        return out
+
+    def to_cpu(self, tensor):
+        if self._pending:
+            self.raise_pending()
+        src = tensor if tensor.is_contiguous() else self.contiguous(tensor)
+        out = _core.empty(tuple(src.shape), src.dtype)
+        if src.nbytes:
+            self.host_transfers += 1
+            self.read(self.handle(src), src.storage_offset() * src.itemsize, _host_bytes(out))
+        return out
+
+    def contiguous(self, x):
+        out = self.empty(x.shape, x.dtype, x.device)
+        self.cast_into(out, x)
+        return out
+
+    def cast_into(self, dst, src):
+        """dst[...] = src on one device: broadcasting, any layouts, any dtypes."""
+        n = dst.numel()
+        if n == 0:
+            return dst
+        dev = dst.device
+        self._check_dtype(dst.dtype, dev, "copy_")
+        self._check_dtype(src.dtype, dev, "copy_")
+        same = dst.dtype is src.dtype and dst.is_contiguous() and src.is_contiguous() \
+            and tuple(src.shape) == tuple(dst.shape)
+        if same and dst.untyped_storage() is not src.untyped_storage():
+            self.copy_buffer(self.handle(dst), dst.storage_offset() * dst.itemsize,
+                             self.handle(src), src.storage_offset() * src.itemsize, dst.nbytes)
+            return dst
+        if dst.untyped_storage() is src.untyped_storage():
+            src = self.contiguous(src)   # overlapping views: read a copy
+        nd = dst.ndim
+        layout = pack_layout(tuple(dst.shape), [(dst.stride(), dst.storage_offset()),
+                                                (broadcast_strides(src, nd), src.storage_offset())],
+                             op="copy_")
+        self.run(dev, f"cast_{src.dtype.name}_{dst.dtype.name}", n,
+                 [n, self.handle(dst), self.handle(src), layout])
+        return dst
+
+    def copy(self, dst, src):
+        dd, sd = dst.device, src.device
+        if dd.type != "cpu" and sd.type != "cpu" and dd == sd:
+            return self.cast_into(dst, src)
+        if dd.type != "cpu":
+            # host (or another device) -> this device: move the bytes as they are, then
+            # convert and broadcast here
+            host = src if sd.type == "cpu" else _core.backend_for(sd).to_cpu(src)
+            return self.cast_into(dst, self.from_cpu(host, dd))
+        # device -> host: contiguous in its own dtype here, then the CPU converts
+        return _core.copy_into(dst, self.to_cpu(src))
+
+    def fill(self, tensor, value):
+        n = tensor.numel()
+        if n == 0:
+            return
+        self._check_dtype(tensor.dtype, tensor.device, "fill_")
+        if tensor.dtype.kind == "int" and isinstance(value, float):
+            value = int(value)
+        value = _scalar_for(value, render.BY_NAME[tensor.dtype.name], "fill_")
+        layout = pack_layout(tuple(tensor.shape), [(tensor.stride(), tensor.storage_offset())],
+                             op="fill_")
+        self.run(tensor.device, f"fill_{tensor.dtype.name}", n,
+                 [n, self.handle(tensor), value, layout])
+
+    def item(self, tensor):
+        return _core.item(self.to_cpu(tensor))
+
+    # the op table ----------------------------------------------------------------------
+    def elementwise(self, op_name, operands, compute_dtype, out_dtype, out):
+        """Row op_name into `out` (already of the broadcast shape and out_dtype, on this
+        device); tensor operands are already in the compute dtype (the condition of
+        `where` in bool); Python scalars are passed by value."""
+        n = out.numel()
+        if n == 0:
+            return out
+        dev = out.device
+        self._check_dtype(compute_dtype, dev, op_name)
+        nd = out.ndim
+        row = table.ELEMENTWISE_BY_NAME[op_name]
+        cdt = render.BY_NAME[compute_dtype.name]
+        ops, bufs, scalars = [(out.stride(), out.storage_offset())], [], []
+        for k, a in enumerate(operands):
+            dt = render.BOOL if (row.name == "where" and k == 0) else cdt
+            if isinstance(a, _core.TensorBase):
+                ops.append((broadcast_strides(a, nd), a.storage_offset()))
+                bufs.append(self.handle(a))
+                scalars.append(0)
+            else:
+                ops.append((None, 0))
+                bufs.append(self.handle(out))
+                scalars.append(_scalar_for(a, dt, op_name))
+        layout = pack_layout(tuple(out.shape), ops, op=op_name)
+        self.run(dev, f"ew_{op_name}_{compute_dtype.name}", n,
+                 [n, self.handle(out)] + bufs + scalars + [layout])
+        return out
+
+    def reduce(self, op_name, tensor, dims, out):
+        """Row op_name of `tensor` over the dims `dims` (a tuple) into `out`, which has
+        the keepdim shape and the row's output dtype."""
+        x = tensor
+        self._check_dtype(x.dtype, x.device, op_name)
+        kept = [d for d in range(x.ndim) if d not in dims]
+        red = [d for d in range(x.ndim) if d in dims]
+        m = out.numel()
+        if m == 0:
+            return out
+        k = 1
+        for d in red:
+            k *= x.shape[d]
+        order = kept + red
+        shape = tuple(x.shape[d] for d in order)
+        xs = x.stride()
+        ostr = contiguous_strides(tuple(x.shape[d] for d in kept))
+        layout = pack_layout(shape, [(tuple(ostr) + (0,) * len(red), out.storage_offset()),
+                                     (tuple(xs[d] for d in order), x.storage_offset())],
+                             split=len(kept), op=op_name)
+        self._ensure_contiguous_out(out, op_name)
+        kernel = f"reduce_{op_name}_{x.dtype.name}"
+        # Few outputs of many elements: split each into parts (a work-group each) whose
+        # results a second pass combines. Parts are stored in the output dtype, as the
+        # CPU's split reductions do; not for float16 sums, whose parts would round.
+        parts = 1
+        if m < 256 and k >= 1 << 15 and not (x.dtype.name == "float16" and op_name in
+                                              ("sum", "prod")):
+            parts = min(1024, k // (1 << 13), max(1, 2048 // m))
+        if parts > 1:
+            partial = self.empty((m, parts), out.dtype, x.device)
+            g = min(m * parts, 4096)
+            self.launch(x.device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,),
+                        [m, k, parts, self.handle(partial), self.handle(x), layout])
+            return self.reduce(op_name, partial, (1,), self.view(out, (m, 1), (1, 1)))
+        g = max(1, min(m, 4096))
+        self.launch(x.device, kernel, (g * REDUCE_GROUP,), (REDUCE_GROUP,),
+                    [m, k, 1, self.handle(out), self.handle(x), layout])
+        return out
+
+
+def _host_bytes(t):
+    """A writable byte view of a contiguous CPU tensor's elements."""
+    return memoryview(t).cast("B")
+
+
+_FORMATS = {"bool": "B", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+            "float16": "f", "float32": "f", "float64": "d"}
+
+
+def _scalar_for(value, dt, op):
+    """A Python scalar as the value of a parameter of dt's compute type, range-checked
+    like the CPU's scalars."""
+    if dt.kind == "float":
+        return float(value)
+    if dt.kind == "bool":
+        return 1 if value else 0
+    if isinstance(value, float):
+        raise TypeError(f"{op}: cannot store the float {value!r} in a {dt.name} operand")
+    v = int(value)
+    try:
+        struct.pack(_FORMATS[dt.name], v)
+    except struct.error:
+        raise OverflowError(f"{op}: Python integer {v} is out of bounds for {dt.name}") from None
+    return v
+
+
+__all__ = ["GPUBackend", "OutOfMemoryError"]

@@ -1,0 +1,107 @@
+"""GPUBackend's layer and batch norms, composed from the op table's kernels on the
+device (no program of their own)."""
+from __future__ import annotations
+
+import math
+
+import ember
+from ember._C import core as _core
+from ember.backends.gpu.layout import contiguous_strides
+
+
+class NormKernels:
+    """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
+
+    def ew(self, op, *operands):
+        """Row `op` over tensors of this device / Python scalars, into a new tensor of
+        the broadcast shape (operands share one float dtype)."""
+        ts = [a for a in operands if isinstance(a, _core.TensorBase)]
+        shape = ember.broadcast_shapes(*[t.shape for t in ts])
+        out = self.empty(shape, ts[0].dtype, ts[0].device)
+        return self.elementwise(op, list(operands), ts[0].dtype, ts[0].dtype, out)
+
+    def sum_to(self, x, dims, shape):
+        """x summed over dims into a new tensor of (keepdim) `shape`."""
+        out = self.empty(shape, x.dtype, x.device)
+        return self.reduce("sum", x, tuple(dims), out)
+
+    def layer_norm(self, x, weight, bias, k, eps):
+        self._float_kernel(x, "layer_norm", ("float32", "float64"))
+        x = self.dense(x)
+        lead = tuple(x.shape[:x.ndim - k])
+        rows, n = math.prod(lead), math.prod(x.shape[x.ndim - k:])
+        xr = self.view(x, (rows, n), (n, 1))
+        mean = self.ew("div", self.sum_to(xr, (1,), (rows, 1)), n)
+        d = self.ew("sub", xr, mean)
+        var = self.ew("div", self.sum_to(self.ew("mul", d, d), (1,), (rows, 1)), n)
+        rstd = self.ew("rsqrt", self.ew("add", var, eps))
+        y = self.ew("mul", d, rstd)
+        if weight is not None:
+            y = self.ew("mul", y, self.view(self.dense(weight), (1, n), (0, 1)))
+        if bias is not None:
+            y = self.ew("add", y, self.view(self.dense(bias), (1, n), (0, 1)))
+        stats = lead + (1,) * k
+        return (self.view(y, x.shape, contiguous_strides(tuple(x.shape))),
+                self.view(mean, stats, contiguous_strides(stats)),
+                self.view(rstd, stats, contiguous_strides(stats)))
+
+    def layer_norm_backward(self, grad, x, mean, rstd, weight, k, output_mask):
+        self._float_kernel(x, "layer_norm_backward", ("float32", "float64"))
+        grad, x, mean, rstd = (self.dense(t) for t in (grad, x, mean, rstd))
+        tail = tuple(x.shape[x.ndim - k:])
+        n = math.prod(tail)
+        rows = x.numel() // n if n else 0
+        g = self.view(grad, (rows, n), (n, 1))
+        m, r = self.view(mean, (rows, 1), (1, 1)), self.view(rstd, (rows, 1), (1, 1))
+        xhat = self.ew("mul", self.ew("sub", self.view(x, (rows, n), (n, 1)), m), r)
+        dx = dw = db = None
+        if output_mask[0]:
+            wg = g if weight is None else self.ew("mul", g, self.view(self.dense(weight),
+                                                                     (1, n), (0, 1)))
+            mwg = self.ew("div", self.sum_to(wg, (1,), (rows, 1)), n)
+            mwgx = self.ew("div", self.sum_to(self.ew("mul", wg, xhat), (1,), (rows, 1)), n)
+            dx = self.ew("mul", r, self.ew("sub", self.ew("sub", wg, mwg),
+                                           self.ew("mul", xhat, mwgx)))
+            dx = self.view(dx, x.shape, contiguous_strides(tuple(x.shape)))
+        if output_mask[1]:
+            dw = self.view(self.sum_to(self.ew("mul", g, xhat), (0,), (1, n)), tail,
+                           contiguous_strides(tail))
+        if output_mask[2]:
+            db = self.view(self.sum_to(g, (0,), (1, n)), tail, contiguous_strides(tail))
+        return dx, dw, db
+
+    def _ncs(self, x):
+        N, C = x.shape[:2]
+        S = math.prod(x.shape[2:])
+        return self.view(self.dense(x), (N, C, S), (C * S, S, 1)), N, C, S
+
+    def _per_channel(self, v, C):
+        return self.view(self.dense(v), (1, C, 1), (0, 1, 0))
+
+    def batch_norm_stats(self, x):
+        self._float_kernel(x, "batch_norm_stats", ("float32", "float64"))
+        x3, N, C, S = self._ncs(x)
+        mean = self.ew("div", self.sum_to(x3, (0, 2), (1, C, 1)), N * S)
+        d = self.ew("sub", x3, mean)
+        var = self.ew("div", self.sum_to(self.ew("mul", d, d), (0, 2), (1, C, 1)), N * S)
+        return self.view(mean, (C,), (1,)), self.view(var, (C,), (1,))
+
+    def batch_norm_backward_reduce(self, grad, x, mean):
+        self._float_kernel(x, "batch_norm_backward_reduce", ("float32", "float64"))
+        g3, N, C, S = self._ncs(grad)
+        x3 = self._ncs(x)[0]
+        sg = self.sum_to(g3, (0, 2), (1, C, 1))
+        sgx = self.sum_to(self.ew("mul", g3, self.ew("sub", x3, self._per_channel(mean, C))),
+                          (0, 2), (1, C, 1))
+        if N * S == 0:
+            self.fill(sg, 0)
+            self.fill(sgx, 0)
+        return self.view(sg, (C,), (1,)), self.view(sgx, (C,), (1,))
+
+    def batch_norm_elemt(self, u, v, a, b, d):
+        self._float_kernel(u, "batch_norm_elemt", ("float32", "float64"))
+        u3, N, C, S = self._ncs(u)
+        out = self.ew("add", self.ew("mul", u3, self._per_channel(a, C)), self._per_channel(d, C))
+        if v is not None:
+            out = self.ew("add", out, self.ew("mul", self._ncs(v)[0], self._per_channel(b, C)))
+        return self.view(out, u.shape, contiguous_strides(tuple(u.shape)))
