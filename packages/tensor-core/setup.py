@@ -66,7 +66,7 @@ def build_config():
         "opencl": use_opencl != "0",
     }
     (SRC / "_build_config.py").write_text(
-        "# Written by setup.py at build time.\nBUILD_CONFIG = %r\n" % config)
+        f"# Written by setup.py at build time.\nBUILD_CONFIG = {config!r}\n")
     return config
 
 
@@ -80,7 +80,8 @@ def find_nvcc():
 def cuda_home(nvcc):
     """The toolkit folder (include/, lib64/) of an nvcc, asked of nvcc itself (it may
     be a wrapper script outside the toolkit)."""
-    out = subprocess.run([nvcc, "--dryrun", "-c", "probe.cu", "-o", "probe.o"], capture_output=True, text=True)
+    out = subprocess.run([nvcc, "--dryrun", "-c", "probe.cu", "-o", "probe.o"],
+                         capture_output=True, text=True)
     for line in (out.stdout + out.stderr).splitlines():
         if line.startswith("#$ TOP="):
             return Path(os.path.realpath(line.split("=", 1)[1].strip()))
@@ -165,8 +166,9 @@ def compile_cuda(nvcc, archs, build_temp, jobs):
         source, deps, obj = job
         stamp = obj.with_suffix(".flags")
         inputs = [source] + deps
+        newest = max(newest_header, *(p.stat().st_mtime for p in inputs))
         if (obj.exists() and stamp.exists() and stamp.read_text() == " ".join(flags)
-                and obj.stat().st_mtime >= max(newest_header, *(p.stat().st_mtime for p in inputs))):
+                and obj.stat().st_mtime >= newest):
             return obj
         cmd = [nvcc, *flags, "-c", str(source), "-o", str(obj)]
         print(" ".join(cmd), flush=True)
@@ -218,7 +220,10 @@ def extensions():
 
     generated = generate_kernels()
     cpu = SRC / "kernels" / "cpu"
-    rel = lambda p: str(Path(p).relative_to(HERE))
+
+    def rel(p):
+        return str(Path(p).relative_to(HERE))
+
     include = [rel(SRC / "include"), rel(cpu)]
     # Each _C/<name>.pyx names the hand-written C files it wraps in a first-lines
     # comment, "# kernels: index.c sort.c" (paths under kernels/cpu/).
@@ -243,7 +248,8 @@ def extensions():
         home = cuda_home(config["nvcc"])
         cuda_dir = SRC / "kernels" / "cuda"
         exts.append(Extension(
-            "ember._C.cuda", [rel(SRC / "_C" / "cuda.pyx")] + [rel(p) for p in sorted(cuda_dir.glob("*.c"))],
+            "ember._C.cuda",
+            [rel(SRC / "_C" / "cuda.pyx")] + [rel(p) for p in sorted(cuda_dir.glob("*.c"))],
             include_dirs=include + [rel(cuda_dir), str(home / "include")],
             library_dirs=[str(home / "lib64"), str(home / "lib")],
             libraries=["cudart_static", "rt", "dl", "pthread", "stdc++"]))

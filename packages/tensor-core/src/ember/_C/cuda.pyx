@@ -497,7 +497,8 @@ def memset(int index, uintptr_t dst, int byte, size_t nbytes):
     if nbytes == 0:
         return
     cdef cudaStream_t s = stream_of(index)
-    check(cudaMemsetAsync(<void *>dst, byte, nbytes, s), f"memset of {nbytes} bytes on cuda:{index}")
+    check(cudaMemsetAsync(<void *>dst, byte, nbytes, s),
+          f"memset of {nbytes} bytes on cuda:{index}")
     _after(index, "memset")
 
 

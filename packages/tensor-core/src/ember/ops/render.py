@@ -173,7 +173,6 @@ def _reduction(row, dt: DTypeInfo) -> str:
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
     # predicates (all/any) test each element in its own type, before any conversion
-    load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
     oload = (lambda v: f"({oacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({oacc}){v}")
     lload = (lambda v: f"({lacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({lacc}){v}")
     return f"""#define COMBINE(acc, x) ({combine})

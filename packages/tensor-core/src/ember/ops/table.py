@@ -55,7 +55,7 @@ class Reduction:
 
 
 F = "float"
-I = "int"
+I = "int"  # noqa: E741 (F, I, B: the dtype kinds, as short as the rows need)
 B = "bool"
 
 ELEMENTWISE = [

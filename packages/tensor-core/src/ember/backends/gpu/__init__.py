@@ -26,8 +26,13 @@ from ember.backends.base import Backend
 from ember.backends.gpu.conv import ConvKernels
 from ember.backends.gpu.dropout import DropoutKernels
 from ember.backends.gpu.index import IndexKernels
-from ember.backends.gpu.layout import (GROUP, broadcast_strides, contiguous_strides, groups_for,
-                                       pack_layout)
+from ember.backends.gpu.layout import (
+    GROUP,
+    broadcast_strides,
+    contiguous_strides,
+    groups_for,
+    pack_layout,
+)
 from ember.backends.gpu.loss import LossKernels
 from ember.backends.gpu.matmul import MatmulKernels
 from ember.backends.gpu.norm import NormKernels

@@ -45,7 +45,10 @@ class MatmulKernels:
         if k == 0:
             self.fill(out, 0)
             return out
-        pad = lambda strides, nd: (0,) * (bnd - nd) + tuple(strides)
+
+        def pad(strides, nd):
+            return (0,) * (bnd - nd) + tuple(strides)
+
         bsa = [0 if s == 1 else st for s, st in zip(ba, pad(sa[:-2], max(nda - 2, 0)))]
         bsb = [0 if s == 1 else st for s, st in zip(bb, pad(sb[:-2], max(ndb - 2, 0)))]
         bsc = list(contiguous_strides(tuple(bshape) + (m, n)))[:bnd]

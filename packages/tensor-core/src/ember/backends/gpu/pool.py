@@ -24,7 +24,8 @@ class PoolKernels:
         n = y.numel()
         self.run(x.device, f"max_pool2d_{x.dtype.name}", n,
                  [n, x.shape[2], x.shape[3], o[0], o[1], k[0], k[1], st[0], st[1], p[0], p[1],
-                  d[0], d[1], self.handle(x), self.handle(y), self.handle(ix if ix is not None else y),
+                  d[0], d[1], self.handle(x), self.handle(y),
+                  self.handle(ix if ix is not None else y),
                   int(with_indices)])
         return y, ix
 

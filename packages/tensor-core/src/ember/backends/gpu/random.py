@@ -37,7 +37,8 @@ class RandomKernels:
                 self.elementwise("minimum", [target, max(float16_below(hi), lo)], target.dtype,
                                  target.dtype, target)
         elif kind == "normal":
-            self.run(out.device, f"random_normal_{tdt}", n, [n, h] + keys + [float(p) for p in params])
+            self.run(out.device, f"random_normal_{tdt}", n,
+                     [n, h] + keys + [float(p) for p in params])
         elif kind == "integers":
             low, span = params
             self.run(out.device, f"random_integers_{tdt}", n, [n, h] + keys + [int(low), int(span)])
