@@ -197,7 +197,7 @@ def test_issue16_item20_other_arguments(device, bad):
     _raises(TypeError, "var", lambda: x.var(correction=bad), "correction must be a number")
     _raises(TypeError, "std", lambda: xp.std(x, correction=bad), "correction must be a number")
     _raises(TypeError, "normal", lambda: em.normal(x, bad), "std must be a number")
-    _raises(TypeError, "bernoulli", lambda: em.bernoulli(bad), "expected a Tensor")
+    _raises(TypeError, "bernoulli", lambda: em.bernoulli(bad), "input must be a Tensor")
 
 
 @pytest.mark.parametrize("bad", [slice(1), ["add"], {"a": 1}])

@@ -217,7 +217,7 @@ def test_layer_norm_backward_chunked_sums_match_numpy_and_thread_count():
      r"weight must have shape \(3,\), got \(4,\)"),
     (lambda: em.layer_norm(em.ones(2, 3, dtype=em.int64), 3), TypeError,
      "layer_norm: input must be a floating point tensor"),
-    (lambda: em.layer_norm([1.0, 2.0], 2), TypeError, "layer_norm: input must be a tensor"),
+    (lambda: em.layer_norm([1.0, 2.0], 2), TypeError, "layer_norm: input must be a Tensor"),
     (lambda: em.layer_norm(em.ones(2, 3), "x"), TypeError, "normalized_shape must be"),
 ])
 def test_layer_norm_bad_input(bad, err, match):

@@ -483,7 +483,7 @@ X4 = em.zeros(1, 2, 4, 4)
     (lambda: em.max_pool2d(X4, 2.5), TypeError,
      r"max_pool2d: kernel_size must be an int or a tuple of 2 ints, got 2.5"),
     (lambda: em.max_pool2d(X4, (2, 2, 2)), TypeError, r"tuple of 2 ints, got \(2, 2, 2\)"),
-    (lambda: em.max_pool2d([[1.0]], 2), TypeError, r"max_pool2d: expected a tensor, got list"),
+    (lambda: em.max_pool2d([[1.0]], 2), TypeError, r"max_pool2d: input must be a Tensor, got list"),
     (lambda: em.max_pool2d(em.zeros(1, 2, 2, dtype=em.bool), 2), TypeError,
      r"max_pool2d: expected a float or integer input"),
     (lambda: em.avg_pool2d(em.zeros(1, 2, 4, dtype=em.int32), 2), TypeError,

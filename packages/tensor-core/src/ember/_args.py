@@ -23,6 +23,29 @@ def _got(value):
     return f"{type(value).__name__} {value!r:.60}"
 
 
+def tensor_arg(value, op, what="input"):
+    """value, checked to be a Tensor (a TypeError naming op, the argument and what it got:
+    the one wording of every "is it a tensor" check)."""
+    if not isinstance(value, TensorBase):
+        raise TypeError(f"{op}: {what} must be a Tensor, got {_got(value)}")
+    return value
+
+
+def tensor_input(fn):
+    """fn, with tensor_arg's check of its first argument (the module-level functions whose
+    Tensor methods need no check: their self is always a Tensor)."""
+    op = fn.__name__
+    first = fn.__code__.co_varnames[0]
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        x = args[0] if args else kwargs.get(first, _MISSING)
+        if not isinstance(x, TensorBase):
+            tensor_arg(None if x is _MISSING else x, op, first)
+        return fn(*args, **kwargs)
+    return checked
+
+
 def int_arg(value, name, op):
     """value as a Python int: an int, anything with __index__ (a NumPy integer, a 0-d
     integer tensor); 2.5 is an error, not 2. A TypeError naming op and the argument

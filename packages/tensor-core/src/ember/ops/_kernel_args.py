@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numbers
 
+from ember._args import tensor_arg
 from ember._C import core as _core
 
 _float32 = _core._dtype_by_name("float32")
@@ -14,8 +15,7 @@ _float64 = _core._dtype_by_name("float64")
 
 def _rows_last(x, dim, op):
     """(contiguous view with `dim` last, the dim, and how to put it back)."""
-    if not isinstance(x, _core.TensorBase):
-        raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
+    tensor_arg(x, op)
     d = _core.normalize_dim(dim, x.ndim, op)
     if x.ndim == 0:
         return x.reshape(1), d, lambda y: y.reshape(())
@@ -41,10 +41,7 @@ def _work_dtype(dtype):
     return _float64 if dtype is _float64 else _float32
 
 
-def _tensor(x, op, what="input"):
-    if not isinstance(x, _core.TensorBase):
-        raise TypeError(f"{op}: {what} must be a tensor, got {type(x).__name__}")
-    return x
+_tensor = tensor_arg
 
 
 def _float_tensor(x, op, what="input"):

@@ -11,6 +11,7 @@ arguments of conv2d_backward / conv_transpose2d_backward (less output_mask).
 """
 from __future__ import annotations
 
+from ember._args import tensor_arg
 from ember._C import core as _core
 from ember.backends import run as _run
 from ember.ops._kernel_args import _cast_back, _work, _work_dtype
@@ -58,11 +59,10 @@ def _kstride(stride, conv_out):
 
 def _tensors(op, nd, input, weight, bias):
     """Check types, dtypes, devices and ranks; returns the float dtype the result has."""
-    for name, t in (("input", input), ("weight", weight)):
-        if not isinstance(t, _core.TensorBase):
-            raise TypeError(f"{op}: expected a tensor for {name}, got {type(t).__name__}")
-    if bias is not None and not isinstance(bias, _core.TensorBase):
-        raise TypeError(f"{op}: expected a tensor or None for bias, got {type(bias).__name__}")
+    tensor_arg(input, op)
+    tensor_arg(weight, op, "weight")
+    if bias is not None:
+        tensor_arg(bias, op, "bias")
     if input.dtype.kind != "float":
         raise TypeError(f"{op}: expected a floating point input, got {input.dtype!r}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -288,9 +288,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # backward -----------------------------------------------------------------------------
 
 def _grad_out(op, grad_output, expected, dtype):
-    if not isinstance(grad_output, _core.TensorBase):
-        raise TypeError(f"{op}: expected a tensor for grad_output, got "
-                        f"{type(grad_output).__name__}")
+    tensor_arg(grad_output, op, "grad_output")
     if tuple(grad_output.shape) != tuple(expected):
         raise ValueError(f"{op}: grad_output has shape {tuple(grad_output.shape)}, but the "
                          f"output has shape {tuple(expected)}")

@@ -8,7 +8,7 @@ import math
 import numbers
 import struct
 
-from ember._args import int_arg, shape_arg
+from ember._args import int_arg, shape_arg, tensor_arg
 from ember._C import core as _core
 from ember._dtypes import as_dtype, bool as bool_, float64, int64
 
@@ -66,8 +66,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **_):
 
 
 def _like(input, dtype, device, op="empty_like"):
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"{op}: expected a Tensor as input, got {type(input).__name__}")
+    tensor_arg(input, op)
     return (input.shape, input.dtype if dtype is None else as_dtype(dtype),
             input.device if device is None else device)
 
@@ -391,14 +390,12 @@ def is_tensor(obj):
 
 
 def numel(input):
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
+    tensor_arg(input, "numel")
     return input.numel()
 
 
 def is_floating_point(input):
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"is_floating_point: expected a Tensor, got {type(input).__name__}")
+    tensor_arg(input, "is_floating_point")
     return input.is_floating_point()
 
 

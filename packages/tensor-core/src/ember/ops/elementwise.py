@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 
-from ember._args import int_arg, number_arg
+from ember._args import int_arg, number_arg, tensor_arg
 from ember._C import core as _core
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
@@ -218,8 +218,7 @@ def _where_method(self, condition, other):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN with `nan` and +-inf with `posinf`/`neginf` (default: the dtype's
     largest/smallest finite value)."""
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"nan_to_num: expected a Tensor as input, got {type(input).__name__}")
+    tensor_arg(input, "nan_to_num")
     if out is not None and not isinstance(out, _core.TensorBase):
         raise TypeError(f"nan_to_num: out must be a Tensor, got {type(out).__name__}")
     if input.dtype.kind != "float":

@@ -33,11 +33,10 @@ Autograd records, with the attrs their derivatives need:
 """
 from __future__ import annotations
 
-import functools
 import numbers
 import operator
 
-from ember._args import int_arg
+from ember._args import int_arg, tensor_input
 from ember._C import core as _core
 from ember._registry import tensor_method
 from ember.backends import run as _run
@@ -56,21 +55,6 @@ _bool = _core._dtype_by_name("bool")
 
 
 # helpers ---------------------------------------------------------------------------
-
-def _tensor_input(fn):
-    """Make fn raise a TypeError naming it when its first argument isn't a Tensor
-    (instead of an AttributeError from deep inside)."""
-    op = fn.__name__.lstrip("_").replace("tensor_", "")
-    first = fn.__code__.co_varnames[0]
-
-    @functools.wraps(fn)
-    def checked(*args, **kwargs):
-        x = args[0] if args else kwargs.get(first)
-        if not isinstance(x, _TB):
-            raise TypeError(f"{op}: expected a Tensor as the input, got {type(x).__name__}")
-        return fn(*args, **kwargs)
-    return checked
-
 
 def _contig_strides(shape):
     out, st = [], 1
@@ -600,7 +584,7 @@ def _tensor_setitem(self, key, value):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def select(input, dim, index):
     """The slice at `index` along `dim`, as a view with that dim removed."""
     d = _norm(dim, input.ndim, "select")
@@ -610,7 +594,7 @@ def select(input, dim, index):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values in place (indices: a tuple of index tensors or None
     for full dims); accumulate=True adds, summing repeated indices."""
@@ -619,7 +603,7 @@ def index_put_(input, indices, values, accumulate=False):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_put(input, indices, values, accumulate=False):
     return _setitem(input.clone(), _index_tuple(indices, "index_put"), values, accumulate,
                     "index_put")
@@ -670,7 +654,7 @@ def _gather(input, d, index, op, allow_negative=False):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def gather(input, dim, index, *, sparse_grad=False):
     """out[i][j] = input[index[i][j]][j] (dim 0): pick along dim by index, same
     number of dims, index no bigger than input off dim. Negative indices are an error."""
@@ -679,7 +663,7 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def take_along_dim(input, indices, dim=None):
     """NumPy's take_along_axis: gather after broadcasting input and indices off dim;
     with dim None, over the flattened input. Negative indices count from the end."""
@@ -736,7 +720,7 @@ _SCATTER_REDUCE = (None, "add", "multiply")   # a tuple: `in` must not hash redu
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
     """In place: input[index[i][j]][j] = src[i][j] (dim 0); src may be a number.
     reduce='add' / 'multiply' combine instead of overwrite."""
@@ -754,7 +738,7 @@ def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """scatter_ on a copy of input."""
     if reduce not in _SCATTER_REDUCE:
@@ -770,7 +754,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter_add_(input, dim, index, src):
     """In place: input[index[i][j]][j] += src[i][j] (dim 0), adding every repeat."""
     _check_inplace(input, "scatter_add_")
@@ -781,7 +765,7 @@ def scatter_add_(input, dim, index, src):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter_add(input, dim, index, src):
     d, index = _dim_and_index(input, dim, index, "scatter_add")
     out = _core.contiguous_copy(input)
@@ -829,7 +813,7 @@ def _scatter_reduce_into(out, d, index, s, reduce, include_self, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In place: input[index[i][j]][j] = reduce(input[...], src[i][j]...) with reduce
     'sum', 'prod', 'mean', 'amax' or 'amin' over every element scattered to a
@@ -844,7 +828,7 @@ def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     d, index = _dim_and_index(input, dim, index, "scatter_reduce")
     out = _core.contiguous_copy(input)
@@ -877,7 +861,7 @@ def _along(x, d, idx):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_select(input, dim, index):
     """The entries of input at positions index along dim (a copy)."""
     d, idx = _dim_index1d(input, dim, index, "index_select")
@@ -916,7 +900,7 @@ def _source(input, source, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_add_(input, dim, index, source, *, alpha=1):
     """In place: input[..., index[i], ...] += alpha * source[..., i, ...] along dim;
     repeated indices add up."""
@@ -929,7 +913,7 @@ def index_add_(input, dim, index, source, *, alpha=1):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_add(input, dim, index, source, *, alpha=1):
     d, idx = _dim_index1d(input, dim, index, "index_add")
     out = _core.contiguous_copy(input)
@@ -939,7 +923,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_copy_(input, dim, index, source):
     """In place: input[..., index[i], ...] = source[..., i, ...] along dim."""
     _check_inplace(input, "index_copy_")
@@ -950,7 +934,7 @@ def index_copy_(input, dim, index, source):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_copy(input, dim, index, source):
     d, idx = _dim_index1d(input, dim, index, "index_copy")
     out = _core.contiguous_copy(input)
@@ -966,7 +950,7 @@ def _index_fill_into(x, d, idx, value, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_fill_(input, dim, index, value):
     """In place: input[..., index[i], ...] = value along dim."""
     _check_inplace(input, "index_fill_")
@@ -977,7 +961,7 @@ def index_fill_(input, dim, index, value):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_fill(input, dim, index, value):
     d, idx = _dim_index1d(input, dim, index, "index_fill")
     out = _core.contiguous_copy(input)
@@ -987,7 +971,7 @@ def index_fill(input, dim, index, value):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
     """In place: reduce ('prod', 'mean', 'amax', 'amin') source's slices into input
     along dim at index (like scatter_reduce_ with a 1-d index)."""
@@ -1005,7 +989,7 @@ def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return index_reduce_(_core.contiguous_copy(input) if not input.requires_grad else
                          input.clone(), dim, index, source, reduce, include_self=include_self)
@@ -1032,7 +1016,7 @@ def _fill_value(input, value, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def masked_fill(input, mask, value):
     """value where mask is True, input elsewhere (mask and input broadcast)."""
     mask = _mask_arg(mask, "masked_fill")
@@ -1040,7 +1024,7 @@ def masked_fill(input, mask, value):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def masked_fill_(input, mask, value):
     """In place: input[mask] = value, mask broadcast to input's shape."""
     mask = _mask_arg(mask, "masked_fill_")
@@ -1057,7 +1041,7 @@ def _broadcast_to_input(mask, input, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def masked_select(input, mask):
     """The elements of input where mask is True, as a 1-d tensor (both broadcast)."""
     mask = _mask_arg(mask, "masked_select")
@@ -1070,7 +1054,7 @@ def masked_select(input, mask):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def masked_scatter_(input, mask, source):
     """In place: the True positions of mask (in row-major order) take consecutive
     elements of source."""
@@ -1091,7 +1075,7 @@ def masked_scatter_(input, mask, source):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def masked_scatter(input, mask, source):
     shape = _broadcast([input.shape, _mask_arg(mask, "masked_scatter").shape],
                        "masked_scatter", "input and mask", ValueError)
@@ -1101,7 +1085,7 @@ def masked_scatter(input, mask, source):
 # take / put ----------------------------------------------------------------------------
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def take(input, index, *, axis=None):
     """Elements of the flattened input at index (result has index's shape); negative
     indices count from the end. With axis (the Array API), index_select along it."""
@@ -1122,7 +1106,7 @@ def take(input, index, *, axis=None):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def put_(input, index, source, accumulate=False):
     """In place: the flattened input's elements at index take source's (in order);
     accumulate=True adds instead, summing repeated indices."""
@@ -1148,7 +1132,7 @@ def put_(input, index, source, accumulate=False):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def put(input, index, source, accumulate=False):
     return put_(input.clone(), index, source, accumulate)
 
@@ -1162,7 +1146,7 @@ def _as_bool_contiguous(input):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def nonzero(input, *, as_tuple=False):
     """Coordinates of the nonzero elements in row-major order: a (count, ndim) int64
     tensor, or with as_tuple a tuple of ndim 1-d tensors (one per dim)."""
@@ -1176,13 +1160,13 @@ def nonzero(input, *, as_tuple=False):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def argwhere(input):
     """nonzero(input): a (count, ndim) tensor of coordinates."""
     return nonzero(input)
 
 
-@_tensor_input
+@tensor_input
 def flatnonzero(input):
     """Positions of the nonzero elements of the flattened input."""
     return nonzero(input.reshape(-1))[:, 0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import operator
 
+from ember._args import tensor_arg
 from ember._C import core as _core
 from ember._dtypes import float64, int64
 from ember.backends import kernel
@@ -55,8 +56,7 @@ def _ints(value, n, name, op, allow_none=False):
 
 def _input(input, sd, op):
     """The (N, C, H, W) shape the kernels see input as, and input's leading dims."""
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"{op}: expected a tensor, got {type(input).__name__}")
+    tensor_arg(input, op)
     shape = tuple(input.shape)
     if len(shape) not in (sd + 1, sd + 2):
         raise ValueError(f"{op}: expected a {sd + 1}-d (unbatched) or {sd + 2}-d (batched) "
@@ -156,9 +156,7 @@ def _finish(y, lead, sd, dtype):
 def _grad_args(op, sd, grad_output, input):
     """(input shape, result dtype, work dtype) for a backward function whose `input` is
     the forward's input or its shape."""
-    if not isinstance(grad_output, _core.TensorBase):
-        raise TypeError(f"{op}: grad_output must be a tensor, got "
-                        f"{type(grad_output).__name__}")
+    tensor_arg(grad_output, op, "grad_output")
     if isinstance(input, _core.TensorBase):
         shape = tuple(input.shape)
         dtype = input.dtype if input.dtype.kind == "float" else grad_output.dtype

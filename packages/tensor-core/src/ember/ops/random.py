@@ -42,7 +42,7 @@ import math
 import operator
 import os
 
-from ember._args import int_arg, number_arg, shape_arg
+from ember._args import int_arg, number_arg, shape_arg, tensor_arg
 from ember._C import core as _core, random as _philox
 from ember._dtypes import as_dtype, float32, float64, int64
 from ember._registry import tensor_method
@@ -417,8 +417,7 @@ def _bernoulli_mask(shape, udtype, p, device, generator, op):
 def bernoulli(input, p=None, *, generator=None):
     """1 with probability input[i] (or with probability p, in input's shape), else 0;
     the result has input's dtype."""
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"bernoulli: expected a Tensor as input, got {type(input).__name__}")
+    tensor_arg(input, "bernoulli")
     if p is None:
         p = _check_probabilities(input, "bernoulli")
     else:
@@ -441,8 +440,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def _like(input, dtype, device, op):
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"{op}: expected a Tensor as input, got {type(input).__name__}")
+    tensor_arg(input, op)
     return (tuple(input.shape), input.dtype if dtype is None else as_dtype(dtype),
             input.device if device is None else device)
 
@@ -473,8 +471,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Category indices drawn with the probabilities (any non-negative weights) in
     each row of input (1-d or 2-d); int64, shape (num_samples,) or (rows, num_samples)."""
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"multinomial: expected a tensor, got {type(input).__name__}")
+    tensor_arg(input, "multinomial")
     if input.ndim not in (1, 2):
         raise ValueError(f"multinomial: expected a 1-d or 2-d tensor, got {input.ndim} dims")
     if input.dtype.kind != "float":
@@ -504,8 +501,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 def _inplace(self, op):
     """The checks PyTorch makes before writing into a tensor in place."""
-    if not isinstance(self, _core.TensorBase):
-        raise TypeError(f"{op}: expected a tensor, got {type(self).__name__}")
+    tensor_arg(self, op, "self")
     _core.check_inplace(self, op)
 
 

@@ -8,11 +8,10 @@ import math
 import numbers
 from collections import namedtuple
 
-from ember._args import number_arg
+from ember._args import number_arg, tensor_input
 from ember._C import core as _core
 from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import tensor_method
-from ember.ops.views import _require_tensor
 
 _reduce = _core.reduce
 _ew = _core.elementwise
@@ -405,4 +404,4 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - PyTorch's
 # The module-level functions check that their input is a Tensor (the methods don't
 # need to: their self is one).
 for _name in __all__:
-    globals()[_name] = _require_tensor(globals()[_name])
+    globals()[_name] = tensor_input(globals()[_name])

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 
+from ember._args import tensor_input
 from ember._C import core as _core
 from ember._dtypes import as_dtype
 from ember._registry import tensor_method
-from ember.ops.index import _check_inplace, _run, _tensor_input
+from ember.ops.index import _check_inplace, _run
 from ember.ops.shape import cat
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod"]
@@ -49,14 +50,14 @@ def _scan(input, dim, dtype, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def cumsum(input, dim=None, *, dtype=None, axis=None):
     """Running sums along dim (over the flattened input when dim is None)."""
     return _scan(input, axis if dim is None else dim, dtype, "cumsum")
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def cumprod(input, dim=None, *, dtype=None, axis=None):
     """Running products along dim (over the flattened input when dim is None)."""
     return _scan(input, axis if dim is None else dim, dtype, "cumprod")
@@ -71,14 +72,14 @@ def _scan_(self, dim, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def cumsum_(input, dim):
     """In-place running sums along dim."""
     return _scan_(input, dim, "cumsum")
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def cumprod_(input, dim):
     return _scan_(input, dim, "cumprod")
 
@@ -98,12 +99,12 @@ def _cumulative(x, axis, dtype, include_initial, op, initial):
     return r
 
 
-@_tensor_input
+@tensor_input
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """The Array API's cumulative_sum (include_initial prepends a zero)."""
     return _cumulative(x, axis, dtype, include_initial, "cumsum", 0)
 
 
-@_tensor_input
+@tensor_input
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     return _cumulative(x, axis, dtype, include_initial, "cumprod", 1)

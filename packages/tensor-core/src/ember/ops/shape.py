@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numbers
 
-from ember._args import int_arg, sizes_arg, tensors_arg
+from ember._args import int_arg, sizes_arg, tensor_input, tensors_arg
 from ember._C import core as _core
 from ember._registry import tensor_method
-from ember.ops.index import _tensor_input
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "chunk", "tensor_split", "array_split", "hsplit",
@@ -163,7 +162,7 @@ def _split_at(input, d, bounds):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def split(tensor, split_size_or_sections, dim=0):
     """Views of `split_size` elements along dim (the last may be shorter), or of the
     given list of sizes (which must add up to the dim's size)."""
@@ -191,7 +190,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def chunk(input, chunks, dim=0):
     """Split into `chunks` views of ceil(n / chunks) elements (fewer views when the
     last ones would be empty, as PyTorch)."""
@@ -209,7 +208,7 @@ def chunk(input, chunks, dim=0):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def tensor_split(input, indices_or_sections, dim=0):
     """NumPy's array_split: an int k gives k views whose sizes differ by at most one
     (the first ones larger); a sequence gives the split points (clamped to the dim)."""
@@ -256,7 +255,7 @@ def _even_split(input, sections, d, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def hsplit(input, sections):
     """Split along dim 1 (dim 0 for 1-d tensors); an int must divide the dim."""
     if input.ndim == 0:
@@ -265,7 +264,7 @@ def hsplit(input, sections):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def vsplit(input, sections):
     if input.ndim < 2:
         raise ValueError(f"vsplit: needs a tensor of at least 2 dims, got {input.ndim}")
@@ -273,7 +272,7 @@ def vsplit(input, sections):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def dsplit(input, sections):
     if input.ndim < 3:
         raise ValueError(f"dsplit: needs a tensor of at least 3 dims, got {input.ndim}")
@@ -281,7 +280,7 @@ def dsplit(input, sections):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def unbind(input, dim=0):
     """The slices along dim as a tuple of views (the dim removed)."""
     from ember.ops.index import select
@@ -291,7 +290,7 @@ def unbind(input, dim=0):
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
-@_tensor_input
+@tensor_input
 def unstack(x, /, *, axis=0):
     """The Array API's unstack: unbind along axis."""
     return unbind(x, axis)
@@ -310,7 +309,7 @@ def _dims_arg(dims, ndim, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def flip(input, *args, dims=_UNSET, axis=_UNSET):
     """A copy with the order of elements reversed along dims (all dims when None, as
     the Array API): flip(x, (0, 1)), flip(x, dims=(0, 1)) or x.flip(0, 1). For a view,
@@ -331,7 +330,7 @@ def flip(input, *args, dims=_UNSET, axis=_UNSET):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def fliplr(input):
     """Reverse dim 1 (left/right)."""
     if input.ndim < 2:
@@ -340,7 +339,7 @@ def fliplr(input):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def flipud(input):
     """Reverse dim 0 (up/down)."""
     if input.ndim < 1:
@@ -349,7 +348,7 @@ def flipud(input):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees k times in the plane of dims, from dims[0] toward dims[1]."""
     k = int_arg(k, "k", "rot90") % 4
@@ -371,7 +370,7 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def roll(input, shifts=None, dims=None, *, shift=None, axis=None):
     """Shift elements along dims, wrapping around (over the flattened tensor when dims
     is None). Array API spelling: roll(x, shift=, axis=)."""
@@ -415,7 +414,7 @@ def _tile_repeat(input, reps, op):
     return x.reshape([r * s for r, s in zip(reps, shape)])
 
 
-@_tensor_input
+@tensor_input
 def _tensor_repeat(input, *sizes):
     """PyTorch's Tensor.repeat: tile the tensor sizes[i] times along dim i (extra
     leading sizes add dims). Always a copy."""
@@ -426,7 +425,7 @@ tensor_method(_tensor_repeat, names=("repeat",))
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def tile(input, dims):
     """Repeat the whole tensor dims[i] times along dim i; fewer dims than the tensor
     has are padded with leading 1s (NumPy's tile)."""
@@ -451,7 +450,7 @@ def _repeat_index(repeats, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element (slice along dim) repeats times, or repeats[i] times for
     element i. Over the flattened input when dim is None. repeat_interleave(r) alone
@@ -492,7 +491,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return x.index_select(d, _repeat_index(repeats, "repeat_interleave"))
 
 
-@_tensor_input
+@tensor_input
 def repeat(x, repeats, /, *, axis=None):
     """The Array API's repeat (NumPy's np.repeat): each element repeated; see
     repeat_interleave. (Tensor.repeat is PyTorch's tiling.)"""
@@ -518,7 +517,7 @@ def _zero(input):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (elements on and below the diagonal
     `diagonal` above the main one); the rest zero."""
@@ -526,21 +525,21 @@ def tril(input, diagonal=0):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def triu(input, diagonal=0):
     """The upper triangle of the last two dims (on and above diagonal `diagonal`)."""
     return _ew("where", _tri_mask(input, diagonal, False, "triu"), input, _zero(input))
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def tril_(input, diagonal=0):
     return _ew("where", _tri_mask(input, diagonal, True, "tril_"), input, _zero(input),
                out=input)
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def triu_(input, diagonal=0):
     return _ew("where", _tri_mask(input, diagonal, False, "triu_"), input, _zero(input),
                out=input)
@@ -598,7 +597,7 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along dim (x[i+1] - x[i]; for bool, x[i+1] != x[i]),
     after joining prepend / append (tensors or numbers) to the ends."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 from collections import namedtuple
 
-from ember._args import int_arg
+from ember._args import int_arg, tensor_input
 from ember._C import core as _core
 from ember._registry import tensor_method
 from ember.ops.index import (
@@ -24,7 +24,6 @@ from ember.ops.index import (
     _run,
     _scalar_tensor,
     _setitem,
-    _tensor_input,
     nonzero,
     scatter_reduce,
 )
@@ -58,7 +57,7 @@ def _sort(input, dim, descending, op):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def sort(input, dim=-1, descending=False, stable=False, *, axis=None):
     """(values, indices) of input sorted along dim. Always stable (equal elements keep
     their order); NaN sorts as the largest value (last, or first when descending)."""
@@ -74,7 +73,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, axis=None):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
     """The indices that sort input along dim (stable)."""
     if axis is not None:
@@ -83,7 +82,7 @@ def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def msort(input):
     """input sorted along its first dim."""
     return sort(input, 0).values
@@ -93,7 +92,7 @@ topk_result = namedtuple("topk", ["values", "indices"])
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
     """The k largest (or smallest) elements along dim and their indices, in sorted
     order; NaN counts as the largest value."""
@@ -112,7 +111,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The k-th smallest element along dim (k from 1) and its index."""
     d = _norm(dim, input.ndim, "kthvalue")
@@ -210,7 +209,7 @@ def _unique_flat(input, sort_values, return_inverse, return_counts):
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
            dim=None):
     """The distinct elements (sorted; NaNs count as one, as in NumPy), or with dim the
@@ -223,7 +222,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noq
 
 
 @tensor_method
-@_tensor_input
+@tensor_input
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive elements (slices along dim) to one."""
     if dim is None:
@@ -237,23 +236,23 @@ UniqueCounts = namedtuple("UniqueCounts", ["values", "counts"])
 UniqueInverse = namedtuple("UniqueInverse", ["values", "inverse_indices"])
 
 
-@_tensor_input
+@tensor_input
 def unique_values(x, /):
     """The Array API's unique_values: the distinct elements (sorted)."""
     return unique(x)
 
 
-@_tensor_input
+@tensor_input
 def unique_counts(x, /):
     return UniqueCounts(*unique(x, return_counts=True))
 
 
-@_tensor_input
+@tensor_input
 def unique_inverse(x, /):
     return UniqueInverse(*unique(x, return_inverse=True))
 
 
-@_tensor_input
+@tensor_input
 def unique_all(x, /):
     """values, the flat index of each value's first occurrence, inverse, counts."""
     values, inverse, counts = unique(x, return_inverse=True, return_counts=True)

@@ -5,9 +5,7 @@ Every view is recorded for autograd under its own name with the arguments its
 derivative needs."""
 from __future__ import annotations
 
-import functools
-
-from ember._args import int_arg, sizes_arg, tensors_arg
+from ember._args import int_arg, sizes_arg, tensor_arg, tensor_input, tensors_arg
 from ember._C import core as _core
 from ember._registry import tensor_method
 
@@ -27,9 +25,7 @@ def _sizes(shape, op):
 
 def _other(other, op):
     """other's tensor-ness checked for the *_as methods (a TypeError naming op)."""
-    if not isinstance(other, _core.TensorBase):
-        raise TypeError(f"{op}: expected a Tensor as other, got {type(other).__name__}")
-    return other
+    return tensor_arg(other, op, "other")
 
 
 _int = int_arg
@@ -591,20 +587,7 @@ def _install_properties(cls):
     cls.mH = cls.mT
 
 
-def _require_tensor(fn):
-    """The module-level function fn, checking that its input is a Tensor (a clear
-    TypeError naming the op instead of an AttributeError from deep inside). The
-    Tensor methods are registered unwrapped: their self is always a Tensor."""
-    @functools.wraps(fn)
-    def checked(input, *args, **kwargs):
-        if not isinstance(input, _core.TensorBase):
-            raise TypeError(f"{fn.__name__}: expected a Tensor as input, got "
-                            f"{type(input).__name__} {input!r:.60}")
-        return fn(input, *args, **kwargs)
-    return checked
-
-
 for _name in __all__:
     if _name not in ("broadcast_shapes", "broadcast_tensors", "atleast_1d", "atleast_2d",
                      "atleast_3d"):
-        globals()[_name] = _require_tensor(globals()[_name])
+        globals()[_name] = tensor_input(globals()[_name])
