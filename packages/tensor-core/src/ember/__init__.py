@@ -31,6 +31,7 @@ from ember.ops.elementwise import *  # noqa: F401,F403
 from ember.ops.reduction import *  # noqa: F401,F403
 from ember.ops.creation import *  # noqa: F401,F403
 from ember.ops.views import *  # noqa: F401,F403
+from ember.ops.conversion import *  # noqa: F401,F403
 from ember._interop import *  # noqa: F401,F403
 from ember.ops.shape import *  # noqa: F401,F403
 from ember.ops.index import *  # noqa: F401,F403

@@ -3,7 +3,8 @@
     @tensor_method                      # Tensor.flip(self, ...)
     def flip(input, dims): ...
 
-    @tensor_method("concat_", name=None)
+    @tensor_method(names=("permute", "permute_dims"))   # under several names
+    def permute(input, *dims): ...
 
 ember/__init__.py installs them all on ember.Tensor once every module is imported,
 so a topic module (shape, indexing, random, ...) never edits the Tensor class.

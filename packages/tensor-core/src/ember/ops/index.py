@@ -38,6 +38,7 @@ import operator
 
 from ember._args import int_arg, tensor_input
 from ember._C import core as _core
+from ember._layout import broadcast_shape, broadcast_strides, contiguous_strides
 from ember._registry import tensor_method
 from ember.backends import run as _run
 
@@ -55,38 +56,6 @@ _bool = _core._dtype_by_name("bool")
 
 
 # helpers ---------------------------------------------------------------------------
-
-def _contig_strides(shape):
-    out, st = [], 1
-    for s in reversed(shape):
-        out.append(st)
-        st *= max(s, 1)
-    return out[::-1]
-
-
-def _bcast_strides(t, shape):
-    """Strides (elements) that read tensor t broadcast to shape (0 on new or size-1 dims)."""
-    _, _, tshape, tstrides, _ = t._layout()
-    lead = len(shape) - len(tshape)
-    return [0 if i < lead or tshape[i - lead] == 1 else tstrides[i - lead]
-            for i in range(len(shape))]
-
-
-def _broadcast(shapes, op, what="indexing tensors", err=IndexError):
-    """The broadcast shape (NumPy rules); `err` (IndexError in subscripts, as NumPy)
-    when there is none."""
-    nd = max((len(s) for s in shapes), default=0)
-    out = [1] * nd
-    for s in shapes:
-        for j, n in enumerate(s, nd - len(s)):
-            if n != out[j]:
-                if out[j] == 1:
-                    out[j] = n
-                elif n != 1:
-                    raise err(f"{op}: shape mismatch: {what} could not be broadcast together "
-                              f"with shapes {', '.join(str(tuple(s)) for s in shapes)}")
-    return tuple(out)
-
 
 def _to_tensor(obj, op, err=IndexError):
     """A list / tuple / NumPy array used as an index, as a tensor (an empty list is an
@@ -118,7 +87,7 @@ def _on(t, device):
     """An index tensor on the indexed tensor's device: a subscript may use CPU indices
     (lists, NumPy arrays, CPU tensors) on any device, as in PyTorch, and the device
     kernels read their indices from device memory."""
-    from ember.ops.views import _to_device
+    from ember.ops.conversion import _to_device
     return t if t.device == device else _to_device(t, device)
 
 
@@ -384,7 +353,8 @@ def _plan(x, key, op):
         vdims = []
         shift = 0   # view dims removed by merges so far
         # NumPy checks no index values when the broadcast result is empty
-        empty = 0 in _broadcast([t.shape for kind, _, t, _ in adv if kind == "array"], op)
+        shapes = [t.shape for kind, _, t, _ in adv if kind == "array"]
+        empty = 0 in broadcast_shape(shapes, op, "indexing tensors", IndexError)
         for kind, vd, t, d in adv:
             vd -= shift
             if kind == "array":
@@ -409,7 +379,8 @@ def _plan(x, key, op):
                 for j in range(k):
                     pl.indices.append(_core.contiguous_copy(coords[:, j]))
                     vdims.append(vd + j)
-        pl.bshape = _broadcast([t.shape for t in pl.indices], op)
+        pl.bshape = broadcast_shape([t.shape for t in pl.indices], op, "indexing tensors",
+                                    IndexError)
         if not adjacent:
             # NumPy: separated advanced indices put their dims first
             pl.perm = vdims + [i for i in range(len(shape1)) if i not in vdims]
@@ -430,7 +401,7 @@ def _index_args(pl, res_ndim):
     args = []
     for t, vd in zip(pl.indices, pl.vdims):
         st = [0] * res_ndim
-        bst = _bcast_strides(t, pl.bshape)
+        bst = broadcast_strides(t, len(pl.bshape))
         st[pl.p:pl.p + len(pl.bshape)] = bst
         args.append((t, tuple(st), pl.vstrides[vd], pl.vshape[vd]))
     return args
@@ -501,7 +472,7 @@ def _take_rows(x, index, op):
     out = _core.empty(ishape + shape[1:], x.dtype, x.device)
     rest = len(shape) - 1
     _run("gather", op, out, x, (0,) * len(ishape) + strides[1:],
-                 [(idx, tuple(_contig_strides(ishape)) + (0,) * rest, strides[0], shape[0])])
+                 [(idx, tuple(contiguous_strides(ishape)) + (0,) * rest, strides[0], shape[0])])
     return _record("index", (x,), out, {"indices": (idx,) + (None,) * rest})
 
 
@@ -555,7 +526,7 @@ def _setitem(x, key, value, accumulate=False, op="setitem"):
         if v._shares_storage(x):
             v = _core.contiguous_copy(v)
         dst = x._view(pl.vshape, pl.vstrides, pl.offset)
-        _run("scatter", op, dst, tuple(dst_strides), v, tuple(_bcast_strides(v, shape)),
+        _run("scatter", op, dst, tuple(dst_strides), v, tuple(broadcast_strides(v, len(shape))),
              tuple(shape), _index_args(pl, len(shape)), "add" if accumulate else None)
         x._bump_version()
     return _record("setitem", (x, value), x, {"key": key, "accumulate": accumulate,
@@ -647,7 +618,7 @@ def _gather(input, d, index, op, allow_negative=False):
     strides[d] = 0
     out = _core.empty(tuple(ix.shape), x.dtype, x.device)
     _run("gather", op, out, x, tuple(strides),
-         [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)])
+         [(idx, tuple(contiguous_strides(ix.shape)), x.stride(d), n)])
     if index.ndim == 0:
         out = out.reshape(())
     return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape))})
@@ -677,7 +648,7 @@ def take_along_dim(input, indices, dim=None):
                          f"{input.ndim}")
     xs, ixs = list(input.shape), list(indices.shape)
     xs[d] = ixs[d] = 1
-    b = list(_broadcast([xs, ixs], "take_along_dim", "input and indices", ValueError))
+    b = list(broadcast_shape([xs, ixs], "take_along_dim", "input and indices", ValueError))
     xb, ib = list(b), list(b)
     xb[d], ib[d] = input.shape[d], indices.shape[d]
     return _gather(input.expand(xb), d, indices.expand(ib), "take_along_dim", True)
@@ -699,7 +670,7 @@ def _scatter_into(out, d, index, src, reduce, op):
     if s._shares_storage(out):
         s = _core.contiguous_copy(s)
     _run("scatter", op, x, tuple(strides), s, tuple(s.stride()), tuple(ix.shape),
-                  [(idx, tuple(_contig_strides(ix.shape)), x.stride(d), n)], reduce)
+                  [(idx, tuple(contiguous_strides(ix.shape)), x.stride(d), n)], reduce)
     out._bump_version()
     return idx.reshape(tuple(index.shape))
 
@@ -1034,7 +1005,7 @@ def masked_fill_(input, mask, value):
 
 
 def _broadcast_to_input(mask, input, op):
-    shape = _broadcast([mask.shape, input.shape], op, "mask and input", ValueError)
+    shape = broadcast_shape([mask.shape, input.shape], op, "mask and input", ValueError)
     if tuple(shape) != tuple(input.shape):
         raise ValueError(f"{op}: mask of shape {tuple(mask.shape)} can't be broadcast to the "
                          f"input's shape {tuple(input.shape)}")
@@ -1045,7 +1016,8 @@ def _broadcast_to_input(mask, input, op):
 def masked_select(input, mask):
     """The elements of input where mask is True, as a 1-d tensor (both broadcast)."""
     mask = _mask_arg(mask, "masked_select")
-    shape = _broadcast([input.shape, mask.shape], "masked_select", "input and mask", ValueError)
+    shape = broadcast_shape([input.shape, mask.shape], "masked_select", "input and mask",
+                            ValueError)
     x = input.expand(shape) if tuple(input.shape) != shape else input
     m = mask.expand(shape) if tuple(mask.shape) != shape else mask
     if x.ndim == 0:
@@ -1077,7 +1049,7 @@ def masked_scatter_(input, mask, source):
 @tensor_method
 @tensor_input
 def masked_scatter(input, mask, source):
-    shape = _broadcast([input.shape, _mask_arg(mask, "masked_scatter").shape],
+    shape = broadcast_shape([input.shape, _mask_arg(mask, "masked_scatter").shape],
                        "masked_scatter", "input and mask", ValueError)
     return masked_scatter_(input.expand(shape).clone(), mask, source)
 

@@ -45,6 +45,7 @@ import os
 from ember._args import int_arg, number_arg, shape_arg, tensor_arg
 from ember._C import core as _core, random as _philox
 from ember._dtypes import as_dtype, float32, float64, int64
+from ember._layout import broadcast_shape
 from ember._registry import tensor_method
 from ember.backends import kernel
 
@@ -342,18 +343,6 @@ def _check_std(std, op):
                          + ("" if isinstance(std, _core.TensorBase) else f", got {std}"))
 
 
-def _broadcast_shape(a, b, op):
-    a, b = tuple(a), tuple(b)
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(a, b):
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast")
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False):
     """Normal numbers. normal(mean, std, size) with numbers, or normal(mean, std) with
@@ -378,7 +367,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                             f"{x.dtype!r}")
     _check_std(std, "normal")
     out_dtype = as_dtype(dtype) if dtype is not None else _core.weak_result_type(mean, std)
-    shape = _broadcast_shape(mean.shape if tm else (), std.shape if ts else (), "normal")
+    shape = broadcast_shape([mean.shape if tm else (), std.shape if ts else ()], "normal")
     z = _run("normal", _core.empty(shape, out_dtype, ref.device), generator, "normal", 0.0, 1.0)
     r = _core.elementwise("add", mean, _core.elementwise("mul", std, z))
     if r.dtype is not out_dtype:

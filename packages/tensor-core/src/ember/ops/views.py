@@ -1,5 +1,5 @@
-"""Views: new shapes and strides over the same storage, never a copy. Also the
-conversions between layouts, dtypes and devices (contiguous, clone, to).
+"""Views: new shapes and strides over the same storage, never a copy (the conversions
+between layouts, dtypes and devices are ember.ops.conversion).
 
 Every view is recorded for autograd under its own name with the arguments its
 derivative needs."""
@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from ember._args import int_arg, sizes_arg, tensor_arg, tensor_input, tensors_arg
 from ember._C import core as _core
+from ember._layout import broadcast_shape
 from ember._registry import tensor_method
+from ember.ops.conversion import contiguous
 
 _record = _core.record
 _norm = _core.normalize_dim
@@ -16,7 +18,7 @@ __all__ = ["reshape", "view", "permute", "permute_dims", "transpose", "swapaxes"
            "expand", "broadcast_to", "squeeze", "unsqueeze", "expand_dims", "narrow",
            "diagonal", "flatten", "unflatten", "movedim", "moveaxis", "as_strided",
            "matrix_transpose", "broadcast_shapes", "broadcast_tensors", "t", "ravel",
-           "atleast_1d", "atleast_2d", "atleast_3d", "clone", "contiguous"]
+           "atleast_1d", "atleast_2d", "atleast_3d"]
 
 
 def _sizes(shape, op):
@@ -245,17 +247,7 @@ moveaxis = movedim
 def broadcast_shapes(*shapes):
     """The shape all given shapes broadcast to (NumPy rules)."""
     shapes = [tuple(sizes_arg((s,), "broadcast_shapes", "shape")) for s in shapes]
-    nd = max((len(s) for s in shapes), default=0)
-    out = [1] * nd
-    for s in shapes:
-        for i, n in enumerate(s):
-            j = nd - len(s) + i
-            if n != out[j]:
-                if out[j] == 1:
-                    out[j] = n
-                elif n != 1:
-                    raise ValueError(f"broadcast_shapes: shapes {' and '.join(map(str, shapes))} "
-                                     f"cannot be broadcast")
+    out = broadcast_shape(shapes, "broadcast_shapes")
     from ember._tensor import Size
     return Size(out)
 
@@ -419,126 +411,6 @@ def as_strided(input, size, stride, storage_offset=None):
     return _record("as_strided", (input,), out,
                    {"size": tuple(out.shape), "stride": out.stride(),
                     "storage_offset": storage_offset})
-
-
-@tensor_method
-def contiguous(input, memory_format=None):
-    """input itself when its elements are already in row-major order, else a copy."""
-    if input.is_contiguous():
-        return input
-    return clone(input)
-
-
-@tensor_method
-def clone(input, *, memory_format=None):
-    """A copy with its own (contiguous) storage."""
-    return _record("clone", (input,), _core.contiguous_copy(input), None)
-
-
-@tensor_method
-def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **_):
-    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other)."""
-    for a in args:
-        if isinstance(a, _core.DType):
-            dtype = a
-        elif isinstance(a, _core.TensorBase):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, _core.Device)):
-            device = a
-        elif a is not None:
-            from ember._dtypes import as_dtype
-            dtype = as_dtype(a)
-    out = input
-    if device is not None:
-        dev = _core.resolve_device(_core.as_device(device))
-        if dev != input.device:
-            out = _to_device(out, dev)
-    if dtype is not None:
-        from ember._dtypes import as_dtype
-        dtype = as_dtype(dtype)
-        if dtype is not out.dtype:
-            out = _record("to", (out,), _core.astype(out, dtype),
-                          {"dtype": dtype, "from_dtype": out.dtype})
-    if copy and out is input:
-        out = clone(input)
-    return out
-
-
-def _to_device(x, dev):
-    src = x.device
-    if dev.type == "cpu":
-        backend = _core.backend_for(src)
-        out = backend.to_cpu(x)
-    else:
-        backend = _core.backend_for(dev)
-        host = x if src.type == "cpu" else _to_device(x, _core.as_device("cpu"))
-        out = backend.from_cpu(host, dev)
-    return _record("to_device", (x,), out, {"device": dev, "from_device": src})
-
-
-@tensor_method
-def cpu(input):
-    return to(input, "cpu")
-
-
-@tensor_method
-def cuda(input, device=None):
-    return to(input, "cuda" if device is None else
-              f"cuda:{device}" if isinstance(device, int) else device)
-
-
-@tensor_method
-def pin_memory(input, device=None):
-    """A copy of this CPU tensor in page-locked (pinned) host memory, from which copies
-    to a GPU run asynchronously (`.to("cuda", non_blocking=True)`, DataLoader's
-    pin_memory=True). A tensor already pinned is returned as it is."""
-    if input.device.type != "cpu":
-        raise RuntimeError(f"pin_memory: only CPU tensors can be pinned, this one is on "
-                           f"{input.device}")
-    if is_pinned(input):
-        return input
-    from ember import cuda
-    block = cuda._runtime().pinned_malloc(max(input.nbytes, 1))
-    storage = _core.storage_from_pointer(block.ptr, input.nbytes, block, "cpu")
-    out = _core.as_strided_from(storage, input.dtype, (input.numel(),), (1,), 0) \
-        .view(tuple(input.shape))
-    _core.copy_(out, input)
-    return _record("clone", (input,), out, None)   # a copy: the gradient passes through
-
-
-@tensor_method
-def is_pinned(input, device=None):
-    """Whether this tensor's memory is page-locked host memory from pin_memory()."""
-    from ember import cuda
-    return cuda._is_pinned_owner(input.untyped_storage().owner)
-
-
-def _dtype_method(name):
-    def fn(self):
-        from ember import _dtypes
-        return to(self, getattr(_dtypes, name))
-    fn.__name__ = name
-    return fn
-
-
-for _n in ("float", "double", "half", "int", "long", "short", "bool"):
-    tensor_method(_dtype_method(_n), names=(_n,))
-tensor_method(_dtype_method("uint8"), names=("byte",))
-tensor_method(_dtype_method("int8"), names=("char",))
-
-
-@tensor_method
-def astype(input, dtype, /, *, copy=True):
-    from ember._dtypes import as_dtype
-    d = as_dtype(dtype)
-    if d is input.dtype and not copy:
-        return input
-    return to(input, d) if d is not input.dtype else clone(input)
-
-
-@tensor_method
-def type_as(input, other):
-    return to(input, _other(other, "type_as").dtype)
 
 
 @tensor_method

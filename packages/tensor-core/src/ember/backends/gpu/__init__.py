@@ -159,7 +159,7 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
 
     def _float_kernel(self, x, op, dtypes=("float16", "float32", "float64")):
         if x.dtype.name not in dtypes:
-            raise NotImplementedError(f"{op}: no {self.name} kernel for {x.dtype.name}")
+            raise NotImplementedError(f"{op}: no kernel for {x.device} ({x.dtype.name})")
         self._check_dtype(x.dtype, x.device, op)
 
     @staticmethod

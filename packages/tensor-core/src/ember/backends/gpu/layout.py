@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import array
 
+from ember._layout import broadcast_strides, contiguous_strides  # noqa: F401 (re-exported)
+
 MAXD = 8                 # EM_MAXD of ember_device.h
 LAYOUT_WORDS = 4 + MAXD + 4 * MAXD + 4    # int64 words of an em_layout
 GROUP = 256              # work-items per work-group of the 1-d kernels
-
-
-def contiguous_strides(shape):
-    """The strides of a C-contiguous tensor of `shape` (in elements)."""
-    strides, n = [], 1
-    for s in reversed(shape):
-        strides.append(n)
-        n *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 def _merge(shape, strides_list, lo, hi):
@@ -64,12 +57,6 @@ def pack_layout(shape, operands, split=None, op="op"):
         words += s + [0] * (MAXD - len(s))
     words += [operands[k][1] if k < len(operands) else 0 for k in range(4)]
     return array.array("q", words).tobytes()
-
-
-def broadcast_strides(t, nd):
-    """t's strides aligned to nd dims (broadcast dims: stride 0)."""
-    lead = nd - t.ndim
-    return tuple([0] * lead + [0 if sz == 1 else st for sz, st in zip(t.shape, t.stride())])
 
 
 def groups_for(n, group=GROUP, limit=4096):

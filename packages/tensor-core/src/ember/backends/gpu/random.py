@@ -13,8 +13,9 @@ class RandomKernels:
         random(kind, out, seed, offset, *params) for uniform (low, high), normal (mean,
         std), integers (low, span), exponential (lambd), randperm ()."""
         if kind == "multinomial":
-            raise NotImplementedError(f"multinomial: no {self.name} kernel yet (draw on the "
-                                      f"CPU and move the result)")
+            raise NotImplementedError(f"multinomial: no kernel for {out.device} "
+                                      f"({out.dtype.name}); draw on the CPU and move the "
+                                      f"result")
         seed, offset, *params = args
         n = out.numel()
         if n == 0:
