@@ -159,7 +159,9 @@ class Gamma(Distribution):
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         value = standard_gamma(self.concentration.expand(*shape)) / self.rate.expand(*shape)
-        return value
+        # never exactly 0 (log_prob stays finite), as PyTorch; the gradient passes unchanged
+        tiny = em.finfo(value.dtype).tiny
+        return value + (value.clamp(min=tiny) - value).detach()
 
     def log_prob(self, value):
         if self._validate_args:
