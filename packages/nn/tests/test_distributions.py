@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember as em
 import ember.distributions as D
@@ -262,6 +264,12 @@ def test_gamma_closed_forms():
     close(d.variance, a / r ** 2)
     close(d.mode, np.maximum((a - 1) / r, 0))
     close(d.cdf(T(x)), [gamma_cdf(xi * ri, ai) for xi, ai, ri in zip(x, a, r)], rtol=1e-9)
+    # both branches (series below a + 1, continued fraction above), far tails included
+    a2 = np.array([3.0, 3.0, 50.0, 50.0, 0.5, 200.0, 2.0])
+    x2 = np.array([1.0, 9.0, 40.0, 70.0, 30.0, 260.0, 800.0])
+    want = [gamma_cdf(xi, ai) if xi < 600 else 1.0 for xi, ai in zip(x2, a2)]
+    close(D.Gamma(T(a2), 1.0).cdf(T(x2)), want, rtol=1e-10, atol=1e-14)
+    assert gradcheck(lambda v: D.Gamma(T([3.0, 50.0]), 1.0).cdf(v), (T([2.0, 70.0], grad=True),))
     assert gradcheck(lambda c, rr: D.Gamma(c, rr).log_prob(T(x)),
                      (T(a, grad=True), T(r, grad=True)))
 
@@ -672,3 +680,43 @@ def test_distributions_run_on_other_devices(name):
     a = em.tensor([2.0], device=dev, requires_grad=True)
     D.Gamma(a, 1.0).rsample((2000,)).mean().backward()
     assert a.grad.device.type == dev.type and abs(a.grad.cpu().item() - 1.0) < 0.1
+
+
+# shapes, over random batch and sample shapes ----------------------------------------------------
+
+SHAPES = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+
+
+def families(batch, rng):
+    pos = lambda *extra: T(rng.uniform(0.5, 2.0, batch + extra))  # noqa: E731
+    S = np.eye(2) + 0.3
+    return [D.Normal(T(rng.standard_normal(batch)), pos()),
+            D.Uniform(T(np.zeros(batch)), pos()),
+            D.Bernoulli(T(rng.uniform(0.1, 0.9, batch))),
+            D.Categorical(logits=T(rng.standard_normal(batch + (4,)))),
+            D.OneHotCategorical(logits=T(rng.standard_normal(batch + (4,)))),
+            D.Gamma(pos(), pos()), D.Beta(pos(), pos()), D.Dirichlet(pos(3)),
+            D.MultivariateNormal(T(rng.standard_normal(batch + (2,))),
+                                 covariance_matrix=T(np.broadcast_to(S, batch + (2, 2))))]
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=SHAPES, sample=st.lists(st.integers(1, 3), max_size=2).map(tuple),
+       seed=st.integers(0, 2 ** 16))
+def test_shapes_of_samples_log_prob_entropy(batch, sample, seed):
+    rng = np.random.default_rng(seed)
+    em.manual_seed(seed)
+    for d in families(batch, rng):
+        ev = tuple(d.event_shape)
+        assert tuple(d.batch_shape) == batch, d
+        x = d.sample(sample)
+        assert tuple(x.shape) == sample + batch + ev, (d, x.shape)
+        if d.has_rsample:
+            assert tuple(d.rsample(sample).shape) == sample + batch + ev
+        assert tuple(d.log_prob(x).shape) == sample + batch, d
+        assert tuple(d.entropy().shape) == batch, d
+        e = d.expand((2,) + batch)
+        assert tuple(e.batch_shape) == (2,) + batch and \
+            tuple(e.sample().shape) == (2,) + batch + ev
+        assert tuple(D.kl_divergence(d, d).shape) == batch
+        np.testing.assert_allclose(N(D.kl_divergence(d, d)), 0.0, atol=1e-5)

@@ -180,21 +180,46 @@ class Gamma(Distribution):
 
 
 def _regularized_gamma(a, x):
-    """P(a, x) = the lower regularised incomplete gamma function (Gamma's CDF), from
-    ember ops: the series x^a e^-x sum x^n / Gamma(a+n+1), for moderate x; differentiable
-    in x and a by composition. Terms are summed until x / (a + n) and the term are small
-    (at most 500 terms: x up to about 300)."""
+    """P(a, x), the lower regularised incomplete gamma function (Gamma's CDF), from ember
+    ops and differentiable by composition: for x < a + 1 the series
+    x^a e^-x sum x^n / Gamma(a+n+1) (until the terms are below 1e-17 of the sum), else
+    1 - Q(a, x) with Q's continued fraction (modified Lentz, Numerical Recipes 6.2; 300
+    terms at most, far more than x > a + 1 needs)."""
     a, x = em.broadcast_tensors(a, x)
-    xs = x.clamp(min=em.finfo(x.dtype).tiny)
-    log_pref = a * xs.log() - xs - lgamma(a + 1)
+    tiny = em.finfo(x.dtype).tiny
+    use_series = x < a + 1
+    # the series, where x < a + 1 (elsewhere fed a harmless x)
+    xs = em.where(use_series, x, em.zeros_like(x)).clamp(min=tiny)
     term = em.ones_like(xs)
     total = em.ones_like(xs)
-    for n in range(1, 500):
+    for n in range(1, 1000):
         term = term * xs / (a + n)
         total = total + term
-        if n > 8 and not bool(((term > 1e-17 * total) | (a + n < xs + 1)).any()):
+        if n % 8 == 0 and not bool((term > 1e-17 * total).any()):
             break
-    return em.where(x > 0, (log_pref + total.log()).exp(), em.zeros_like(x)).clamp(max=1)
+    p_series = (a * xs.log() - xs - lgamma(a + 1) + total.log()).exp()
+    # the continued fraction, where x >= a + 1
+    xc = em.where(use_series, a + 1, x)
+    fpmin = tiny / em.finfo(x.dtype).eps
+    b = xc + 1 - a
+    c = em.full_like(xc, 1 / fpmin)
+    d = 1 / b
+    h = d
+    for i in range(1, 300):
+        an = -i * (i - a)
+        b = b + 2
+        d = an * d + b
+        d = em.where(d.abs() < fpmin, em.full_like(d, fpmin), d)
+        c = b + an / c
+        c = em.where(c.abs() < fpmin, em.full_like(c, fpmin), c)
+        d = 1 / d
+        delta = d * c
+        h = h * delta
+        if i % 8 == 0 and not bool(((delta - 1).abs() > 1e-16).any()):
+            break
+    q_cf = (-xc + a * xc.log() - lgamma(a)).exp() * h
+    p = em.where(use_series, p_series, 1 - q_cf)
+    return em.where(x > 0, p, em.zeros_like(x)).clamp(min=0, max=1)
 
 
 class Dirichlet(Distribution):
