@@ -781,14 +781,15 @@ def case_issue18_torchrun_env(r, n):
                    "MASTER_PORT": "29500"}, env
 
 
-def reinit(r, n, backend, **kwargs):
+def reinit(r, n, backend, device="cpu", **kwargs):
     dist.destroy_process_group()
     dist.init_process_group(backend, timeout=60, **kwargs)
     try:
         assert dist.get_backend() == backend and dist.get_rank() == r
-        t = em.arange(3, dtype=em.float32) + r
+        t = (em.arange(3, dtype=em.float32) + r).to(device)
         dist.all_reduce(t)
-        same(t, np.arange(3, dtype=np.float32) * n + sum(range(n)), "float32", backend)
+        assert t.device.type == device, t.device
+        same(t.cpu(), np.arange(3, dtype=np.float32) * n + sum(range(n)), "float32", backend)
         g = dist.new_group(list(range(n)))
         assert dist.get_backend(g) == backend, dist.get_backend(g)
         t = em.full((2,), float(r))
@@ -808,6 +809,14 @@ def case_issue18_backend_gloo(r, n):
 def case_issue18_backend_gloo_tcp(r, n):
     """tcp:// is accepted (MPI did the rendezvous); world_size and rank are checked."""
     return reinit(r, n, "gloo", init_method="tcp://127.0.0.1:29500", world_size=n, rank=r)
+
+
+def case_issue18_backend_nccl(r, n):
+    """init_process_group("nccl") with CUDA tensors (staged through host memory), where
+    CUDA is available; elsewhere nccl is refused (test_nccl_without_cuda_says_why)."""
+    if not em.cuda.is_available():
+        return "no CUDA here"
+    return reinit(r, n, "nccl", device="cuda", init_method="env://")
 
 
 def case_issue18_backend_device_map(r, n):
