@@ -129,7 +129,7 @@ class OneHotCategorical(Distribution):
 
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
-    support = constraints.independent(constraints.boolean, 1)   # one-hot, checked below
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -183,14 +183,6 @@ class OneHotCategorical(Distribution):
         k = self._categorical._num_events
         indices = self._categorical.sample(sample_shape)
         return em.nn.functional.one_hot(indices, k).to(probs.dtype)
-
-    def _validate_sample(self, value):
-        super()._validate_sample(value)
-        if not bool(((value == 0) | (value == 1)).all() and (value.sum(-1) == 1).all()):
-            raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
-                             f"{tuple(value.shape)}) to be within the support (one-hot "
-                             f"vectors) of the distribution {self!r}, but found invalid "
-                             f"values:\n{value}")
 
     def log_prob(self, value):
         if self._validate_args:

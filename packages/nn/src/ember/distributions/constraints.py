@@ -6,7 +6,7 @@ functions, as in PyTorch."""
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "independent", "integer_interval",
            "interval", "is_dependent", "less_than", "lower_cholesky", "nonnegative",
-           "nonnegative_integer", "positive", "positive_definite", "positive_integer",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
            "real", "real_vector", "simplex", "unit_interval"]
 
 
@@ -189,6 +189,15 @@ class _HalfOpenInterval(_Interval):
                f"upper_bound={self.upper_bound})"
 
 
+class _OneHot(Constraint):
+    """Vectors of zeros with a single one (OneHotCategorical's support)."""
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
+
+
 class _Simplex(Constraint):
     """Nonnegative, summing to 1 (to 1e-6) over the last dimension."""
     event_dim = 1
@@ -233,6 +242,7 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
+one_hot = _OneHot()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 independent = _IndependentConstraint
