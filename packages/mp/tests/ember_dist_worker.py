@@ -803,7 +803,7 @@ def reinit(r, n, backend, device="cpu", **kwargs):
 
 def case_issue18_backend_gloo(r, n):
     """init_process_group("gloo", init_method="env://"): MPI underneath, same results."""
-    return reinit(r, n, "gloo", init_method="env://")
+    return reinit(r, n, "gloo", init_method="env://", device_id=em.device("cpu"))
 
 
 def case_issue18_backend_gloo_tcp(r, n):

@@ -210,6 +210,12 @@ def test_init_refuses_other_backends():
     with pytest.raises(ValueError, match="init_method must be 'env://', 'tcp://HOST:PORT' "
                                          "or 'file://PATH' .MPI does the rendezvous"):
         dist.init_process_group("gloo", init_method="udp://x")
+    with pytest.raises(ValueError, match="pg_options are options of PyTorch's NCCL/Gloo "
+                                         "process groups; ember's MPI backend takes none"):
+        dist.init_process_group("gloo", pg_options={"x": 1})
+    with pytest.raises(TypeError, match="device_id must be an ember.device or a device "
+                                        "index, got 'cuda:0'"):
+        dist.init_process_group("gloo", device_id="cuda:0")
     assert not dist.is_initialized()
 
 

@@ -71,7 +71,8 @@ def _seconds(timeout, op):
 
 
 def init_process_group(backend="mpi", init_method=None, timeout=None, world_size=-1, rank=-1,
-                       store=None, group_name="", *, metadata_check=True):
+                       store=None, group_name="", pg_options=None, device_id=None, *,
+                       metadata_check=True):
     """Join the job's processes (as started by `mpiexec -n N` or
     `python -m ember.distributed.run`) into the default process group.
 
@@ -90,9 +91,21 @@ def init_process_group(backend="mpi", init_method=None, timeout=None, world_size
     transfer may wait for its peers before raising DistTimeoutError (a timedelta or
     seconds, default 30 minutes). `metadata_check`: before each collective the ranks
     compare shapes and dtypes and all raise the same ValueError on a mismatch (one small
-    extra message; switch off with False or set_metadata_check(False))."""
+    extra message; switch off with False or set_metadata_check(False)).
+    `device_id` (PyTorch: bind the group to this device and connect eagerly) is checked
+    to be a device or an index and otherwise unused: MPI connects at init anyway and
+    each tensor's own device decides how it is staged. `pg_options` (NCCL/Gloo tuning)
+    must be None: the MPI backend has none."""
     op = "init_process_group"
     name = _backend_name(backend, op)
+    if pg_options is not None:
+        raise ValueError(f"{op}: pg_options are options of PyTorch's NCCL/Gloo process "
+                         f"groups; ember's MPI backend takes none, got {pg_options!r}")
+    if device_id is not None:
+        import ember as em
+        if not isinstance(device_id, (em.device, int)) or isinstance(device_id, bool):
+            raise TypeError(f"{op}: device_id must be an ember.device or a device index, "
+                            f"got {device_id!r}")
     if init_method is not None and (not isinstance(init_method, str) or not
                                     init_method.startswith(("env://", "tcp://", "file://"))):
         raise ValueError(f"{op}: init_method must be 'env://', 'tcp://HOST:PORT' or "
