@@ -771,6 +771,59 @@ def case_issue17_new_buckets(r, n):
     raise AssertionError("no error")
 
 
+def case_issue18_torchrun_env(r, n):
+    """Under plain mpiexec, torchrun's variables come from MPI's ranks (set when
+    ember.distributed was imported, and checked by init_process_group)."""
+    env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
+                                          "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    assert env == {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(n),
+                   "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
+                   "MASTER_PORT": "29500"}, env
+
+
+def reinit(r, n, backend, device="cpu", **kwargs):
+    dist.destroy_process_group()
+    dist.init_process_group(backend, timeout=60, **kwargs)
+    try:
+        assert dist.get_backend() == backend and dist.get_rank() == r
+        t = (em.arange(3, dtype=em.float32) + r).to(device)
+        dist.all_reduce(t)
+        assert t.device.type == device, t.device
+        same(t.cpu(), np.arange(3, dtype=np.float32) * n + sum(range(n)), "float32", backend)
+        g = dist.new_group(list(range(n)))
+        assert dist.get_backend(g) == backend, dist.get_backend(g)
+        t = em.full((2,), float(r))
+        dist.broadcast(t, src=n - 1, group=g)
+        same(t, np.full(2, n - 1.0, np.float32), "float32", f"{backend} broadcast")
+        return repr(g)
+    finally:
+        dist.destroy_process_group()
+        dist.init_process_group("mpi", timeout=60)
+
+
+def case_issue18_backend_gloo(r, n):
+    """init_process_group("gloo", init_method="env://"): MPI underneath, same results."""
+    return reinit(r, n, "gloo", init_method="env://", device_id=em.device("cpu"))
+
+
+def case_issue18_backend_gloo_tcp(r, n):
+    """tcp:// is accepted (MPI did the rendezvous); world_size and rank are checked."""
+    return reinit(r, n, "gloo", init_method="tcp://127.0.0.1:29500", world_size=n, rank=r)
+
+
+def case_issue18_backend_nccl(r, n):
+    """init_process_group("nccl") with CUDA tensors (staged through host memory), where
+    CUDA is available; elsewhere nccl is refused (test_nccl_without_cuda_says_why)."""
+    if not em.cuda.is_available():
+        return "no CUDA here"
+    return reinit(r, n, "nccl", device="cuda", init_method="env://")
+
+
+def case_issue18_backend_device_map(r, n):
+    """The device-map spelling "cpu:gloo,cuda:nccl" runs CPU tensors as gloo would."""
+    return reinit(r, n, "cpu:gloo,cuda:nccl")
+
+
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith("case_")}
 
 

@@ -201,11 +201,43 @@ def test_ddp_without_ember_mp_says_what_to_install(monkeypatch):
 
 
 def test_init_refuses_other_backends():
-    with pytest.raises(ValueError, match="init_process_group: backend 'nccl' is not "
-                                         "available; ember.distributed runs on MPI"):
-        dist.init_process_group("nccl")
+    with pytest.raises(ValueError, match="init_process_group: backend 'ucc' is not "
+                                         "available; ember.distributed runs on MPI: "
+                                         "backend='mpi', 'gloo' or 'nccl'"):
+        dist.init_process_group("ucc")
     with pytest.raises(ValueError, match="timeout must be positive"):
         dist.init_process_group("mpi", timeout=0)
+    with pytest.raises(ValueError, match="init_method must be 'env://', 'tcp://HOST:PORT' "
+                                         "or 'file://PATH' .MPI does the rendezvous"):
+        dist.init_process_group("gloo", init_method="udp://x")
+    with pytest.raises(ValueError, match="pg_options are options of PyTorch's NCCL/Gloo "
+                                         "process groups; ember's MPI backend takes none"):
+        dist.init_process_group("gloo", pg_options={"x": 1})
+    with pytest.raises(TypeError, match="device_id must be an ember.device or a device "
+                                        "index, got 'cuda:0'"):
+        dist.init_process_group("gloo", device_id="cuda:0")
+    assert not dist.is_initialized()
+
+
+@pytest.mark.skipif(em.cuda.is_available(), reason="CUDA is available: nccl is accepted")
+def test_nccl_without_cuda_says_why():
+    with pytest.raises(RuntimeError, match="init_process_group: backend 'nccl': 'nccl' is "
+                                           "for CUDA tensors and CUDA is not available here; "
+                                           "use 'gloo'"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
+
+
+@pytest.mark.parametrize("case", ["issue18_torchrun_env", "issue18_backend_gloo",
+                                  "issue18_backend_gloo_tcp", "issue18_backend_device_map",
+                                  "issue18_backend_nccl"])
+def test_torchrun_env_and_backend_names_under_mpiexec(job, case):
+    msgs = outcomes(job, case)
+    if case == "issue18_backend_nccl" and not em.cuda.is_available():
+        assert msgs == ["no CUDA here"] * job[0]
+        pytest.skip("nccl needs CUDA tensors: no CUDA here")
+    if case.startswith("issue18_backend"):
+        assert msgs[0].startswith("ProcessGroup(backend="), msgs
 
 
 # the launcher -----------------------------------------------------------------------------
@@ -213,15 +245,19 @@ def test_init_refuses_other_backends():
 def test_launcher_command():
     args = launcher.parser().parse_args(["--nproc-per-node", "4", "--nnodes", "2", "--hostfile",
                                          "hosts", "train.py", "--lr", "0.1"])
+    args = launcher.resolve(args)
     cmd = launcher.build_command(args, "/x/mpiexec", "mpich")
+    # every rank runs the script through _rank_main, which sets RANK, LOCAL_RANK, ...
     assert cmd == ["/x/mpiexec", "-n", "8", "-f", "hosts", "-ppn", "4", sys.executable,
-                   "train.py", "--lr", "0.1"]
+                   "-m", "ember.distributed._rank_main", "train.py", "--lr", "0.1"]
     cmd = launcher.build_command(args, "/x/mpiexec", "openmpi")
     assert cmd[3:7] == ["--hostfile", "hosts", "--map-by", "ppr:4:node"]
-    args = launcher.parser().parse_args(["--nproc-per-node", "2", "--no-auto-cleanup", "-m",
-                                         "pkg.train"])
+    assert cmd[7:9] == ["-x", "WORLD_SIZE"]         # Open MPI forwards named variables only
+    args = launcher.resolve(launcher.parser().parse_args(
+        ["--nproc-per-node", "2", "--no-auto-cleanup", "-m", "pkg.train"]))
     assert launcher.build_command(args, "mpiexec", "mpich") == [
-        "mpiexec", "-n", "2", "-disable-auto-cleanup", sys.executable, "-m", "pkg.train"]
+        "mpiexec", "-n", "2", "-disable-auto-cleanup", sys.executable, "-m",
+        "ember.distributed._rank_main", "-m", "pkg.train"]
     with pytest.raises(SystemExit, match="--no-auto-cleanup needs MPICH's mpiexec"):
         launcher.build_command(args, "mpiexec", "openmpi")
     with pytest.raises(SystemExit, match="--nproc-per-node must be at least 1"):
@@ -240,3 +276,116 @@ def test_launcher_runs_the_script(tmp_path):
                           text=True, timeout=60, env=child_env(), stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [(tmp_path / f"rank{r}").read_text() for r in (0, 1)] == ["2 --flag"] * 2
+
+
+# torchrun's arguments (issue 18) -------------------------------------------------------------
+
+def test_launcher_accepts_torchrun_arguments():
+    parse = launcher.parser().parse_args
+    args = launcher.resolve(parse(["--nnodes", "1:1", "--nproc_per_node", "3", "--node_rank",
+                                   "0", "--rdzv_backend", "c10d", "--rdzv_endpoint",
+                                   "10.0.0.5:1234", "--rdzv_id", "job7", "--max_restarts",
+                                   "2", "--monitor_interval", "1", "train.py", "-x"]))
+    assert (args.nproc_per_node, args.nnodes, args.script, args.script_args) == \
+        (3, 1, "train.py", ["-x"])
+    assert launcher.job_env(args, restart=1) == {
+        "WORLD_SIZE": "3", "LOCAL_WORLD_SIZE": "3", "MASTER_ADDR": "10.0.0.5",
+        "MASTER_PORT": "1234", "TORCHELASTIC_RUN_ID": "job7",
+        "TORCHELASTIC_RESTART_COUNT": "1", "TORCHELASTIC_MAX_RESTARTS": "2"}
+    args = launcher.resolve(parse(["--master-addr", "host0", "--master-port", "4321",
+                                   "--nproc-per-node", "cpu", "t.py"]))
+    assert (args.master_addr, args.master_port) == ("host0", 4321)
+    assert args.nproc_per_node == (os.cpu_count() or 1)
+    args = launcher.resolve(parse(["--standalone", "t.py"]))
+    assert args.master_addr == "127.0.0.1" and 1024 <= args.master_port < 65536
+    args = launcher.resolve(parse(["t.py"]))
+    assert (args.master_addr, args.master_port) == ("127.0.0.1", 29500)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--nnodes", "1:4", "t.py"], "elastic jobs .a range of machines. are not supported"),
+    (["--nnodes", "2", "--node-rank", "1", "t.py"], "--node-rank 1: with MPI the job is "
+                                                    "started once, from one machine"),
+    (["--rdzv-backend", "etcd", "t.py"], "--rdzv-backend 'etcd' is not supported: MPI does "
+                                         "the rendezvous"),
+    (["--standalone", "--nnodes", "2", "t.py"], "--standalone is for one machine"),
+    (["--nproc-per-node", "many", "t.py"], "must be a number, cpu, gpu or auto"),
+    (["--max-restarts", "-1", "t.py"], "--max-restarts must be at least 0"),
+])
+def test_launcher_refuses_what_mpi_cannot_do(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        launcher.main(argv)
+
+
+TORCHRUN_SCRIPT = """
+import os, sys
+import ember as em
+env = {k: os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+                                  "TORCHELASTIC_RESTART_COUNT")}   # before ember.distributed
+import ember.distributed as dist
+dist.init_process_group("gloo", init_method="env://")
+t = em.tensor([float(env["RANK"]) + 1.0])
+dist.all_reduce(t)
+with open(os.path.join(sys.argv[1], "rank" + env["RANK"]), "w") as f:
+    f.write(repr((env, dist.get_rank(), t.item(), sys.argv[2:], __name__)))
+restart = int(env["TORCHELASTIC_RESTART_COUNT"])
+dist.destroy_process_group()
+sys.exit(3 if "--fail-first" in sys.argv and restart == 0 else 0)
+"""
+
+
+def launch(argv, tmp_path):
+    return subprocess.run([sys.executable, "-m", "ember.distributed.run", *argv],
+                          capture_output=True, text=True, timeout=90, env=child_env(),
+                          stdin=subprocess.DEVNULL, cwd=tmp_path)
+
+
+def test_torchrun_style_launch_sets_the_variables_on_every_rank(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN_SCRIPT)
+    proc = launch(["--standalone", "--nnodes", "1", "--nproc_per_node", "2", "--rdzv-id",
+                   "t18", "--master_port", "29611", str(script), str(tmp_path), "--lr", "3"],
+                  tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in (0, 1):
+        env, rank, total, rest, name = eval((tmp_path / f"rank{r}").read_text())
+        assert env == {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2",
+                       "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": "29611", "TORCHELASTIC_RUN_ID": "t18",
+                       "TORCHELASTIC_RESTART_COUNT": "0"}
+        assert (rank, total, rest, name) == (r, 3.0, ["--lr", "3"], "__main__")
+
+
+def test_torchrun_style_launch_of_a_module_with_restarts(tmp_path):
+    (tmp_path / "pkg18").mkdir()
+    (tmp_path / "pkg18" / "__init__.py").write_text("")
+    (tmp_path / "pkg18" / "train.py").write_text(TORCHRUN_SCRIPT)
+    env = child_env()
+    proc = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node",
+                           "2", "--max-restarts", "1", "-m", "pkg18.train", str(tmp_path),
+                           "--fail-first"], capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(tmp_path) + os.pathsep +
+                               env["PYTHONPATH"]}, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the job exited with status 3; starting it again (1 restart left)" in proc.stderr
+    for r in (0, 1):
+        env, rank, total, rest, name = eval((tmp_path / f"rank{r}").read_text())
+        assert env["TORCHELASTIC_RESTART_COUNT"] == "1" and env["RANK"] == str(r)
+        assert (rank, total, rest, name) == (r, 3.0, ["--fail-first"], "__main__")
+
+
+def test_rank_env_from_each_mpi_launcher():
+    from ember.distributed._rank_env import set_rank_env
+    hydra = {"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
+             "RANK": "0", "MASTER_PORT": "5"}      # RANK inherited from a parent: replaced
+    set_rank_env(hydra)
+    assert {k: hydra[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                  "MASTER_ADDR", "MASTER_PORT")} == {
+        "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5"}
+    ompi = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+    assert set_rank_env(ompi) == ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"]
+    assert (ompi["RANK"], ompi["LOCAL_RANK"]) == ("3", "1") and "MASTER_ADDR" not in ompi
+    assert set_rank_env({"PATH": "/bin"}) == []      # not under an MPI launcher

@@ -8,8 +8,15 @@ its MPI with `pip install 'ember-mp[distributed]'`).
     model = ember.nn.parallel.DistributedDataParallel(model)
 
 Start the processes with `mpiexec -n N python train.py` or
-`python -m ember.distributed.run --nproc-per-node N train.py`; across machines, MPI's
-hostfile places them. Every rank runs the same script.
+`python -m ember.distributed.run --nproc-per-node N train.py` (torchrun's arguments);
+across machines, MPI's hostfile places them. Every rank runs the same script and sees
+torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+(under plain mpiexec from the moment ember.distributed is imported).
+
+* Backends: "mpi", "gloo" and "nccl" all run on MPI. gloo: the same semantics for CPU
+  tensors; nccl: CUDA tensors, staged through host memory (refused without CUDA).
+  init_method "env://" (the default), "tcp://..." and "file://..." are accepted: MPI
+  has done the rendezvous when mpiexec started the processes.
 
 * Collectives: all_reduce (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR),
   broadcast, reduce, all_gather, all_gather_into_tensor, reduce_scatter,
@@ -69,8 +76,11 @@ from ember.distributed._mpi import (
     is_mpi_available,
 )
 from ember.distributed._p2p import irecv, isend, recv, send
+from ember.distributed._rank_env import set_rank_env
 from ember.distributed._work import Work
 from ember.multiprocessing._version import __version__  # noqa: F401
+
+set_rank_env()     # RANK, LOCAL_RANK, ... from the MPI launcher's variables (no MPI init)
 
 __all__ = ["ReduceOp", "GroupMember", "ProcessGroup", "Work", "DistError", "DistBackendError",
            "DistTimeoutError", "is_available", "is_mpi_available", "is_initialized",

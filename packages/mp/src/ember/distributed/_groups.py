@@ -46,8 +46,10 @@ class ProcessGroup:
                 self.comm.Free()
         self._freed = True
 
+    backend = "mpi"       # the name given to init_process_group/new_group; MPI runs them all
+
     def __repr__(self):
-        return f"ProcessGroup(backend='mpi', ranks={self.ranks})"
+        return f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks})"
 
 
 _GROUPS = []     # every live ProcessGroup, freed by destroy_process_group()
@@ -69,44 +71,118 @@ def _seconds(timeout, op):
 
 
 def init_process_group(backend="mpi", init_method=None, timeout=None, world_size=-1, rank=-1,
-                       store=None, group_name="", *, metadata_check=True):
+                       store=None, group_name="", pg_options=None, device_id=None, *,
+                       metadata_check=True):
     """Join the job's processes (as started by `mpiexec -n N` or
     `python -m ember.distributed.run`) into the default process group.
 
-    backend: only "mpi" (None means "mpi"). The ranks and world size are MPI's; when
-    `world_size`/`rank` are given they must agree with it. `timeout`: how long any
-    collective or transfer may wait for its peers before raising DistTimeoutError
-    (a timedelta or seconds, default 30 minutes). `metadata_check`: before each
-    collective the ranks compare shapes and dtypes and all raise the same ValueError
-    on a mismatch (one small extra message; switch off with False or
-    set_metadata_check(False))."""
+    backend: every name runs on ember's MPI backend. "mpi" (or None); "gloo": MPI, with
+    gloo's semantics for CPU tensors (and for others, which are staged through host
+    memory); "nccl": MPI with CUDA tensors staged through host memory (no NCCL, no
+    CUDA-aware MPI), refused when CUDA is not available, as PyTorch refuses it; the
+    device-map form "cpu:gloo,cuda:nccl" too. get_backend() answers the name given.
+    init_method: None or "env://" (torchrun's variables; MPI's ranks are authoritative
+    and RANK/WORLD_SIZE must agree with them), "tcp://host:port" or "file://path" (MPI
+    did the rendezvous already when mpiexec started the job: the address is not
+    contacted, and `world_size`/`rank` are only checked). The ranks and world size are
+    MPI's; when `world_size`/`rank` are given they must agree with it. After it,
+    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set
+    in os.environ where they were missing. `timeout`: how long any collective or
+    transfer may wait for its peers before raising DistTimeoutError (a timedelta or
+    seconds, default 30 minutes). `metadata_check`: before each collective the ranks
+    compare shapes and dtypes and all raise the same ValueError on a mismatch (one small
+    extra message; switch off with False or set_metadata_check(False)).
+    `device_id` (PyTorch: bind the group to this device and connect eagerly) is checked
+    to be a device or an index and otherwise unused: MPI connects at init anyway and
+    each tensor's own device decides how it is staged. `pg_options` (NCCL/Gloo tuning)
+    must be None: the MPI backend has none."""
     op = "init_process_group"
-    if backend is None:
-        backend = "mpi"
-    if not isinstance(backend, str) or backend.lower() != "mpi":
-        raise ValueError(f"{op}: backend {backend!r} is not available; ember.distributed "
-                         f"runs on MPI: backend='mpi'")
-    if init_method not in (None, "env://") or store is not None:
-        raise ValueError(f"{op}: init_method and store are not used by the MPI backend "
-                         f"(mpiexec starts and connects the processes), got "
-                         f"init_method={init_method!r}, store={store!r}")
+    name = _backend_name(backend, op)
+    if pg_options is not None:
+        raise ValueError(f"{op}: pg_options are options of PyTorch's NCCL/Gloo process "
+                         f"groups; ember's MPI backend takes none, got {pg_options!r}")
+    if device_id is not None:
+        import ember as em
+        if not isinstance(device_id, (em.device, int)) or isinstance(device_id, bool):
+            raise TypeError(f"{op}: device_id must be an ember.device or a device index, "
+                            f"got {device_id!r}")
+    if init_method is not None and (not isinstance(init_method, str) or not
+                                    init_method.startswith(("env://", "tcp://", "file://"))):
+        raise ValueError(f"{op}: init_method must be 'env://', 'tcp://HOST:PORT' or "
+                         f"'file://PATH' (MPI does the rendezvous: mpiexec starts and "
+                         f"connects the processes), got {init_method!r}")
+    if store is not None:
+        raise ValueError(f"{op}: store is not used by the MPI backend (mpiexec starts and "
+                         f"connects the processes), got store={store!r}")
     if _STATE.world is not None:
         raise RuntimeError(f"{op}: trying to initialize the default process group twice")
     seconds = _seconds(timeout, op)
     MPI = _mpi()
     world = MPI.COMM_WORLD
+    launch = ("start the job with mpiexec -n N or python -m ember.distributed.run "
+              "--nproc-per-node N: MPI does the rendezvous")
     if world_size not in (-1, None) and world_size != world.Get_size():
         raise ValueError(f"{op}: world_size={world_size} but MPI started "
-                         f"{world.Get_size()} processes (mpiexec -n {world.Get_size()})")
+                         f"{world.Get_size()} processes (mpiexec -n {world.Get_size()}); "
+                         f"{launch}")
     if rank not in (-1, None) and rank != world.Get_rank():
         raise ValueError(f"{op}: rank={rank} but MPI gave this process rank "
                          f"{world.Get_rank()}")
+    _env_from_mpi(world, op)
     # errors come back as exceptions instead of aborting the whole job
     world.Set_errhandler(MPI.ERRORS_RETURN)
     _STATE.failure = None
     _STATE.check = bool(metadata_check)
     _STATE.world = ProcessGroup(world, range(world.Get_size()), seconds)
+    _STATE.world.backend = name
     _GROUPS.append(_STATE.world)
+
+
+_BACKENDS = ("mpi", "gloo", "nccl")
+
+
+def _backend_name(backend, op):
+    """The backend's name, lower case, after checking it is one that ember runs on MPI."""
+    if backend is None:
+        return "mpi"
+    if not isinstance(backend, str):
+        raise ValueError(f"{op}: backend must be a string, got {backend!r}")
+    name = backend.lower()
+    parts = [p.partition(":")[2] if ":" in p else p for p in name.split(",")]
+    bad = [p for p in parts if p not in _BACKENDS]
+    if bad or not parts:
+        raise ValueError(f"{op}: backend {backend!r} is not available; ember.distributed "
+                         f"runs on MPI: backend='mpi', 'gloo' or 'nccl' (all on MPI)")
+    if name == "nccl":         # a device map ("cpu:gloo,cuda:nccl") keeps CPU tensors going
+        import ember as em
+        if not em.cuda.is_available():
+            raise RuntimeError(f"{op}: backend {backend!r}: 'nccl' is for CUDA tensors and "
+                               f"CUDA is not available here; use 'gloo' (or 'mpi') for CPU "
+                               f"tensors")
+    return name
+
+
+def _env_from_mpi(world, op):
+    """torchrun's variables from MPI's ranks: set where missing, checked where set."""
+    import os
+    import socket
+    rank, size = world.Get_rank(), world.Get_size()
+    for var, want in (("RANK", rank), ("WORLD_SIZE", size)):
+        got = os.environ.get(var)
+        if got not in (None, "") and got != str(want):
+            raise ValueError(f"{op}: the environment says {var}={got} but MPI gave this "
+                             f"process {var.lower()} {want}; MPI's ranks decide (unset "
+                             f"{var} or start the job under mpiexec with matching sizes)")
+    node = world.Split_type(_mpi().COMM_TYPE_SHARED, key=rank)
+    try:
+        local_rank, local_size = node.Get_rank(), node.Get_size()
+    finally:
+        node.Free()
+    master = world.bcast(socket.gethostname() if local_size < size else "127.0.0.1", root=0)
+    for var, val in (("RANK", rank), ("WORLD_SIZE", size), ("LOCAL_RANK", local_rank),
+                     ("LOCAL_WORLD_SIZE", local_size), ("MASTER_ADDR", master),
+                     ("MASTER_PORT", "29500")):
+        os.environ.setdefault(var, str(val))
 
 
 def is_initialized():
@@ -170,14 +246,14 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, *,
     ranks = sorted(int(r) for r in ranks)
     if len(set(ranks)) != len(ranks) or any(not 0 <= r < n for r in ranks):
         raise ValueError(f"{op}: ranks {ranks} must be distinct and in [0, {n - 1}]")
-    if backend not in (None, "mpi"):
-        raise ValueError(f"{op}: backend {backend!r} is not available; use 'mpi'")
+    name = world.backend if backend is None else _backend_name(backend, op)
     seconds = world.timeout if timeout is None else _seconds(timeout, op)
     comm = world.comm.Create(world.comm.Get_group().Incl(ranks))
     if comm == _mpi().COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
     comm.Set_errhandler(_mpi().ERRORS_RETURN)
     g = ProcessGroup(comm, ranks, seconds)
+    g.backend = name
     _GROUPS.append(g)
     return g
 
@@ -194,8 +270,11 @@ def get_world_size(group=None):
 
 
 def get_backend(group=None):
-    _group(group, "get_backend", False)
-    return "mpi"
+    """The backend name the group was made with ('mpi', 'gloo', 'nccl'): MPI runs them all."""
+    g = _group(group, "get_backend", False)
+    if g is None:
+        raise ValueError("get_backend: this rank is not a member of the group")
+    return g.backend
 
 
 def get_process_group_ranks(group):
