@@ -26,6 +26,10 @@ def _tel():
     return nn.TransformerEncoderLayer(4, 2, 8)
 
 
+def _tdl():
+    return nn.TransformerDecoderLayer(4, 2, 8)
+
+
 _CONV = ({"in_channels": 2, "out_channels": 4, "kernel_size": 3},
          ["in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
           "groups"])
@@ -87,6 +91,16 @@ LAYERS = {
     "TransformerEncoderLayer": ({"d_model": 4, "nhead": 2, "dim_feedforward": 8},
                                 ["d_model", "nhead", "dim_feedforward", "dropout",
                                  "activation", "layer_norm_eps"]),
+    "TransformerDecoder": ({"decoder_layer": _tdl, "num_layers": 2},
+                           ["decoder_layer", "num_layers", "norm"]),
+    "TransformerDecoderLayer": ({"d_model": 4, "nhead": 2, "dim_feedforward": 8},
+                                ["d_model", "nhead", "dim_feedforward", "dropout",
+                                 "activation", "layer_norm_eps"]),
+    "Transformer": ({"d_model": 4, "nhead": 2, "num_encoder_layers": 1,
+                     "num_decoder_layers": 1, "dim_feedforward": 8},
+                    ["d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
+                     "dim_feedforward", "dropout", "activation", "custom_encoder",
+                     "custom_decoder", "layer_norm_eps"]),
     "Unflatten": ({"dim": 1, "unflattened_size": (2, 2)}, ["dim", "unflattened_size"]),
 }
 # layers that take anything (or nothing) as their forward's input
