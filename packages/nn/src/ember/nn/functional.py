@@ -16,6 +16,7 @@ from ember._args import check_tensor_args as _check_tensor_args
 from ember.nn._checks import (
     checked as _checked,
     index as _index_arg,
+    int_or_ints as _int_or_ints,
     ints as _ints,
     norm_order as _norm_order,
     optional as _optional,
@@ -122,6 +123,53 @@ def softsign(input):
 
 def tanhshrink(input):
     return input - em.tanh(input)
+
+
+@_checked(lambd=_number)
+def hardshrink(input, lambd=0.5):
+    """input where |input| > lambd, else 0."""
+    return em.where(em.abs(input) > lambd, input, 0.0)
+
+
+@_checked(lambd=_number)
+def softshrink(input, lambd=0.5):
+    """input - lambd above lambd, input + lambd below -lambd, else 0."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be no less than zero, got {lambd}")
+    return em.where(input > lambd, input - lambd, em.where(input < -lambd, input + lambd, 0.0))
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight of one value or one per channel (dim 1;
+    an input of fewer than 2 dims has one channel)."""
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: weight must be 1-D or 0-d, got shape {tuple(weight.shape)}")
+    n = weight.numel()
+    if n != 1:
+        c = input.shape[1] if input.ndim >= 2 else 1
+        if n != c:
+            raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: "
+                             f"weight has {n} values, input shape {tuple(input.shape)}")
+        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return em.where(input >= 0, input, weight * input)
+
+
+@_checked(lower=_number, upper=_number)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomised leaky ReLU: in training, negative inputs are scaled by a slope drawn
+    from U(lower, upper) per element with ember's generator; in eval, by the fixed
+    (lower + upper) / 2."""
+    if lower > upper:
+        raise ValueError(f"rrelu: lower bound {lower} must be at most the upper bound {upper}")
+    if training:
+        slope = em.empty(input.shape, dtype=input.dtype, device=input.device).uniform_(
+            lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    out = em.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
 
 
 @_checked(threshold=_number, value=_number)
@@ -298,14 +346,89 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+@_checked(momentum=_number, eps=_number)
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    if not use_input_stats:
-        raise NotImplementedError("instance_norm: use_input_stats=False is not supported")
+    """Normalise each (sample, channel) over its spatial dims (group_norm with one
+    channel per group). With use_input_stats and running stats given, these are updated
+    in place with the batch's mean of the instances' means and unbiased variances; with
+    use_input_stats=False the running stats normalise instead (PyTorch's eval mode)."""
+    op = "instance_norm"
     if input.ndim < 2:
-        raise ValueError(f"instance_norm: expected input of at least 2 dims (N, C, ...), got "
+        raise ValueError(f"{op}: expected input of at least 2 dims (N, C, ...), got shape "
+                         f"{tuple(input.shape)}")
+    if use_input_stats and input.shape[0] * math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"{op}: expected more than 1 spatial element when training, got "
+                         f"input size {tuple(input.shape)}")   # PyTorch's check
+    c = input.shape[1]
+    affine = (1, c) + (1,) * (input.ndim - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise ValueError(f"{op}: {name} must have shape ({c},) for input shape "
+                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: use_input_stats=False needs running_mean and "
+                             f"running_var")
+        out = (input - running_mean.reshape(affine)) / \
+            em.sqrt(running_var.reshape(affine) + eps)
+    else:
+        out = group_norm(input, c, None, None, eps)
+        if running_mean is not None or running_var is not None:
+            with em.no_grad():
+                flat = input.detach().reshape(input.shape[0], c, -1)
+                n = flat.shape[-1]
+                if running_mean is not None:
+                    mean = flat.mean(-1).mean(0).to(running_mean.dtype)
+                    running_mean.mul_(1 - momentum).add_(mean * momentum)
+                if running_var is not None:
+                    var = flat.var(-1, correction=1 if n > 1 else 0).mean(0)
+                    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * momentum)
+    if weight is not None:
+        out = out * weight.reshape(affine)
+    if bias is not None:
+        out = out + bias.reshape(affine)
+    return out
+
+
+def _norm_dims(op, input, normalized_shape):
+    shape = tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise ValueError(f"{op}: normalized_shape {shape} must be the trailing dims of the "
+                         f"input shape {tuple(input.shape)}")
+    return tuple(range(input.ndim - len(shape), input.ndim))
+
+
+@_checked(normalized_shape=_int_or_ints(0), eps=_optional(_number))
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """input / sqrt(mean(input^2 over the normalized_shape dims) + eps) * weight; eps
+    defaults to finfo(input.dtype).eps as in PyTorch. Composed from ember ops."""
+    dims = _norm_dims("rms_norm", input, normalized_shape)
+    if eps is None:
+        eps = em.finfo(input.dtype).eps
+    if weight is not None and tuple(weight.shape) != tuple(normalized_shape):
+        raise ValueError(f"rms_norm: weight shape {tuple(weight.shape)} must be "
+                         f"normalized_shape {tuple(normalized_shape)}")
+    out = input * em.rsqrt((input * input).mean(dims, keepdim=True) + eps) if dims else \
+        input * em.rsqrt(input * input + eps)
+    return out * weight if weight is not None else out
+
+
+@_checked(size=_positive, alpha=_number, beta=_number, k=_number)
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha / size * sum of input^2 over `size` neighbouring channels)^beta,
+    the window zero-padded (size // 2 before, (size - 1) // 2 after), as PyTorch's.
+    Composed from pad, unfold and mean."""
+    if input.ndim < 3:
+        raise ValueError(f"local_response_norm: expected 3D or higher dimensional input, got "
                          f"shape {tuple(input.shape)}")
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    if input.numel() == 0:
+        return input
+    sq = (input * input).movedim(1, -1)
+    sq = pad(sq, (size // 2, (size - 1) // 2))
+    div = sq.unfold(-1, size, 1).mean(-1).movedim(-1, 1)
+    return input / (div * alpha + k) ** beta
 
 
 @_checked(padding_idx=_optional(_index_arg), max_norm=_optional(_number),

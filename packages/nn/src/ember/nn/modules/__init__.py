@@ -2,6 +2,7 @@ from ember.nn.modules.activation import *  # noqa: F401,F403
 from ember.nn.modules.container import *  # noqa: F401,F403
 from ember.nn.modules.conv import *  # noqa: F401,F403
 from ember.nn.modules.dropout import *  # noqa: F401,F403
+from ember.nn.modules.instancenorm import *  # noqa: F401,F403
 from ember.nn.modules.linear import *  # noqa: F401,F403
 from ember.nn.modules.loss import *  # noqa: F401,F403
 from ember.nn.modules.module import Module  # noqa: F401

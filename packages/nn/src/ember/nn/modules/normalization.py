@@ -1,4 +1,5 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm over tensor-core's fused norm kernels."""
+"""BatchNorm1d/2d/3d, LayerNorm, GroupNorm over tensor-core's fused norm kernels;
+RMSNorm and LocalResponseNorm composed from ember ops."""
 from __future__ import annotations
 
 import ember as em
@@ -7,7 +8,8 @@ from ember.nn._checks import checked, int_or_ints, optional, positive, real, siz
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm",
+           "LocalResponseNorm"]
 
 
 class _BatchNorm(Module):
@@ -136,3 +138,46 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2 over normalized_shape) + eps) * weight (Zhang and Sennrich 2019);
+    eps=None takes finfo(input.dtype).eps."""
+
+    @checked(normalized_shape=int_or_ints(0), eps=optional(real()))
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.normalized_shape, self.eps = normalized_shape, eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(em.ones(normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by the squares of its `size` neighbouring channels
+    (AlexNet's LRN)."""
+
+    @checked(size=positive, alpha=real(), beta=real(), k=real())
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
