@@ -108,6 +108,16 @@ LAYERS = {
     "RReLU": ({}, ["lower", "upper"]),
     "Hardshrink": ({}, ["lambd"]), "Softshrink": ({}, ["lambd"]),
     "Softmax2d": ({}, []),
+    "PixelShuffle": ({"upscale_factor": 2}, ["upscale_factor"]),
+    "PixelUnshuffle": ({"downscale_factor": 2}, ["downscale_factor"]),
+    "ChannelShuffle": ({"groups": 2}, ["groups"]),
+    "Fold": ({"output_size": 4, "kernel_size": 2},
+             ["output_size", "kernel_size", "dilation", "padding", "stride"]),
+    "Unfold": ({"kernel_size": 2}, ["kernel_size", "dilation", "padding", "stride"]),
+    **{f"{kind}Pad{n}d": ({"padding": 1}, ["padding"])
+       for kind in ("Zero", "Reflection", "Replication", "Circular") for n in (1, 2, 3)},
+    **{f"ConstantPad{n}d": ({"padding": 1, "value": 0.5}, ["padding", "value"])
+       for n in (1, 2, 3)},
     "Unflatten": ({"dim": 1, "unflattened_size": (2, 2)}, ["dim", "unflattened_size"]),
 }
 # layers that take anything (or nothing) as their forward's input
@@ -499,6 +509,11 @@ def test_issue16_item20_init_zero_elements(name, shape):
     (F.dropout2d, (), {"p": (0.5,)}, "p"),
     (F.glu, (), {"dim": "a"}, "dim"),
     (F.hardshrink, (), {"lambd": "a"}, "lambd"),
+    (F.pixel_shuffle, ("a",), {}, "upscale_factor"),
+    (F.pixel_unshuffle, (1.5,), {}, "downscale_factor"),
+    (F.channel_shuffle, (None,), {}, "groups"),
+    (F.unfold, ("a",), {}, "kernel_size"),
+    (F.fold, (4, object()), {}, "kernel_size"),
     (F.softshrink, (), {"lambd": object()}, "lambd"),
     (F.rrelu, (), {"lower": "a"}, "lower"),
     (F.prelu, (0.25,), {}, "weight"),

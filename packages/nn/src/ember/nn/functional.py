@@ -17,6 +17,7 @@ from ember.nn._checks import (
     checked as _checked,
     index as _index_arg,
     int_or_ints as _int_or_ints,
+    int_tuple as _int_tuple,
     ints as _ints,
     norm_order as _norm_order,
     optional as _optional,
@@ -721,6 +722,129 @@ def pad(input, pad, mode="constant", value=None):
             idx = em.arange(-max(lo, 0), kept + max(hi, 0), device=input.device) % kept + start
         out = out.index_select(dim, idx)
     return out
+
+
+@_checked(upscale_factor=_positive)
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r): a reshape and a permute."""
+    r = upscale_factor
+    if input.ndim < 3 or input.shape[-3] % (r * r):
+        raise ValueError(f"pixel_shuffle: expected input of at least 3 dims whose channel dim "
+                         f"(-3) is divisible by upscale_factor^2 = {r * r}, got shape "
+                         f"{tuple(input.shape)}")
+    *batch, c, h, w = input.shape
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    n = len(batch)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+@_checked(downscale_factor=_positive)
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W), pixel_shuffle's inverse."""
+    r = downscale_factor
+    if input.ndim < 3 or input.shape[-1] % r or input.shape[-2] % r:
+        raise ValueError(f"pixel_unshuffle: expected input of at least 3 dims whose height and "
+                         f"width are divisible by downscale_factor={r}, got shape "
+                         f"{tuple(input.shape)}")
+    *batch, c, h, w = input.shape
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    n = len(batch)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*batch, c * r * r, h // r, w // r)
+
+
+@_checked(groups=_positive)
+def channel_shuffle(input, groups):
+    """(N, C, *) with the channels as (groups, C / groups) transposed (ShuffleNet)."""
+    if input.ndim < 3 or input.shape[1] % groups:
+        raise ValueError(f"channel_shuffle: expected input of at least 3 dims whose channel "
+                         f"dim (1) is divisible by groups={groups}, got shape "
+                         f"{tuple(input.shape)}")
+    n, c, *rest = input.shape
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
+
+
+def _pairs(op, **values):
+    return [_int_tuple(op, name, v, 2) for name, v in values.items()]
+
+
+def _patch_weight(channels, kernel_size, dtype, device):
+    """(C * kh * kw, 1, kh, kw): for each channel, one one-hot filter per kernel position,
+    so that a grouped conv2d is im2col and its transpose col2im."""
+    kh, kw = kernel_size
+    k = kh * kw
+    eye = em.eye(k, dtype=dtype, device=device).reshape(k, 1, kh, kw)
+    return eye.repeat(channels, 1, 1, 1) if channels != 1 else eye
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) or (C, H, W) -> (N, C * kh * kw, L), each column one sliding
+    block, L = oh * ow blocks. Composed as a grouped conv2d with one-hot filters, so it
+    runs on every device and autograd differentiates it."""
+    op = "unfold"
+    kernel_size, dilation, padding, stride = _pairs(op, kernel_size=kernel_size,
+                                                    dilation=dilation, padding=padding,
+                                                    stride=stride)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 3-D (unbatched) or 4-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    for name, v, lo in (("kernel_size", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1)):
+        if min(v) < lo:
+            raise ValueError(f"{op}: {name} must be {'positive' if lo else 'non-negative'}, "
+                             f"got {v}")
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    n, c, h, w = x.shape
+    out = [(size + 2 * p - d * (k - 1) - 1) // s + 1 for size, p, d, k, s in
+           zip((h, w), padding, dilation, kernel_size, stride)]
+    if min(out) < 1:
+        raise ValueError(f"{op}: the {kernel_size} kernel (dilation {dilation}, padding "
+                         f"{padding}) does not fit the input shape {tuple(input.shape)}")
+    weight = _patch_weight(c, kernel_size, x.dtype, x.device)
+    cols = em.conv2d(x, weight, None, stride, padding, dilation, c)
+    cols = cols.reshape(n, c * kernel_size[0] * kernel_size[1], out[0] * out[1])
+    return cols.squeeze(0) if input.ndim == 3 else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) or (C * kh * kw, L) -> (N, C, H, W),
+    overlapping values summed. Composed as a grouped conv_transpose2d with one-hot
+    filters."""
+    op = "fold"
+    output_size, kernel_size, dilation, padding, stride = _pairs(
+        op, output_size=output_size, kernel_size=kernel_size, dilation=dilation,
+        padding=padding, stride=stride)
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{op}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    for name, v, lo in (("kernel_size", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1),
+                        ("output_size", output_size, 1)):
+        if min(v) < lo:
+            raise ValueError(f"{op}: {name} must be {'positive' if lo else 'non-negative'}, "
+                             f"got {v}")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    n, ck, length = x.shape
+    k = kernel_size[0] * kernel_size[1]
+    if ck % k:
+        raise ValueError(f"{op}: expected size of input's dimension 1 to be divisible by the "
+                         f"product of kernel_size {kernel_size}, but got input.size(1)={ck}")
+    blocks = [(size + 2 * p - d * (kk - 1) - 1) // s + 1 for size, p, d, kk, s in
+              zip(output_size, padding, dilation, kernel_size, stride)]
+    if min(blocks) < 1 or blocks[0] * blocks[1] != length:
+        raise ValueError(f"{op}: given output_size={output_size}, kernel_size={kernel_size}, "
+                         f"dilation={dilation}, padding={padding}, stride={stride}, expected "
+                         f"size of input's dimension 2 to match the calculated number of "
+                         f"sliding blocks {blocks[0]} * {blocks[1]} = "
+                         f"{blocks[0] * blocks[1]}, but got input.size(2)={length}")
+    c = ck // k
+    extra = [size + 2 * p - ((b - 1) * s + d * (kk - 1) + 1) for size, p, d, kk, s, b in
+             zip(output_size, padding, dilation, kernel_size, stride, blocks)]
+    weight = _patch_weight(c, kernel_size, x.dtype, x.device)
+    out = em.conv_transpose2d(x.reshape(n, ck, *blocks), weight, None, stride, padding,
+                              tuple(extra), c, dilation)
+    return out.squeeze(0) if input.ndim == 2 else out
 
 
 @_checked(num_classes=_index_arg)

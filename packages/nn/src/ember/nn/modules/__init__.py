@@ -1,12 +1,16 @@
 from ember.nn.modules.activation import *  # noqa: F401,F403
+from ember.nn.modules.channelshuffle import *  # noqa: F401,F403
 from ember.nn.modules.container import *  # noqa: F401,F403
 from ember.nn.modules.conv import *  # noqa: F401,F403
 from ember.nn.modules.dropout import *  # noqa: F401,F403
+from ember.nn.modules.fold import *  # noqa: F401,F403
 from ember.nn.modules.instancenorm import *  # noqa: F401,F403
 from ember.nn.modules.linear import *  # noqa: F401,F403
 from ember.nn.modules.loss import *  # noqa: F401,F403
 from ember.nn.modules.module import Module  # noqa: F401
 from ember.nn.modules.normalization import *  # noqa: F401,F403
+from ember.nn.modules.padding import *  # noqa: F401,F403
+from ember.nn.modules.pixelshuffle import *  # noqa: F401,F403
 from ember.nn.modules.pooling import *  # noqa: F401,F403
 from ember.nn.modules.rnn import *  # noqa: F401,F403
 from ember.nn.modules.sparse import *  # noqa: F401,F403
