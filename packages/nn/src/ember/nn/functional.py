@@ -224,18 +224,102 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+_SELU_ALPHA_PRIME = -1.7580993408473766     # -scale * alpha of SELU
+
+
+def _alpha_dropout(input, p, training, inplace, feature, op):
+    """Alpha dropout (Klambauer et al. 2017): dropped values are set to SELU's negative
+    saturation and the result affinely rescaled to keep zero mean and unit variance;
+    feature=True drops whole channels (one draw per (N, C))."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    if feature:
+        if input.ndim < 2:
+            raise ValueError(f"{op}: expected an input of at least 2 dims (N, C, *), got "
+                             f"shape {tuple(input.shape)}")
+        keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    else:
+        keep_shape = tuple(input.shape)
+    keep = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
+    keep = (keep != 0).to(input.dtype)
+    ap = _SELU_ALPHA_PRIME
+    a = ((1 - p) * (1 + p * ap * ap)) ** -0.5
+    b = -a * ap * p
+    out = (input * keep + ap * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+@_checked(p=_number)
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    raise NotImplementedError("alpha_dropout is not implemented in ember.nn")
+    return _alpha_dropout(input, p, training, inplace, False, "alpha_dropout")
+
+
+@_checked(p=_number)
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, True, "feature_alpha_dropout")
 
 
 @_checked(p=_number)
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, L) or (C, L) input."""
     return _channel_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
 @_checked(p=_number)
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Zero whole channels of a (N, C, H, W) input, as PyTorch: a 3-D input is taken as
+    (N, C, L) (with PyTorch's warning) and any other rank warns and drops per (N, C)
+    entry, so a 2-D input is dropped per element."""
+    op = "dropout2d"
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. "
+                      f"Note that dropout2d exists to provide channel-wise dropout on inputs "
+                      f"with 2 spatial dimensions, a channel dimension, and an optional batch "
+                      f"dimension (i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    elif input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        return dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
+
+
+@_checked(p=_number)
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input; other ranks warn
+    (as PyTorch) and drop per (N, C) entry."""
+    op = "dropout3d"
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. "
+                      f"Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      f"with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      f"dimension (i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    if input.ndim == 4:           # unbatched (C, D, H, W)
+        out = _feature_dropout(input.unsqueeze(0), p, True, False).squeeze(0)
+        return input.copy_(out) if inplace else out
+    if input.ndim < 2:
+        return dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def _channel_dropout(input, p, training, inplace, batched_ndim, op):
@@ -249,6 +333,16 @@ def _channel_dropout(input, p, training, inplace, batched_ndim, op):
         return input
     keep_shape = tuple(input.shape[:input.ndim - batched_ndim + 2]) + \
         (1,) * (batched_ndim - 2)
+    mask = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
+    out = input * mask
+    return input.copy_(out) if inplace else out
+
+
+def _feature_dropout(input, p, training, inplace):
+    """One keep/drop draw per (N, C), broadcast over the other dims."""
+    if not training or p == 0.0:
+        return input
+    keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     mask = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
     out = input * mask
     return input.copy_(out) if inplace else out
@@ -313,6 +407,75 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     return em.adaptive_max_pool2d(input, output_size, return_indices)
+
+
+@_checked(norm_type=_number)
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x^p)^(1/p), as PyTorch: avg_pool of x^p times the window
+    size (negative sums clamped to 0), then the 1/p power."""
+    (k,) = _int_tuple("lp_pool1d", "kernel_size", kernel_size, 1)
+    out = em.avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (em.sign(out) * em.relu(em.abs(out)) * k).pow(1.0 / norm_type)
+
+
+@_checked(norm_type=_number)
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The 2-d lp_pool1d."""
+    kh, kw = _int_tuple("lp_pool2d", "kernel_size", kernel_size, 2)
+    out = em.avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (em.sign(out) * em.relu(em.abs(out)) * (kh * kw)).pow(1.0 / norm_type)
+
+
+def _max_unpool(op, input, indices, kernel_size, stride, padding, output_size, nd):
+    kernel_size = _int_tuple(op, "kernel_size", kernel_size, nd, 1)
+    stride = kernel_size if stride is None else _int_tuple(op, "stride", stride, nd, 1)
+    padding = _int_tuple(op, "padding", padding, nd, 0)
+    if input.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"{op}: expected a {nd + 1}-D or {nd + 2}-D input, got shape "
+                         f"{tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: indices shape {tuple(indices.shape)} must match the input "
+                         f"shape {tuple(input.shape)}")
+    if indices.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: indices must be an integer tensor, got {indices.dtype!r}")
+    spatial = tuple(input.shape[-nd:])
+    default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in
+                    zip(spatial, stride, padding, kernel_size))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"{op}: output_size must have {nd} (or {nd + 2}) elements, got "
+                             f"{tuple(output_size)}")
+        lo = tuple(d - s + 1 for d, s in zip(default, stride))
+        hi = tuple(d + s - 1 for d, s in zip(default, stride))
+        if not all(a <= o <= b for a, o, b in zip(lo, size, hi)):
+            raise ValueError(f"{op}: invalid output_size {tuple(output_size)} (each dim size "
+                             f"must be between {lo} and {hi})")
+    lead = tuple(input.shape[:-nd])
+    plane = math.prod(size)
+    flat_idx = indices.reshape(*lead, -1).to(em.int64)
+    if flat_idx.numel() and (int(flat_idx.min().item()) < 0 or
+                             int(flat_idx.max().item()) >= plane):
+        raise ValueError(f"{op}: found an invalid max index {int(flat_idx.max().item())} "
+                         f"(output volume of size {size})")
+    out = em.zeros(*lead, plane, dtype=input.dtype, device=input.device)
+    out = out.scatter(-1, flat_idx, input.reshape(*lead, -1))
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool1d's partial inverse: each value put back at its index (from max_pool1d's
+    return_indices), zeros elsewhere. A scatter, so autograd differentiates it."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool2d's partial inverse (indices flat over each H * W plane)."""
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size, 2)
 
 
 # normalization and embedding --------------------------------------------------------------
@@ -439,6 +602,138 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported")
     return em.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+
+@_checked(max_norm=_optional(_number), norm_type=_number,
+          padding_idx=_optional(_index_arg))
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embeddings without the intermediate (bag, item,
+    dim) tensor for sum and mean: a 2-D input holds one bag per row; a 1-D input is cut
+    into bags at `offsets` (their starts; with include_last_offset the last offset is the
+    end). Entries equal to padding_idx are left out (and not counted by mean); an empty
+    bag gives zeros. per_sample_weights scale each entry (mode 'sum' only). Composed from
+    embedding, repeat_interleave and index_add (max: a masked amax)."""
+    op = "embedding_bag"
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse gradients are not supported by ember")
+    if input.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: expected an integer tensor of indices, got {input.dtype!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight has to be a 2-D tensor, got shape "
+                         f"{tuple(weight.shape)}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise ValueError(f"{op}: per_sample_weights is only supported for mode='sum' "
+                             f"(got mode={mode!r})")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"{op}: per_sample_weights shape "
+                             f"{tuple(per_sample_weights.shape)} must match the input "
+                             f"shape {tuple(input.shape)}")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise ValueError(f"{op}: padding_idx {padding_idx} must be within num_embeddings "
+                             f"{n}")
+        padding_idx %= n
+    device = input.device
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: if input is 2D, then offsets has to be None, as input is "
+                             f"treated as a mini-batch of fixed length sequences")
+        bags, length = input.shape
+        flat = input.reshape(-1)
+        bag_ids = em.arange(bags, device=device).repeat_interleave(length)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError(f"{op}: offsets has to be a 1D Tensor when input is 1D, got "
+                             f"{None if offsets is None else tuple(offsets.shape)}")
+        if offsets.dtype.kind not in ("int", "uint"):
+            raise TypeError(f"{op}: offsets must be an integer tensor, got {offsets.dtype!r}")
+        total = input.shape[0]
+        offsets = offsets.to(em.int64).to(device)
+        if include_last_offset:
+            if offsets.shape[0] < 1:
+                raise ValueError(f"{op}: include_last_offset needs at least one offset")
+            end = int(offsets[-1].item())
+            starts = offsets[:-1]
+        else:
+            end, starts = total, offsets
+        bags = starts.shape[0]
+        if bags and int(starts[0].item()) != 0:
+            raise ValueError(f"{op}: offsets[0] has to be 0, i.e., the first sequence in the "
+                             f"mini-batch has to start from position 0. However, got "
+                             f"{int(starts[0].item())}")
+        if not 0 <= end <= total:
+            raise ValueError(f"{op}: the last offset {end} must be within the input length "
+                             f"{total}")
+        bounds = em.cat([starts, em.tensor([end], dtype=em.int64, device=device)])
+        lengths = bounds[1:] - bounds[:-1]
+        if bags and int(lengths.min().item()) < 0:
+            raise ValueError(f"{op}: offsets must be non-decreasing and at most the input "
+                             f"length {total}, got {offsets.tolist()}")
+        flat = input[:end]
+        bag_ids = em.arange(bags, device=device).repeat_interleave(lengths)
+        psw = per_sample_weights[:end] if per_sample_weights is not None else None
+    else:
+        raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    dim = weight.shape[1]
+    emb = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    keep = None if padding_idx is None else (flat != padding_idx)
+    if mode == "max":
+        if flat.shape[0] == 0 or bags == 0:
+            return em.zeros(bags, dim, dtype=weight.dtype, device=weight.device) + \
+                weight.sum() * 0
+        member = bag_ids.unsqueeze(0) == em.arange(bags, device=device).unsqueeze(1)
+        if keep is not None:
+            member = member & keep.unsqueeze(0)
+        scores = em.where(member.unsqueeze(-1), emb.unsqueeze(0), float("-inf"))
+        out = scores.amax(1)
+        return em.where(member.any(1).unsqueeze(-1), out, 0.0)
+    if psw is not None:
+        emb = emb * psw.unsqueeze(-1).to(emb.dtype)
+    if keep is not None:
+        emb = emb * keep.unsqueeze(-1).to(emb.dtype)
+    out = em.zeros(bags, dim, dtype=emb.dtype, device=emb.device).index_add(0, bag_ids, emb)
+    if mode == "mean":
+        ones = em.ones(flat.shape[0], dtype=emb.dtype, device=emb.device)
+        if keep is not None:
+            ones = ones * keep.to(emb.dtype)
+        counts = em.zeros(bags, dtype=emb.dtype, device=emb.device).index_add(0, bag_ids,
+                                                                              ones)
+        out = out / counts.clamp_min(1).unsqueeze(-1)
+    return out
+
+
+# distances -----------------------------------------------------------------------------
+
+@_checked(dim=_index_arg, eps=_number)
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim, x1 and x2 broadcast to
+    one shape (that dim squeezed)."""
+    try:
+        shape = em.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cosine_similarity: x1 shape {tuple(x1.shape)} and x2 shape "
+                         f"{tuple(x2.shape)} do not broadcast") from None
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = em.linalg.vector_norm(x1, 2, dim).clamp_min(eps)
+    n2 = em.linalg.vector_norm(x2, 2, dim).clamp_min(eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+@_checked(p=_number, eps=_number)
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim (0-d for 1-D inputs)."""
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"pairwise_distance: expected inputs of at least 1 dim, got shapes "
+                         f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    return em.linalg.vector_norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 # linear --------------------------------------------------------------------------------
@@ -1045,4 +1340,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 # is a tensor only in scaled_dot_product_attention (a number in threshold and pad).
 _check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", "bias",
                                "query", "key", "attn_mask", "running_mean", "running_var",
-                               "tensor"})
+                               "tensor", "x1", "x2", "offsets", "per_sample_weights",
+                               "indices", "anchor", "positive", "negative", "log_probs",
+                               "targets", "var"})

@@ -2,9 +2,11 @@ from ember.nn.modules.activation import *  # noqa: F401,F403
 from ember.nn.modules.channelshuffle import *  # noqa: F401,F403
 from ember.nn.modules.container import *  # noqa: F401,F403
 from ember.nn.modules.conv import *  # noqa: F401,F403
+from ember.nn.modules.distance import *  # noqa: F401,F403
 from ember.nn.modules.dropout import *  # noqa: F401,F403
 from ember.nn.modules.fold import *  # noqa: F401,F403
 from ember.nn.modules.instancenorm import *  # noqa: F401,F403
+from ember.nn.modules.lazy import LazyModuleMixin  # noqa: F401
 from ember.nn.modules.linear import *  # noqa: F401,F403
 from ember.nn.modules.loss import *  # noqa: F401,F403
 from ember.nn.modules.module import Module  # noqa: F401

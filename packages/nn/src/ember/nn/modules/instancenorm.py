@@ -8,9 +8,11 @@ import ember as em
 from ember.nn import functional as F, init
 from ember.nn._checks import checked, optional, real, size
 from ember.nn.modules.module import Module
+from ember.nn.modules.normalization import _LazyNormMixin
 from ember.nn.parameter import Parameter
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(Module):
@@ -96,3 +98,33 @@ class InstanceNorm2d(_InstanceNorm):
 class InstanceNorm3d(_InstanceNorm):
     """(N, C, D, H, W) or (C, D, H, W)."""
     _spatial = 3
+
+
+class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+    _unbatched_ndim = 2
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
+    _unbatched_ndim = 3
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
+    _unbatched_ndim = 4
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ember as em
 from ember.nn import functional as F, init
 from ember.nn._checks import checked, int_or_ints, optional, positive, real, size
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm",
-           "LocalResponseNorm"]
+           "LocalResponseNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -181,3 +182,47 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _LazyNormMixin(LazyModuleMixin):
+    """num_features from the first input's channel dim (dim 1; dim 0 for an unbatched
+    instance-norm input)."""
+
+    _unbatched_ndim = None
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if input.ndim < 2 and self._unbatched_ndim is None:
+            raise ValueError(f"{type(self).__name__}: cannot infer num_features from an input "
+                             f"of shape {tuple(input.shape)}")
+        c = input.shape[0] if input.ndim == self._unbatched_ndim else input.shape[1]
+        self.num_features = c
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            self._materialize(name, (c,))
+        self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
