@@ -7,6 +7,7 @@ differentiates it through the derivative table and it runs on every device.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import struct
 import warnings
@@ -946,6 +947,361 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+@_checked(eps=_number)
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log likelihood: exp(input) - target * input (log_input), else
+    input - target * log(input + eps); full adds Stirling's target * log(target) - target
+    + log(2 pi target) / 2 where target > 1."""
+    reduction = _reduction(size_average, reduce, reduction, "poisson_nll_loss")
+    input, target = _broadcast_target(input, target, "poisson_nll_loss")
+    if log_input:
+        loss = em.exp(input) - target * input
+    else:
+        loss = input - target * em.log(input + eps)
+    if full:
+        safe = em.where(target > 1, target, 1.0)
+        stirling = safe * em.log(safe) - safe + 0.5 * em.log(2 * math.pi * safe)
+        loss = loss + em.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+@_checked(eps=_number)
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log likelihood 0.5 * (log(var) + (input - target)^2 / var) (+ 0.5
+    log(2 pi) with full), var the same shape as input, or with its last dim 1 or omitted
+    (one variance per sample), or a number. var is clamped to eps for the value only (the
+    gradient passes as if unclamped), as PyTorch does."""
+    op = "gaussian_nll_loss"
+    reduction = _reduction(None, None, reduction, op)
+    if not isinstance(var, em.Tensor):
+        if not isinstance(var, numbers.Real):
+            raise TypeError(f"{op}: var must be a Tensor or a number, got "
+                            f"{type(var).__name__}")
+        var = em.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)           # homoscedastic: one var per sample
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError(f"{op}: var is of incorrect size {tuple(var.shape)} for input "
+                             f"shape {tuple(input.shape)}")
+    if bool((var < 0).any()):
+        raise ValueError(f"{op}: var has negative entry/entries")
+    var = var + (var.clamp_min(eps) - var).detach()
+    loss = 0.5 * (em.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+@_checked(margin=_number)
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), target of 1 or -1."""
+    reduction = _reduction(size_average, reduce, reduction, "margin_ranking_loss")
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise ValueError(f"margin_ranking_loss: all input tensors should have the same number "
+                         f"of dims, got shapes {tuple(input1.shape)}, {tuple(input2.shape)} and "
+                         f"{tuple(target.shape)}")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+@_checked(margin=_number)
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1."""
+    reduction = _reduction(size_average, reduce, reduction, "hinge_embedding_loss")
+    margin_part = em.where(target != 1, (margin - input).clamp_min(0), 0.0)
+    self_part = em.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction)
+
+
+@_checked(margin=_number)
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1;
+    inputs (N, D) with target (N,), or (D,) with a 0-d target."""
+    op = "cosine_embedding_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape) or \
+            target.ndim != input1.ndim - 1:
+        raise ValueError(f"{op}: expected inputs of one shape (N, D) or (D,) and a target "
+                         f"(N,) or (), got {tuple(input1.shape)}, {tuple(input2.shape)} and "
+                         f"{tuple(target.shape)}")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / em.sqrt(mag)
+    loss = em.where(target == 1, 1 - cos, 0.0) + \
+        em.where(target == -1, (cos - margin).clamp_min(0), 0.0)
+    return _reduce(loss, reduction)
+
+
+@_checked(margin=_number, p=_number, eps=_number)
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm
+    pairwise_distance; swap takes the smaller of d(a, n) and d(p, n)."""
+    op = "triplet_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
+        raise ValueError(f"{op}: expected anchor, positive and negative of 1 or 2 dims "
+                         f"alike, got shapes {tuple(anchor.shape)}, {tuple(positive.shape)} "
+                         f"and {tuple(negative.shape)}")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = em.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_ap - d_an).clamp_min(0), reduction)
+
+
+@_checked(margin=_number)
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """triplet_margin_loss with any distance_function(x1, x2) (pairwise_distance by
+    default)."""
+    op = "triplet_margin_with_distance_loss"
+    reduction = _reduction(None, None, reduction, op)
+    if margin <= 0:
+        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    if not callable(dist):
+        raise TypeError(f"{op}: distance_function must be callable, got "
+                        f"{type(dist).__name__}")
+    d_ap, d_an = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_an = em.minimum(d_an, dist(positive, negative))
+    return _reduce((margin + d_ap - d_an).clamp_min(0), reduction)
+
+
+def _class_targets(op, input, target):
+    """(N, C) input and (N,) int64 targets, from batched or unbatched ones."""
+    if input.ndim not in (1, 2) or target.ndim != input.ndim - 1 or \
+            (input.ndim == 2 and target.shape[0] != input.shape[0]):
+        raise ValueError(f"{op}: expected input (N, C) with target (N,), or (C,) with a 0-d "
+                         f"target, got {tuple(input.shape)} and {tuple(target.shape)}")
+    if target.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: target must be class indices (an integer tensor), got "
+                        f"{target.dtype!r}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    y = target.reshape(-1).to(em.int64)
+    c = x.shape[1]
+    if y.numel() and (int(y.min().item()) < 0 or int(y.max().item()) >= c):
+        raise IndexError(f"{op}: target values must be in [0, {c}), got {y.tolist()}")
+    return x, y
+
+
+@_checked(p=_number, margin=_number)
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss: sum over i != y of max(0, margin - x[y] + x[i])^p / C,
+    each term scaled by weight[y]."""
+    op = "multi_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if p not in (1, 2):
+        raise ValueError(f"{op}: only p == 1 and p == 2 supported, got {p}")
+    x, y = _class_targets(op, input, target)
+    n, c = x.shape
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise ValueError(f"{op}: weight must have shape ({c},), got {tuple(weight.shape)}")
+    xy = x.gather(1, y.unsqueeze(1))
+    terms = (margin - xy + x).clamp_min(0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.index_select(0, y).unsqueeze(1)
+    not_y = em.arange(c, device=x.device).unsqueeze(0) != y.unsqueeze(1)
+    loss = em.where(not_y, terms, 0.0).sum(1) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over the target classes j and the other classes i of
+    max(0, 1 - (x[j] - x[i])) / C; target holds class indices, ended by the first -1."""
+    op = "multilabel_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if input.ndim not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: expected input (N, C) or (C,) and a target of the same shape, "
+                         f"got {tuple(input.shape)} and {tuple(target.shape)}")
+    if target.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: target must be an integer tensor, got {target.dtype!r}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    t = (target.unsqueeze(0) if target.ndim == 1 else target).to(em.int64)
+    n, c = x.shape
+    if t.numel() and (int(t.min().item()) < -1 or int(t.max().item()) >= c):
+        raise IndexError(f"{op}: target values must be in [-1, {c}), got {t.tolist()}")
+    # the targets up to the first -1
+    valid = ((t < 0).long().cumsum(1) == 0)
+    idx = em.where(valid, t, 0)
+    member = (idx.unsqueeze(2) == em.arange(c, device=x.device)) & valid.unsqueeze(2)
+    is_target = member.any(1)                                   # (N, C)
+    xj = x.gather(1, idx)                                       # (N, C): x at each target
+    terms = (1 - xj.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (N, j, i)
+    mask = valid.unsqueeze(2) & (~is_target).unsqueeze(1)
+    loss = em.where(mask, terms, 0.0).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted per class, averaged over
+    the classes."""
+    op = "multilabel_soft_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    _same_shape(input, target, op)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1] if input.ndim else loss
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), target of 1 or -1."""
+    reduction = _reduction(size_average, reduce, reduction, "soft_margin_loss")
+    input, target = _broadcast_target(input, target, "soft_margin_loss")
+    return _reduce(softplus(-target * input), reduction)
+
+
+def _log_add(*terms):
+    """log(sum(exp(terms))) of same-shape tensors, -inf where every term is -inf, with
+    finite gradients there (the `where` on both sides of the log)."""
+    m = terms[0]
+    for t in terms[1:]:
+        m = em.maximum(m, t)
+    finite = m > float("-inf")
+    m_safe = em.where(finite, m, 0.0).detach()
+    total = em.exp(terms[0] - m_safe)
+    for t in terms[1:]:
+        total = total + em.exp(t - m_safe)
+    ok = total > 0
+    return em.where(ok, m_safe + em.log(em.where(ok, total, 1.0)), float("-inf"))
+
+
+def _lengths(op, name, v, n, device):
+    if isinstance(v, em.Tensor):
+        if v.dtype.kind not in ("int", "uint"):
+            raise TypeError(f"{op}: {name} must be integers, got {v.dtype!r}")
+        v = v.reshape(-1).to(em.int64).cpu()
+    else:
+        try:
+            v = em.tensor([int(x) for x in v], dtype=em.int64)
+        except TypeError:
+            raise TypeError(f"{op}: {name} must be a Tensor or a sequence of ints, got "
+                            f"{type(v).__name__}") from None
+    if v.shape[0] != n:
+        raise ValueError(f"{op}: {name} must have one entry per batch element ({n}), got "
+                         f"{v.shape[0]}")
+    if n and int(v.min().item()) < 0:
+        raise ValueError(f"{op}: {name} must be non-negative, got {v.tolist()}")
+    return v
+
+
+@_checked(blank=_index_arg)
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist Temporal Classification loss (Graves et al. 2006): minus the log of
+    the total probability of all alignments of each target. log_probs (T, N, C) (or
+    (T, C) unbatched) are log-softmax outputs; targets (N, S) padded or 1-D concatenated
+    (sum(target_lengths)); input_lengths and target_lengths per sample. The forward
+    (alpha) recursion runs in log space over the blank-extended labels, composed from
+    ember ops (so autograd gives the gradient and it runs on every device). 'mean'
+    divides each loss by its target length, then averages; zero_infinity zeroes
+    impossible alignments' infinite losses and their gradients."""
+    op = "ctc_loss"
+    reduction = _reduction(None, None, reduction, op)
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.ndim == 1:
+            targets = targets.unsqueeze(0)
+    if log_probs.ndim != 3:
+        raise ValueError(f"{op}: log_probs must be (T, N, C) or (T, C), got shape "
+                         f"{tuple(log_probs.shape)}")
+    if log_probs.dtype.kind != "float":
+        raise TypeError(f"{op}: log_probs must be floating point, got {log_probs.dtype!r}")
+    if targets.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: targets must be an integer tensor, got {targets.dtype!r}")
+    T, n, c = log_probs.shape
+    if not 0 <= blank < c:
+        raise ValueError(f"{op}: blank must be in label range [0, {c}), got {blank}")
+    dev = log_probs.device
+    in_len = _lengths(op, "input_lengths", input_lengths, n, dev)
+    tg_len = _lengths(op, "target_lengths", target_lengths, n, dev)
+    if n and int(in_len.max().item()) > T:
+        raise ValueError(f"{op}: input_lengths must be at most the input's length T={T}, got "
+                         f"{in_len.tolist()}")
+    smax = int(tg_len.max().item()) if n else 0
+    targets = targets.to(em.int64).to(dev)
+    if targets.ndim == 2:
+        if targets.shape[0] != n or smax > targets.shape[1]:
+            raise ValueError(f"{op}: targets of shape {tuple(targets.shape)} do not hold "
+                             f"target_lengths {tg_len.tolist()} for batch size {n}")
+        padded = targets[:, :smax]
+    elif targets.ndim == 1:
+        total = int(tg_len.sum().item())
+        if targets.shape[0] != total:
+            raise ValueError(f"{op}: 1-D targets must have sum(target_lengths) = {total} "
+                             f"entries, got {targets.shape[0]}")
+        start = (tg_len.cumsum(0) - tg_len).to(dev)
+        pos = start.unsqueeze(1) + em.arange(smax, device=dev).unsqueeze(0)
+        padded = targets[pos.clamp(0, max(total - 1, 0))] if total else \
+            em.zeros(n, smax, dtype=em.int64, device=dev)
+    else:
+        raise ValueError(f"{op}: targets must be 1-D or 2-D, got shape "
+                         f"{tuple(targets.shape)}")
+    valid = em.arange(smax, device=dev).unsqueeze(0) < tg_len.to(dev).unsqueeze(1)
+    padded = em.where(valid, padded, blank)
+    if bool(((padded < 0) | (padded >= c)).any()):
+        raise ValueError(f"{op}: target labels must be in [0, {c})")
+    # the extended labels: blank, l1, blank, l2, ..., blank  (N, L)
+    L = 2 * smax + 1
+    ext = em.full((n, L), blank, dtype=em.int64, device=dev)
+    if smax:
+        ext[:, 1::2] = padded
+    # skips over a blank are allowed onto a non-blank label unlike the one two back
+    if L > 2:
+        skip = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+        skip = em.cat([em.zeros(n, 2, dtype=em.bool, device=dev), skip], 1)
+    else:
+        skip = em.zeros(n, L, dtype=em.bool, device=dev)
+    lp = log_probs.gather(2, ext.unsqueeze(0).expand(T, n, L))      # (T, N, L)
+    neg_inf = float("-inf")
+    pad1 = em.full((n, 1), neg_inf, dtype=lp.dtype, device=dev)
+    pad2 = em.full((n, 2), neg_inf, dtype=lp.dtype, device=dev)
+    init = em.full((n, L), neg_inf, dtype=lp.dtype, device=dev)
+    first = em.arange(L, device=dev).unsqueeze(0) < 2
+    alpha = em.where(first, lp[0], init) if T else init
+    steps = in_len.to(dev).unsqueeze(1)
+    for t in range(1, T):
+        a1 = em.cat([pad1, alpha[:, :-1]], 1)
+        a2 = em.where(skip, em.cat([pad2, alpha[:, :-2]], 1), neg_inf) if L > 2 else None
+        new = (_log_add(alpha, a1, a2) if a2 is not None else _log_add(alpha, a1)) + lp[t]
+        alpha = em.where(t < steps, new, alpha)
+    ends = (2 * tg_len).to(dev).unsqueeze(1)                         # index L_n - 1
+    last = alpha.gather(1, ends).squeeze(1)
+    before = alpha.gather(1, (ends - 1).clamp_min(0)).squeeze(1)
+    before = em.where(tg_len.to(dev) > 0, before, neg_inf)
+    ll = _log_add(last, before)
+    if T == 0:
+        ll = em.where(tg_len.to(dev) == 0, 0.0, neg_inf).to(lp.dtype)
+    else:
+        # an empty input sequence: only the empty target has probability (1)
+        ll = em.where(in_len.to(dev) == 0, em.where(tg_len.to(dev) == 0, 0.0, neg_inf), ll)
+    loss = -ll
+    if zero_infinity:
+        loss = em.where(loss == float("inf"), 0.0, loss)
+    if reduction == "mean":
+        return (loss / tg_len.to(dev).clamp_min(1).to(loss.dtype)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
+
+
 # padding, one-hot, normalize, attention, resampling ------------------------------------------
 
 @_checked(pad=_ints(), value=_optional(_number))
@@ -1337,9 +1693,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 # Every function here: a clear TypeError naming it when a tensor parameter gets
 # something else (not `'float' object has no attribute 'shape'` from inside). `value`
-# is a tensor only in scaled_dot_product_attention (a number in threshold and pad).
+# is a tensor only in scaled_dot_product_attention (a number in threshold and pad);
+# gaussian_nll_loss's var may be a number.
 _check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", "bias",
                                "query", "key", "attn_mask", "running_mean", "running_var",
                                "tensor", "x1", "x2", "offsets", "per_sample_weights",
                                "indices", "anchor", "positive", "negative", "log_probs",
-                               "targets", "var"})
+                               "targets"})
