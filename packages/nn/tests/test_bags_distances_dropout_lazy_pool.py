@@ -222,6 +222,10 @@ def test_lazy_conv_and_norms():
         assert type(m) is getattr(nn, f"InstanceNorm{n}d") and m.num_features == 5
     with pytest.raises(ValueError, match="LazyConv2d: expected 3D"):
         nn.LazyConv2d(4, 3)(em.randn(3, 5))
+    with pytest.raises(ValueError, match="LazyInstanceNorm2d: expected 3D or 4D input"):
+        nn.LazyInstanceNorm2d()(em.randn(3))
+    with pytest.raises(ValueError, match="LazyBatchNorm1d: cannot infer num_features"):
+        nn.LazyBatchNorm1d()(em.randn(3))
 
 
 # ------------------------------------------------------------------------- pooling

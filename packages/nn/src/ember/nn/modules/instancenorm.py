@@ -70,12 +70,9 @@ class _InstanceNorm(Module):
                           f"False, num_features is unused", UserWarning, stacklevel=2)
         x = input.unsqueeze(0) if input.ndim == unbatched else input
         use_input_stats = self.training or not self.track_running_stats
+        # as PyTorch's: momentum=None leaves the running stats as they are, and
+        # num_batches_tracked is kept (for state dicts) but not counted
         momentum = self.momentum if self.momentum is not None else 0.0
-        if self.training and self.track_running_stats:
-            with em.no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                momentum = 1.0 / float(self.num_batches_tracked)
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                               use_input_stats, momentum, self.eps)
         return out.squeeze(0) if input.ndim == unbatched else out

@@ -191,10 +191,14 @@ class _LazyNormMixin(LazyModuleMixin):
     _unbatched_ndim = None
 
     def initialize_parameters(self, input, *args, **kwargs):
-        if input.ndim < 2 and self._unbatched_ndim is None:
-            raise ValueError(f"{type(self).__name__}: cannot infer num_features from an input "
-                             f"of shape {tuple(input.shape)}")
-        c = input.shape[0] if input.ndim == self._unbatched_ndim else input.shape[1]
+        name, u = type(self).__name__, self._unbatched_ndim
+        if u is not None and input.ndim not in (u, u + 1):
+            raise ValueError(f"{name}: expected {u}D or {u + 1}D input, got shape "
+                             f"{tuple(input.shape)}")
+        if input.ndim < 2:
+            raise ValueError(f"{name}: cannot infer num_features from an input of shape "
+                             f"{tuple(input.shape)}")
+        c = input.shape[0] if input.ndim == u else input.shape[1]
         self.num_features = c
         for name in ("weight", "bias", "running_mean", "running_var"):
             self._materialize(name, (c,))
