@@ -299,3 +299,21 @@ def test_on_device(device):
     lazy = nn.LazyLinear(2).to(device)
     assert lazy(em.randn(3, 4, device=device)).device.type == device
     assert lazy.weight.device.type == device
+
+
+def test_lazy_modules_load_a_state_dict_before_the_first_call():
+    src = nn.Sequential(nn.Linear(5, 3), nn.Conv1d(3, 4, 2), nn.BatchNorm1d(4),
+                        nn.ConvTranspose1d(4, 2, 3))
+    lazy = nn.Sequential(nn.LazyLinear(3), nn.LazyConv1d(4, 2), nn.LazyBatchNorm1d(),
+                         nn.LazyConvTranspose1d(2, 3))
+    lazy.load_state_dict(src.state_dict())
+    assert [type(m) for m in lazy] == [nn.Linear, nn.Conv1d, nn.BatchNorm1d,
+                                       nn.ConvTranspose1d]
+    assert lazy[0].in_features == 5 and lazy[1].in_channels == 3 and \
+        lazy[2].num_features == 4 and lazy[3].in_channels == 4
+    for (k, a), b in zip(src.state_dict().items(), lazy.state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+    x = em.randn(2, 3, 5)
+    src.eval()
+    lazy.eval()
+    np.testing.assert_allclose(lazy[1:](x).detach().numpy(), src[1:](x).detach().numpy())

@@ -118,7 +118,7 @@ class ConvTranspose2d(ConvTranspose1d):
 class _LazyConvMixin(LazyModuleMixin):
     """in_channels from the first input: dim 1 batched, dim 0 unbatched."""
 
-    def initialize_parameters(self, input, *args, **kwargs):
+    def _sizes_from_input(self, input, *args, **kwargs):
         name, n = type(self).__name__, self._dims
         if input.ndim not in (n + 1, n + 2):
             raise ValueError(f"{name}: expected {n + 1}D (unbatched) or {n + 2}D (batched) "
@@ -128,10 +128,19 @@ class _LazyConvMixin(LazyModuleMixin):
             raise ValueError(f"{name}: groups={self.groups} must divide the input's "
                              f"{c} channels")
         self.in_channels = c
+
+    def _sizes_from_state(self, shapes):
+        w = shapes.get("weight", ())
+        if len(w) != self._dims + 2:
+            return False
+        self.in_channels = w[0] if self.transposed else w[1] * self.groups
+        return True
+
+    def _lazy_shapes(self):
+        c = self.in_channels
         shape = (c, self.out_channels // self.groups) if self.transposed else \
             (self.out_channels, c // self.groups)
-        self._materialize("weight", shape + self.kernel_size)
-        self.reset_parameters()
+        return {"weight": shape + self.kernel_size}
 
 
 class LazyConv1d(_LazyConvMixin, Conv1d):

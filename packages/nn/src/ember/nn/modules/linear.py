@@ -65,12 +65,19 @@ class LazyLinear(LazyModuleMixin, Linear):
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(0, out_features, bias, device, dtype)
 
-    def initialize_parameters(self, input, *args, **kwargs):
+    def _sizes_from_input(self, input, *args, **kwargs):
         if input.ndim == 0:
             raise ValueError("LazyLinear: cannot infer in_features from a 0-d input")
         self.in_features = input.shape[-1]
-        self._materialize("weight", (self.out_features, self.in_features))
-        self.reset_parameters()
+
+    def _sizes_from_state(self, shapes):
+        if len(shapes.get("weight", ())) != 2:
+            return False
+        self.in_features = shapes["weight"][1]
+        return True
+
+    def _lazy_shapes(self):
+        return {"weight": (self.out_features, self.in_features)}
 
 
 class Bilinear(Module):

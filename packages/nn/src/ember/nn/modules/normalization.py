@@ -190,7 +190,7 @@ class _LazyNormMixin(LazyModuleMixin):
 
     _unbatched_ndim = None
 
-    def initialize_parameters(self, input, *args, **kwargs):
+    def _sizes_from_input(self, input, *args, **kwargs):
         name, u = type(self).__name__, self._unbatched_ndim
         if u is not None and input.ndim not in (u, u + 1):
             raise ValueError(f"{name}: expected {u}D or {u + 1}D input, got shape "
@@ -198,11 +198,18 @@ class _LazyNormMixin(LazyModuleMixin):
         if input.ndim < 2:
             raise ValueError(f"{name}: cannot infer num_features from an input of shape "
                              f"{tuple(input.shape)}")
-        c = input.shape[0] if input.ndim == u else input.shape[1]
-        self.num_features = c
-        for name in ("weight", "bias", "running_mean", "running_var"):
-            self._materialize(name, (c,))
-        self.reset_parameters()
+        self.num_features = input.shape[0] if input.ndim == u else input.shape[1]
+
+    def _sizes_from_state(self, shapes):
+        one = [s for s in shapes.values() if len(s) == 1]
+        if not one:
+            return False
+        self.num_features = one[0][0]
+        return True
+
+    def _lazy_shapes(self):
+        return {name: (self.num_features,) for name in
+                ("weight", "bias", "running_mean", "running_var")}
 
 
 class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
