@@ -7,6 +7,7 @@ differentiates it through the derivative table and it runs on every device.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import struct
 import warnings
@@ -16,6 +17,8 @@ from ember._args import check_tensor_args as _check_tensor_args
 from ember.nn._checks import (
     checked as _checked,
     index as _index_arg,
+    int_or_ints as _int_or_ints,
+    int_tuple as _int_tuple,
     ints as _ints,
     norm_order as _norm_order,
     optional as _optional,
@@ -124,6 +127,53 @@ def tanhshrink(input):
     return input - em.tanh(input)
 
 
+@_checked(lambd=_number)
+def hardshrink(input, lambd=0.5):
+    """input where |input| > lambd, else 0."""
+    return em.where(em.abs(input) > lambd, input, 0.0)
+
+
+@_checked(lambd=_number)
+def softshrink(input, lambd=0.5):
+    """input - lambd above lambd, input + lambd below -lambd, else 0."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be no less than zero, got {lambd}")
+    return em.where(input > lambd, input - lambd, em.where(input < -lambd, input + lambd, 0.0))
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight of one value or one per channel (dim 1;
+    an input of fewer than 2 dims has one channel)."""
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: weight must be 1-D or 0-d, got shape {tuple(weight.shape)}")
+    n = weight.numel()
+    if n != 1:
+        c = input.shape[1] if input.ndim >= 2 else 1
+        if n != c:
+            raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: "
+                             f"weight has {n} values, input shape {tuple(input.shape)}")
+        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return em.where(input >= 0, input, weight * input)
+
+
+@_checked(lower=_number, upper=_number)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomised leaky ReLU: in training, negative inputs are scaled by a slope drawn
+    from U(lower, upper) per element with ember's generator; in eval, by the fixed
+    (lower + upper) / 2."""
+    if lower > upper:
+        raise ValueError(f"rrelu: lower bound {lower} must be at most the upper bound {upper}")
+    if training:
+        slope = em.empty(input.shape, dtype=input.dtype, device=input.device).uniform_(
+            lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    out = em.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
+
+
 @_checked(threshold=_number, value=_number)
 def threshold(input, threshold, value, inplace=False):
     out = em.where(input > threshold, input, value)
@@ -175,18 +225,102 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+_SELU_ALPHA_PRIME = -1.7580993408473766     # -scale * alpha of SELU
+
+
+def _alpha_dropout(input, p, training, inplace, feature, op):
+    """Alpha dropout (Klambauer et al. 2017): dropped values are set to SELU's negative
+    saturation and the result affinely rescaled to keep zero mean and unit variance;
+    feature=True drops whole channels (one draw per (N, C))."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    if feature:
+        if input.ndim < 2:
+            raise ValueError(f"{op}: expected an input of at least 2 dims (N, C, *), got "
+                             f"shape {tuple(input.shape)}")
+        keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    else:
+        keep_shape = tuple(input.shape)
+    keep = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
+    keep = (keep != 0).to(input.dtype)
+    ap = _SELU_ALPHA_PRIME
+    a = ((1 - p) * (1 + p * ap * ap)) ** -0.5
+    b = -a * ap * p
+    out = (input * keep + ap * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+@_checked(p=_number)
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    raise NotImplementedError("alpha_dropout is not implemented in ember.nn")
+    return _alpha_dropout(input, p, training, inplace, False, "alpha_dropout")
+
+
+@_checked(p=_number)
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, True, "feature_alpha_dropout")
 
 
 @_checked(p=_number)
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, L) or (C, L) input."""
     return _channel_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
 @_checked(p=_number)
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Zero whole channels of a (N, C, H, W) input, as PyTorch: a 3-D input is taken as
+    (N, C, L) (with PyTorch's warning) and any other rank warns and drops per (N, C)
+    entry, so a 2-D input is dropped per element."""
+    op = "dropout2d"
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. "
+                      f"Note that dropout2d exists to provide channel-wise dropout on inputs "
+                      f"with 2 spatial dimensions, a channel dimension, and an optional batch "
+                      f"dimension (i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    elif input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        return dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
+
+
+@_checked(p=_number)
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input; other ranks warn
+    (as PyTorch) and drop per (N, C) entry."""
+    op = "dropout3d"
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. "
+                      f"Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      f"with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      f"dimension (i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    if input.ndim == 4:           # unbatched (C, D, H, W)
+        out = _feature_dropout(input.unsqueeze(0), p, True, False).squeeze(0)
+        return input.copy_(out) if inplace else out
+    if input.ndim < 2:
+        return dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def _channel_dropout(input, p, training, inplace, batched_ndim, op):
@@ -200,6 +334,16 @@ def _channel_dropout(input, p, training, inplace, batched_ndim, op):
         return input
     keep_shape = tuple(input.shape[:input.ndim - batched_ndim + 2]) + \
         (1,) * (batched_ndim - 2)
+    mask = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
+    out = input * mask
+    return input.copy_(out) if inplace else out
+
+
+def _feature_dropout(input, p, training, inplace):
+    """One keep/drop draw per (N, C), broadcast over the other dims."""
+    if not training or p == 0.0:
+        return input
+    keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     mask = em.dropout(em.ones(keep_shape, dtype=input.dtype, device=input.device), p, True)
     out = input * mask
     return input.copy_(out) if inplace else out
@@ -266,6 +410,75 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return em.adaptive_max_pool2d(input, output_size, return_indices)
 
 
+@_checked(norm_type=_number)
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x^p)^(1/p), as PyTorch: avg_pool of x^p times the window
+    size (negative sums clamped to 0), then the 1/p power."""
+    (k,) = _int_tuple("lp_pool1d", "kernel_size", kernel_size, 1)
+    out = em.avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (em.sign(out) * em.relu(em.abs(out)) * k).pow(1.0 / norm_type)
+
+
+@_checked(norm_type=_number)
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The 2-d lp_pool1d."""
+    kh, kw = _int_tuple("lp_pool2d", "kernel_size", kernel_size, 2)
+    out = em.avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (em.sign(out) * em.relu(em.abs(out)) * (kh * kw)).pow(1.0 / norm_type)
+
+
+def _max_unpool(op, input, indices, kernel_size, stride, padding, output_size, nd):
+    kernel_size = _int_tuple(op, "kernel_size", kernel_size, nd, 1)
+    stride = kernel_size if stride is None else _int_tuple(op, "stride", stride, nd, 1)
+    padding = _int_tuple(op, "padding", padding, nd, 0)
+    if input.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"{op}: expected a {nd + 1}-D or {nd + 2}-D input, got shape "
+                         f"{tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: indices shape {tuple(indices.shape)} must match the input "
+                         f"shape {tuple(input.shape)}")
+    if indices.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: indices must be an integer tensor, got {indices.dtype!r}")
+    spatial = tuple(input.shape[-nd:])
+    default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in
+                    zip(spatial, stride, padding, kernel_size))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"{op}: output_size must have {nd} (or {nd + 2}) elements, got "
+                             f"{tuple(output_size)}")
+        lo = tuple(d - s + 1 for d, s in zip(default, stride))
+        hi = tuple(d + s - 1 for d, s in zip(default, stride))
+        if not all(a <= o <= b for a, o, b in zip(lo, size, hi)):
+            raise ValueError(f"{op}: invalid output_size {tuple(output_size)} (each dim size "
+                             f"must be between {lo} and {hi})")
+    lead = tuple(input.shape[:-nd])
+    plane = math.prod(size)
+    flat_idx = indices.reshape(*lead, -1).to(em.int64)
+    if flat_idx.numel() and (int(flat_idx.min().item()) < 0 or
+                             int(flat_idx.max().item()) >= plane):
+        raise ValueError(f"{op}: found an invalid max index {int(flat_idx.max().item())} "
+                         f"(output volume of size {size})")
+    out = em.zeros(*lead, plane, dtype=input.dtype, device=input.device)
+    out = out.scatter(-1, flat_idx, input.reshape(*lead, -1))
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool1d's partial inverse: each value put back at its index (from max_pool1d's
+    return_indices), zeros elsewhere. A scatter, so autograd differentiates it."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool2d's partial inverse (indices flat over each H * W plane)."""
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size, 2)
+
+
 # normalization and embedding --------------------------------------------------------------
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -298,14 +511,89 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+@_checked(momentum=_number, eps=_number)
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    if not use_input_stats:
-        raise NotImplementedError("instance_norm: use_input_stats=False is not supported")
+    """Normalise each (sample, channel) over its spatial dims (group_norm with one
+    channel per group). With use_input_stats and running stats given, these are updated
+    in place with the batch's mean of the instances' means and unbiased variances; with
+    use_input_stats=False the running stats normalise instead (PyTorch's eval mode)."""
+    op = "instance_norm"
     if input.ndim < 2:
-        raise ValueError(f"instance_norm: expected input of at least 2 dims (N, C, ...), got "
+        raise ValueError(f"{op}: expected input of at least 2 dims (N, C, ...), got shape "
+                         f"{tuple(input.shape)}")
+    if use_input_stats and input.shape[0] * math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"{op}: expected more than 1 spatial element when training, got "
+                         f"input size {tuple(input.shape)}")   # PyTorch's check
+    c = input.shape[1]
+    affine = (1, c) + (1,) * (input.ndim - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise ValueError(f"{op}: {name} must have shape ({c},) for input shape "
+                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: use_input_stats=False needs running_mean and "
+                             f"running_var")
+        out = (input - running_mean.reshape(affine)) / \
+            em.sqrt(running_var.reshape(affine) + eps)
+    else:
+        out = group_norm(input, c, None, None, eps)
+        if running_mean is not None or running_var is not None:
+            with em.no_grad():
+                flat = input.detach().reshape(input.shape[0], c, -1)
+                n = flat.shape[-1]
+                if running_mean is not None:
+                    mean = flat.mean(-1).mean(0).to(running_mean.dtype)
+                    running_mean.mul_(1 - momentum).add_(mean * momentum)
+                if running_var is not None:
+                    var = flat.var(-1, correction=1 if n > 1 else 0).mean(0)
+                    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * momentum)
+    if weight is not None:
+        out = out * weight.reshape(affine)
+    if bias is not None:
+        out = out + bias.reshape(affine)
+    return out
+
+
+def _norm_dims(op, input, normalized_shape):
+    shape = tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise ValueError(f"{op}: normalized_shape {shape} must be the trailing dims of the "
+                         f"input shape {tuple(input.shape)}")
+    return tuple(range(input.ndim - len(shape), input.ndim))
+
+
+@_checked(normalized_shape=_int_or_ints(0), eps=_optional(_number))
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """input / sqrt(mean(input^2 over the normalized_shape dims) + eps) * weight; eps
+    defaults to finfo(input.dtype).eps as in PyTorch. Composed from ember ops."""
+    dims = _norm_dims("rms_norm", input, normalized_shape)
+    if eps is None:
+        eps = em.finfo(input.dtype).eps
+    if weight is not None and tuple(weight.shape) != tuple(normalized_shape):
+        raise ValueError(f"rms_norm: weight shape {tuple(weight.shape)} must be "
+                         f"normalized_shape {tuple(normalized_shape)}")
+    out = input * em.rsqrt((input * input).mean(dims, keepdim=True) + eps) if dims else \
+        input * em.rsqrt(input * input + eps)
+    return out * weight if weight is not None else out
+
+
+@_checked(size=_positive, alpha=_number, beta=_number, k=_number)
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha / size * sum of input^2 over `size` neighbouring channels)^beta,
+    the window zero-padded (size // 2 before, (size - 1) // 2 after), as PyTorch's.
+    Composed from pad, unfold and mean."""
+    if input.ndim < 3:
+        raise ValueError(f"local_response_norm: expected 3D or higher dimensional input, got "
                          f"shape {tuple(input.shape)}")
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    if input.numel() == 0:
+        return input
+    sq = (input * input).movedim(1, -1)
+    sq = pad(sq, (size // 2, (size - 1) // 2))
+    div = sq.unfold(-1, size, 1).mean(-1).movedim(-1, 1)
+    return input / (div * alpha + k) ** beta
 
 
 @_checked(padding_idx=_optional(_index_arg), max_norm=_optional(_number),
@@ -315,6 +603,138 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported")
     return em.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+
+@_checked(max_norm=_optional(_number), norm_type=_number,
+          padding_idx=_optional(_index_arg))
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embeddings without the intermediate (bag, item,
+    dim) tensor for sum and mean: a 2-D input holds one bag per row; a 1-D input is cut
+    into bags at `offsets` (their starts; with include_last_offset the last offset is the
+    end). Entries equal to padding_idx are left out (and not counted by mean); an empty
+    bag gives zeros. per_sample_weights scale each entry (mode 'sum' only). Composed from
+    embedding, repeat_interleave and index_add (max: a masked amax)."""
+    op = "embedding_bag"
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse gradients are not supported by ember")
+    if input.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: expected an integer tensor of indices, got {input.dtype!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight has to be a 2-D tensor, got shape "
+                         f"{tuple(weight.shape)}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise ValueError(f"{op}: per_sample_weights is only supported for mode='sum' "
+                             f"(got mode={mode!r})")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"{op}: per_sample_weights shape "
+                             f"{tuple(per_sample_weights.shape)} must match the input "
+                             f"shape {tuple(input.shape)}")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise ValueError(f"{op}: padding_idx {padding_idx} must be within num_embeddings "
+                             f"{n}")
+        padding_idx %= n
+    device = input.device
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: if input is 2D, then offsets has to be None, as input is "
+                             f"treated as a mini-batch of fixed length sequences")
+        bags, length = input.shape
+        flat = input.reshape(-1)
+        bag_ids = em.arange(bags, device=device).repeat_interleave(length)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError(f"{op}: offsets has to be a 1D Tensor when input is 1D, got "
+                             f"{None if offsets is None else tuple(offsets.shape)}")
+        if offsets.dtype.kind not in ("int", "uint"):
+            raise TypeError(f"{op}: offsets must be an integer tensor, got {offsets.dtype!r}")
+        total = input.shape[0]
+        offsets = offsets.to(em.int64).to(device)
+        if include_last_offset:
+            if offsets.shape[0] < 1:
+                raise ValueError(f"{op}: include_last_offset needs at least one offset")
+            end = int(offsets[-1].item())
+            starts = offsets[:-1]
+        else:
+            end, starts = total, offsets
+        bags = starts.shape[0]
+        if bags and int(starts[0].item()) != 0:
+            raise ValueError(f"{op}: offsets[0] has to be 0, i.e., the first sequence in the "
+                             f"mini-batch has to start from position 0. However, got "
+                             f"{int(starts[0].item())}")
+        if not 0 <= end <= total:
+            raise ValueError(f"{op}: the last offset {end} must be within the input length "
+                             f"{total}")
+        bounds = em.cat([starts, em.tensor([end], dtype=em.int64, device=device)])
+        lengths = bounds[1:] - bounds[:-1]
+        if bags and int(lengths.min().item()) < 0:
+            raise ValueError(f"{op}: offsets must be non-decreasing and at most the input "
+                             f"length {total}, got {offsets.tolist()}")
+        flat = input[:end]
+        bag_ids = em.arange(bags, device=device).repeat_interleave(lengths)
+        psw = per_sample_weights[:end] if per_sample_weights is not None else None
+    else:
+        raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    dim = weight.shape[1]
+    emb = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    keep = None if padding_idx is None else (flat != padding_idx)
+    if mode == "max":
+        if flat.shape[0] == 0 or bags == 0:
+            return em.zeros(bags, dim, dtype=weight.dtype, device=weight.device) + \
+                weight.sum() * 0
+        member = bag_ids.unsqueeze(0) == em.arange(bags, device=device).unsqueeze(1)
+        if keep is not None:
+            member = member & keep.unsqueeze(0)
+        scores = em.where(member.unsqueeze(-1), emb.unsqueeze(0), float("-inf"))
+        out = scores.amax(1)
+        return em.where(member.any(1).unsqueeze(-1), out, 0.0)
+    if psw is not None:
+        emb = emb * psw.unsqueeze(-1).to(emb.dtype)
+    if keep is not None:
+        emb = emb * keep.unsqueeze(-1).to(emb.dtype)
+    out = em.zeros(bags, dim, dtype=emb.dtype, device=emb.device).index_add(0, bag_ids, emb)
+    if mode == "mean":
+        ones = em.ones(flat.shape[0], dtype=emb.dtype, device=emb.device)
+        if keep is not None:
+            ones = ones * keep.to(emb.dtype)
+        counts = em.zeros(bags, dtype=emb.dtype, device=emb.device).index_add(0, bag_ids,
+                                                                              ones)
+        out = out / counts.clamp_min(1).unsqueeze(-1)
+    return out
+
+
+# distances -----------------------------------------------------------------------------
+
+@_checked(dim=_index_arg, eps=_number)
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim, x1 and x2 broadcast to
+    one shape (that dim squeezed)."""
+    try:
+        shape = em.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cosine_similarity: x1 shape {tuple(x1.shape)} and x2 shape "
+                         f"{tuple(x2.shape)} do not broadcast") from None
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = em.linalg.vector_norm(x1, 2, dim).clamp_min(eps)
+    n2 = em.linalg.vector_norm(x2, 2, dim).clamp_min(eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+@_checked(p=_number, eps=_number)
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim (0-d for 1-D inputs)."""
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"pairwise_distance: expected inputs of at least 1 dim, got shapes "
+                         f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    return em.linalg.vector_norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 # linear --------------------------------------------------------------------------------
@@ -527,6 +947,361 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+@_checked(eps=_number)
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log likelihood: exp(input) - target * input (log_input), else
+    input - target * log(input + eps); full adds Stirling's target * log(target) - target
+    + log(2 pi target) / 2 where target > 1."""
+    reduction = _reduction(size_average, reduce, reduction, "poisson_nll_loss")
+    input, target = _broadcast_target(input, target, "poisson_nll_loss")
+    if log_input:
+        loss = em.exp(input) - target * input
+    else:
+        loss = input - target * em.log(input + eps)
+    if full:
+        safe = em.where(target > 1, target, 1.0)
+        stirling = safe * em.log(safe) - safe + 0.5 * em.log(2 * math.pi * safe)
+        loss = loss + em.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+@_checked(eps=_number)
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log likelihood 0.5 * (log(var) + (input - target)^2 / var) (+ 0.5
+    log(2 pi) with full), var the same shape as input, or with its last dim 1 or omitted
+    (one variance per sample), or a number. var is clamped to eps for the value only (the
+    gradient passes as if unclamped), as PyTorch does."""
+    op = "gaussian_nll_loss"
+    reduction = _reduction(None, None, reduction, op)
+    if not isinstance(var, em.Tensor):
+        if not isinstance(var, numbers.Real):
+            raise TypeError(f"{op}: var must be a Tensor or a number, got "
+                            f"{type(var).__name__}")
+        var = em.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)           # homoscedastic: one var per sample
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError(f"{op}: var is of incorrect size {tuple(var.shape)} for input "
+                             f"shape {tuple(input.shape)}")
+    if bool((var < 0).any()):
+        raise ValueError(f"{op}: var has negative entry/entries")
+    var = var + (var.clamp_min(eps) - var).detach()
+    loss = 0.5 * (em.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+@_checked(margin=_number)
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), target of 1 or -1."""
+    reduction = _reduction(size_average, reduce, reduction, "margin_ranking_loss")
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise ValueError(f"margin_ranking_loss: all input tensors should have the same number "
+                         f"of dims, got shapes {tuple(input1.shape)}, {tuple(input2.shape)} and "
+                         f"{tuple(target.shape)}")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+@_checked(margin=_number)
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1."""
+    reduction = _reduction(size_average, reduce, reduction, "hinge_embedding_loss")
+    margin_part = em.where(target != 1, (margin - input).clamp_min(0), 0.0)
+    self_part = em.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction)
+
+
+@_checked(margin=_number)
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1;
+    inputs (N, D) with target (N,), or (D,) with a 0-d target."""
+    op = "cosine_embedding_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape) or \
+            target.ndim != input1.ndim - 1:
+        raise ValueError(f"{op}: expected inputs of one shape (N, D) or (D,) and a target "
+                         f"(N,) or (), got {tuple(input1.shape)}, {tuple(input2.shape)} and "
+                         f"{tuple(target.shape)}")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / em.sqrt(mag)
+    loss = em.where(target == 1, 1 - cos, 0.0) + \
+        em.where(target == -1, (cos - margin).clamp_min(0), 0.0)
+    return _reduce(loss, reduction)
+
+
+@_checked(margin=_number, p=_number, eps=_number)
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm
+    pairwise_distance; swap takes the smaller of d(a, n) and d(p, n)."""
+    op = "triplet_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
+        raise ValueError(f"{op}: expected anchor, positive and negative of 1 or 2 dims "
+                         f"alike, got shapes {tuple(anchor.shape)}, {tuple(positive.shape)} "
+                         f"and {tuple(negative.shape)}")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = em.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_ap - d_an).clamp_min(0), reduction)
+
+
+@_checked(margin=_number)
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """triplet_margin_loss with any distance_function(x1, x2) (pairwise_distance by
+    default)."""
+    op = "triplet_margin_with_distance_loss"
+    reduction = _reduction(None, None, reduction, op)
+    if margin <= 0:
+        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    if not callable(dist):
+        raise TypeError(f"{op}: distance_function must be callable, got "
+                        f"{type(dist).__name__}")
+    d_ap, d_an = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_an = em.minimum(d_an, dist(positive, negative))
+    return _reduce((margin + d_ap - d_an).clamp_min(0), reduction)
+
+
+def _class_targets(op, input, target):
+    """(N, C) input and (N,) int64 targets, from batched or unbatched ones."""
+    if input.ndim not in (1, 2) or target.ndim != input.ndim - 1 or \
+            (input.ndim == 2 and target.shape[0] != input.shape[0]):
+        raise ValueError(f"{op}: expected input (N, C) with target (N,), or (C,) with a 0-d "
+                         f"target, got {tuple(input.shape)} and {tuple(target.shape)}")
+    if target.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: target must be class indices (an integer tensor), got "
+                        f"{target.dtype!r}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    y = target.reshape(-1).to(em.int64)
+    c = x.shape[1]
+    if y.numel() and (int(y.min().item()) < 0 or int(y.max().item()) >= c):
+        raise IndexError(f"{op}: target values must be in [0, {c}), got {y.tolist()}")
+    return x, y
+
+
+@_checked(p=_number, margin=_number)
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss: sum over i != y of max(0, margin - x[y] + x[i])^p / C,
+    each term scaled by weight[y]."""
+    op = "multi_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if p not in (1, 2):
+        raise ValueError(f"{op}: only p == 1 and p == 2 supported, got {p}")
+    x, y = _class_targets(op, input, target)
+    n, c = x.shape
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise ValueError(f"{op}: weight must have shape ({c},), got {tuple(weight.shape)}")
+    xy = x.gather(1, y.unsqueeze(1))
+    terms = (margin - xy + x).clamp_min(0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.index_select(0, y).unsqueeze(1)
+    not_y = em.arange(c, device=x.device).unsqueeze(0) != y.unsqueeze(1)
+    loss = em.where(not_y, terms, 0.0).sum(1) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over the target classes j and the other classes i of
+    max(0, 1 - (x[j] - x[i])) / C; target holds class indices, ended by the first -1."""
+    op = "multilabel_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    if input.ndim not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: expected input (N, C) or (C,) and a target of the same shape, "
+                         f"got {tuple(input.shape)} and {tuple(target.shape)}")
+    if target.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: target must be an integer tensor, got {target.dtype!r}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    t = (target.unsqueeze(0) if target.ndim == 1 else target).to(em.int64)
+    n, c = x.shape
+    if t.numel() and (int(t.min().item()) < -1 or int(t.max().item()) >= c):
+        raise IndexError(f"{op}: target values must be in [-1, {c}), got {t.tolist()}")
+    # the targets up to the first -1
+    valid = ((t < 0).long().cumsum(1) == 0)
+    idx = em.where(valid, t, 0)
+    member = (idx.unsqueeze(2) == em.arange(c, device=x.device)) & valid.unsqueeze(2)
+    is_target = member.any(1)                                   # (N, C)
+    xj = x.gather(1, idx)                                       # (N, C): x at each target
+    terms = (1 - xj.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (N, j, i)
+    mask = valid.unsqueeze(2) & (~is_target).unsqueeze(1)
+    loss = em.where(mask, terms, 0.0).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted per class, averaged over
+    the classes."""
+    op = "multilabel_soft_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction, op)
+    _same_shape(input, target, op)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1] if input.ndim else loss
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), target of 1 or -1."""
+    reduction = _reduction(size_average, reduce, reduction, "soft_margin_loss")
+    input, target = _broadcast_target(input, target, "soft_margin_loss")
+    return _reduce(softplus(-target * input), reduction)
+
+
+def _log_add(*terms):
+    """log(sum(exp(terms))) of same-shape tensors, -inf where every term is -inf, with
+    finite gradients there (the `where` on both sides of the log)."""
+    m = terms[0]
+    for t in terms[1:]:
+        m = em.maximum(m, t)
+    finite = m > float("-inf")
+    m_safe = em.where(finite, m, 0.0).detach()
+    total = em.exp(terms[0] - m_safe)
+    for t in terms[1:]:
+        total = total + em.exp(t - m_safe)
+    ok = total > 0
+    return em.where(ok, m_safe + em.log(em.where(ok, total, 1.0)), float("-inf"))
+
+
+def _lengths(op, name, v, n, device):
+    if isinstance(v, em.Tensor):
+        if v.dtype.kind not in ("int", "uint"):
+            raise TypeError(f"{op}: {name} must be integers, got {v.dtype!r}")
+        v = v.reshape(-1).to(em.int64).cpu()
+    else:
+        try:
+            v = em.tensor([int(x) for x in v], dtype=em.int64)
+        except TypeError:
+            raise TypeError(f"{op}: {name} must be a Tensor or a sequence of ints, got "
+                            f"{type(v).__name__}") from None
+    if v.shape[0] != n:
+        raise ValueError(f"{op}: {name} must have one entry per batch element ({n}), got "
+                         f"{v.shape[0]}")
+    if n and int(v.min().item()) < 0:
+        raise ValueError(f"{op}: {name} must be non-negative, got {v.tolist()}")
+    return v
+
+
+@_checked(blank=_index_arg)
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist Temporal Classification loss (Graves et al. 2006): minus the log of
+    the total probability of all alignments of each target. log_probs (T, N, C) (or
+    (T, C) unbatched) are log-softmax outputs; targets (N, S) padded or 1-D concatenated
+    (sum(target_lengths)); input_lengths and target_lengths per sample. The forward
+    (alpha) recursion runs in log space over the blank-extended labels, composed from
+    ember ops (so autograd gives the gradient and it runs on every device). 'mean'
+    divides each loss by its target length, then averages; zero_infinity zeroes
+    impossible alignments' infinite losses and their gradients."""
+    op = "ctc_loss"
+    reduction = _reduction(None, None, reduction, op)
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.ndim == 1:
+            targets = targets.unsqueeze(0)
+    if log_probs.ndim != 3:
+        raise ValueError(f"{op}: log_probs must be (T, N, C) or (T, C), got shape "
+                         f"{tuple(log_probs.shape)}")
+    if log_probs.dtype.kind != "float":
+        raise TypeError(f"{op}: log_probs must be floating point, got {log_probs.dtype!r}")
+    if targets.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"{op}: targets must be an integer tensor, got {targets.dtype!r}")
+    T, n, c = log_probs.shape
+    if not 0 <= blank < c:
+        raise ValueError(f"{op}: blank must be in label range [0, {c}), got {blank}")
+    dev = log_probs.device
+    in_len = _lengths(op, "input_lengths", input_lengths, n, dev)
+    tg_len = _lengths(op, "target_lengths", target_lengths, n, dev)
+    if n and int(in_len.max().item()) > T:
+        raise ValueError(f"{op}: input_lengths must be at most the input's length T={T}, got "
+                         f"{in_len.tolist()}")
+    smax = int(tg_len.max().item()) if n else 0
+    targets = targets.to(em.int64).to(dev)
+    if targets.ndim == 2:
+        if targets.shape[0] != n or smax > targets.shape[1]:
+            raise ValueError(f"{op}: targets of shape {tuple(targets.shape)} do not hold "
+                             f"target_lengths {tg_len.tolist()} for batch size {n}")
+        padded = targets[:, :smax]
+    elif targets.ndim == 1:
+        total = int(tg_len.sum().item())
+        if targets.shape[0] != total:
+            raise ValueError(f"{op}: 1-D targets must have sum(target_lengths) = {total} "
+                             f"entries, got {targets.shape[0]}")
+        start = (tg_len.cumsum(0) - tg_len).to(dev)
+        pos = start.unsqueeze(1) + em.arange(smax, device=dev).unsqueeze(0)
+        padded = targets[pos.clamp(0, max(total - 1, 0))] if total else \
+            em.zeros(n, smax, dtype=em.int64, device=dev)
+    else:
+        raise ValueError(f"{op}: targets must be 1-D or 2-D, got shape "
+                         f"{tuple(targets.shape)}")
+    valid = em.arange(smax, device=dev).unsqueeze(0) < tg_len.to(dev).unsqueeze(1)
+    padded = em.where(valid, padded, blank)
+    if bool(((padded < 0) | (padded >= c)).any()):
+        raise ValueError(f"{op}: target labels must be in [0, {c})")
+    # the extended labels: blank, l1, blank, l2, ..., blank  (N, L)
+    L = 2 * smax + 1
+    ext = em.full((n, L), blank, dtype=em.int64, device=dev)
+    if smax:
+        ext[:, 1::2] = padded
+    # skips over a blank are allowed onto a non-blank label unlike the one two back
+    if L > 2:
+        skip = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+        skip = em.cat([em.zeros(n, 2, dtype=em.bool, device=dev), skip], 1)
+    else:
+        skip = em.zeros(n, L, dtype=em.bool, device=dev)
+    lp = log_probs.gather(2, ext.unsqueeze(0).expand(T, n, L))      # (T, N, L)
+    neg_inf = float("-inf")
+    pad1 = em.full((n, 1), neg_inf, dtype=lp.dtype, device=dev)
+    pad2 = em.full((n, 2), neg_inf, dtype=lp.dtype, device=dev)
+    init = em.full((n, L), neg_inf, dtype=lp.dtype, device=dev)
+    first = em.arange(L, device=dev).unsqueeze(0) < 2
+    alpha = em.where(first, lp[0], init) if T else init
+    steps = in_len.to(dev).unsqueeze(1)
+    for t in range(1, T):
+        a1 = em.cat([pad1, alpha[:, :-1]], 1)
+        a2 = em.where(skip, em.cat([pad2, alpha[:, :-2]], 1), neg_inf) if L > 2 else None
+        new = (_log_add(alpha, a1, a2) if a2 is not None else _log_add(alpha, a1)) + lp[t]
+        alpha = em.where(t < steps, new, alpha)
+    ends = (2 * tg_len).to(dev).unsqueeze(1)                         # index L_n - 1
+    last = alpha.gather(1, ends).squeeze(1)
+    before = alpha.gather(1, (ends - 1).clamp_min(0)).squeeze(1)
+    before = em.where(tg_len.to(dev) > 0, before, neg_inf)
+    ll = _log_add(last, before)
+    if T == 0:
+        ll = em.where(tg_len.to(dev) == 0, 0.0, neg_inf).to(lp.dtype)
+    else:
+        # an empty input sequence: only the empty target has probability (1)
+        ll = em.where(in_len.to(dev) == 0, em.where(tg_len.to(dev) == 0, 0.0, neg_inf), ll)
+    loss = -ll
+    if zero_infinity:
+        loss = em.where(loss == float("inf"), 0.0, loss)
+    if reduction == "mean":
+        return (loss / tg_len.to(dev).clamp_min(1).to(loss.dtype)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
+
+
 # padding, one-hot, normalize, attention, resampling ------------------------------------------
 
 @_checked(pad=_ints(), value=_optional(_number))
@@ -598,6 +1373,129 @@ def pad(input, pad, mode="constant", value=None):
             idx = em.arange(-max(lo, 0), kept + max(hi, 0), device=input.device) % kept + start
         out = out.index_select(dim, idx)
     return out
+
+
+@_checked(upscale_factor=_positive)
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r): a reshape and a permute."""
+    r = upscale_factor
+    if input.ndim < 3 or input.shape[-3] % (r * r):
+        raise ValueError(f"pixel_shuffle: expected input of at least 3 dims whose channel dim "
+                         f"(-3) is divisible by upscale_factor^2 = {r * r}, got shape "
+                         f"{tuple(input.shape)}")
+    *batch, c, h, w = input.shape
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    n = len(batch)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+@_checked(downscale_factor=_positive)
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W), pixel_shuffle's inverse."""
+    r = downscale_factor
+    if input.ndim < 3 or input.shape[-1] % r or input.shape[-2] % r:
+        raise ValueError(f"pixel_unshuffle: expected input of at least 3 dims whose height and "
+                         f"width are divisible by downscale_factor={r}, got shape "
+                         f"{tuple(input.shape)}")
+    *batch, c, h, w = input.shape
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    n = len(batch)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*batch, c * r * r, h // r, w // r)
+
+
+@_checked(groups=_positive)
+def channel_shuffle(input, groups):
+    """(N, C, *) with the channels as (groups, C / groups) transposed (ShuffleNet)."""
+    if input.ndim < 3 or input.shape[1] % groups:
+        raise ValueError(f"channel_shuffle: expected input of at least 3 dims whose channel "
+                         f"dim (1) is divisible by groups={groups}, got shape "
+                         f"{tuple(input.shape)}")
+    n, c, *rest = input.shape
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
+
+
+def _pairs(op, **values):
+    return [_int_tuple(op, name, v, 2) for name, v in values.items()]
+
+
+def _patch_weight(channels, kernel_size, dtype, device):
+    """(C * kh * kw, 1, kh, kw): for each channel, one one-hot filter per kernel position,
+    so that a grouped conv2d is im2col and its transpose col2im."""
+    kh, kw = kernel_size
+    k = kh * kw
+    eye = em.eye(k, dtype=dtype, device=device).reshape(k, 1, kh, kw)
+    return eye.repeat(channels, 1, 1, 1) if channels != 1 else eye
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) or (C, H, W) -> (N, C * kh * kw, L), each column one sliding
+    block, L = oh * ow blocks. Composed as a grouped conv2d with one-hot filters, so it
+    runs on every device and autograd differentiates it."""
+    op = "unfold"
+    kernel_size, dilation, padding, stride = _pairs(op, kernel_size=kernel_size,
+                                                    dilation=dilation, padding=padding,
+                                                    stride=stride)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 3-D (unbatched) or 4-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    for name, v, lo in (("kernel_size", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1)):
+        if min(v) < lo:
+            raise ValueError(f"{op}: {name} must be {'positive' if lo else 'non-negative'}, "
+                             f"got {v}")
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    n, c, h, w = x.shape
+    out = [(size + 2 * p - d * (k - 1) - 1) // s + 1 for size, p, d, k, s in
+           zip((h, w), padding, dilation, kernel_size, stride)]
+    if min(out) < 1:
+        raise ValueError(f"{op}: the {kernel_size} kernel (dilation {dilation}, padding "
+                         f"{padding}) does not fit the input shape {tuple(input.shape)}")
+    weight = _patch_weight(c, kernel_size, x.dtype, x.device)
+    cols = em.conv2d(x, weight, None, stride, padding, dilation, c)
+    cols = cols.reshape(n, c * kernel_size[0] * kernel_size[1], out[0] * out[1])
+    return cols.squeeze(0) if input.ndim == 3 else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, unfold's adjoint: (N, C * kh * kw, L) or (C * kh * kw, L) -> (N, C, H, W),
+    overlapping values summed. Composed as a grouped conv_transpose2d with one-hot
+    filters."""
+    op = "fold"
+    output_size, kernel_size, dilation, padding, stride = _pairs(
+        op, output_size=output_size, kernel_size=kernel_size, dilation=dilation,
+        padding=padding, stride=stride)
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{op}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    for name, v, lo in (("kernel_size", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1),
+                        ("output_size", output_size, 1)):
+        if min(v) < lo:
+            raise ValueError(f"{op}: {name} must be {'positive' if lo else 'non-negative'}, "
+                             f"got {v}")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    n, ck, length = x.shape
+    k = kernel_size[0] * kernel_size[1]
+    if ck % k:
+        raise ValueError(f"{op}: expected size of input's dimension 1 to be divisible by the "
+                         f"product of kernel_size {kernel_size}, but got input.size(1)={ck}")
+    blocks = [(size + 2 * p - d * (kk - 1) - 1) // s + 1 for size, p, d, kk, s in
+              zip(output_size, padding, dilation, kernel_size, stride)]
+    if min(blocks) < 1 or blocks[0] * blocks[1] != length:
+        raise ValueError(f"{op}: given output_size={output_size}, kernel_size={kernel_size}, "
+                         f"dilation={dilation}, padding={padding}, stride={stride}, expected "
+                         f"size of input's dimension 2 to match the calculated number of "
+                         f"sliding blocks {blocks[0]} * {blocks[1]} = "
+                         f"{blocks[0] * blocks[1]}, but got input.size(2)={length}")
+    c = ck // k
+    extra = [size + 2 * p - ((b - 1) * s + d * (kk - 1) + 1) for size, p, d, kk, s, b in
+             zip(output_size, padding, dilation, kernel_size, stride, blocks)]
+    weight = _patch_weight(c, kernel_size, x.dtype, x.device)
+    out = em.conv_transpose2d(x.reshape(n, ck, *blocks), weight, None, stride, padding,
+                              tuple(extra), c, dilation)
+    return out.squeeze(0) if input.ndim == 2 else out
 
 
 @_checked(num_classes=_index_arg)
@@ -795,7 +1693,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 # Every function here: a clear TypeError naming it when a tensor parameter gets
 # something else (not `'float' object has no attribute 'shape'` from inside). `value`
-# is a tensor only in scaled_dot_product_attention (a number in threshold and pad).
+# is a tensor only in scaled_dot_product_attention (a number in threshold and pad);
+# gaussian_nll_loss's var may be a number.
 _check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", "bias",
                                "query", "key", "attn_mask", "running_mean", "running_var",
-                               "tensor"})
+                               "tensor", "x1", "x2", "offsets", "per_sample_weights",
+                               "indices", "anchor", "positive", "negative", "log_probs",
+                               "targets"})

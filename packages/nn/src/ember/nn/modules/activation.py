@@ -1,14 +1,17 @@
 """Activation modules: thin layers over ember.nn.functional."""
 from __future__ import annotations
 
+import ember as em
 from ember.nn import functional as F
-from ember.nn._checks import checked, index, optional, real
+from ember.nn._checks import checked, index, optional, positive, real
 from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
            "Softplus", "Tanh", "Sigmoid", "Hardtanh", "Hardsigmoid", "Hardswish",
            "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "GLU", "Softmax",
-           "LogSoftmax", "Softmin"]
+           "LogSoftmax", "Softmin", "PReLU", "RReLU", "Hardshrink", "Softshrink",
+           "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -199,3 +202,80 @@ class LogSoftmax(_DimModule):
 class Softmin(_DimModule):
     def forward(self, input):
         return F.softmin(input, self.dim)
+
+
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learnt a, one or one per channel (dim 1)."""
+
+    @checked(num_parameters=positive, init=real())
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(em.full((num_parameters,), init, device=device,
+                                        dtype=dtype or em.get_default_dtype()))
+
+    def reset_parameters(self):
+        with em.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with, in training, a random slope U(lower, upper) per element (ember's
+    generator); in eval the slope (lower + upper) / 2."""
+
+    @checked(lower=real(), upper=real())
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        if lower > upper:
+            raise ValueError(f"RReLU: lower bound {lower} must be at most the upper bound "
+                             f"{upper}")
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")
+
+
+class Hardshrink(Module):
+    @checked(lambd=real())
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    @checked(lambd=real(0))
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input of 3 or 4 dims (C, H, W) or "
+                             f"(N, C, H, W), got shape {tuple(input.shape)}")
+        return F.softmax(input, -3)

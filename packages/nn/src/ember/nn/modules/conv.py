@@ -7,10 +7,12 @@ import math
 import ember as em
 from ember.nn import functional as F, init
 from ember.nn._checks import checked, int_tuple, positive, size
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
+           "LazyConvTranspose1d", "LazyConvTranspose2d"]
 
 
 class _ConvNd(Module):
@@ -111,3 +113,73 @@ class ConvTranspose2d(ConvTranspose1d):
     def forward(self, input):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   self.output_padding, self.groups, self.dilation)
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """in_channels from the first input: dim 1 batched, dim 0 unbatched."""
+
+    def _sizes_from_input(self, input, *args, **kwargs):
+        name, n = type(self).__name__, self._dims
+        if input.ndim not in (n + 1, n + 2):
+            raise ValueError(f"{name}: expected {n + 1}D (unbatched) or {n + 2}D (batched) "
+                             f"input, got shape {tuple(input.shape)}")
+        c = input.shape[1] if input.ndim == n + 2 else input.shape[0]
+        if c % self.groups:
+            raise ValueError(f"{name}: groups={self.groups} must divide the input's "
+                             f"{c} channels")
+        self.in_channels = c
+
+    def _sizes_from_state(self, shapes):
+        w = shapes.get("weight", ())
+        if len(w) != self._dims + 2:
+            return False
+        self.in_channels = w[0] if self.transposed else w[1] * self.groups
+        return True
+
+    def _lazy_shapes(self):
+        c = self.in_channels
+        shape = (c, self.out_channels // self.groups) if self.transposed else \
+            (self.out_channels, c // self.groups)
+        return {"weight": shape + self.kernel_size}
+
+
+class LazyConv1d(_LazyConvMixin, Conv1d):
+    cls_to_become = Conv1d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class LazyConv2d(_LazyConvMixin, Conv2d):
+    cls_to_become = Conv2d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, output_padding,
+                         groups, bias, dilation, padding_mode, device, dtype)
+
+
+class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, output_padding,
+                         groups, bias, dilation, padding_mode, device, dtype)

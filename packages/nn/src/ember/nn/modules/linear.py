@@ -1,4 +1,4 @@
-"""Identity, Linear, Bilinear, Flatten, Unflatten."""
+"""Identity, Linear, LazyLinear, Bilinear, Flatten, Unflatten."""
 from __future__ import annotations
 
 import math
@@ -6,10 +6,11 @@ import math
 import ember as em
 from ember.nn import functional as F, init
 from ember.nn._checks import checked, index, ints, size
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
+__all__ = ["Identity", "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -53,6 +54,30 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose in_features is the last dim of the first input; then a Linear."""
+
+    cls_to_become = Linear
+
+    @checked(out_features=size)
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        super().__init__(0, out_features, bias, device, dtype)
+
+    def _sizes_from_input(self, input, *args, **kwargs):
+        if input.ndim == 0:
+            raise ValueError("LazyLinear: cannot infer in_features from a 0-d input")
+        self.in_features = input.shape[-1]
+
+    def _sizes_from_state(self, shapes):
+        if len(shapes.get("weight", ())) != 2:
+            return False
+        self.in_features = shapes["weight"][1]
+        return True
+
+    def _lazy_shapes(self):
+        return {"weight": (self.out_features, self.in_features)}
 
 
 class Bilinear(Module):

@@ -344,6 +344,10 @@ class Module:
                             f"{type(state_dict).__name__}")
         missing, unexpected, errors = [], [], []
         expected = set()
+        for mod_prefix, mod in self.named_modules():    # Lazy* modules not yet called
+            lazy = getattr(mod, "_lazy_load_state_dict", None)
+            if lazy is not None:
+                lazy(state_dict, mod_prefix + "." if mod_prefix else "")
         for mod_prefix, mod in self.named_modules():
             prefix = mod_prefix + "." if mod_prefix else ""
             local = [(n, p) for n, p in mod._parameters.items() if p is not None]

@@ -1,13 +1,16 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm over tensor-core's fused norm kernels."""
+"""BatchNorm1d/2d/3d, LayerNorm, GroupNorm over tensor-core's fused norm kernels;
+RMSNorm and LocalResponseNorm composed from ember ops."""
 from __future__ import annotations
 
 import ember as em
 from ember.nn import functional as F, init
 from ember.nn._checks import checked, int_or_ints, optional, positive, real, size
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm",
+           "LocalResponseNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -136,3 +139,101 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2 over normalized_shape) + eps) * weight (Zhang and Sennrich 2019);
+    eps=None takes finfo(input.dtype).eps."""
+
+    @checked(normalized_shape=int_or_ints(0), eps=optional(real()))
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.normalized_shape, self.eps = normalized_shape, eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(em.ones(normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by the squares of its `size` neighbouring channels
+    (AlexNet's LRN)."""
+
+    @checked(size=positive, alpha=real(), beta=real(), k=real())
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _LazyNormMixin(LazyModuleMixin):
+    """num_features from the first input's channel dim (dim 1; dim 0 for an unbatched
+    instance-norm input)."""
+
+    _unbatched_ndim = None
+
+    def _sizes_from_input(self, input, *args, **kwargs):
+        name, u = type(self).__name__, self._unbatched_ndim
+        if u is not None and input.ndim not in (u, u + 1):
+            raise ValueError(f"{name}: expected {u}D or {u + 1}D input, got shape "
+                             f"{tuple(input.shape)}")
+        if input.ndim < 2:
+            raise ValueError(f"{name}: cannot infer num_features from an input of shape "
+                             f"{tuple(input.shape)}")
+        self.num_features = input.shape[0] if input.ndim == u else input.shape[1]
+
+    def _sizes_from_state(self, shapes):
+        one = [s for s in shapes.values() if len(s) == 1]
+        if not one:
+            return False
+        self.num_features = one[0][0]
+        return True
+
+    def _lazy_shapes(self):
+        return {name: (self.num_features,) for name in
+                ("weight", "bias", "running_mean", "running_var")}
+
+
+class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from ember.nn import functional as F
-from ember.nn._checks import int_tuple
+from ember.nn._checks import checked, int_tuple, real
 from ember.nn.modules.module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
+           "MaxUnpool1d", "MaxUnpool2d"]
 
 
 def _check_window(layer, kernel_size, stride, padding, dilation=1):
@@ -119,3 +120,68 @@ class AdaptiveMaxPool1d(_Adaptive):
 class AdaptiveMaxPool2d(_Adaptive):
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class _LPPool(Module):
+    _dims = 2
+
+    @checked(norm_type=real())
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        _check_window(self, kernel_size, stride, 0)
+        self.norm_type, self.kernel_size, self.stride = norm_type, kernel_size, stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPool):
+    """(sum over each window of x^p)^(1/p)."""
+    _dims = 1
+
+    def forward(self, input):
+        return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+class LPPool2d(_LPPool):
+    """(sum over each window of x^p)^(1/p)."""
+
+    def forward(self, input):
+        return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+class _MaxUnpool(Module):
+    _dims = 2
+    _forward_tensors = ("input", "indices")
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n, op = self._dims, type(self).__name__
+        self.kernel_size = int_tuple(op, "kernel_size", kernel_size, n, 1)
+        self.stride = int_tuple(op, "stride", stride if stride is not None else kernel_size,
+                                n, 1)
+        self.padding = int_tuple(op, "padding", padding, n, 0)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """MaxPool1d's partial inverse, from its indices."""
+    _dims = 1
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """MaxPool2d's partial inverse, from its indices."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
