@@ -807,10 +807,31 @@ class _Checkpoint:
         self.weight, self.step = weight, step
 
 
+class _Tagged(em.Tensor):
+    """A tensor subclass with an attribute (as nn.Parameter, nn.Buffer are)."""
+
+
+def test_issue18_tensor_subclasses_keep_their_type():
+    t = em.Tensor.__new__(_Tagged)
+    t.data = em.arange(3, dtype=em.float32)
+    t.note = "kept"
+    buf = _archive({"t": t, "plain": em.ones(1)})          # auto: a subclass -> archive
+    with pytest.raises(pickle.UnpicklingError, match=r"refuses the global .*_Tagged"):
+        em.load(buf)
+    buf.seek(0)
+    back = em.load(buf, weights_only=False)
+    assert type(back["t"]) is _Tagged and back["t"].note == "kept"
+    assert back["t"].tolist() == [0, 1, 2] and type(back["plain"]) is em.Tensor
+    buf.seek(0)
+    with serialization.safe_globals([_Tagged]):
+        assert type(em.load(buf)["t"]) is _Tagged
+
+
 def _archive(obj, **save_kw):
     buf = io.BytesIO()
     em.save(obj, buf, **save_kw)
     assert buf.getvalue()[:4] == b"PK\x03\x04"
+    buf.seek(0)
     return buf
 
 
@@ -999,6 +1020,17 @@ def test_issue18_loads_a_pytorch_state_dict():
             ref = np.abs(ref) + 0.5
         np.testing.assert_allclose(to_numpy(sd[k]).reshape(-1), ref, rtol=1e-6, atol=1e-7)
         assert not sd[k].requires_grad
+
+
+def test_issue18_loads_a_hugging_face_safetensors_file():
+    """tests/data/hf_model.safetensors: written by the safetensors library from torch."""
+    obj = em.load(os.path.join(DATA, "hf_model.safetensors"), map_location="cpu")
+    assert sorted(obj) == ["embed.weight", "ids", "mask", "scale"]
+    assert obj["embed.weight"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert obj["embed.weight"].dtype == em.float32
+    assert obj["ids"].dtype == em.int64 and obj["ids"].tolist() == [0, 1, 2]
+    assert obj["scale"].dtype == em.float16 and obj["scale"].tolist() == [0.5, 2.0]
+    assert obj["mask"].dtype == em.bool and obj["mask"].tolist() == [True, False]
 
 
 def test_issue18_unsupported_pytorch_files_are_clear_errors(tmp_path):
@@ -1200,3 +1232,45 @@ def test_issue18_argument_errors():
         em.load(buf, bogus=1)
     with pytest.raises(TypeError, match="pickle_module must be None"):
         em.load(buf, pickle_module=json)
+
+
+def test_issue18_a_record_claiming_more_than_the_file_holds_is_refused_before_allocating():
+    buf = _archive({"w": em.arange(16, dtype=em.float32)}, format="torch")
+    claim = 0xFFFFFFF0                  # 4 GiB - 16 of float32: numel 0x3FFFFFFC
+    edited = _rewrite_archive(buf, lambda name, d: d.replace(b"K\x10t", b"J\xfc\xff\xff\x3ft")
+                              if name.endswith("data.pkl") else d)
+    raw = bytearray(edited.getvalue())
+    entry = raw.index(b"PK\x01\x02")             # the central directory's entries
+    while not raw[entry + 46:].startswith(b"archive/data/0"):
+        entry = raw.index(b"PK\x01\x02", entry + 4)
+    raw[entry + 20:entry + 28] = struct.pack("<II", claim, claim)
+    with pytest.raises(ValueError, match=rf"record 'archive/data/0' claims {claim} bytes that "
+                                         rf"the file \({len(raw)} bytes\) cannot hold"):
+        em.load(io.BytesIO(bytes(raw)))
+
+
+def test_issue18_big_endian_archives_and_legacy_tar_files(tmp_path):
+    buf = _archive({"w": em.arange(5, dtype=em.float64), "i": em.arange(3, dtype=em.int16)},
+                   format="torch")
+
+    def to_big(name, data):
+        if name.endswith("byteorder"):
+            return b"big"
+        if "/data/" in name:        # data/0 is the float64 storage, data/1 the int16 one
+            return np.frombuffer(data, "<f8" if name.endswith("0") else "<i2").astype(
+                ">f8" if name.endswith("0") else ">i2").tobytes()
+        return data
+
+    big = _rewrite_archive(buf, to_big)
+    path = tmp_path / "big.pt"
+    path.write_bytes(big.getvalue())
+    for kw in ({}, {"mmap": True}):
+        back = em.load(path, **kw)
+        assert back["w"].tolist() == [0, 1, 2, 3, 4] and back["i"].tolist() == [0, 1, 2]
+    import tarfile
+    with tarfile.open(tmp_path / "old.pt", "w") as tar:
+        info = tarfile.TarInfo("sys_info")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"\x80\x02N."))
+    _refused(tmp_path / "old.pt", (tmp_path / "old.pt").read_bytes(),
+             "PyTorch checkpoint in the legacy format.*re-save it")

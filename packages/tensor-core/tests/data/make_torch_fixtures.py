@@ -4,8 +4,15 @@ Run with PyTorch installed (not a test dependency; ember's tests never import to
     python -m venv /tmp/torchvenv && /tmp/torchvenv/bin/python -m pip install torch==2.13.0
     /tmp/torchvenv/bin/python packages/tensor-core/tests/data/make_torch_fixtures.py
 The values are formulas (linspace, arange) that the tests compute without torch.
+With the `safetensors` package (and NumPy) installed it also writes hf_model.safetensors.
+
+    make_torch_fixtures.py --check FILE...
+loads files that ember wrote (em.save(..., format="torch")) with torch.load
+(weights_only=True) and prints what PyTorch sees: the check that PyTorch reads ember's
+archives.
 """
 import os
+import sys
 from collections import OrderedDict
 
 import torch
@@ -59,8 +66,31 @@ def unsupported():
                _use_new_zipfile_serialization=False)
 
 
+def hugging_face():
+    try:
+        from safetensors.torch import save_file
+    except ImportError:
+        print("safetensors not installed: hf_model.safetensors not written")
+        return
+    save_file({"embed.weight": torch.arange(6.0).reshape(2, 3),
+               "ids": torch.arange(3, dtype=torch.int64),
+               "scale": torch.tensor([0.5, 2.0], dtype=torch.float16),
+               "mask": torch.tensor([True, False])},
+              os.path.join(HERE, "hf_model.safetensors"), metadata={"format": "pt"})
+
+
+def check(paths):
+    for path in paths:
+        obj = torch.load(path)
+        print(path, "->", obj)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--check"]:
+        check(sys.argv[2:])
+        sys.exit(0)
     torch.manual_seed(0)
+    hugging_face()
     linear_conv()
     objects()
     unsupported()

@@ -9,7 +9,7 @@ Two formats; `save(..., format=)` picks one:
 
 * "safetensors" (what format="auto", the default, writes for plain data: tensors,
   dtypes, devices, numbers, strings and containers of them, with no two distinct
-  tensors sharing memory): described below; no pickle at all.
+  tensors sharing memory, no tensor subclasses): described below; no pickle at all.
 * "torch": PyTorch's zip archive (`torch.save`'s format since PyTorch 1.6, see
   ember/serialization/_torch.py): what "auto" writes for everything else (modules,
   optimizers, NumPy arrays, sets, views sharing a storage, ...); PyTorch's torch.load
@@ -138,6 +138,7 @@ class _Encoder:
         self.active = set()    # ids of the containers being encoded (cycle check)
         self.storages = set()  # ids of the storages the saved tensors view
         self.shared = False    # two distinct tensors view one storage
+        self.subclass = False  # a tensor of a subclass (nn.Parameter, ...) is saved
 
     def encode(self, obj, path):
         t = type(obj)
@@ -187,6 +188,7 @@ class _Encoder:
         if name is None:
             name = self._name(path)
             storage = t._layout()[0]
+            self.subclass = self.subclass or type(t) is not Tensor
             self.shared = self.shared or id(storage) in self.storages
             self.storages.add(id(storage))
             data = t.detach()
@@ -282,11 +284,13 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, *, format="auto"):
 
     format="auto" writes plain data (tensors, dtypes, devices, None, bool, int, float,
     str and dict/OrderedDict/Counter/list/tuple/Size containers of them, no two
-    distinct tensors sharing memory) as a safetensors file, anything else picklable as
+    distinct tensors sharing memory, no tensor subclasses such as nn.Parameter) as a
+    safetensors file, anything else picklable as
     PyTorch's zip archive; "torch" always writes the zip archive (for PyTorch's
     torch.load), "safetensors" only safetensors (TypeError for what it cannot hold).
     See the module doc for both formats. pickle_protocol (2 to 5) is the zip
-    archive's; pickle_module must be None or the pickle module.
+    archive's (PyTorch's weights_only loader reads protocol 2 only, its default too);
+    pickle_module must be None or the pickle module.
 
     Writing to a path is atomic: an error (a full disk, say) leaves the previous file
     and no temporary file, and re-raises."""
@@ -305,8 +309,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, *, format="auto"):
         except (TypeError, ValueError):
             if format == "safetensors":
                 raise
-        if format == "auto" and enc.shared:
-            payload = None      # views of one storage: the archive keeps them views
+        if format == "auto" and (enc.shared or enc.subclass):
+            payload = None      # the archive keeps views views and Parameters Parameters
 
     def write(out):
         if payload is not None:
