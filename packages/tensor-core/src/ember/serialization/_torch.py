@@ -19,7 +19,7 @@ Tensors viewing one storage share one record and load as views of one storage.
 
 Reading: the names PyTorch's files use are mapped onto ember (torch need not be
 installed); with weights_only=True (the default) only the allowed globals (see
-`_ALLOWED` and add_safe_globals) can be named by the pickle, so loading runs no code
+`_allowed()` and add_safe_globals) can be named by the pickle, so loading runs no code
 from the file.
 """
 from __future__ import annotations
