@@ -101,15 +101,25 @@ def test_identity_sharing_views_and_grad():
     w = em.randn(4, 4).requires_grad_()
     view = w.detach()[1:3]
     obj = {"a": w, "b": [w, view], "c": w.T}
-    back = _roundtrip(obj)
-    assert back["a"] is back["b"][0]                      # one object stays one object
-    assert back["a"].requires_grad and back["a"].is_leaf
-    assert not back["b"][1].requires_grad
-    view_back = back["b"][1]
-    np.testing.assert_array_equal(to_numpy(view_back), to_numpy(view))
-    view_back.fill_(0)                                    # views are materialised copies
-    assert bool((back["a"].detach()[1:3] != 0).any())
-    np.testing.assert_array_equal(to_numpy(back["c"].detach()), to_numpy(w.detach()).T)
+    for fmt, views in (("safetensors", False), ("auto", True), ("torch", True)):
+        buf = io.BytesIO()
+        em.save(obj, buf, format=fmt)
+        assert (buf.getvalue()[:4] == b"PK\x03\x04") == views    # auto: views -> archive
+        buf.seek(0)
+        back = em.load(buf)
+        assert back["a"] is back["b"][0]                  # one object stays one object
+        assert back["a"].requires_grad and back["a"].is_leaf
+        assert not back["b"][1].requires_grad
+        view_back = back["b"][1]
+        np.testing.assert_array_equal(to_numpy(view_back), to_numpy(view))
+        np.testing.assert_array_equal(to_numpy(back["c"].detach()), to_numpy(w.detach()).T)
+        view_back.fill_(0)
+        if views:       # restored as views of one storage, as PyTorch's torch.load does
+            assert not bool((back["a"].detach()[1:3] != 0).any())
+            assert back["c"].stride() == (1, 4) and back["b"][1].storage_offset() == 4
+            assert bool((back["c"].detach()[:, 1:3] == 0).all())
+        else:           # safetensors: views are materialised copies
+            assert bool((back["a"].detach()[1:3] != 0).any())
 
 
 def test_bare_tensor_and_scalars():
@@ -360,7 +370,7 @@ def test_pickle_payloads_are_refused_without_running(tmp_path):
         _refused(tmp_path / "model.pt", payload, "PyTorch checkpoint.*does not load pickle")
     # a PyTorch zip checkpoint's first bytes
     _refused(tmp_path / "model.pt", b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + b"\0" * 64,
-             "does not load pickle")
+             "starts like a zip archive .*truncated or corrupted")
     assert not marker.exists()
 
 
@@ -375,15 +385,18 @@ def test_pickle_payloads_are_refused_without_running(tmp_path):
     ({"x": lambda: 0}, "type function"),
 ])
 def test_unsupported_objects(obj, match):
+    """The safetensors format holds plain data only (format="auto" pickles the rest)."""
     with pytest.raises(TypeError, match=match):
-        em.save(obj, io.BytesIO())
+        em.save(obj, io.BytesIO(), format="safetensors")
 
 
 def test_cycles_and_bad_targets(tmp_path):
     a = []
     a.append({"self": a})
     with pytest.raises(ValueError, match=r"reference cycle \(at \[0\]\['self'\]\)"):
-        em.save(a, io.BytesIO())
+        em.save(a, io.BytesIO(), format="safetensors")
+    back = _roundtrip(a)                  # the archive keeps the cycle, as pickle does
+    assert back[0]["self"] is back
     with pytest.raises(TypeError, match="f must be a path or a binary file object"):
         em.save([], io.StringIO())
     with pytest.raises(TypeError, match="f must be a path or a binary file object"):
@@ -620,7 +633,8 @@ def test_issue16_item10_decoded_structures_are_validated(tmp_path, structure, ma
 
 def test_issue16_item10_save_refuses_what_load_would(tmp_path):
     with pytest.raises(ValueError, match=r"save: an ember.Size holds non-negative ints"):
-        em.save({"s": em.Size([-1])}, tmp_path / "s")   # a Size may hold -1, as PyTorch's
+        em.save({"s": em.Size([-1])}, tmp_path / "s", format="safetensors")
+    assert _roundtrip({"s": em.Size([-1])}) == {"s": em.Size([-1])}   # (the archive)
     with pytest.raises(TypeError, match="Size: expected a sequence of ints"):
         em.Size(["a"])                    # (issue 16 item 20: the constructor checks)
     assert type(em.Size([True])[0]) is int
@@ -779,3 +793,484 @@ def test_issue16_item9_file_objects_short_writes_and_full_devices(tmp_path):
                 with pytest.raises(OSError) as info:
                     em.save(obj, f)             # flushed by save: the error is its own
                 assert info.value.errno == errno.ENOSPC
+
+
+# issue 18: arbitrary objects in PyTorch's zip format, safely ------------------------------
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+class _Checkpoint:
+    """A user class: pickled by reference, loaded with weights_only=False or once allowed."""
+
+    def __init__(self, weight, step):
+        self.weight, self.step = weight, step
+
+
+class _Tagged(em.Tensor):
+    """A tensor subclass with an attribute (as nn.Parameter, nn.Buffer are)."""
+
+
+def test_issue18_tensor_subclasses_keep_their_type():
+    t = em.Tensor.__new__(_Tagged)
+    t.data = em.arange(3, dtype=em.float32)
+    t.note = "kept"
+    buf = _archive({"t": t, "plain": em.ones(1)})          # auto: a subclass -> archive
+    with pytest.raises(pickle.UnpicklingError, match=r"refuses the global .*_Tagged"):
+        em.load(buf)
+    buf.seek(0)
+    back = em.load(buf, weights_only=False)
+    assert type(back["t"]) is _Tagged and back["t"].note == "kept"
+    assert back["t"].tolist() == [0, 1, 2] and type(back["plain"]) is em.Tensor
+    buf.seek(0)
+    with serialization.safe_globals([_Tagged]):
+        assert type(em.load(buf)["t"]) is _Tagged
+
+
+def _archive(obj, **save_kw):
+    buf = io.BytesIO()
+    em.save(obj, buf, **save_kw)
+    assert buf.getvalue()[:4] == b"PK\x03\x04"
+    buf.seek(0)
+    return buf
+
+
+def _globals_of(data_pkl):
+    import pickletools
+    return {arg for op, arg, _ in pickletools.genops(data_pkl) if op.name == "GLOBAL"}
+
+
+def test_issue18_auto_format_pickles_what_safetensors_cannot_hold():
+    obj = {"arr": np.arange(6, dtype=np.float32).reshape(2, 3), "np_f64": np.float64(2.5),
+           "np_dtype": np.dtype("int16"), "set": {1, 2}, "frozen": frozenset({"a"}),
+           "complex": 1 + 2j, "bytes": b"\x00\xff", "bytearray": bytearray(b"ab"),
+           "slice": slice(1, None, 2), "range": range(3),
+           "counter": Counter("aab"), "odict": OrderedDict(b=1, a=2),
+           "dd": __import__("collections").defaultdict(list, {"k": [1]}),
+           "t": em.arange(4, dtype=em.int32), "keys": {frozenset({1}): "fk"}}
+    back = _archive(obj)
+    back.seek(0)
+    back = em.load(back)                                 # weights_only=True: all allowed
+    for k in ("np_f64", "np_dtype", "set", "frozen", "complex", "bytes", "bytearray",
+              "slice", "range", "counter", "odict", "keys"):
+        assert back[k] == obj[k] and type(back[k]) is type(obj[k]), k
+    assert list(back["odict"]) == ["b", "a"] and back["dd"]["k"] == [1]
+    assert back["dd"].default_factory is list
+    np.testing.assert_array_equal(back["arr"], obj["arr"])
+    assert back["arr"].dtype == np.float32
+    assert back["t"].dtype == em.int32 and back["t"].tolist() == [0, 1, 2, 3]
+
+
+def test_issue18_user_objects_need_weights_only_false_or_an_allowance():
+    ckpt = _Checkpoint(em.ones(2, 2), 3)
+    buf = _archive({"ckpt": ckpt, "step": 3})
+    full = f"{_Checkpoint.__module__}._Checkpoint"
+    for _ in range(2):
+        buf.seek(0)
+        with pytest.raises(pickle.UnpicklingError,
+                           match=rf"refuses the global {full}.*add_safe_globals"):
+            em.load(buf)
+    buf.seek(0)
+    back = em.load(buf, weights_only=False)["ckpt"]
+    assert type(back) is _Checkpoint and back.step == 3 and back.weight.tolist() == [[1, 1]] * 2
+    try:
+        serialization.add_safe_globals([_Checkpoint])
+        assert _Checkpoint in serialization.get_safe_globals()
+        buf.seek(0)
+        assert type(em.load(buf)["ckpt"]) is _Checkpoint
+        serialization.clear_safe_globals()
+        assert serialization.get_safe_globals() == []
+        with serialization.safe_globals([(_Checkpoint, full)]):
+            buf.seek(0)
+            assert em.load(buf)["ckpt"].step == 3
+            assert serialization.get_safe_globals() == [_Checkpoint]
+        assert serialization.get_safe_globals() == []
+        buf.seek(0)
+        with pytest.raises(pickle.UnpicklingError):
+            em.load(buf)
+    finally:
+        serialization.clear_safe_globals()
+    with pytest.raises(TypeError, match="add_safe_globals: expected a list"):
+        serialization.add_safe_globals(_Checkpoint)
+    with pytest.raises(TypeError, match=r"a tuple item must be \(object, 'module.name'\)"):
+        serialization.add_safe_globals([(_Checkpoint,)])
+
+
+class _Hostile:
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return (self.func, self.args)
+
+
+@pytest.mark.parametrize("func,args,name", [
+    (os.system, ("touch {marker}",), r"(posix|nt|os)\.system"),
+    (eval, ("open({marker!r}, 'w')",), r"builtins\.eval"),
+    (getattr, ("text", "upper"), r"builtins\.getattr"),
+    (subprocess.call, (["touch", "{marker}"],), r"subprocess\.call"),
+    (open, ("{marker}", "w"), r"(io|builtins)\.open"),
+])
+def test_issue18_hostile_pickles_are_refused_without_running(tmp_path, func, args, name):
+    marker = tmp_path / "pwned"
+    args = tuple(a.format(marker=str(marker)) if isinstance(a, str) else
+                 [x.format(marker=str(marker)) for x in a] if isinstance(a, list) else a
+                 for a in args)
+    path = tmp_path / "evil.pt"
+    em.save({"w": em.ones(2), "payload": _Hostile(func, *args)}, path)
+    with pytest.raises(pickle.UnpicklingError, match=rf"refuses the global {name}.*"
+                                                     rf"add_safe_globals.*weights_only=False"):
+        em.load(path)
+    with pytest.raises(pickle.UnpicklingError):
+        em.load(path, weights_only=None)               # None means the default, True
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[d.name for d in DTYPES])
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (5,), (2, 3, 4)])
+def test_issue18_every_dtype_and_shape_in_the_archive(dtype, shape):
+    values = (np.random.default_rng(1).standard_normal(shape) * 50).astype(np_dtype(dtype))
+    t = em.from_numpy(values)
+    buf = _archive({"t": t}, format="torch")
+    with __import__("zipfile").ZipFile(buf) as zf:
+        record = zf.read("archive/data/0")
+        info = zf.getinfo("archive/data/0")
+        raw = buf.getvalue()
+        n, m = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+        assert (info.header_offset + 30 + n + m) % 64 == 0        # aligned as PyTorch's
+    assert record == values.astype(values.dtype.newbyteorder("<")).tobytes()
+    buf.seek(0)
+    back = em.load(buf)["t"]
+    assert back.dtype == dtype and tuple(back.shape) == shape
+    np.testing.assert_array_equal(to_numpy(back), values)
+
+
+@settings(max_examples=fewer_examples(2))
+@given(tensors())
+def test_issue18_any_layout_keeps_its_layout_in_the_archive(case):
+    t, expected = case        # contiguous, transposed, strided, expanded, offset views
+    back = em.load(io.BytesIO(_archive([t], format="torch").getvalue()))[0]
+    assert back.dtype == t.dtype and back.stride() == t.stride()
+    assert back.storage_offset() == t.storage_offset()
+    np.testing.assert_array_equal(to_numpy(back), expected)
+
+
+def test_issue18_archive_layout_is_pytorchs():
+    w = em.arange(6, dtype=em.float32).reshape(2, 3).requires_grad_()
+    obj = {"w": w, "row": w.detach()[1], "i": em.arange(2), "size": em.Size([2, 3]),
+           "dtype": em.float16, "device": em.device("cpu"), "list": [1, (2.5, "x")]}
+    buf = _archive(obj, format="torch")
+    import zipfile
+    with zipfile.ZipFile(buf) as zf:
+        names = zf.namelist()
+        assert names[0] == "archive/data.pkl" and names[-1] == "archive/version"
+        assert set(names) == {"archive/data.pkl", "archive/.format_version",
+                              "archive/.storage_alignment", "archive/byteorder",
+                              "archive/data/0", "archive/data/1", "archive/version"}
+        assert zf.read("archive/byteorder") == b"little"
+        assert zf.read("archive/version") == b"3\n"
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in zf.infolist())
+        assert zf.read("archive/data/0") == np.arange(6, dtype="<f4").tobytes()   # w once
+        data_pkl = zf.read("archive/data.pkl")
+    assert _globals_of(data_pkl) == {"torch._utils _rebuild_tensor_v2", "torch FloatStorage",
+                                     "torch LongStorage", "collections OrderedDict",
+                                     "torch Size", "torch float16", "torch device"}
+    assert b"ember" not in data_pkl          # nothing PyTorch's loader cannot resolve
+
+
+def test_issue18_loads_a_file_pytorch_wrote():
+    """tests/data/torch_objects.pt: written by torch.save (tests/data/make_torch_fixtures.py)."""
+    obj = em.load(os.path.join(DATA, "torch_objects.pt"))
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(to_numpy(obj["w"]), w)
+    np.testing.assert_array_equal(to_numpy(obj["t"]), w.T)
+    np.testing.assert_array_equal(to_numpy(obj["cols"]), w[:, 1::2])
+    obj["row"].fill_(-1)                   # views of one storage, as PyTorch saved them
+    assert obj["w"][1].tolist() == [-1] * 4 and obj["t"][:, 1].tolist() == [-1] * 4
+    assert obj["cols"][1].tolist() == [-1, -1]
+    expected = {"f64": ([0, 0.25, 0.5], em.float64), "i32": ([-1, 0, 2 ** 31 - 1], em.int32),
+                "i16": ([-7, 7], em.int16), "i8": ([-128, 127], em.int8),
+                "u8": ([0, 255], em.uint8), "b": ([True, False], em.bool),
+                "f16": ([0.5, -2.0], em.float16), "i64": (2 ** 40, em.int64)}
+    for k, (values, dtype) in expected.items():
+        assert obj[k].dtype == dtype and obj[k].tolist() == values, k
+    assert obj["grad"].requires_grad and obj["grad"].is_leaf
+    assert obj["param"].requires_grad and obj["param"].tolist() == [3.0, 3.0]
+    meta = obj["meta"]
+    assert type(meta) is OrderedDict and list(meta) == ["size", "dtype", "device", "nested"]
+    assert meta["size"] == em.Size([2, 3]) and type(meta["size"]) is em.Size
+    assert meta["dtype"] is em.float16 and meta["device"] == em.device("cpu")
+    assert meta["nested"] == [1, (2.5, "x"), {"k": None}] and obj["set"] == {1, 2}
+
+
+def test_issue18_loads_a_pytorch_state_dict():
+    sd = em.load(os.path.join(DATA, "torch_linear_conv.pt"))
+    shapes = {"0.weight": (3, 2, 3, 3), "0.bias": (3,), "1.weight": (3,), "1.bias": (3,),
+              "1.running_mean": (3,), "1.running_var": (3,), "1.num_batches_tracked": (),
+              "4.weight": (4, 12), "4.bias": (4,)}
+    assert type(sd) is OrderedDict and list(sd) == list(shapes)
+    for k, shape in shapes.items():
+        assert tuple(sd[k].shape) == shape, k
+        if k == "1.num_batches_tracked":
+            assert sd[k].dtype == em.int64 and sd[k].item() == 7
+            continue
+        n = math.prod(shape)
+        ref = np.linspace(-1, 1, n, dtype=np.float32)
+        if k == "1.running_var":
+            ref = np.abs(ref) + 0.5
+        np.testing.assert_allclose(to_numpy(sd[k]).reshape(-1), ref, rtol=1e-6, atol=1e-7)
+        assert not sd[k].requires_grad
+
+
+def test_issue18_loads_a_hugging_face_safetensors_file():
+    """tests/data/hf_model.safetensors: written by the safetensors library from torch."""
+    obj = em.load(os.path.join(DATA, "hf_model.safetensors"), map_location="cpu")
+    assert sorted(obj) == ["embed.weight", "ids", "mask", "scale"]
+    assert obj["embed.weight"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert obj["embed.weight"].dtype == em.float32
+    assert obj["ids"].dtype == em.int64 and obj["ids"].tolist() == [0, 1, 2]
+    assert obj["scale"].dtype == em.float16 and obj["scale"].tolist() == [0.5, 2.0]
+    assert obj["mask"].dtype == em.bool and obj["mask"].tolist() == [True, False]
+
+
+def test_issue18_unsupported_pytorch_files_are_clear_errors(tmp_path):
+    with pytest.raises(pickle.UnpicklingError, match=r"dtype torch\.bfloat16, which ember "
+                                                     r"does not have"):
+        em.load(os.path.join(DATA, "torch_bfloat16.pt"))
+    with pytest.raises(ValueError, match=r"PyTorch checkpoint in the legacy format.*re-save "
+                                         r"it with a recent PyTorch"):
+        em.load(os.path.join(DATA, "torch_legacy.pt"))
+    header = json.dumps({"x": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    _refused(tmp_path / "hf.safetensors", struct.pack("<Q", len(header)) + header + b"\0" * 4,
+             r"unsupported dtype 'BF16', bfloat16, which ember does not have")
+
+
+def _rewrite_archive(buf, edit):
+    """A copy of the archive with edit(name, bytes) -> bytes applied (CRCs recomputed)."""
+    import zipfile
+    out = io.BytesIO()
+    with zipfile.ZipFile(buf) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            data = edit(info.filename, src.read(info.filename))
+            if data is not None:
+                dst.writestr(info.filename, data)
+    out.seek(0)
+    return out
+
+
+def test_issue18_map_location_and_saved_locations(tmp_path):
+    w = em.arange(6, dtype=em.float32)
+    buf = _archive({"w": w, "v": w[2:]}, format="torch")
+    targets = ("cpu", em.device("cpu"), {"cpu": "cpu"}, lambda s, loc: None,
+               lambda s, loc: s, lambda s, loc: s.clone())
+    for target in targets:
+        buf.seek(0)
+        back = em.load(buf, map_location=target)
+        assert back["w"].device.type == "cpu" and back["v"].tolist() == [2, 3, 4, 5]
+        back["v"].fill_(0)
+        assert back["w"].tolist() == [0, 1, 0, 0, 0, 0]
+    calls = []
+    buf.seek(0)
+    em.load(buf, map_location=lambda s, loc: calls.append((tuple(s.shape), s.dtype, loc)))
+    assert calls == [((6,), em.float32, "cpu")]             # one storage, called once
+    # a file saved from a GPU: back to it where it exists, else a clear error
+    cuda = _rewrite_archive(buf, lambda n, d: d.replace(b"X\x03\x00\x00\x00cpu",
+                                                        b"X\x06\x00\x00\x00cuda:0"))
+    try:
+        back = em.load(cuda)
+        assert back["w"].device == em.device("cuda:0")
+    except RuntimeError as e:
+        assert "saved from cuda:0" in str(e) and "map_location='cpu'" in str(e)
+    for target in ("cpu", {"cuda:0": "cpu"}, {em.device("cuda:0"): em.device("cpu")}):
+        cuda.seek(0)
+        back = em.load(cuda, map_location=target)
+        assert back["w"].device.type == "cpu" and back["v"].tolist() == [2, 3, 4, 5]
+    meta = _rewrite_archive(buf, lambda n, d: d.replace(b"X\x03\x00\x00\x00cpu",
+                                                        b"X\x04\x00\x00\x00meta"))
+    with pytest.raises(RuntimeError, match="saved from 'meta' cannot be placed"):
+        em.load(meta)
+    with pytest.raises(TypeError, match="map_location must be"):
+        em.load(buf, map_location=3)
+    buf.seek(0)
+    with pytest.raises(TypeError, match="map_location returned int"):
+        em.load(buf, map_location=lambda s, loc: 3)
+
+
+def test_issue18_device_tensors_round_trip(device):
+    w = em.arange(12, dtype=em.float32, device=device).reshape(3, 4)
+    obj = {"w": w, "t": w.T, "row": w[1]}
+    buf = _archive(obj, format="torch")
+    for location in (None, "cpu"):
+        buf.seek(0)
+        back = em.load(buf, map_location=location)
+        expected = device.type if location is None else "cpu"
+        assert back["w"].device.type == expected and back["t"].device.type == expected
+        np.testing.assert_array_equal(to_numpy(back["t"].cpu()), to_numpy(w.cpu()).T)
+        back["row"].fill_(-1)                  # one storage on the device, views of it
+        assert back["w"].cpu()[1].tolist() == [-1] * 4
+        assert back["t"].cpu()[:, 1].tolist() == [-1] * 4
+
+
+def test_issue18_mmap(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    w = em.arange(1000, dtype=em.float64)
+    em.save({"w": w, "half": w[500:], "i": em.arange(3, dtype=em.int16),
+             "e": em.zeros(0)}, path, format="torch")
+    before = path.read_bytes()
+    for f in (path, str(path)):
+        back = em.load(f, mmap=True)
+        assert back["w"].tolist() == list(range(1000)) and back["i"].tolist() == [0, 1, 2]
+        back["half"].fill_(-1)                 # copy-on-write: the file stays as it was
+        assert back["w"][499:501].tolist() == [499, -1]
+        assert back["e"].numel() == 0
+    with open(path, "rb") as fh:
+        assert em.load(fh, mmap=True)["w"][-1].item() == 999
+    assert path.read_bytes() == before
+    with pytest.raises(ValueError, match="mmap=True needs a file path"):
+        em.load(io.BytesIO(before), mmap=True)
+
+
+def test_issue18_corrupted_archives_are_clear_errors(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    em.save({"w": em.arange(64, dtype=em.float32), "n": 3}, path, format="torch")
+    raw = bytearray(path.read_bytes())
+    import zipfile
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("archive/data/0")
+    n, m = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+    data_at = info.header_offset + 30 + n + m
+    flipped = bytearray(raw)
+    flipped[data_at + 5] ^= 0x10
+    _refused(tmp_path / "f.pt", bytes(flipped), r"record 'archive/data/0' is corrupted "
+                                                 r"\(Bad CRC-32")
+    for cut in (10, len(raw) // 2, len(raw) - 10, len(raw) - 1):
+        _refused(tmp_path / "f.pt", bytes(raw[:cut]), "truncated or corrupted")
+    buf = io.BytesIO(bytes(raw))
+    lying = _rewrite_archive(buf, lambda name, d: d.replace(b"K@t", b"K?t")
+                             if name.endswith("data.pkl") else d)    # numel 64 -> 63
+    with pytest.raises(ValueError, match=r"63 float32 elements need 252 bytes but it holds "
+                                         r"256"):
+        em.load(lying)
+    buf.seek(0)
+    missing = _rewrite_archive(buf, lambda name, d: None if name.endswith("data/0") else d)
+    with pytest.raises(ValueError, match="no record 'archive/data/0'"):
+        em.load(missing)
+    buf.seek(0)
+    no_pickle = _rewrite_archive(buf, lambda name, d: None if name.endswith("data.pkl") else d)
+    with pytest.raises(ValueError, match="no <archive>/data.pkl record"):
+        em.load(no_pickle)
+    buf.seek(0)
+    bad_pickle = _rewrite_archive(buf, lambda name, d: d[:len(d) // 2]
+                                  if name.endswith("data.pkl") else d)
+    with pytest.raises(ValueError, match="data.pkl is not a valid pickle"):
+        em.load(bad_pickle)
+
+
+@settings(max_examples=fewer_examples(2), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), min_size=1,
+                max_size=4))
+def test_issue18_fuzzed_archives_load_the_same_or_are_refused(edits):
+    obj = {"w": em.arange(6, dtype=em.float32).reshape(2, 3), "s": em.Size([2, 3]),
+           "t": [1, "x", (2.5, None)]}
+    raw = bytearray(_archive(obj, format="torch").getvalue())
+    for pos, value in edits:
+        raw[pos % len(raw)] = value
+    try:
+        back = em.load(io.BytesIO(bytes(raw)))
+    except (ValueError, pickle.UnpicklingError):
+        return
+    _same(obj, back)
+
+
+def test_issue18_archive_writes_are_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    em.save({"v": em.full((100,), 1.0), "s": {1}}, path)
+    real = serialization._write_archive
+
+    def crash_midway(obj, f, protocol):
+        real(obj, f, protocol)
+        f.truncate(f.tell() // 2)
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(serialization, "_write_archive", crash_midway)
+    with pytest.raises(KeyboardInterrupt):
+        em.save({"v": em.full((100,), 2.0), "s": {2}}, path)
+    assert os.listdir(tmp_path) == ["ckpt.pt"]
+    assert em.load(path)["v"].tolist() == [1.0] * 100
+
+
+def test_issue18_unseekable_streams_and_protocols():
+    class Sink(io.RawIOBase):
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            self.data += bytes(b)
+            return len(b)
+
+    for protocol in (2, 4, 5):
+        sink = Sink()
+        em.save({"w": em.arange(3), "s": {1}}, sink, pickle_protocol=protocol)
+        back = em.load(io.BytesIO(bytes(sink.data)))
+        assert back["w"].tolist() == [0, 1, 2] and back["s"] == {1}
+
+
+def test_issue18_argument_errors():
+    with pytest.raises(ValueError, match="format must be one of auto, safetensors, torch"):
+        em.save([], io.BytesIO(), format="pt")
+    with pytest.raises(TypeError, match="pickle_module must be None or the pickle module"):
+        em.save([], io.BytesIO(), pickle_module=json)
+    with pytest.raises(ValueError, match=r"pickle_protocol must be an int in \[2, 5\]"):
+        em.save({1}, io.BytesIO(), pickle_protocol=1)
+    buf = _archive({1})
+    with pytest.raises(TypeError, match="weights_only must be a bool"):
+        em.load(buf, weights_only="yes")
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['bogus'\]"):
+        em.load(buf, bogus=1)
+    with pytest.raises(TypeError, match="pickle_module must be None"):
+        em.load(buf, pickle_module=json)
+
+
+def test_issue18_a_record_claiming_more_than_the_file_holds_is_refused_before_allocating():
+    buf = _archive({"w": em.arange(16, dtype=em.float32)}, format="torch")
+    claim = 0xFFFFFFF0                  # 4 GiB - 16 of float32: numel 0x3FFFFFFC
+    edited = _rewrite_archive(buf, lambda name, d: d.replace(b"K\x10t", b"J\xfc\xff\xff\x3ft")
+                              if name.endswith("data.pkl") else d)
+    raw = bytearray(edited.getvalue())
+    entry = raw.index(b"PK\x01\x02")             # the central directory's entries
+    while not raw[entry + 46:].startswith(b"archive/data/0"):
+        entry = raw.index(b"PK\x01\x02", entry + 4)
+    raw[entry + 20:entry + 28] = struct.pack("<II", claim, claim)
+    with pytest.raises(ValueError, match=rf"record 'archive/data/0' claims {claim} bytes that "
+                                         rf"the file \({len(raw)} bytes\) cannot hold"):
+        em.load(io.BytesIO(bytes(raw)))
+
+
+def test_issue18_big_endian_archives_and_legacy_tar_files(tmp_path):
+    buf = _archive({"w": em.arange(5, dtype=em.float64), "i": em.arange(3, dtype=em.int16)},
+                   format="torch")
+
+    def to_big(name, data):
+        if name.endswith("byteorder"):
+            return b"big"
+        if "/data/" in name:        # data/0 is the float64 storage, data/1 the int16 one
+            return np.frombuffer(data, "<f8" if name.endswith("0") else "<i2").astype(
+                ">f8" if name.endswith("0") else ">i2").tobytes()
+        return data
+
+    big = _rewrite_archive(buf, to_big)
+    path = tmp_path / "big.pt"
+    path.write_bytes(big.getvalue())
+    for kw in ({}, {"mmap": True}):
+        back = em.load(path, **kw)
+        assert back["w"].tolist() == [0, 1, 2, 3, 4] and back["i"].tolist() == [0, 1, 2]
+    import tarfile
+    with tarfile.open(tmp_path / "old.pt", "w") as tar:
+        info = tarfile.TarInfo("sys_info")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"\x80\x02N."))
+    _refused(tmp_path / "old.pt", (tmp_path / "old.pt").read_bytes(),
+             "PyTorch checkpoint in the legacy format.*re-save it")

@@ -1,7 +1,33 @@
-"""ember.save / ember.load: checkpoints in the safetensors format, with no pickle.
+"""ember.save / ember.load: checkpoints of any picklable object, PyTorch's format included.
 
-    em.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.ember")
-    ckpt = em.load("ckpt.ember")
+    em.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
+    ckpt = em.load("ckpt.pt")                      # weights_only=True: runs no code
+    em.save(model, "model.pt")                     # a whole module, pickled by reference
+    model = em.load("model.pt", weights_only=False)
+
+Two formats; `save(..., format=)` picks one:
+
+* "safetensors" (what format="auto", the default, writes for plain data: tensors,
+  dtypes, devices, numbers, strings and containers of them, with no two distinct
+  tensors sharing memory, no tensor subclasses): described below; no pickle at all.
+* "torch": PyTorch's zip archive (`torch.save`'s format since PyTorch 1.6, see
+  ember/serialization/_torch.py): what "auto" writes for everything else (modules,
+  optimizers, NumPy arrays, sets, views sharing a storage, ...); PyTorch's torch.load
+  reads the tensors, containers and numbers of such a file, and ember reads
+  PyTorch's. Tensors viewing one storage are saved once and load as views of one
+  storage; device tensors are saved from a host copy and load on their device (or
+  where map_location says).
+
+load() tells the formats apart by their first bytes. A torch archive is unpickled
+with weights_only=True by default: only tensors, storages, dtypes, devices, containers,
+numbers, strings, OrderedDict, NumPy arrays and dtypes, PyTorch's tensor rebuild
+functions (mapped onto ember: torch need not be installed) and what
+add_safe_globals / safe_globals allowed can be named by the file; any other global
+raises pickle.UnpicklingError naming it. weights_only=False unpickles anything (it runs
+whatever the file asks for: only for files you trust). PyTorch's legacy format (before
+1.6, or _use_new_zipfile_serialization=False) is refused with a hint to re-save it.
+
+The safetensors format:
 
 What can be saved: tensors, ember dtypes and devices, None, bool, int, float, str, and
 dict / OrderedDict / Counter / list / tuple / ember.Size containers of them (dict keys
@@ -47,7 +73,7 @@ and a truncated or corrupted file raises ValueError naming the file and the prob
 A file without ember's metadata (written by another safetensors writer) loads as a dict
 of tensors.
 
-Saving to a path is atomic: the data goes to a temporary file
+Saving to a path is atomic (either format): the data goes to a temporary file
 `.<name>.ember-tmp-<host>-<pid>-<random>` in the same directory, is flushed to disk
 (fsync) and then renamed over the target, so a crash or an error (a full disk) mid-save
 leaves the previous file intact and no temporary file. A save killed outright (SIGKILL,
@@ -71,20 +97,33 @@ from collections import Counter, OrderedDict
 
 from ember._C import core as _core
 from ember._tensor import Size, Tensor
+from ember.serialization import _torch
+from ember.serialization._torch import (
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    safe_globals,
+)
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals"]
 
 # ember dtype name <-> safetensors dtype code
 _CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
           "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
 _DTYPES = {code: name for name, code in _CODES.items()}
+_LACKING = {"BF16": "bfloat16", "U16": "uint16", "U32": "uint32", "U64": "uint64",
+            "C64": "complex64", "C128": "complex128", "F8_E4M3": "float8_e4m3fn",
+            "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu", "F4": "float4",
+            "F6_E2M3": "float6_e2m3", "F6_E3M2": "float6_e3m2"}
 _MAX_HEADER = 100_000_000   # the safetensors library's limit
 _MAX_DIMS = 16
 _INT64_MAX = 2 ** 63 - 1
 _READ_CHUNK = 1 << 20
 _VERSION = "1"
-_PICKLE_HINT = ("ember does not load pickle-based files (they can run code); convert the "
-                "checkpoint to safetensors with the tool that wrote it")
+_PICKLE_HINT = ("ember does not load pickle streams outside the zip format that torch.save "
+                "writes since PyTorch 1.6: re-save it with a recent PyTorch "
+                "(torch.save(torch.load(old), new)), or convert it to safetensors")
 
 
 # saving ------------------------------------------------------------------------------
@@ -97,6 +136,9 @@ class _Encoder:
         self.by_id = {}        # id(tensor) -> name (one tensor object stored once; the
                                # object being saved keeps every id valid meanwhile)
         self.active = set()    # ids of the containers being encoded (cycle check)
+        self.storages = set()  # ids of the storages the saved tensors view
+        self.shared = False    # two distinct tensors view one storage
+        self.subclass = False  # a tensor of a subclass (nn.Parameter, ...) is saved
 
     def encode(self, obj, path):
         t = type(obj)
@@ -145,6 +187,10 @@ class _Encoder:
         name = self.by_id.get(id(t))
         if name is None:
             name = self._name(path)
+            storage = t._layout()[0]
+            self.subclass = self.subclass or type(t) is not Tensor
+            self.shared = self.shared or id(storage) in self.storages
+            self.storages.add(id(storage))
             data = t.detach()
             if data.device.type != "cpu":
                 data = data.cpu()
@@ -183,9 +229,9 @@ def _byte_view(t):
     return memoryview(swapped).cast("B")
 
 
-def _serialize(obj):
+def _serialize(obj, enc=None):
     """(the header with its length prefix, the tensors in file order)."""
-    enc = _Encoder()
+    enc = _Encoder() if enc is None else enc
     structure = enc.encode(obj, ())
     # largest itemsize first, so every tensor starts at a multiple of its itemsize
     order = sorted(enc.tensors.items(), key=lambda kv: -kv[1].dtype.itemsize)
@@ -229,17 +275,54 @@ def _write_payload(f, header, tensors):
             view = view[n:]
 
 
-def save(obj, f):
-    """Save obj (tensors in nested dict/list/tuple containers; see the module doc for
-    the format, its checksums and their limits) to f, a path or a binary file object.
+_FORMATS = ("auto", "safetensors", "torch")
+_write_archive = _torch.write_archive
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=2, *, format="auto"):
+    """Save obj to f, a path or a binary file object, as torch.save does.
+
+    format="auto" writes plain data (tensors, dtypes, devices, None, bool, int, float,
+    str and dict/OrderedDict/Counter/list/tuple/Size containers of them, no two
+    distinct tensors sharing memory, no tensor subclasses such as nn.Parameter) as a
+    safetensors file, anything else picklable as
+    PyTorch's zip archive; "torch" always writes the zip archive (for PyTorch's
+    torch.load), "safetensors" only safetensors (TypeError for what it cannot hold).
+    See the module doc for both formats. pickle_protocol (2 to 5) is the zip
+    archive's (PyTorch's weights_only loader reads protocol 2 only, its default too);
+    pickle_module must be None or the pickle module.
+
     Writing to a path is atomic: an error (a full disk, say) leaves the previous file
     and no temporary file, and re-raises."""
-    header, tensors = _serialize(obj)
+    import pickle
+    if format not in _FORMATS:
+        raise ValueError(f"save: format must be one of {', '.join(_FORMATS)}, got "
+                         f"{format!r:.40}")
+    if pickle_module is not None and pickle_module is not pickle:
+        raise TypeError("save: pickle_module must be None or the pickle module (ember "
+                        "writes PyTorch's pickle records itself)")
+    payload = None
+    if format != "torch":
+        enc = _Encoder()
+        try:
+            payload = _serialize(obj, enc)
+        except (TypeError, ValueError):
+            if format == "safetensors":
+                raise
+        if format == "auto" and (enc.shared or enc.subclass):
+            payload = None      # the archive keeps views views and Parameters Parameters
+
+    def write(out):
+        if payload is not None:
+            _write_payload(out, *payload)
+        else:
+            _write_archive(obj, out, pickle_protocol)
+
     if not isinstance(f, (str, bytes, os.PathLike)):
         if isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
             raise TypeError(f"save: f must be a path or a binary file object, got "
                             f"{type(f).__name__}")
-        _write_payload(f, header, tensors)
+        write(f)
         if hasattr(f, "flush"):     # report a full disk now, not at the caller's close
             f.flush()
         return
@@ -250,7 +333,7 @@ def save(obj, f):
     fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            _write_payload(out, header, tensors)
+            write(out)
             out.flush()
             os.fsync(out.fileno())
             os.chmod(tmp, _file_mode(path))
@@ -369,9 +452,9 @@ def _read_header(src):
     (n,) = struct.unpack("<Q", first)
     if n > _MAX_HEADER or 8 + n > src.size:
         # PyTorch's files start with a zip or a pickle signature (a huge "length")
-        if first[:4] == b"PK\x03\x04" or first[:1] == b"\x80":
-            raise src.error("it looks like a PyTorch checkpoint (zip/pickle data); "
-                            + _PICKLE_HINT)
+        if first[:1] == b"\x80":
+            raise src.error("it looks like a PyTorch checkpoint in a legacy format or a "
+                            "bare pickle; " + _PICKLE_HINT)
     if n > _MAX_HEADER:
         raise src.error(f"the header length {n} is larger than the limit of {_MAX_HEADER} "
                         f"bytes (a corrupted length, or not such a file)")
@@ -424,7 +507,9 @@ def _check_entries(src, header, data_size):
                             f"got {info!r:.200}")
         code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(code, str) or code not in _DTYPES:
-            raise src.error(f"{where}: unsupported dtype {code!r:.40} (ember reads "
+            lacking = _LACKING.get(code) if isinstance(code, str) else None
+            what = f", {lacking}, which ember does not have" if lacking else ""
+            raise src.error(f"{where}: unsupported dtype {code!r:.40}{what} (ember reads "
                             f"{', '.join(_DTYPES)})")
         if not isinstance(shape, list) or len(shape) > _MAX_DIMS or \
                 not all(_is_dim(s) for s in shape):
@@ -626,20 +711,110 @@ def _place(t, saved, map_location):
                            f"({e}); pass map_location='cpu' to load it on the CPU") from e
 
 
-def load(f, map_location=None, weights_only=True):
-    """Load what save() wrote to f (a path or a binary file object); a safetensors file
-    from another writer loads as a dict of tensors. map_location: a device (or str)
-    for every tensor, a dict {saved device: device}, or a callable(tensor, saved
-    device) returning the tensor to use. weights_only is accepted for compatibility:
-    these files hold data only, so loading never runs code either way.
+def _bad_file(name, problem):
+    return ValueError(f"load: {name!r} is not a valid checkpoint: {problem}")
 
-    The header and the decoded structure are validated, and the CRC-32 checksums that
-    ember records (see the module doc) are verified when the file has them: a
-    truncated, corrupted or crafted file raises ValueError naming the file (and the
-    tensor). Files from other writers have no checksum: a flipped data byte in them
-    goes unnoticed. Tensors are read into memory (no mmap); the checksum adds one pass
-    over the bytes just read."""
+
+def _check_map_location(map_location):
+    if map_location is None or callable(map_location) or \
+            isinstance(map_location, (str, dict, _core.Device)):
+        return
+    raise TypeError(f"load: map_location must be None, a device (or str), a dict or a "
+                    f"callable, got {type(map_location).__name__}")
+
+
+def _place_storage(storage, dtype, numel, location, map_location):
+    """Where a storage read from a torch archive goes: map_location as torch.load reads
+    it (a callable gets the storage as a 1-d tensor of its dtype and the location tag,
+    and returns a tensor or a storage, or None for the default)."""
+    flat = _core.as_strided_from(storage, dtype, (numel,), (1,), 0)
+    target = location
+    if callable(map_location) and not isinstance(map_location, _core.Device):
+        out = map_location(flat, location)
+        if out is not None:
+            if type(out) is _core.Storage:
+                return out
+            if not isinstance(out, Tensor) or out.dtype != dtype or out.numel() != numel \
+                    or not out.is_contiguous():
+                raise TypeError(f"load: map_location returned {type(out).__name__}; it must "
+                                f"return the storage it was given as a tensor (e.g. "
+                                f"moved with .to(device)), a Storage or None")
+            return out.detach()._layout()[0] if out._layout()[4] == 0 else \
+                _core.contiguous_copy(out)._layout()[0]
+    elif isinstance(map_location, dict):
+        table = {str(k): v for k, v in map_location.items()}
+        target = table.get(location, location)
+    elif map_location is not None:
+        target = map_location
+    try:
+        dev = _core.as_device(target if isinstance(target, _core.Device) else str(target))
+    except (ValueError, TypeError) as e:
+        raise RuntimeError(f"load: a storage saved from {location!r} cannot be placed on "
+                           f"{str(target)!r} ({e}); pass map_location='cpu' to load it on "
+                           f"the CPU") from None
+    if dev.type == "cpu":
+        return storage
+    try:
+        return flat.to(dev)._layout()[0]
+    except Exception as e:
+        raise RuntimeError(f"load: a storage saved from {location} cannot be placed on {dev} "
+                           f"({e}); pass map_location='cpu' to load it on the CPU") from e
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+         **pickle_load_args):
+    """Load what save() or torch.save wrote to f (a path or a binary file object), or a
+    safetensors file (from another writer: a dict of tensors).
+
+    weights_only=True (the default; None means the same) unpickles a torch archive with
+    only the allowed globals (see the module doc and add_safe_globals): anything else
+    raises pickle.UnpicklingError naming the global. weights_only=False runs the
+    file's pickle as pickle.load does (only for files you trust). map_location: a
+    device (or str) for every storage, a dict {saved location: location}, or a
+    callable(storage as a 1-d tensor, saved location) returning the tensor (or Storage)
+    to use, or None for the default; by default tensors return to the device they were
+    saved from. mmap=True (torch archives; f a path or a real file): the storages are
+    memory-mapped copy-on-write instead of read, CPU tensors view the mapping (writes
+    to them stay in memory) and their CRC-32s are not checked; a safetensors file is
+    read as without it. pickle_load_args
+    (encoding=, errors=) go to the unpickler.
+
+    The safetensors format's header and structure are validated and ember's CRC-32
+    checksums (see the module doc) verified; a torch archive's records are checked by
+    the zip format's CRC-32 and their sizes against the pickle. A truncated, corrupted
+    or crafted file raises ValueError naming the file (and the tensor or record)."""
+    import pickle
+    if pickle_module is not None and pickle_module is not pickle:
+        raise TypeError("load: pickle_module must be None or the pickle module")
+    if weights_only is None:
+        weights_only = True
+    if type(weights_only) is not bool:
+        raise TypeError(f"load: weights_only must be a bool, got "
+                        f"{type(weights_only).__name__}")
+    _check_map_location(map_location)
+    unknown = set(pickle_load_args) - {"encoding", "errors", "fix_imports"}
+    if unknown:
+        raise TypeError(f"load: unexpected keyword argument(s) {sorted(unknown)}")
     src = _Source(f)
+    try:
+        head = src.file.read(512)
+        src.file.seek(src.start)
+        if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+            mapping = None
+            if mmap:
+                mapping = _torch.mapping_for(f if src.owned or src.file is f else src.file)
+            try:
+                return _torch.read_archive(src.file, src.name, map_location, weights_only,
+                                           mapping, pickle_load_args)
+            finally:
+                src.close()
+        if _torch.is_legacy(head):
+            raise src.error("it is a PyTorch checkpoint in the legacy format (written by "
+                            "PyTorch before 1.6, or with _use_new_zipfile_serialization="
+                            "False); " + _PICKLE_HINT)
+    except BaseException:
+        src.close()
+        raise
     try:
         header, base = _read_header(src)
         meta = header.get("__metadata__", {})
