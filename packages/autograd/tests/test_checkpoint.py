@@ -178,3 +178,16 @@ def test_bad_arguments():
         checkpoint_sequential(nn.Sequential(nn.ReLU()), 0, em.ones(1))
     with pytest.raises(TypeError, match="unexpected keyword"):
         checkpoint_sequential(nn.Sequential(nn.ReLU()), 1, em.ones(1), bogus=1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_on_each_device_dropout_mask_is_replayed(device):
+    if device == "opencl" and not em.opencl.is_available():
+        pytest.skip("no OpenCL device here")
+    model = _net().to(device)
+    x = em.randn(4, 5).to(device).requires_grad_()
+    ref_out, ref = _run(model, x, lambda m, t: m(t))
+    out, got = _run(model, x, CALLS["module"])
+    assert em.allclose(out.cpu(), ref_out.cpu(), atol=1e-5)
+    for a, b in zip(ref, got):
+        assert em.allclose(a.cpu(), b.cpu(), atol=1e-5)

@@ -96,6 +96,34 @@ def test_opencl_current_index_is_what_a_bare_device_means():
         em.accelerator.set_device_index(em.opencl.device_count())
 
 
+@pytest.mark.skipif(not em.opencl.is_available() or em.cuda.is_available(),
+                    reason="needs OpenCL as the accelerator")
+def test_set_device_index_moves_where_bare_opencl_tensors_go():
+    """A second OpenCL device (here: the same device listed twice, so opencl:1 is a
+    second context on it): set_device_index(1) sends bare "opencl" tensors there."""
+    b = em.opencl.get_backend()
+    saved = list(b.devices)
+    b.devices = saved + saved[:1]
+    try:
+        assert em.accelerator.device_count() == len(saved) + 1
+        em.accelerator.set_device_index(len(saved))
+        assert em.accelerator.current_device_index() == len(saved)
+        acc = em.accelerator.current_accelerator()
+        x = em.ones(3, device="opencl")
+        y = em.arange(3.0).to(acc)
+        assert x.device == y.device == em.device(f"opencl:{len(saved)}")
+        assert (x + y).cpu().tolist() == [1.0, 2.0, 3.0]
+        with em.accelerator.device_index(0):
+            assert em.zeros(1, device=acc).device == em.device("opencl:0")
+        assert em.accelerator.current_device_index() == len(saved)
+        del x, y
+    finally:
+        em.accelerator.set_device_index(0)
+        b.devices = saved
+        b._states.pop(len(saved), None)
+    assert em.zeros(1, device="opencl").device == em.device("opencl:0")
+
+
 # ------------------------------------------------------------- backends.cudnn
 
 
@@ -280,7 +308,7 @@ def test_legacy_constructor_rules(name):
     for other, odt in LEGACY.items():
         if other != name:
             assert not isinstance(t, getattr(em, other))
-            with pytest.raises(TypeError, match=f"{name}: expected a CPU tensor of dtype"):
+            with pytest.raises(TypeError, match=f"ember.{name}: expected a CPU tensor of dtype"):
                 cls(em.zeros(1, dtype=odt))
     with pytest.raises(TypeError, match=name):
         cls(2.5)
@@ -295,6 +323,27 @@ def test_legacy_values_convert_like_pytorch():
     assert em.FloatTensor([1, 2]).tolist() == [1.0, 2.0]
     assert em.BoolTensor([0, 2]).tolist() == [False, True]
     assert em.ByteTensor([255, 1]).tolist() == [255, 1]
+
+
+@pytest.mark.parametrize("name", sorted(LEGACY))
+def test_legacy_cuda_types(name):
+    cls, dtype = getattr(em.cuda, name), LEGACY[name]
+    assert cls.dtype == dtype and cls is not getattr(em, name)
+    assert repr(cls) == f"<class 'ember.cuda.{name}'>"
+    assert not isinstance(em.zeros(2, dtype=dtype), cls)
+    assert isinstance(em.zeros(2, dtype=dtype), getattr(em, name))
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cuda"):
+        cls(2, device="cpu")
+    with pytest.raises(TypeError, match=f"ember.cuda.{name}: expected a CUDA tensor"):
+        cls(em.zeros(2, dtype=dtype))
+    if em.cuda.is_available():
+        t = cls([1, 0])
+        assert t.device.type == "cuda" and t.dtype == dtype and isinstance(t, cls)
+        assert not isinstance(t, getattr(em, name))
+        assert tuple(cls(2, 3).shape) == (2, 3) and not cls(2, 3).any().item()
+    else:
+        with pytest.raises(RuntimeError, match="cuda"):
+            cls(2)
 
 
 @pytest.mark.skipif(not em.accelerator.is_available(), reason="no accelerator device")

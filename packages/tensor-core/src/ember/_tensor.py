@@ -67,7 +67,7 @@ class Tensor(_core.TensorBase):
             src = _creation.empty(0, dtype=dtype, device=device)
         elif (len(args) == 1 and isinstance(args[0], Size)) or all(
                 isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-            src = _creation.zeros(*args, dtype=dtype, device=device)
+            src = _creation.empty(*args, dtype=dtype, device=device).fill_(0)
         elif len(args) == 1 and not isinstance(args[0], (numbers.Number, str, bytes)):
             src = _creation.tensor(args[0], dtype=dtype, device=device)
         else:
