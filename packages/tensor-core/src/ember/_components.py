@@ -6,7 +6,9 @@ hooks that make every spelling of them behave the same.
 is not installed, `import ember.nn`, `from ember import nn`, `em.nn` and
 `importlib.import_module("ember.nn")` all raise the same ModuleNotFoundError, naming
 the package to install (a finder at the end of sys.meta_path, asked only when no other
-finder found the module).
+finder found the module). `importlib.util.find_spec("ember.nn")` raises that error
+too rather than returning None: check for a component with try/except
+ModuleNotFoundError (or importlib.metadata for its distribution).
 
 PyTorch's paths that ember spells differently are aliases of ember's module (a finder
 at the front of sys.meta_path): `ember.utils.data` *is* `ember.data` (and
