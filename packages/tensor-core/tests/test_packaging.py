@@ -50,7 +50,7 @@ def test_import_works_when_numpy_is_missing():
     "autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
     "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp"}.items()))
 def test_missing_components_name_their_package(name, dist):
-    if importlib.util.find_spec(f"ember.{name}") is not None:
+    if any((Path(p) / name).is_dir() for p in em.__path__):
         pytest.skip(f"ember.{name} is installed here")
     with pytest.raises(ModuleNotFoundError, match=re.escape(f"pip install {dist}")) as info:
         getattr(em, name)
@@ -113,3 +113,92 @@ def test_extension_files_ship_in_the_wheel():
     installed = Path(em.__file__).parent
     for f in needed:
         assert (installed / f.relative_to(src)).is_file(), f"{f.relative_to(src)} not installed"
+
+
+# ---- one package alone: every spelling of a missing component says what to install
+
+COMPONENT_DIRS = ("autograd", "nn", "optim", "data", "multiprocessing", "distributed")
+
+
+def _python_with_only(tmp_path, keep, code):
+    """Run code where ember is the installed ember minus the component folders not in
+    `keep`: a copy of its top level (symlinks) alone on the path, site-packages off
+    (-S), as when only ember-tensor-core (and `keep`'s packages) are installed."""
+    installed = Path(em.__file__).parent
+    root = tmp_path / "site"
+    (root / "ember").mkdir(parents=True)
+    for entry in installed.iterdir():
+        if entry.name in COMPONENT_DIRS and entry.name not in keep:
+            continue
+        (root / "ember" / entry.name).symlink_to(entry)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(root)
+    return subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path)
+
+
+_SPELLINGS = """
+import importlib, ember as em
+def check(name, dist, stmt):
+    try:
+        exec(stmt, {})
+    except ModuleNotFoundError as e:
+        want = f"{name} needs the {dist} package: pip install {dist}"
+        assert str(e) == want and e.name == name, (stmt, str(e), e.name)
+    else:
+        raise AssertionError(f"{stmt} did not raise")
+for comp, dist in COMPONENTS:
+    name = "ember." + comp
+    check(name, dist, f"import {name}")
+    check(name, dist, f"from ember import {comp}")
+    check(name, dist, f"import ember as em; em.{comp}")
+    check(name, dist, f"import importlib; importlib.import_module({name!r})")
+    check(name, dist, f"import {name}.something")
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("keep", [(), ("autograd",), ("autograd", "nn", "optim"),
+                                  ("autograd", "data")], ids=["tensor-core", "+autograd",
+                                                              "+autograd+nn", "+autograd+data"])
+def test_every_spelling_of_a_missing_component_names_its_package(tmp_path, keep):
+    dists = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
+             "data": "ember-data", "multiprocessing": "ember-mp",
+             "distributed": "ember-mp"}
+    missing = [(c, d) for c, d in dists.items() if c not in keep]
+    code = f"COMPONENTS = {missing!r}\n" + _SPELLINGS
+    if "data" not in keep:
+        code += ("check('ember.utils.data', 'ember-data', 'import ember.utils.data')\n"
+                 "check('ember.utils.data', 'ember-data', "
+                 "'from ember.utils.data import DataLoader')\n")
+    if "autograd" not in keep:
+        code += ("check('ember.utils.checkpoint', 'ember-autograd', "
+                 "'import ember.utils.checkpoint')\n")
+    # what is installed works, and nothing else was loaded for the missing ones
+    code += ("x = em.ones(2, requires_grad=%r)\n" % ("autograd" in keep)
+             + "print((x * 3).sum().item())\n")
+    if "autograd" in keep:
+        code += ("from ember.utils.checkpoint import checkpoint\n"
+                 "y = checkpoint(lambda t: (t * t).sum(), x); y.backward()\n"
+                 "print(x.grad.tolist())\n")
+    if "data" in keep:
+        code += "import ember.utils.data as d, ember.data; print(d is ember.data)\n"
+    r = _python_with_only(tmp_path, keep, code)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split("\n")
+    assert out[0] == "ok" and out[1] == "6.0", r.stdout
+    if "autograd" in keep:
+        assert out[2] == "[2.0, 2.0]"
+    if "data" in keep:
+        assert out[-2] == "True"
+
+
+def test_the_finder_answers_only_for_missing_components():
+    """Installed components load normally; other missing ember modules keep Python's
+    own message; the finder is not consulted for names outside ember."""
+    from ember import _components
+    assert _components._MissingComponentFinder.find_spec("numpy") is None
+    assert _components._MissingComponentFinder.find_spec("ember.no_such_module") is None
+    assert _components._AliasFinder.find_spec("ember.nn") is None
+    with pytest.raises(ModuleNotFoundError, match="No module named 'ember.no_such_module'"):
+        importlib.import_module("ember.no_such_module")

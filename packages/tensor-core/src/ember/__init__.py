@@ -47,7 +47,7 @@ from ember.ops.dropout import *  # noqa: F401,F403
 from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.conv import *  # noqa: F401,F403
 from ember.ops.pool import *  # noqa: F401,F403
-from ember import _registry, _interop
+from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation
 
 _core._set_python_types(Size, _creation.as_tensor)
@@ -56,6 +56,10 @@ _interop._install_dunders(Tensor)
 _registry.install(Tensor)
 
 from ember import cuda, opencl  # noqa: E402,F401
+from ember import accelerator, jit  # noqa: E402,F401
+from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudnn)
+from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTensor, ...)
+from ember._deterministic import *  # noqa: E402,F401,F403
 from ember.array_api import astype, isdtype  # noqa: E402,F401
 from ember.serialization import save, load  # noqa: E402,F401
 
@@ -67,23 +71,16 @@ nan = inf - inf
 newaxis = None
 
 
-# Components that live in other distributions: `em.nn` works once ember-nn is
-# installed and names the package to install otherwise.
-_PACKAGES = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
-             "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp"}
+# Components that live in other distributions: `em.nn`, `import ember.nn` and
+# `from ember import nn` work once ember-nn is installed and name the package to
+# install otherwise; ember.utils.data is ember.data (ember._components' finders).
+_components.install()
 
 
 def __getattr__(name):
-    import importlib
-    if name in _PACKAGES:
-        try:
-            return importlib.import_module(f"ember.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ember.{name}":
-                raise
-            raise ModuleNotFoundError(
-                f"ember.{name} needs the {_PACKAGES[name]} package: "
-                f"pip install {_PACKAGES[name]}", name=f"ember.{name}") from None
+    if name in _components.PACKAGES:
+        import importlib
+        return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

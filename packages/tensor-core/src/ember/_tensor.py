@@ -51,7 +51,8 @@ class Tensor(_core.TensorBase):
 
     def __init__(self, *args, device=None):
         """The legacy constructor, as torch.Tensor: Tensor() is empty, Tensor(2, 3) and
-        Tensor(ember.Size([2, 3])) are uninitialised tensors of those sizes,
+        Tensor(ember.Size([2, 3])) are tensors of those sizes (uninitialised in PyTorch;
+        ember fills them with zeros),
         Tensor(data) copies nested sequences (a tuple is data too) into the default
         float dtype, and Tensor(tensor) shares that tensor's memory. Prefer
         ember.tensor and ember.empty."""
@@ -66,7 +67,7 @@ class Tensor(_core.TensorBase):
             src = _creation.empty(0, dtype=dtype, device=device)
         elif (len(args) == 1 and isinstance(args[0], Size)) or all(
                 isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-            src = _creation.empty(*args, dtype=dtype, device=device)
+            src = _creation.empty(*args, dtype=dtype, device=device).fill_(0)
         elif len(args) == 1 and not isinstance(args[0], (numbers.Number, str, bytes)):
             src = _creation.tensor(args[0], dtype=dtype, device=device)
         else:
@@ -152,7 +153,7 @@ class Tensor(_core.TensorBase):
     def type(self, dtype=None):
         if dtype is None:
             return f"ember.{self.dtype.name}"
-        return self.to(dtype)
+        return self.to(getattr(dtype, "_legacy_dtype", dtype))   # t.type(em.LongTensor)
 
 
 _core._set_tensor_type(Tensor)

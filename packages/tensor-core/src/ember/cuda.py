@@ -11,6 +11,7 @@ memory_allocated / memory_reserved / memory_stats read its counters.
 """
 from __future__ import annotations
 
+from ember import _legacy
 from ember._build_config import BUILD_CONFIG
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
     "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
     "empty_cache", "mem_get_info", "Event", "OutOfMemoryError", "CudaError",
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+    "CharTensor", "ByteTensor", "BoolTensor",
 ]
 
 
@@ -185,3 +188,16 @@ class Event:
 
     def elapsed_time(self, end: Event) -> float:
         return self._ev.elapsed_time(end._ev)
+
+
+# PyTorch's legacy CUDA types (torch.cuda.FloatTensor, ...): ember._legacy's rules, on
+# CUDA devices
+FloatTensor = _legacy.make("FloatTensor", "float32", "cuda")
+DoubleTensor = _legacy.make("DoubleTensor", "float64", "cuda")
+HalfTensor = _legacy.make("HalfTensor", "float16", "cuda")
+LongTensor = _legacy.make("LongTensor", "int64", "cuda")
+IntTensor = _legacy.make("IntTensor", "int32", "cuda")
+ShortTensor = _legacy.make("ShortTensor", "int16", "cuda")
+CharTensor = _legacy.make("CharTensor", "int8", "cuda")
+ByteTensor = _legacy.make("ByteTensor", "uint8", "cuda")
+BoolTensor = _legacy.make("BoolTensor", "bool", "cuda")

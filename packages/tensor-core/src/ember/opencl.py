@@ -56,7 +56,7 @@ def device_count() -> int:
 def get_device_name(device=None) -> str:
     b = _require()
     d = _device(device)
-    idx = max(d.index, 0)
+    idx = d.index if d.index >= 0 else b.current_index
     if idx >= len(b.devices):
         raise RuntimeError(f"ember.opencl: device {d} does not exist ({len(b.devices)} "
                            f"device(s))")

@@ -89,4 +89,20 @@ __all__ = ["ReduceOp", "GroupMember", "ProcessGroup", "Work", "DistError", "Dist
            "set_metadata_check", "all_reduce", "broadcast", "reduce", "all_gather",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather",
            "scatter", "barrier", "send", "recv", "isend", "irecv", "all_to_all",
-           "all_to_all_single", "all_gather_object", "new_buckets"]
+           "all_to_all_single", "all_gather_object", "new_buckets",
+           "get_default_backend_for_device"]
+
+
+def get_default_backend_for_device(device):
+    """The process-group backend for tensors on `device` (a str or ember.device):
+    "mpi" for every device ember has (cpu, cuda, opencl). PyTorch answers "gloo" for
+    the CPU and "nccl" for CUDA; MPI is ember.distributed's only engine, so
+    init_process_group(get_default_backend_for_device(device)) runs on MPI everywhere
+    (tensors on a GPU are staged through host memory)."""
+    import ember as em
+    try:
+        em.device(device)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ValueError(f"get_default_backend_for_device: {device!r} is not a device "
+                         f"({e})") from None
+    return "mpi"          # d is a cpu, cuda or opencl device: ember.device checked it

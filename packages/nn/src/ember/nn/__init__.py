@@ -8,4 +8,7 @@ from ember.nn import (  # noqa: F401
 )
 from ember.nn._version import __version__  # noqa: F401
 from ember.nn.modules import *  # noqa: F401,F403
+from ember.nn.modules import _torch_paths  # noqa: E402
 from ember.nn.parameter import Buffer, Parameter  # noqa: F401
+
+_torch_paths.complete()     # each class also at its PyTorch path (nn.modules.activation...)

@@ -9,7 +9,8 @@ ember was built with CUDA, also where no driver exists: then the first allocatio
 says why there is no device.
 
 `em.backends.cuda.matmul.allow_tf32` (default False, as in PyTorch) lets float32
-matrix products round their operands to TF32 on the tensor cores.
+matrix products round their operands to TF32 on the tensor cores;
+`em.backends.cudnn.allow_tf32` does the same for the GEMMs of convolutions.
 """
 from __future__ import annotations
 
@@ -71,17 +72,25 @@ class CUDABackend(GPUBackend):
         _rt.synchronize(None if device is None else self.index(device))
 
     # CUDA-only fast paths --------------------------------------------------------------
-    def matmul(self, a, b):
+    def matmul(self, a, b, allow_tf32=None):
         """float16 on the tensor cores, float32 on TF32 tensor cores when allow_tf32
-        else on kernels/cuda/gemm_f32.cu; float64, the integers and bool through the
-        shared tiled GEMM."""
+        (default: ember.backends.cuda.matmul.allow_tf32) else on
+        kernels/cuda/gemm_f32.cu; float64, the integers and bool through the shared
+        tiled GEMM."""
+        tf32 = matmul.allow_tf32 if allow_tf32 is None else allow_tf32
         kernel = {"float16": "gemm_tc_float16",
-                  "float32": "gemm_tf32_float32" if matmul.allow_tf32 else "gemm_simt_float32"
+                  "float32": "gemm_tf32_float32" if tf32 else "gemm_simt_float32"
                   }.get(a.dtype.name)
         if kernel is None:
             return super().matmul(a, b)
         with no_grad():
             return self._matmul_tiled(kernel, a, b)
+
+    def _conv_matmul(self, a, b):
+        """Convolutions' GEMMs use TF32 by ember.backends.cudnn.allow_tf32, as PyTorch's
+        cuDNN convolutions do (matrix products by cuda.matmul.allow_tf32)."""
+        from ember.backends import cudnn
+        return self.matmul(a, b, allow_tf32=bool(cudnn.allow_tf32))
 
     def _matmul_tiled(self, kernel, a, b):
         """The kernels of kernels/cuda/gemm_*.cu: 128 x 128 tiles of C per block, the

@@ -97,10 +97,14 @@ class OpenCLBackend(GPUBackend):
         self.devices = enumerate_devices()
         self._states = {}
         self.builds = 0          # programs compiled from source (not from the disk cache)
+        self.current_index = 0   # what a bare "opencl" means (ember.accelerator sets it)
+
+    def default_index(self, device):
+        return self.current_index
 
     # devices -----------------------------------------------------------------------
     def state(self, device):
-        idx = max(device.index, 0)
+        idx = device.index if device.index >= 0 else self.current_index
         st = self._states.get(idx)
         if st is None:
             if idx >= len(self.devices):

@@ -141,3 +141,9 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name, as torch.nn.modules.linear defines it (PyTorch's
+    MultiheadAttention uses it for out_proj so its quantization tools skip that
+    layer; ember has no quantization, so it is a Linear in every respect)."""

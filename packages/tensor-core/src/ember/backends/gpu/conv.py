@@ -8,6 +8,10 @@ from ember.backends.gpu.layout import contiguous_strides
 class ConvKernels:
     """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
 
+    def _conv_matmul(self, a, b):
+        """The GEMM of a convolution pass (CUDA's picks TF32 by cudnn.allow_tf32)."""
+        return self.matmul(a, b)
+
     def _unfold(self, x, khw, ohw, stride, padding, dilation):
         """im2col of dense x: (N, C * KH * KW, OH * OW)."""
         N, C, H, W = x.shape
@@ -28,7 +32,7 @@ class ConvKernels:
         # y[n, g] (OCg, P) = w[g] (OCg, K) @ cols[n, g] (K, P), one batched GEMM
         a = self.view(w, (1, G, OCg, K), (0, OCg * K, K, 1))
         b = self.view(cols, (N, G, K, P), (G * K * P, K * P, P, 1))
-        y = self.matmul(a, b)
+        y = self._conv_matmul(a, b)
         y = self.view(y, (N, OC, out_hw[0], out_hw[1]), contiguous_strides((N, OC) + tuple(out_hw)))
         if bias is not None:
             self.elementwise("add", [y, self.view(self.dense(bias), (OC, 1, 1), (1, 0, 0))],
@@ -45,7 +49,7 @@ class ConvKernels:
         # cols[n, g] (K, P) = w[g]^T (K, OCg) @ gy[n, g] (OCg, P)
         a = self.view(w, (1, G, K, OCg), (0, OCg * K, 1, K))
         b = self.view(gy, (N, G, OCg, P), (OC * P, OCg * P, P, 1))
-        cols = self.matmul(a, b)
+        cols = self._conv_matmul(a, b)
         gx = self.empty((N, C) + tuple(in_hw), gy.dtype, gy.device)
         n = gx.numel()
         bb = self.dense(bias) if bias is not None else gy
@@ -67,7 +71,7 @@ class ConvKernels:
         # per image gw[n, g] (OCg, K) = gy[n, g] (OCg, P) @ cols[n, g]^T (P, K), summed over n
         a = self.view(gy, (N, G, OCg, P), (OC * P, OCg * P, P, 1))
         b = self.view(cols, (N, G, P, K), (G * K * P, K * P, 1, P))
-        per = self.matmul(a, b)
+        per = self._conv_matmul(a, b)
         gw = self.empty((1, G, OCg, K), x.dtype, x.device)
         self.reduce("sum", per, (0,), gw)
         return self.view(gw, (OC, Cg, KH, KW), contiguous_strides((OC, Cg, KH, KW)))
