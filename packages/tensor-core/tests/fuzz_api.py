@@ -10,9 +10,11 @@ int64, negative sizes, NaN and infinities, None, strings, nested tuples and list
 dtypes, devices, slices, Ellipsis, object(), and keyword arguments named after the
 function's signature.
 
-The calls run in a child process that logs each call before making it, under a per-call
-watchdog (``faulthandler.dump_traceback_later``) that turns a hang into a finding. The
-parent classifies each call:
+The calls run in a child process that logs each call before making it, under two per-call
+watchdogs that turn a hang into a finding: the child's CPU time (RLIMIT_CPU: a call that
+spins) and, WALL_FACTOR times longer, the wall clock (``faulthandler.dump_traceback_later``:
+a call that blocks). A call that legitimately takes long on a busy shared machine (an 8 GiB
+fill waits for pages) uses little CPU and is not a hang. The parent classifies each call:
 
 - clean: returned, or raised one of ``ALLOWED`` with a message that is not internal;
 - unexpected: another exception type (AttributeError, ZeroDivisionError, ...) or a
@@ -36,6 +38,7 @@ import math
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -388,6 +391,19 @@ def classify(exc_type, message):
     return "clean"
 
 
+def arm_watchdogs(timeout):
+    """The watchdogs of the next call: `timeout` more CPU seconds for this process
+    (SIGXCPU after that) and timeout * WALL_FACTOR wall seconds (faulthandler exits)."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    budget = int(used.ru_utime + used.ru_stime + timeout) + 1
+    if hard != resource.RLIM_INFINITY:
+        budget = min(budget, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
+    faulthandler.dump_traceback_later(timeout * WALL_FACTOR, exit=True)
+
+
 def child(device, seed, start, stop, logpath, timeout):
     """Make calls start..stop-1, logging 'C i name desc' before each and 'R i outcome'
     after it."""
@@ -401,6 +417,8 @@ def child(device, seed, start, stop, logpath, timeout):
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     faulthandler.enable()
+    # past its CPU budget the kernel sends SIGXCPU: dump the stack, then die of it
+    faulthandler.register(signal.SIGXCPU, chain=True)
     import warnings
     warnings.simplefilter("ignore")
     import ember as em
@@ -416,7 +434,7 @@ def child(device, seed, start, stop, logpath, timeout):
         except ALLOWED:
             continue   # drawing a tensor failed (e.g. a dtype the device lacks)
         log.write(f"C {i} {name} {desc[:400]!r}\n")
-        faulthandler.dump_traceback_later(timeout, exit=True)
+        arm_watchdogs(timeout)
         try:
             r = call()
             _touch(em, r)
@@ -450,7 +468,8 @@ def _cause(name, exc_type, msg):
 
 # A call that takes this long is a hang: generous, since on a busy 2-core machine PoCL
 # compiles a new kernel in seconds, while the hangs this is for ran for minutes.
-WATCHDOG_S = 30.0
+WATCHDOG_S = 30.0     # CPU seconds per call
+WALL_FACTOR = 4       # ... and this many times as many wall seconds
 
 
 def run(device, seed, calls, start=0, timeout=WATCHDOG_S, out=sys.stdout, verbose=False):
@@ -497,7 +516,7 @@ def run(device, seed, calls, start=0, timeout=WATCHDOG_S, out=sys.stdout, verbos
                 findings["child"].append(("child died outside a call", proc.stderr[-2000:]))
                 break
             figures["calls"] += 1
-            hang = "Timeout (" in proc.stderr
+            hang = "Timeout (" in proc.stderr or proc.returncode == -signal.SIGXCPU
             kind = "hangs" if hang else "crashes"
             figures[kind] += 1
             how = "watchdog" if hang else f"signal {-proc.returncode}" if proc.returncode < 0 \

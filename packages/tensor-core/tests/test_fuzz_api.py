@@ -12,6 +12,9 @@ import importlib.util
 import io
 import os
 import pathlib
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -75,3 +78,20 @@ def test_fuzz_enumerates_the_whole_api():
                "ember.nn.functional")
     assert not set(table) & fuzz_api.DENY
     assert len(table) > 800
+
+
+@pytest.mark.parametrize("work, died_of", [
+    ("while True: pass", -signal.SIGXCPU),               # a spin: past its CPU budget
+    ("threading.Event().wait()", 1),                       # a block: faulthandler exits
+])
+def test_the_watchdogs_catch_a_spin_and_a_block(work, died_of):
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys, faulthandler, signal, threading; sys.path.insert(0, {here!r})\n"
+            "import fuzz_api\n"
+            "faulthandler.register(signal.SIGXCPU, chain=True)\n"
+            "fuzz_api.WALL_FACTOR = 3\n"
+            f"fuzz_api.arm_watchdogs(1)\n{work}\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == died_of, proc.stderr[-500:]
+    assert "Current thread" in proc.stderr or "Timeout (" in proc.stderr
