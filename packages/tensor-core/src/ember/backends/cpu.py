@@ -36,6 +36,9 @@ class CPUBackend(Backend):
             w = _core.astype(weights, float64, True).reshape(out.shape[0], -1)
             _random.multinomial(w, out, seed, offset, replacement)
             return out
+        if out.dtype is not float16 and out.is_contiguous() and out.numel():  # the usual case
+            getattr(_random, kind)(out, *args)
+            return out
         seed, offset, *params = args
         if out.numel() == 0:
             return out
