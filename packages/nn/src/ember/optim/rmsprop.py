@@ -7,6 +7,7 @@ from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
     _decayed,
+    _directions,
     _hyper,
     _step_tensor,
     _steps_to_tensors,
@@ -47,6 +48,34 @@ def _rmsprop(group, params, grads, states):
             p.add_(buf, alpha=-lr)
         else:
             p.add_(tmp.mul_(-lr))
+
+
+def _rmsprop_foreach(group, params, grads, states):
+    """The multi-tensor form of _rmsprop (the same arithmetic, one C loop per op)."""
+    lr = float(group["lr"])
+    alpha = group["alpha"]
+    for s in states:
+        _bump_step(s)
+    grads = _directions(params, grads, group["weight_decay"], group["maximize"])
+    square_avgs = [s["square_avg"] for s in states]
+    em._foreach_lerp_(square_avgs, em._foreach_mul(grads, grads), 1 - alpha)
+    if group["centered"]:
+        grad_avgs = [s["grad_avg"] for s in states]
+        em._foreach_lerp_(grad_avgs, grads, 1 - alpha)
+        denom = em._foreach_sub(square_avgs, em._foreach_mul(grad_avgs, grad_avgs))
+        em._foreach_sqrt_(denom)
+    else:
+        denom = em._foreach_sqrt(square_avgs)
+    em._foreach_add_(denom, group["eps"])
+    q = em._foreach_div(grads, denom)
+    if group["momentum"] > 0:
+        bufs = [s["momentum_buffer"] for s in states]
+        em._foreach_mul_(bufs, group["momentum"])
+        em._foreach_add_(bufs, q)
+        em._foreach_add_(params, bufs, alpha=-lr)
+    else:
+        em._foreach_mul_(q, -lr)
+        em._foreach_add_(params, q)
 
 
 class RMSprop(Optimizer):
@@ -95,3 +124,4 @@ class RMSprop(Optimizer):
             state["grad_avg"] = em.zeros_like(p)
 
     _update = staticmethod(_rmsprop)
+    _update_foreach = staticmethod(_rmsprop_foreach)
