@@ -77,9 +77,9 @@ def _adam_foreach(group, params, grads, states):
     bc2_sqrt = [(1 - beta2 ** t) ** 0.5 for t in steps]
     denom = em._foreach_sqrt(v)
     em._foreach_add_(denom, [eps * b for b in bc2_sqrt])
-    steps_ = em._foreach_div(exp_avgs, denom)
-    em._foreach_mul_(steps_, [-lr * b2 / b1 for b1, b2 in zip(bc1, bc2_sqrt)])
-    em._foreach_add_(params, steps_)
+    # p += c * (m / denom): addcdiv divides, scales and adds, as the single path does
+    em._foreach_addcdiv_(params, exp_avgs, denom,
+                         [-lr * b2 / b1 for b1, b2 in zip(bc1, bc2_sqrt)])
 
 
 class Adam(Optimizer):
