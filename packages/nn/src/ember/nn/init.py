@@ -12,10 +12,9 @@ _number = _real()
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "orthogonal_", "trunc_normal_", "dirac_", "sparse_",
-           # the deprecated spellings without the underscore (FutureWarning, as in PyTorch)
-           "uniform", "normal", "constant", "xavier_uniform", "xavier_normal",
-           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+           "orthogonal_", "trunc_normal_", "dirac_", "sparse_"]
+# (also here, outside __all__: the deprecated spellings without the underscore, uniform,
+# normal, constant, xavier_*, kaiming_*, orthogonal, sparse, which warn FutureWarning)
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -129,8 +128,10 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 @_checked(gain=_number)
 def orthogonal_(tensor, gain=1.0, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, by
-    modified Gram-Schmidt in float64 (signs fixed like QR's with a positive diagonal)."""
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal sample (PyTorch's
+    algorithm). ember.linalg has no qr yet, so the Q factor is computed by modified
+    Gram-Schmidt over ember ops in float64, which gives QR's Q with R's diagonal
+    positive (PyTorch's sign fix); then scaled by gain."""
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
@@ -177,10 +178,10 @@ def dirac_(tensor, groups=1):
     """The Dirac delta for {3, 4, 5}-d convolution weights: each output channel of each
     of `groups` groups passes one input channel through unchanged (a 1 at the kernel's
     centre), as many as min(out_channels / groups, in_channels); zeros elsewhere."""
+    groups = _checked_int("dirac_", "groups", groups, 1)
     if tensor.ndim not in (3, 4, 5):
         raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
-    groups = _checked_int("dirac_", "groups", groups, 1)
     sizes = tensor.shape
     if sizes[0] % groups != 0:
         raise ValueError(f"dirac_: dim 0 must be divisible by groups (size {sizes[0]}, "
@@ -198,11 +199,11 @@ def dirac_(tensor, groups=1):
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     """A sparse 2-d matrix (Martens, 2010): Normal(0, std) values with
     ceil(sparsity * rows) of each column's entries, chosen at random, set to zero."""
+    sparsity = _number("sparse_", "sparsity", sparsity)
+    std = _number("sparse_", "std", std)
     if tensor.ndim != 2:
         raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape "
                          f"{tuple(tensor.shape)}")
-    sparsity = _number("sparse_", "sparsity", sparsity)
-    std = _number("sparse_", "std", std)
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     with em.no_grad():

@@ -10,6 +10,7 @@ from ember.optim.optimizer import (
     _decayed,
     _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -79,8 +80,7 @@ class Adagrad(Optimizer):
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         _check_foreach_fused("Adagrad", foreach, fused)
-        if differentiable:
-            raise NotImplementedError("Adagrad: differentiable=True is not supported by ember")
+        _not_differentiable("Adagrad", differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)

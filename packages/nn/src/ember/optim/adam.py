@@ -11,6 +11,7 @@ from ember.optim.optimizer import (
     _decayed,
     _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -112,9 +113,7 @@ class Adam(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         _check_foreach_fused(type(self).__name__, foreach, fused)
-        if differentiable:
-            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
-                                      f"supported by ember")
+        _not_differentiable(type(self).__name__, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,

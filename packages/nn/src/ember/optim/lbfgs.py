@@ -164,9 +164,6 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
         self._numel_cache = None
 
-    def __getstate__(self):
-        return super().__getstate__()
-
     def _numel(self):
         if self._numel_cache is None:
             self._numel_cache = sum(p.numel() for p in self._params)

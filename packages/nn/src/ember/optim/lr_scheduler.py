@@ -249,6 +249,9 @@ class CosineAnnealingLR(LRScheduler):
     # T_max: a period, so > 0 (PyTorch divides by it); a float is fine
     @checked(T_max=real(0, lo_open=True), eta_min=real())
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        if not math.isfinite(math.pi / T_max):
+            raise ValueError(f"CosineAnnealingLR: T_max={T_max} is too small (pi / T_max "
+                             f"overflows)")
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -512,8 +515,8 @@ class MultiplicativeLR(LRScheduler):
                 len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
+                raise ValueError(f"MultiplicativeLR: Expected {len(optimizer.param_groups)} "
+                                 f"lr_lambdas, but got {len(lr_lambda)}")
             self.lr_lambdas = [function("MultiplicativeLR", f"lr_lambda[{i}]", fn)
                                for i, fn in enumerate(lr_lambda)]
         super().__init__(optimizer, last_epoch)
@@ -761,6 +764,9 @@ class CyclicLR(LRScheduler):
 
 
 def _check_schedulers(op, schedulers, optimizer):
+    if isinstance(schedulers, (str, bytes)) or not hasattr(schedulers, "__iter__"):
+        raise TypeError(f"{op}: schedulers must be a list of schedulers, got "
+                        f"{type(schedulers).__name__} {schedulers!r:.60}")
     schedulers = list(schedulers)
     if len(schedulers) < 1:
         raise ValueError(f"{op} expects at least one scheduler, but got no scheduler.")
@@ -768,7 +774,8 @@ def _check_schedulers(op, schedulers, optimizer):
         optimizer = getattr(schedulers[0], "optimizer", None)
     for idx, s in enumerate(schedulers):
         if not hasattr(s, "optimizer"):
-            raise TypeError(f"{op} at index {idx} should have `optimizer` as its attribute.")
+            raise TypeError(f"{op}: schedulers[{idx}] should have `optimizer` as its attribute "
+                            f"(a scheduler), got {type(s).__name__}")
         if isinstance(s, ReduceLROnPlateau):
             raise ValueError(f"{op} does not support `ReduceLROnPlateau` scheduler as it "
                              f"requires additional kwargs to be specified when calling "
@@ -803,8 +810,12 @@ class SequentialLR(LRScheduler):
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         op = "SequentialLR"
         _check_optimizer(optimizer, op)
-        schedulers, _ = _check_schedulers(op, schedulers, optimizer)
+        if isinstance(schedulers, (str, bytes)) or not hasattr(schedulers, "__iter__"):
+            raise TypeError(f"{op}: schedulers must be a list of schedulers, got "
+                            f"{type(schedulers).__name__} {schedulers!r:.60}")
         milestones = ints()(op, "milestones", milestones)
+        last_epoch = index(op, "last_epoch", last_epoch)
+        schedulers, _ = _check_schedulers(op, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(f"Sequential Schedulers expects number of schedulers provided to "
                              f"be one more than the number of milestone points, but got number "

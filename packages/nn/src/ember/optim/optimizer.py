@@ -61,6 +61,7 @@ def _directions(params, grads, weight_decay, maximize):
 def _check_foreach_fused(op, foreach, fused):
     """PyTorch's rule: foreach and fused cannot both be set. Both select ember's
     multi-tensor path (fused has no separate kernel: it shares foreach's C loop)."""
+    _check_flags(op, {"foreach": foreach, "fused": fused})
     if foreach and fused:
         raise RuntimeError(f"{op}: `fused` and `foreach` cannot be `True` together.")
 
@@ -84,6 +85,7 @@ class Optimizer:
     """
 
     def __init__(self, params, defaults):
+        _check_flags(type(self).__name__, defaults)
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -327,7 +329,21 @@ def _per_tensor(fn):
     return update
 
 
+_FLAGS = ("foreach", "fused", "maximize", "capturable", "differentiable", "amsgrad",
+          "nesterov", "centered", "decoupled_weight_decay")
+
+
+def _check_flags(op, options):
+    """The on/off options (foreach, maximize, ...): a bool (or None where PyTorch's
+    default is None), else a TypeError naming the optimizer and the option."""
+    for key in _FLAGS:
+        v = options.get(key)
+        if v is not None and not isinstance(v, (bool, int)):
+            raise TypeError(f"{op}: {key} must be a bool, got {type(v).__name__} {v!r:.60}")
+
+
 def _not_differentiable(op, differentiable):
+    _check_flags(op, {"differentiable": differentiable})
     if differentiable:
         raise NotImplementedError(f"{op}: differentiable=True is not supported by ember")
 

@@ -9,6 +9,7 @@ from ember.optim.optimizer import (
     _decayed,
     _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -104,8 +105,7 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        if differentiable:
-            raise NotImplementedError("RMSprop: differentiable=True is not supported by ember")
+        _not_differentiable("RMSprop", differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)

@@ -5,10 +5,12 @@ import ember as em
 from ember.nn._checks import checked, real_or_tensor
 from ember.optim.optimizer import (
     Optimizer,
+    _check_flags,
     _check_foreach_fused,
     _decayed,
     _directions,
     _hyper,
+    _not_differentiable,
 )
 
 __all__ = ["SGD"]
@@ -80,11 +82,12 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_flags("SGD", dict(nesterov=nesterov, maximize=maximize, foreach=foreach,
+                                 differentiable=differentiable, fused=fused))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         _check_foreach_fused("SGD", foreach, fused)
-        if differentiable:
-            raise NotImplementedError("SGD: differentiable=True is not supported by ember")
+        _not_differentiable("SGD", differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)

@@ -169,7 +169,9 @@ class RNNBase(Module):
             seq_len, batch = len(batch_sizes), (batch_sizes[0] if batch_sizes else 0)
             x, unbatched = data, False
         else:
-            tensor(name, "input", input)
+            if not isinstance(input, em.Tensor):
+                raise TypeError(f"{name}: argument 'input' must be a Tensor or a "
+                                f"PackedSequence, got {type(input).__name__} {input!r:.60}")
             self._check_input(input, None)
             unbatched = input.ndim == 2
             x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first

@@ -5,13 +5,28 @@ from __future__ import annotations
 import copy
 
 import ember as em
+from ember.nn._checks import checked, instance, optional, real, tensor
+from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+
+_module = instance(Module, "a Module")
+_opt_tensor = optional(tensor)
+
+
+def _flag(op, name, v):
+    if not isinstance(v, bool):
+        raise TypeError(f"{op}: {name} must be a bool, got {type(v).__name__} {v!r:.60}")
+    return v
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
            "fuse_linear_bn_weights"]
 
 
 def _check_eval(a, bn, op):
+    if not hasattr(bn, "running_mean") or not hasattr(bn, "num_features"):
+        raise TypeError(f"{op}: bn must be a BatchNorm module, got {type(bn).__name__}")
+    if not hasattr(a, "weight") or not isinstance(a.weight, em.Tensor):
+        raise TypeError(f"{op}: expected a layer with a weight, got {type(a).__name__}")
     if a.training or bn.training:
         raise ValueError(f"{op}: Fusion only for eval! (call .eval() on both modules)")
     if bn.running_mean is None or bn.running_var is None:
@@ -19,6 +34,7 @@ def _check_eval(a, bn, op):
                          f"(track_running_stats=False)")
 
 
+@checked(conv=_module, bn=_module, transpose=_flag)
 def fuse_conv_bn_eval(conv, bn, transpose=False):
     """A copy of `conv` whose weight and bias include `bn` (both in eval mode);
     transpose=True for transposed convolutions (output channels in dim 1)."""
@@ -30,6 +46,8 @@ def fuse_conv_bn_eval(conv, bn, transpose=False):
     return fused
 
 
+@checked(conv_w=tensor, conv_b=_opt_tensor, bn_rm=tensor, bn_rv=tensor, bn_eps=real(),
+         bn_w=_opt_tensor, bn_b=_opt_tensor, transpose=_flag)
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
     """(w', b') = (w * s, (b - mean) * s + beta) with s = gamma / sqrt(var + eps) per
     output channel, as Parameters (missing bias, gamma, beta: 0, 1, 0)."""
@@ -49,6 +67,7 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, trans
     return Parameter(w, conv_w.requires_grad), Parameter(b, conv_b.requires_grad)
 
 
+@checked(linear=_module, bn=_module)
 def fuse_linear_bn_eval(linear, bn):
     """A copy of `linear` whose weight and bias include `bn` (both in eval mode;
     bn.num_features equal to linear.out_features, or 1)."""
@@ -62,6 +81,8 @@ def fuse_linear_bn_eval(linear, bn):
     return fused
 
 
+@checked(linear_w=tensor, linear_b=_opt_tensor, bn_rm=tensor, bn_rv=tensor, bn_eps=real(),
+         bn_w=_opt_tensor, bn_b=_opt_tensor)
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
     """(W', b') = (W * s[:, None], (b - mean) * s + beta), s = gamma / sqrt(var + eps)."""
     w_dtype = linear_w.dtype

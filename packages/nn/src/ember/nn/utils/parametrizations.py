@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn import functional as F
+from ember.nn._checks import checked, instance, optional, positive, real
 from ember.nn.modules.module import Module
 from ember.nn.utils import _linalg, parametrize
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+_module = instance(Module, "a Module")
+_name = instance(str, "a str")
+
+
+def _int_dim(op, name, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{op}: {name} must be an int or None, got {type(v).__name__} "
+                        f"{v!r:.60}")
+    return v
 
 
 def _norm_except_dim(v, dim):
@@ -43,6 +54,7 @@ def _module_tensor(module, name, op):
     return weight
 
 
+@checked(module=_module, name=_name, dim=optional(_int_dim))
 def weight_norm(module, name="weight", dim=0):
     """Weight normalization (Salimans and Kingma): module.<name> = g * v / ||v||, with
     the magnitude g = original0 (norm over every dim but `dim`; dim=None: one norm of
@@ -113,6 +125,8 @@ def _transposed_conv(module):
     return isinstance(module, kinds)
 
 
+@checked(module=_module, name=_name, n_power_iterations=positive, eps=real(),
+         dim=optional(_int_dim))
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
     """Spectral normalization (Miyato et al.): module.<name> = W / sigma(W), sigma the
     largest singular value of W reshaped to a matrix around `dim` (default 0, 1 for
@@ -213,6 +227,7 @@ class _Orthogonal(Module):
             return neg_id
 
 
+@checked(module=_module, name=_name)
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
     """Make module.<name> orthogonal (semi-orthogonal when not square; each matrix of
     a batch), through orthogonal_map: "matrix_exp" (exp of a skew-symmetric matrix,

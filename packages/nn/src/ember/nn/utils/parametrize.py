@@ -220,6 +220,9 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     if not isinstance(module, Module):
         raise TypeError(f"register_parametrization: module must be a Module, got "
                         f"{type(module).__name__}")
+    if not isinstance(tensor_name, str):
+        raise TypeError(f"register_parametrization: tensor_name must be a str, got "
+                        f"{type(tensor_name).__name__}")
     if not isinstance(parametrization, Module):
         raise TypeError(f"register_parametrization: the parametrization must be a Module, "
                         f"got {type(parametrization).__name__}")
@@ -279,6 +282,8 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
 
 def is_parametrized(module, tensor_name=None):
     """Whether module has a parametrization (on tensor_name, if given)."""
+    if not isinstance(module, Module):
+        raise TypeError(f"is_parametrized: module must be a Module, got {type(module).__name__}")
     parametrizations = module.__dict__.get("_modules", {}).get("parametrizations")
     if parametrizations is None or not isinstance(parametrizations, ModuleDict):
         return False
@@ -291,6 +296,9 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
     """Remove the parametrizations of module.<tensor_name>: it becomes a plain
     parameter (or buffer) again, holding the parametrized value (leave_parametrized)
     or the original tensor. The module gets its class back when none are left."""
+    if not isinstance(module, Module):
+        raise TypeError(f"remove_parametrizations: module must be a Module, got "
+                        f"{type(module).__name__}")
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
     plist = module.parametrizations[tensor_name]

@@ -6,8 +6,20 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn import functional as F
+from ember.nn._checks import checked, instance, optional, positive, real
+from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.parametrizations import _transposed_conv
+
+_module = instance(Module, "a Module")
+_name = instance(str, "a str")
+
+
+def _int_dim(op, name, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{op}: {name} must be an int or None, got {type(v).__name__} "
+                        f"{v!r:.60}")
+    return v
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -85,6 +97,8 @@ class SpectralNorm:
         return fn
 
 
+@checked(module=_module, name=_name, n_power_iterations=positive, eps=real(),
+         dim=optional(_int_dim))
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
     """Spectral normalization with the hook-based API (PyTorch's older one; see
     nn.utils.parametrizations.spectral_norm): module.<name> = W / sigma(W), sigma from
@@ -97,6 +111,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
+@checked(module=_module, name=_name)
 def remove_spectral_norm(module, name="weight"):
     """Undo spectral_norm: module.<name> becomes a plain parameter with the current
     normalized value."""

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import warnings
 
+from ember.nn._checks import checked, instance, optional
+from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.parametrizations import _norm_except_dim, _weight_norm
+
+_module = instance(Module, "a Module")
+_name = instance(str, "a str")
+
+
+def _int_dim(op, name, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{op}: {name} must be an int or None, got {type(v).__name__} "
+                        f"{v!r:.60}")
+    return v
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -54,6 +66,7 @@ class WeightNorm:
         setattr(module, self.name, self.compute_weight(module))
 
 
+@checked(module=_module, name=_name, dim=optional(_int_dim))
 def weight_norm(module, name="weight", dim=0):
     """Weight normalization with the parameters <name>_g (magnitude, norm over every
     dim but `dim`; dim=None: the whole tensor) and <name>_v (direction); module.<name>
@@ -65,6 +78,7 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
+@checked(module=_module, name=_name)
 def remove_weight_norm(module, name="weight"):
     """Undo weight_norm: module.<name> becomes a plain parameter with the current
     normalized value."""
