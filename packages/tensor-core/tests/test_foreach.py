@@ -183,7 +183,7 @@ def test_bad_input():
         em._foreach_add(xs, xs, alpha="a")
     with pytest.raises(ValueError, match="_foreach_addcmul_: tensor2 has 1 entries"):
         em._foreach_addcmul_(xs, xs, xs[:1])
-    with pytest.raises(ValueError, match="src has 1 entries"):
+    with pytest.raises(ValueError, match="_foreach_copy_: src has 1 entries"):
         em._foreach_copy_(xs, xs[:1])
     with pytest.raises(TypeError, match="_foreach_mul_"):
         em._foreach_mul_(xs, "a")
@@ -205,3 +205,16 @@ def test_autograd_through_foreach():
         return em._foreach_sqrt(em._foreach_add(em._foreach_mul(out, out), 1.0))[0].sum() + \
             out[1].sum()
     assert gradcheck(f, (*a, *b))
+
+
+def test_private_into_helpers(device):
+    from ember.ops.foreach import _div_into, _sqrt_into
+    a, b, _ = _lists(device, positive=True)
+    xs, ys = _em(a, device), _em(b, device)
+    outs = [em.empty_like(x) for x in xs]
+    _sqrt_into(xs, outs)
+    _close(_np(outs), [np.sqrt(x) for x in a])
+    _div_into(xs, ys, ys)             # into one of the operands
+    _close(_np(ys), [x / y for x, y in zip(a, b)])
+    with pytest.raises(ValueError, match="_foreach_sqrt: out has 1 entries"):
+        _sqrt_into(xs, outs[:1])

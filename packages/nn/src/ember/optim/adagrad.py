@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
@@ -44,12 +45,13 @@ def _adagrad_foreach(group, params, grads, states):
     steps = [_bump_step(s) for s in states]
     grads = _directions(params, grads, group["weight_decay"], group["maximize"])
     sums = [s["sum"] for s in states]
-    em._foreach_add_(sums, em._foreach_mul(grads, grads))
-    denom = em._foreach_sqrt(sums)
-    em._foreach_add_(denom, group["eps"])
-    q = em._foreach_div(grads, denom)
-    em._foreach_mul_(q, [-(lr / (1 + (t - 1) * lr_decay)) for t in steps])
-    em._foreach_add_(params, q)
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_add_(sums, tmp)
+    _sqrt_into(sums, tmp)
+    em._foreach_add_(tmp, group["eps"])
+    _div_into(grads, tmp, tmp)
+    em._foreach_mul_(tmp, [-(lr / (1 + (t - 1) * lr_decay)) for t in steps])
+    em._foreach_add_(params, tmp)
 
 
 class Adagrad(Optimizer):

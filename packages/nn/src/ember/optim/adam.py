@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _betas,
@@ -68,7 +69,8 @@ def _adam_foreach(group, params, grads, states):
     exp_avgs = [s["exp_avg"] for s in states]
     exp_avg_sqs = [s["exp_avg_sq"] for s in states]
     em._foreach_lerp_(exp_avgs, grads, 1 - beta1)
-    em._foreach_lerp_(exp_avg_sqs, em._foreach_mul(grads, grads), 1 - beta2)
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_lerp_(exp_avg_sqs, tmp, 1 - beta2)
     if group["amsgrad"]:
         v = [s["max_exp_avg_sq"] for s in states]
         em._foreach_maximum_(v, exp_avg_sqs)
@@ -76,11 +78,12 @@ def _adam_foreach(group, params, grads, states):
         v = exp_avg_sqs
     bc1 = [1 - beta1 ** t for t in steps]
     bc2_sqrt = [(1 - beta2 ** t) ** 0.5 for t in steps]
-    denom = em._foreach_sqrt(v)
-    em._foreach_add_(denom, [eps * b for b in bc2_sqrt])
-    # p += c * (m / denom): addcdiv divides, scales and adds, as the single path does
-    em._foreach_addcdiv_(params, exp_avgs, denom,
-                         [-lr * b2 / b1 for b1, b2 in zip(bc1, bc2_sqrt)])
+    # the single-tensor path's arithmetic in its buffer (the g^2 one), op by op
+    _sqrt_into(v, tmp)
+    em._foreach_add_(tmp, [eps * b for b in bc2_sqrt])
+    _div_into(exp_avgs, tmp, tmp)
+    em._foreach_mul_(tmp, [-lr * b2 / b1 for b1, b2 in zip(bc1, bc2_sqrt)])
+    em._foreach_add_(params, tmp)
 
 
 class Adam(Optimizer):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
@@ -59,16 +60,19 @@ def _rmsprop_foreach(group, params, grads, states):
         _bump_step(s)
     grads = _directions(params, grads, group["weight_decay"], group["maximize"])
     square_avgs = [s["square_avg"] for s in states]
-    em._foreach_lerp_(square_avgs, em._foreach_mul(grads, grads), 1 - alpha)
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_lerp_(square_avgs, tmp, 1 - alpha)
     if group["centered"]:
         grad_avgs = [s["grad_avg"] for s in states]
         em._foreach_lerp_(grad_avgs, grads, 1 - alpha)
         denom = em._foreach_sub(square_avgs, em._foreach_mul(grad_avgs, grad_avgs))
         em._foreach_sqrt_(denom)
     else:
-        denom = em._foreach_sqrt(square_avgs)
+        denom = tmp
+        _sqrt_into(square_avgs, denom)
     em._foreach_add_(denom, group["eps"])
-    q = em._foreach_div(grads, denom)
+    q = denom
+    _div_into(grads, denom, q)
     if group["momentum"] > 0:
         bufs = [s["momentum_buffer"] for s in states]
         em._foreach_mul_(bufs, group["momentum"])

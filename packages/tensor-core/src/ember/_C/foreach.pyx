@@ -206,3 +206,34 @@ def call_fn(object fn, object self, tuple args, str name):
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res
+
+
+def call_pairs(object self, str method, object others, str name):
+    """self[i].method(others[i]) for every i (copy_)."""
+    cdef list xs = _as_list(self, name, "self")
+    cdef list ys = _as_list(others, name, "src")
+    _check(xs, ys, name, "src")
+    cdef Py_ssize_t i = 0, n = len(xs)
+    try:
+        for i in range(n):
+            getattr(xs[i], method)(ys[i])
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+
+
+def into(int op, object self, object other, object out, str name):
+    """op(self[i]) (other None) or op(self[i], other[i]) written into out[i], an
+    existing tensor of the result's shape (out may be self or other: no new tensors)."""
+    cdef list xs = _as_list(self, name, "self")
+    cdef list outs = _as_list(out, name, "out")
+    _check(xs, other, name, "other")
+    _check(xs, outs, name, "out")
+    cdef Py_ssize_t i = 0, n = len(xs)
+    try:
+        for i in range(n):
+            if other is None:
+                ew(op, xs[i], None, None, 1, outs[i])
+            else:
+                ew(op, xs[i], _at(other, i), None, 2, outs[i])
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)

@@ -174,12 +174,22 @@ def _foreach_zero_(self):
 
 def _foreach_copy_(self, src, non_blocking=False):
     """self[i].copy_(src[i]) for every i."""
-    src = _list(src)
-    if len(src) != len(_list(self)):
-        raise ValueError(f"_foreach_copy_: src has {len(src)} entries but the tensor list has "
-                         f"{len(_list(self))}; they must have the same length")
-    for t, s in zip(self, src):
-        t.copy_(s)
+    _fe.call_pairs(self, "copy_", src, "_foreach_copy_")
+
+
+# ember's own (not PyTorch API, not exported): an op into existing tensors, for the
+# optimizers' foreach paths to reuse their buffers as the single-tensor paths' out= do
+_SQRT = _fe.index_of("sqrt")
+
+
+def _sqrt_into(self, out):
+    """out[i] = sqrt(self[i])."""
+    _fe.into(_SQRT, self, None, out, "_foreach_sqrt")
+
+
+def _div_into(self, other, out):
+    """out[i] = self[i] / other[i] (out may be other)."""
+    _fe.into(_DIV, self, other, out, "_foreach_div")
 
 
 def _list(xs):
