@@ -13,6 +13,11 @@ Cases (pt/em = torch_time / ember_time, > 1: ember faster):
   1568 -> 10; cross-entropy; SGD. Target >= 1/1.3 (ember at most 1.3x torch's time).
 - step_{sgd,sgd_momentum,adam,adamw}: optimizer.step() alone on that model's
   parameters (269,322 float32 elements in 6 tensors), for the record. Target >= 1.0.
+- step_adam_foreach: the same with Adam(foreach=True) in both libraries (ember: the
+  multi-tensor em._foreach_* functions, looping in C over the list). Target >= 1.0.
+- foreach_vs_loop_{add,addcmul}: ember only, pt/em column = (per-tensor Python loop time)
+  / (em._foreach_* time) over 64 small tensors (64 float32 elements each), where the
+  per-call overhead dominates: what the C loop saves. Target >= 1.0.
 
 Interleaved rounds (benchmarks/harness.py), each sample >= 50 ms; medians. --clock
 cpu measures thread CPU time instead of wall time (steadier on a busy machine; at 1
@@ -85,7 +90,30 @@ def setup_step(name, **kw):
     return setup
 
 
+def setup_foreach(kind):
+    """In place of torch, the same work as a Python loop over the tensors (ember)."""
+    import ember as em
+    rng = np.random.default_rng(0)
+    xs = [em.from_numpy(rng.standard_normal(64).astype(np.float32)) for _ in range(64)]
+    ys = [em.from_numpy(rng.standard_normal(64).astype(np.float32)) for _ in range(64)]
+
+    def foreach():
+        if kind == "add":
+            em._foreach_add_(xs, ys, alpha=1e-6)
+        else:
+            em._foreach_addcmul_(xs, ys, ys, 1e-6)
+
+    def loop():
+        for x, y in zip(xs, ys):
+            if kind == "add":
+                x.add_(y, alpha=1e-6)
+            else:
+                x.add_(em.mul(y, y).mul_(1e-6))   # what addcmul_ computes
+    return {"ember": foreach, "torch": loop}
+
+
 TARGETS = {"train_cnn_sgd": 1 / 1.3}
+EMBER_ONLY = {"foreach_vs_loop_add": "add", "foreach_vs_loop_addcmul": "addcmul"}
 CASES = {
     "train_mlp_sgd": setup_train,
     "train_cnn_sgd": setup_train_cnn,
@@ -93,6 +121,7 @@ CASES = {
     "step_sgd_momentum": setup_step("SGD", momentum=0.9, nesterov=True),
     "step_adam": setup_step("Adam"),
     "step_adamw": setup_step("AdamW"),
+    "step_adam_foreach": setup_step("Adam", foreach=True),
 }
 
 
@@ -115,6 +144,14 @@ def main():
         rows.append([name] + [harness.fmt_time(st[lib]["median"]) if lib in st else "-"
                               for lib in ("ember", "torch")] +
                     [harness.fmt_ratio(r), f">= {target:.2f}", harness.verdict(r, target)])
+    for name, kind in EMBER_ONLY.items():
+        st = harness.measure(setup_foreach(kind), args.quick, clock=args.clock, min_sample=0.05,
+                             reps=3 if args.quick else args.rounds)
+        results[name] = st
+        r = harness.ratio(st, "torch")
+        rows.append([name, harness.fmt_time(st["ember"]["median"]),
+                     harness.fmt_time(st["torch"]["median"]) + " (loop)",
+                     harness.fmt_ratio(r), ">= 1.00", harness.verdict(r, 1.0)])
     print(harness.table(["case", "ember", "torch", "pt/em", "target", "result"], rows,
                         left={"case", "result"}))
     harness.save(args, info=info, results=results)

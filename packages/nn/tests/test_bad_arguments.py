@@ -291,7 +291,8 @@ def _param():
 
 
 def test_issue16_item20_every_optimizer_is_enumerated():
-    assert _optimizers() == ["Adagrad", "Adam", "AdamW", "RMSprop", "SGD"]
+    assert _optimizers() == ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
+                             "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"]
 
 
 @pytest.mark.parametrize("name", _optimizers())
@@ -333,7 +334,15 @@ def test_issue16_item20_optimizer_lr(name):
     p = _param()                     # a one-element Tensor lr works, as in PyTorch
     opt = cls([p], lr=em.tensor(0.1))
     p.grad = em.ones(3)
-    opt.step()
+    if name == "LBFGS":              # its step needs a closure (PyTorch's signature)
+        def closure():
+            opt.zero_grad()
+            loss = (p * p).sum() - p.sum()
+            loss.backward()
+            return loss
+        opt.step(closure)
+    else:
+        opt.step()
     assert p.tolist() != [0.0, 0.0, 0.0]
 
 
@@ -352,18 +361,25 @@ def _schedulers():
                   and n.endswith(("LR", "Plateau")) and n != "LRScheduler")
 
 
+# SequentialLR's schedulers belong to an optimizer of their own (the type checks come
+# before the check that they share the test's)
+_SEQ_OPT = optim.SGD([em.zeros(3, requires_grad=True)], lr=0.1)
 # required arguments of each scheduler, valid
 SCHEDULERS = {
     "LambdaLR": {"lr_lambda": lambda e: 0.5 ** e}, "StepLR": {"step_size": 2},
     "MultiStepLR": {"milestones": [1, 3]}, "LinearLR": {}, "ExponentialLR": {"gamma": 0.9},
     "CosineAnnealingLR": {"T_max": 5}, "OneCycleLR": {"max_lr": 0.5, "total_steps": 10},
-    "ReduceLROnPlateau": {},
+    "ReduceLROnPlateau": {}, "MultiplicativeLR": {"lr_lambda": lambda e: 0.9},
+    "ConstantLR": {}, "PolynomialLR": {}, "CyclicLR": {"base_lr": 0.01, "max_lr": 0.1},
+    "SequentialLR": {"schedulers": [lr_scheduler.ConstantLR(_SEQ_OPT),
+                                    lr_scheduler.ExponentialLR(_SEQ_OPT, 0.9)],
+                     "milestones": [2]},
 }
 # OneCycleLR's pct_start and total_steps: PyTorch itself raises ValueError for a
 # non-float, a non-int (test_issue16_item20_onecyclelr_counts)
 NOT_TYPE_CHECKED = {"pct_start", "total_steps"}
 # arguments that take one value per param group: (1,) is a valid list of one
-PER_GROUP = {"milestones", "max_lr", "base_momentum", "max_momentum", "min_lr"}
+PER_GROUP = {"milestones", "max_lr", "base_momentum", "max_momentum", "min_lr", "base_lr"}
 
 
 def _sgd():
@@ -435,6 +451,7 @@ def test_issue16_item20_scheduler_per_group_values():
 
 UTILS = {   # function: (valid arguments, the tensor-list argument)
     "clip_grad_norm_": ({"max_norm": 1.0}, "parameters"),
+    "clip_grad_norm": ({"max_norm": 1.0}, "parameters"),     # deprecated: FutureWarning
     "clip_grad_value_": ({"clip_value": 1.0}, "parameters"),
     "clip_grads_with_norm_": ({"max_norm": 1.0, "total_norm": em.tensor(2.0)}, "parameters"),
     "get_total_norm": ({}, "tensors"),
@@ -443,10 +460,43 @@ UTILS = {   # function: (valid arguments, the tensor-list argument)
 }
 
 
+# the functions of nn.utils that take modules or single tensors: (valid arguments,
+# the arguments checked)
+_BN = nn.BatchNorm2d(3).eval()
+MODULE_UTILS = {
+    "weight_norm": ({"module": nn.Linear(2, 3)}, ["module", "name", "dim"]),
+    "remove_weight_norm": ({"module": nn.Linear(2, 3)}, ["module", "name"]),
+    "spectral_norm": ({"module": nn.Linear(2, 3)},
+                      ["module", "name", "n_power_iterations", "eps", "dim"]),
+    "remove_spectral_norm": ({"module": nn.Linear(2, 3)}, ["module", "name"]),
+    "fuse_conv_bn_eval": ({"conv": nn.Conv2d(2, 3, 1).eval(), "bn": _BN},
+                          ["conv", "bn", "transpose"]),
+    "fuse_linear_bn_eval": ({"linear": nn.Linear(2, 3).eval(), "bn": _BN}, ["linear", "bn"]),
+    "fuse_conv_bn_weights": (
+        {"conv_w": em.ones(3, 2, 1, 1), "conv_b": None, "bn_rm": em.zeros(3),
+         "bn_rv": em.ones(3), "bn_eps": 1e-5, "bn_w": None, "bn_b": None},
+        ["conv_w", "conv_b", "bn_rm", "bn_rv", "bn_eps", "bn_w", "bn_b", "transpose"]),
+    "fuse_linear_bn_weights": (
+        {"linear_w": em.ones(3, 2), "linear_b": None, "bn_rm": em.zeros(3),
+         "bn_rv": em.ones(3), "bn_eps": 1e-5, "bn_w": None, "bn_b": None},
+        ["linear_w", "linear_b", "bn_rm", "bn_rv", "bn_eps", "bn_w", "bn_b"]),
+}
+
+
 def test_issue16_item20_every_nn_utils_function_is_enumerated():
     names = {n for n in dir(utils) if not n.startswith("_") and
              inspect.isfunction(getattr(utils, n))}
-    assert names == set(UTILS)
+    assert names == set(UTILS) | set(MODULE_UTILS)
+
+
+@pytest.mark.parametrize("name,arg", [(n, a) for n in sorted(MODULE_UTILS)
+                                      for a in MODULE_UTILS[n][1]])
+@pytest.mark.parametrize("bad", [object(), em.int16, (1.0,)])
+def test_issue18_nn_utils_module_functions_wrong_type(name, arg, bad):
+    kwargs = {**MODULE_UTILS[name][0], arg: bad}
+    with pytest.raises(TypeError) as e:
+        getattr(utils, name)(**kwargs)
+    assert name in str(e.value) and arg in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("name", sorted(UTILS))
@@ -503,7 +553,8 @@ def test_issue16_item20_init_numbers_enumerated():
     [("constant_", "val")])
 @pytest.mark.parametrize("bad", ["a", object(), (1.0,), em.float32])
 def test_issue16_item20_init_wrong_type(name, arg, bad):
-    kwargs = {"val": 0.5} if name == "constant_" else {}
+    kwargs = {"val": 0.5} if name == "constant_" else {"sparsity": 0.5} \
+        if name == "sparse_" else {}
     kwargs[arg] = bad
     with pytest.raises(TypeError) as e:
         getattr(init, name)(em.empty(3, 4), **kwargs)

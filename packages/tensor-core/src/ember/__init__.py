@@ -28,6 +28,7 @@ from ember._grad_mode import (  # noqa: F401
     is_inference_mode_enabled,
 )
 from ember.ops.elementwise import *  # noqa: F401,F403
+from ember.ops.foreach import *  # noqa: F401,F403
 from ember.ops.reduction import *  # noqa: F401,F403
 from ember.ops.creation import *  # noqa: F401,F403
 from ember.ops.views import *  # noqa: F401,F403

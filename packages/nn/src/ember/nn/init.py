@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
@@ -11,11 +12,16 @@ _number = _real()
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "orthogonal_", "trunc_normal_"]
+           "orthogonal_", "trunc_normal_", "dirac_", "sparse_"]
+# (also here, outside __all__: the deprecated spellings without the underscore, uniform,
+# normal, constant, xavier_*, kaiming_*, orthogonal, sparse, which warn FutureWarning)
 
 
 def calculate_gain(nonlinearity, param=None):
-    """The recommended gain for a nonlinearity (PyTorch's table)."""
+    """The recommended gain for a nonlinearity (PyTorch's table): 1 for linear, the
+    convolutions and transposed convolutions (1d/2d/3d) and sigmoid; 5/3 for tanh;
+    sqrt(2) for relu; sqrt(2 / (1 + negative_slope^2)) for leaky_relu (param, default
+    0.01); 3/4 for selu."""
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
     if nonlinearity in linear:
@@ -122,8 +128,10 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 @_checked(gain=_number)
 def orthogonal_(tensor, gain=1.0, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, by
-    modified Gram-Schmidt in float64 (signs fixed like QR's with a positive diagonal)."""
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal sample (PyTorch's
+    algorithm). ember.linalg has no qr yet, so the Q factor is computed by modified
+    Gram-Schmidt over ember ops in float64, which gives QR's Q with R's diagonal
+    positive (PyTorch's sign fix); then scaled by gain."""
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
@@ -166,5 +174,76 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     return tensor
 
 
+def dirac_(tensor, groups=1):
+    """The Dirac delta for {3, 4, 5}-d convolution weights: each output channel of each
+    of `groups` groups passes one input channel through unchanged (a 1 at the kernel's
+    centre), as many as min(out_channels / groups, in_channels); zeros elsewhere."""
+    groups = _checked_int("dirac_", "groups", groups, 1)
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError(f"dirac_: dim 0 must be divisible by groups (size {sizes[0]}, "
+                         f"groups {groups})")
+    per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    with em.no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(per_group, sizes[1])):
+                tensor[(g * per_group + d, d) + centre] = 1
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A sparse 2-d matrix (Martens, 2010): Normal(0, std) values with
+    ceil(sparsity * rows) of each column's entries, chosen at random, set to zero."""
+    sparsity = _number("sparse_", "sparsity", sparsity)
+    std = _number("sparse_", "std", std)
+    if tensor.ndim != 2:
+        raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with em.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = em.randperm(rows, generator=generator, device=tensor.device)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
+def _checked_int(op, name, v, lo):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__} {v!r:.60}")
+    if v < lo:
+        raise ValueError(f"{op}: {name} must be at least {lo}, got {v}")
+    return v
+
+
+def _deprecated(new):
+    old = new.__name__[:-1]
+
+    def fn(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = old
+    fn.__doc__ = f"Deprecated: {new.__name__} (warns FutureWarning)."
+    return fn
+
+
 # a clear TypeError naming the function when `tensor` is not a Tensor
 _check_tensor_args(globals(), {"tensor"})
+
+# (after the wrapping: the deprecated spellings call the checked functions)
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

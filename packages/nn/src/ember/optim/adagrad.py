@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
+    _check_foreach_fused,
     _decayed,
+    _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -35,12 +39,30 @@ def _adagrad(group, params, grads, states):
         p.add_(em.div(g, tmp, out=tmp).mul_(-clr))
 
 
+def _adagrad_foreach(group, params, grads, states):
+    """The multi-tensor form of _adagrad (the same arithmetic, one C loop per op)."""
+    lr, lr_decay = float(group["lr"]), group["lr_decay"]
+    steps = [_bump_step(s) for s in states]
+    grads = _directions(params, grads, group["weight_decay"], group["maximize"])
+    sums = [s["sum"] for s in states]
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_add_(sums, tmp)
+    _sqrt_into(sums, tmp)
+    em._foreach_add_(tmp, group["eps"])
+    _div_into(grads, tmp, tmp)
+    em._foreach_mul_(tmp, [-(lr / (1 + (t - 1) * lr_decay)) for t in steps])
+    em._foreach_add_(params, tmp)
+
+
 class Adagrad(Optimizer):
     """Adagrad, as PyTorch computes it:
 
         g = -grad if maximize else grad;  g += weight_decay * p
         clr = lr / (1 + (t - 1) * lr_decay)
         s += g^2  (s starts at initial_accumulator_value);  p -= clr * g / (sqrt(s) + eps)
+
+    foreach=True or fused=True updates the whole group with the multi-tensor functions
+    (em._foreach_*; fused shares foreach's C loop, ember has no separate fused kernel).
     """
 
     @checked(lr=real_or_tensor, lr_decay=_hyper, weight_decay=_hyper,
@@ -59,8 +81,8 @@ class Adagrad(Optimizer):
                              f"{initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if differentiable:
-            raise NotImplementedError("Adagrad: differentiable=True is not supported by ember")
+        _check_foreach_fused("Adagrad", foreach, fused)
+        _not_differentiable("Adagrad", differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
@@ -80,3 +102,4 @@ class Adagrad(Optimizer):
         state["sum"] = em.full_like(p, group["initial_accumulator_value"])
 
     _update = staticmethod(_adagrad)
+    _update_foreach = staticmethod(_adagrad_foreach)

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _betas,
     _bump_step,
+    _check_foreach_fused,
     _decayed,
+    _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -51,6 +55,37 @@ def _adam(group, params, grads, states):
         p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
 
 
+def _adam_foreach(group, params, grads, states):
+    """The multi-tensor form of _adam (the same arithmetic, one C loop per op)."""
+    lr = float(group["lr"])
+    beta1, beta2 = group["betas"]
+    eps = group["eps"]
+    weight_decay = group["weight_decay"]
+    decoupled = group["decoupled_weight_decay"] and weight_decay != 0
+    steps = [_bump_step(s) for s in states]
+    if decoupled:
+        em._foreach_mul_(params, 1 - lr * weight_decay)
+    grads = _directions(params, grads, 0 if decoupled else weight_decay, group["maximize"])
+    exp_avgs = [s["exp_avg"] for s in states]
+    exp_avg_sqs = [s["exp_avg_sq"] for s in states]
+    em._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_lerp_(exp_avg_sqs, tmp, 1 - beta2)
+    if group["amsgrad"]:
+        v = [s["max_exp_avg_sq"] for s in states]
+        em._foreach_maximum_(v, exp_avg_sqs)
+    else:
+        v = exp_avg_sqs
+    bc1 = [1 - beta1 ** t for t in steps]
+    bc2_sqrt = [(1 - beta2 ** t) ** 0.5 for t in steps]
+    # the single-tensor path's arithmetic in its buffer (the g^2 one), op by op
+    _sqrt_into(v, tmp)
+    em._foreach_add_(tmp, [eps * b for b in bc2_sqrt])
+    _div_into(exp_avgs, tmp, tmp)
+    em._foreach_mul_(tmp, [-lr * b2 / b1 for b1, b2 in zip(bc1, bc2_sqrt)])
+    em._foreach_add_(params, tmp)
+
+
 class Adam(Optimizer):
     """Adam (Kingma and Ba), as PyTorch computes it:
 
@@ -60,8 +95,10 @@ class Adam(Optimizer):
         v_max = max(v_max, v) with amsgrad (used in place of v below)
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
-    foreach, fused and capturable are accepted for compatibility: ember has one
-    implementation.
+    foreach=True or fused=True updates the whole group with the multi-tensor functions
+    (em._foreach_*; fused shares foreach's C loop, ember has no separate fused kernel);
+    capturable is accepted and does nothing outside CUDA graphs, which ember does not
+    have.
     """
 
     @checked(lr=real_or_tensor, betas=_betas, eps=_hyper, weight_decay=_hyper)
@@ -78,9 +115,8 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if differentiable:
-            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
-                                      f"supported by ember")
+        _check_foreach_fused(type(self).__name__, foreach, fused)
+        _not_differentiable(type(self).__name__, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
@@ -101,6 +137,7 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = em.zeros_like(p)
 
     _update = staticmethod(_adam)
+    _update_foreach = staticmethod(_adam_foreach)
 
 
 class AdamW(Adam):

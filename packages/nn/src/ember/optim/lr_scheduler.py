@@ -21,8 +21,10 @@ from collections import Counter
 from ember.nn._checks import checked, function, index, ints, positive, real, size
 from ember.optim.optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "LinearLR", "ExponentialLR",
-           "CosineAnnealingLR", "OneCycleLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+           "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
+           "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR", "SequentialLR",
+           "ChainedScheduler", "ReduceLROnPlateau"]
 
 _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` was not necessary and is "
                       "being deprecated where possible. Please use `scheduler.step()` to step "
@@ -64,6 +66,10 @@ class LRScheduler:
                                    f"when resuming an optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        """The step every scheduler takes when made (SequentialLR takes it again)."""
         self._step_count = 0
         self.step()
 
@@ -243,6 +249,9 @@ class CosineAnnealingLR(LRScheduler):
     # T_max: a period, so > 0 (PyTorch divides by it); a float is fine
     @checked(T_max=real(0, lo_open=True), eta_min=real())
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        if not math.isfinite(math.pi / T_max):
+            raise ValueError(f"CosineAnnealingLR: T_max={T_max} is too small (pi / T_max "
+                             f"overflows)")
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -483,3 +492,390 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
         self._init_is_better()
+
+
+def _lambda_state(scheduler, attr):
+    """state_dict of a scheduler holding functions in `attr`: each callable object's
+    __dict__, None for plain functions and lambdas (which do not pickle)."""
+    state = {k: v for k, v in scheduler.__dict__.items() if k not in ("optimizer", attr)}
+    state[attr] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                   for fn in getattr(scheduler, attr)]
+    return state
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr = lr * lr_lambda(epoch) at each epoch > 0 (lr_lambda: one function or one per
+    group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        _check_optimizer(optimizer, "MultiplicativeLR")
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [function("MultiplicativeLR", "lr_lambda", lr_lambda)] * \
+                len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"MultiplicativeLR: Expected {len(optimizer.param_groups)} "
+                                 f"lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = [function("MultiplicativeLR", f"lr_lambda[{i}]", fn)
+                               for i, fn in enumerate(lr_lambda)]
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self):
+        """As LambdaLR's: callable objects' __dict__, None for functions and lambdas."""
+        return _lambda_state(self, "lr_lambdas")
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch > 0:
+            return [group["lr"] * fn(self.last_epoch)
+                    for fn, group in zip(self.lr_lambdas, groups)]
+        return [group["lr"] for group in groups]
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor until epoch total_iters, then base_lr."""
+
+    @checked(factor=real(), total_iters=size)
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError(f"Constant multiplicative factor expected to be between 0 and 1, "
+                             f"got {factor}.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in groups]
+        if self.last_epoch != self.total_iters:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * (1.0 / self.factor) for group in groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) *
+                           (1 - self.factor)) for base_lr in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power, computed
+    recursively as PyTorch does."""
+
+    @checked(total_iters=positive, power=real())
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in groups]
+        decay = ((1.0 - self.last_epoch / self.total_iters) /
+                 (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [group["lr"] * decay for group in groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base_lr in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov and Hutter): lr = eta_min + (base_lr - eta_min) *
+    (1 + cos(pi * T_cur / T_i)) / 2, where T_cur counts epochs since the last restart
+    and T_i, the current period, starts at T_0 and is multiplied by T_mult at each
+    restart. step(epoch) takes fractional epochs (e.g. epoch + i / iters per batch)."""
+
+    @checked(T_0=positive, T_mult=positive, eta_min=real())
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base_lr - self.eta_min) *
+                (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or go to `epoch` (a float allowed: no deprecation here)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            epoch = real()("CosineAnnealingWarmRestarts", "epoch", epoch)
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._step_count += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _triangular_scale(x):
+    return 1.0
+
+
+def _triangular2_scale(x):
+    return 1 / (2.0 ** (x - 1))
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith, 2017): the lr goes from base_lr up to
+    max_lr over step_size_up iterations and back over step_size_down (default the
+    same), scaled per cycle ('triangular': 1, 'triangular2': halved each cycle) or per
+    iteration ('exp_range': gamma ** iteration), or by scale_fn with scale_mode. With
+    cycle_momentum the momentum (or Adam's beta1) moves inversely between max_momentum
+    and base_momentum. Step it after every batch."""
+
+    @checked(step_size_up=real(0, lo_open=True), gamma=real())
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        op = "CyclicLR"
+        _check_optimizer(optimizer, op)
+        base_lrs = _format_param("base_lr", optimizer, base_lr, op)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr, op)
+        step_size_up = float(step_size_up)
+        step_size_down = float(real(0, lo_open=True)(op, "step_size_down", step_size_down)) \
+            if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"{op}: scale_mode must be 'cycle' or 'iterations', got "
+                             f"{scale_mode!r:.60}")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_ref = None
+        self._scale_fn_custom = None if scale_fn is None else \
+            function(op, "scale_fn", scale_fn)
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum, op)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum, op)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums,
+                                       optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = _triangular_scale, "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = _triangular2_scale, "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = self._exp_range_scale
+            self.scale_mode = "iterations"
+
+    def _exp_range_scale(self, x):
+        return self.gamma ** x
+
+    def scale_fn(self, x):
+        """The scale of the amplitude at cycle (or iteration) x."""
+        fn = self._scale_fn_custom if self._scale_fn_custom is not None else self._scale_fn_ref
+        return fn(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            momentums = [max_m - (max_m - base_m) * scale_factor * scale
+                         for base_m, max_m in zip(self.base_momentums, self.max_momentums)]
+            for group, momentum in zip(self.optimizer.param_groups, momentums):
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self):
+        """Everything but the optimizer and the scale functions (a custom scale_fn that
+        is a callable object is saved as its __dict__, as in PyTorch)."""
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("optimizer", "_scale_fn_ref", "_scale_fn_custom")}
+        fn = self._scale_fn_custom
+        state["_scale_fn_custom"] = None if fn is None or \
+            isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom", None)
+        state_dict.pop("_scale_fn_ref", None)
+        self.__dict__.update(state_dict)
+        if fn is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _check_schedulers(op, schedulers, optimizer):
+    if isinstance(schedulers, (str, bytes)) or not hasattr(schedulers, "__iter__"):
+        raise TypeError(f"{op}: schedulers must be a list of schedulers, got "
+                        f"{type(schedulers).__name__} {schedulers!r:.60}")
+    schedulers = list(schedulers)
+    if len(schedulers) < 1:
+        raise ValueError(f"{op} expects at least one scheduler, but got no scheduler.")
+    if optimizer is None:
+        optimizer = getattr(schedulers[0], "optimizer", None)
+    for idx, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{op}: schedulers[{idx}] should have `optimizer` as its attribute "
+                            f"(a scheduler), got {type(s).__name__}")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{op} does not support `ReduceLROnPlateau` scheduler as it "
+                             f"requires additional kwargs to be specified when calling "
+                             f"`step`, but got one at index {idx} in the given schedulers "
+                             f"sequence.")
+        if s.optimizer is not optimizer:
+            raise ValueError(f"{op} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(s).__name__} at index {idx} has "
+                             f"{type(s.optimizer).__name__}, which is different from "
+                             f"{type(optimizer).__name__}.")
+    return schedulers, optimizer
+
+
+def _schedulers_state(self):
+    state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+    return state
+
+
+def _load_schedulers_state(self, state_dict):
+    state_dict = dict(state_dict)
+    saved = state_dict.pop("_schedulers")
+    self.__dict__.update(state_dict)
+    for s, st in zip(self._schedulers, saved):
+        s.load_state_dict(st)
+
+
+class SequentialLR(LRScheduler):
+    """Run schedulers one after another: schedulers[i] from epoch milestones[i - 1]
+    (where it restarts at its epoch 0) until milestones[i]."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        op = "SequentialLR"
+        _check_optimizer(optimizer, op)
+        if isinstance(schedulers, (str, bytes)) or not hasattr(schedulers, "__iter__"):
+            raise TypeError(f"{op}: schedulers must be a list of schedulers, got "
+                            f"{type(schedulers).__name__} {schedulers!r:.60}")
+        milestones = ints()(op, "milestones", milestones)
+        last_epoch = index(op, "last_epoch", last_epoch)
+        schedulers, _ = _check_schedulers(op, schedulers, optimizer)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to "
+                             f"be one more than the number of milestone points, but got number "
+                             f"of schedulers {len(schedulers)} and the number of milestones to "
+                             f"be equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # back to the initial lrs, the other schedulers' construction steps undone; the
+        # first one's taken again
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for s in schedulers:
+            s.last_epoch -= 1
+        schedulers[0]._initial_step()
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self):
+        """Step the scheduler of the current stage (restarting one at its milestone)."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            with warnings.catch_warnings():     # the restart is not the user's step(epoch)
+                warnings.simplefilter("ignore", UserWarning)
+                scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        """Everything but the optimizer, with each scheduler's state_dict."""
+        return _schedulers_state(self)
+
+    def load_state_dict(self, state_dict):
+        _load_schedulers_state(self, state_dict)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers together at each step (their effects multiply, for the
+    schedulers that update the lr recursively)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if optimizer is not None:
+            _check_optimizer(optimizer, "ChainedScheduler")
+        schedulers, optimizer = _check_schedulers("ChainedScheduler", schedulers, optimizer)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [group["lr"] for group in schedulers[-1].optimizer.param_groups]
+
+    def step(self):
+        """Step every scheduler, in order."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+
+    def state_dict(self):
+        """Everything but the optimizer, with each scheduler's state_dict."""
+        return _schedulers_state(self)
+
+    def load_state_dict(self, state_dict):
+        _load_schedulers_state(self, state_dict)

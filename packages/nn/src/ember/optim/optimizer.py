@@ -48,6 +48,24 @@ def _bump_step(state):
     return step
 
 
+def _directions(params, grads, weight_decay, maximize):
+    """The foreach form of _decayed: the list of descent directions (the gradients
+    themselves when neither option applies)."""
+    if maximize:
+        grads = em._foreach_neg(grads)
+    if weight_decay != 0:
+        grads = em._foreach_add(grads, params, alpha=weight_decay)
+    return grads
+
+
+def _check_foreach_fused(op, foreach, fused):
+    """PyTorch's rule: foreach and fused cannot both be set. Both select ember's
+    multi-tensor path (fused has no separate kernel: it shares foreach's C loop)."""
+    _check_flags(op, {"foreach": foreach, "fused": fused})
+    if foreach and fused:
+        raise RuntimeError(f"{op}: `fused` and `foreach` cannot be `True` together.")
+
+
 def _decayed(p, g, weight_decay, maximize):
     """The direction an update descends: the gradient g, negated to maximize, plus the
     L2 term weight_decay * p (callers skip the call when neither applies)."""
@@ -67,6 +85,7 @@ class Optimizer:
     """
 
     def __init__(self, params, defaults):
+        _check_flags(type(self).__name__, defaults)
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -158,9 +177,13 @@ class Optimizer:
     # PyTorch's split: step() gathers, per param group, the parameters that have a
     # gradient with their gradients and state, and hands the lists to the algorithm's one
     # functional update, `_update(group, params, grads, states)`, which loops over them
-    # (the single-tensor form; a foreach form would take the same lists). An algorithm
-    # supplies _update and, if it keeps state, _init_state.
+    # (the single-tensor form). `_update_foreach` takes the same lists and updates them
+    # all at once with the multi-tensor functions (em._foreach_*), looping in C over the
+    # list; step() calls it for a group whose foreach or fused option is true. An
+    # algorithm supplies _update (and _update_foreach) and, if it keeps state,
+    # _init_state.
     _update = None
+    _update_foreach = None
 
     def step(self, closure=None):
         """Perform one optimization step. closure: re-evaluates the model and returns
@@ -176,7 +199,11 @@ class Optimizer:
             for group in self.param_groups:
                 params, grads, states = self._init_group(group)
                 if params:
-                    update(group, params, grads, states)
+                    multi = self._update_foreach
+                    if multi is not None and (group.get("foreach") or group.get("fused")):
+                        multi(group, params, grads, states)
+                    else:
+                        update(group, params, grads, states)
         return loss
 
     def _init_group(self, group):
@@ -288,3 +315,38 @@ def _cast(param, value, key):
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(param, v, key) for v in value)
     return value
+
+
+def _per_tensor(fn):
+    """The single-tensor form (foreach=False) of an algorithm written over lists: fn on
+    one parameter at a time (the same arithmetic as the multi-tensor form, so the two
+    agree bit for bit)."""
+    def update(group, params, grads, states):
+        for p, g, s in zip(params, grads, states):
+            fn(group, [p], [g], [s])
+    update.__name__ = fn.__name__ + "_single"
+    update.__doc__ = fn.__doc__
+    return update
+
+
+_FLAGS = ("foreach", "fused", "maximize", "capturable", "differentiable", "amsgrad",
+          "nesterov", "centered", "decoupled_weight_decay")
+
+
+def _check_flags(op, options):
+    """The on/off options (foreach, maximize, ...): a bool (or None where PyTorch's
+    default is None), else a TypeError naming the optimizer and the option."""
+    for key in _FLAGS:
+        v = options.get(key)
+        if v is not None and not isinstance(v, (bool, int)):
+            raise TypeError(f"{op}: {key} must be a bool, got {type(v).__name__} {v!r:.60}")
+
+
+def _not_differentiable(op, differentiable):
+    _check_flags(op, {"differentiable": differentiable})
+    if differentiable:
+        raise NotImplementedError(f"{op}: differentiable=True is not supported by ember")
+
+
+def _lr(lr):
+    return float(lr)     # a Tensor lr too (scalar operands are numbers)

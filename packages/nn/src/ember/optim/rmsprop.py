@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, real_or_tensor
+from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
     _decayed,
+    _directions,
     _hyper,
+    _not_differentiable,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -49,6 +52,37 @@ def _rmsprop(group, params, grads, states):
             p.add_(tmp.mul_(-lr))
 
 
+def _rmsprop_foreach(group, params, grads, states):
+    """The multi-tensor form of _rmsprop (the same arithmetic, one C loop per op)."""
+    lr = float(group["lr"])
+    alpha = group["alpha"]
+    for s in states:
+        _bump_step(s)
+    grads = _directions(params, grads, group["weight_decay"], group["maximize"])
+    square_avgs = [s["square_avg"] for s in states]
+    tmp = em._foreach_mul(grads, grads)
+    em._foreach_lerp_(square_avgs, tmp, 1 - alpha)
+    if group["centered"]:
+        grad_avgs = [s["grad_avg"] for s in states]
+        em._foreach_lerp_(grad_avgs, grads, 1 - alpha)
+        denom = em._foreach_sub(square_avgs, em._foreach_mul(grad_avgs, grad_avgs))
+        em._foreach_sqrt_(denom)
+    else:
+        denom = tmp
+        _sqrt_into(square_avgs, denom)
+    em._foreach_add_(denom, group["eps"])
+    q = denom
+    _div_into(grads, denom, q)
+    if group["momentum"] > 0:
+        bufs = [s["momentum_buffer"] for s in states]
+        em._foreach_mul_(bufs, group["momentum"])
+        em._foreach_add_(bufs, q)
+        em._foreach_add_(params, bufs, alpha=-lr)
+    else:
+        em._foreach_mul_(q, -lr)
+        em._foreach_add_(params, q)
+
+
 class RMSprop(Optimizer):
     """RMSprop, as PyTorch computes it:
 
@@ -75,8 +109,7 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        if differentiable:
-            raise NotImplementedError("RMSprop: differentiable=True is not supported by ember")
+        _not_differentiable("RMSprop", differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
@@ -95,3 +128,4 @@ class RMSprop(Optimizer):
             state["grad_avg"] = em.zeros_like(p)
 
     _update = staticmethod(_rmsprop)
+    _update_foreach = staticmethod(_rmsprop_foreach)

@@ -1,8 +1,17 @@
 """SGD: stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 from __future__ import annotations
 
+import ember as em
 from ember.nn._checks import checked, real_or_tensor
-from ember.optim.optimizer import Optimizer, _decayed, _hyper
+from ember.optim.optimizer import (
+    Optimizer,
+    _check_flags,
+    _check_foreach_fused,
+    _decayed,
+    _directions,
+    _hyper,
+    _not_differentiable,
+)
 
 __all__ = ["SGD"]
 
@@ -29,6 +38,28 @@ def _sgd(group, params, grads, states):
         p.add_(g, alpha=-lr)
 
 
+def _sgd_foreach(group, params, grads, states):
+    """The multi-tensor form of _sgd (the same arithmetic, one C loop per op)."""
+    lr = float(group["lr"])
+    momentum = group["momentum"]
+    grads = _directions(params, grads, group["weight_decay"], group["maximize"])
+    if momentum != 0:
+        bufs, old, old_grads = [], [], []
+        for g, state in zip(grads, states):
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.clone()
+            else:
+                old.append(buf)
+                old_grads.append(g)
+            bufs.append(buf)
+        if old:
+            em._foreach_mul_(old, momentum)
+            em._foreach_add_(old, old_grads, alpha=1 - group["dampening"])
+        grads = em._foreach_add(grads, bufs, alpha=momentum) if group["nesterov"] else bufs
+    em._foreach_add_(params, grads, alpha=-lr)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent (PyTorch's formulation):
 
@@ -37,7 +68,8 @@ class SGD(Optimizer):
         g = g + momentum * buf if nesterov else buf      (when momentum != 0)
         p -= lr * g
 
-    foreach and fused are accepted for compatibility: ember has one implementation.
+    foreach=True or fused=True updates the whole group with the multi-tensor functions
+    (em._foreach_*; fused shares foreach's C loop, ember has no separate fused kernel).
     """
 
     @checked(lr=real_or_tensor, momentum=_hyper, dampening=_hyper, weight_decay=_hyper)
@@ -50,10 +82,12 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_flags("SGD", dict(nesterov=nesterov, maximize=maximize, foreach=foreach,
+                                 differentiable=differentiable, fused=fused))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        if differentiable:
-            raise NotImplementedError("SGD: differentiable=True is not supported by ember")
+        _check_foreach_fused("SGD", foreach, fused)
+        _not_differentiable("SGD", differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
@@ -64,3 +98,4 @@ class SGD(Optimizer):
         return group["momentum"] != 0
 
     _update = staticmethod(_sgd)
+    _update_foreach = staticmethod(_sgd_foreach)

@@ -1,8 +1,12 @@
 """Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, initial
-states) with PyTorch's parameter names, shapes, gate order and initialisation.
+states, LSTM's proj_size, PackedSequence input) with PyTorch's parameter names, shapes,
+gate order and initialisation.
 
 Each layer and direction projects the whole input sequence at once (one matmul),
-then steps through time with the hidden-to-hidden matmul only."""
+then steps through time with the hidden-to-hidden matmul only. A PackedSequence is
+run on its packed data directly: at step t only the batch_sizes[t] sequences still
+running are updated (the others keep their state), so each sequence's output and
+final state are those of running it alone."""
 from __future__ import annotations
 
 import math
@@ -12,6 +16,7 @@ from ember.nn import functional as F, init
 from ember.nn._checks import checked, positive, real, size, tensor
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+from ember.nn.utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -25,14 +30,17 @@ def _rnn_cell(x_proj, h, w_hh, b_hh, relu):
     return em.relu(pre) if relu else em.tanh(pre)
 
 
-def _lstm_cell(x_proj, state, w_hh, b_hh):
+def _lstm_cell(x_proj, state, w_hh, b_hh, w_hr=None):
     h, c = state
     gates = x_proj + h @ w_hh.T
     if b_hh is not None:
         gates = gates + b_hh
     i, f, g, o = gates.chunk(4, -1)
     c = em.sigmoid(f) * c + em.sigmoid(i) * em.tanh(g)
-    return em.sigmoid(o) * em.tanh(c), c
+    h = em.sigmoid(o) * em.tanh(c)
+    if w_hr is not None:          # proj_size: h_t = W_hr (o * tanh(c_t))
+        h = h @ w_hr.T
+    return h, c
 
 
 def _gru_cell(x_proj, h, w_hh, b_hh):
@@ -48,43 +56,78 @@ def _gru_cell(x_proj, h, w_hh, b_hh):
 
 
 class RNNBase(Module):
+    # forward takes a Tensor or a PackedSequence: it checks its arguments itself
+    _forward_tensors = ()
+
     @checked(input_size=size, hidden_size=positive, num_layers=positive, dropout=real())
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
                  device=None, dtype=None):
         super().__init__()
-        if proj_size:
-            raise NotImplementedError(f"{type(self).__name__}: proj_size is not supported")
+        name = type(self).__name__
+        if isinstance(proj_size, bool) or not isinstance(proj_size, int):
+            raise TypeError(f"{name}: proj_size must be an int, got "
+                            f"{type(proj_size).__name__}")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if not 0 <= dropout <= 1:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional = float(dropout), bidirectional
-        self.proj_size = 0
+        self.proj_size = proj_size
         gates = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         for layer in range(num_layers):
             for d in range(dirs):
                 suffix = f"_l{layer}" + ("_reverse" if d else "")
-                layer_in = input_size if layer == 0 else hidden_size * dirs
+                layer_in = input_size if layer == 0 else real_hidden * dirs
                 names = [("weight_ih" + suffix, (gates, layer_in)),
-                         ("weight_hh" + suffix, (gates, hidden_size))]
+                         ("weight_hh" + suffix, (gates, real_hidden))]
                 if bias:
                     names += [("bias_ih" + suffix, (gates,)), ("bias_hh" + suffix, (gates,))]
-                for name, shape in names:
-                    self.register_parameter(name, Parameter(em.empty(shape, device=device,
-                                                                     dtype=dtype)))
-                    self._flat_weights_names.append(name)
+                if proj_size:
+                    names.append(("weight_hr" + suffix, (proj_size, hidden_size)))
+                for name_, shape in names:
+                    self.register_parameter(name_, Parameter(em.empty(shape, device=device,
+                                                                      dtype=dtype)))
+                    self._flat_weights_names.append(name_)
         self.reset_parameters()
 
     def reset_parameters(self):
+        # every weight (weight_hr too) from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
         bound = 1.0 / math.sqrt(self.hidden_size)
         for p in self.parameters():
             init.uniform_(p, -bound, bound)
 
+    def flatten_parameters(self):
+        """PyTorch packs the weights into one cuDNN buffer here. ember's weights are
+        always separate contiguous tensors used as they are, so there is nothing to do:
+        a documented no-op, as in PyTorch without cuDNN."""
+
+    @property
+    def _flat_weights(self):
+        return [self._parameters.get(n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        """The parameters per layer and direction: [[w_ih, w_hh, b_ih, b_hh(, w_hr)], ...]."""
+        per = len(self._flat_weights_names) // (self.num_layers *
+                                                 (2 if self.bidirectional else 1))
+        w = self._flat_weights
+        return [w[i:i + per] for i in range(0, len(w), per)]
+
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.mode == "RNN_RELU":
@@ -103,7 +146,7 @@ class RNNBase(Module):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         get = self._parameters.get
         return (get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix),
-                get("bias_hh" + suffix))
+                get("bias_hh" + suffix), get("weight_hr" + suffix))
 
     def _check_input(self, input, hx_shape_fn):
         name = type(self).__name__
@@ -116,40 +159,61 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         name = type(self).__name__
-        self._check_input(input, None)
-        unbatched = input.ndim == 2
-        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first
-                                                  else input)
-        seq_len, batch = x.shape[0], x.shape[1]
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            data = tensor(name, "input.data", input.data)
+            if data.ndim != 2 or data.shape[-1] != self.input_size:
+                raise ValueError(f"{name}: input.size(-1) must be equal to input_size. "
+                                 f"Expected {self.input_size}, got shape {tuple(data.shape)}")
+            batch_sizes = [int(b) for b in input.batch_sizes.tolist()]
+            seq_len, batch = len(batch_sizes), (batch_sizes[0] if batch_sizes else 0)
+            x, unbatched = data, False
+        else:
+            if not isinstance(input, em.Tensor):
+                raise TypeError(f"{name}: argument 'input' must be a Tensor or a "
+                                f"PackedSequence, got {type(input).__name__} {input!r:.60}")
+            self._check_input(input, None)
+            unbatched = input.ndim == 2
+            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first
+                                                      else input)
+            seq_len, batch = x.shape[0], x.shape[1]
+            batch_sizes = None
         dirs = 2 if self.bidirectional else 1
-        state_shape = (self.num_layers * dirs, batch, self.hidden_size)
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         lstm = self.mode == "LSTM"
 
-        def initial(h, what):
+        def initial(h, what, size):
+            shape = (self.num_layers * dirs, batch, size)
             if h is None:
-                return em.zeros(state_shape, dtype=x.dtype, device=x.device)
+                return em.zeros(shape, dtype=x.dtype, device=x.device)
             tensor(name, what, h)
             if unbatched:
                 if h.ndim != 2:
                     raise ValueError(f"{name}: for unbatched 2-D input, {what} should also be "
                                      f"2-D but got a {h.ndim}-D tensor")
                 h = h.unsqueeze(1)
-            if tuple(h.shape) != state_shape:
-                raise ValueError(f"{name}: expected {what} size {state_shape}, got "
+            if tuple(h.shape) != shape:
+                raise ValueError(f"{name}: expected {what} size {shape}, got "
                                  f"{tuple(h.shape)}")
+            if packed and input.sorted_indices is not None:
+                h = h.index_select(1, input.sorted_indices)    # the user's order -> sorted
             return h
 
         if lstm:
             h0, c0 = (None, None) if hx is None else _pair_of_states(name, hx)
-            h0, c0 = initial(h0, "hx[0]"), initial(c0, "hx[1]")
+            h0, c0 = initial(h0, "hx[0]", real_hidden), initial(c0, "hx[1]", self.hidden_size)
         else:
-            h0 = initial(hx, "hx")
+            h0 = initial(hx, "hx", self.hidden_size)
+        if packed:
+            offsets = [0]
+            for bs in batch_sizes:
+                offsets.append(offsets[-1] + bs)
         h_n, c_n = [], []
         layer_input = x
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 k = layer * dirs + d
                 proj = layer_input @ w_ih.T
                 if b_ih is not None:
@@ -159,14 +223,25 @@ class RNNBase(Module):
                 c = c0[k] if lstm else None
                 seq = [None] * seq_len
                 for t in steps:
-                    if lstm:
-                        h, c = _lstm_cell(proj[t], (h, c), w_hh, b_hh)
-                    elif self.mode == "GRU":
-                        h = _gru_cell(proj[t], h, w_hh, b_hh)
+                    if packed:
+                        bs = batch_sizes[t]
+                        p_t = proj[offsets[t]:offsets[t + 1]]
+                        h_t = h[:bs] if bs < batch else h
+                        c_t = (c[:bs] if bs < batch else c) if lstm else None
                     else:
-                        h = _rnn_cell(proj[t], h, w_hh, b_hh, self.mode == "RNN_RELU")
-                    seq[t] = h
-                outs.append(em.stack(seq, 0))
+                        bs, p_t, h_t, c_t = batch, proj[t], h, c
+                    if lstm:
+                        h_t, c_t = _lstm_cell(p_t, (h_t, c_t), w_hh, b_hh, w_hr)
+                    elif self.mode == "GRU":
+                        h_t = _gru_cell(p_t, h_t, w_hh, b_hh)
+                    else:
+                        h_t = _rnn_cell(p_t, h_t, w_hh, b_hh, self.mode == "RNN_RELU")
+                    seq[t] = h_t
+                    # the sequences not running at t keep their state
+                    h = em.cat([h_t, h[bs:]], 0) if bs < batch else h_t
+                    if lstm:
+                        c = em.cat([c_t, c[bs:]], 0) if bs < batch else c_t
+                outs.append(em.cat(seq, 0) if packed else em.stack(seq, 0))
                 h_n.append(h)
                 if lstm:
                     c_n.append(c)
@@ -175,13 +250,23 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         output = layer_input
         h_n = em.stack(h_n, 0)
-        if unbatched:
+        if lstm:
+            c_n = em.stack(c_n, 0)
+        if packed:
+            if input.unsorted_indices is not None:
+                h_n = h_n.index_select(1, input.unsorted_indices)
+                if lstm:
+                    c_n = c_n.index_select(1, input.unsorted_indices)
+            output = PackedSequence(output, input.batch_sizes, input.sorted_indices,
+                                    input.unsorted_indices)
+        elif unbatched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
+            if lstm:
+                c_n = c_n.squeeze(1)
         elif self.batch_first:
             output = output.transpose(0, 1)
         if lstm:
-            c_n = em.stack(c_n, 0)
-            return output, (h_n, c_n.squeeze(1) if unbatched else c_n)
+            return output, (h_n, c_n)
         return output, h_n
 
 
@@ -198,7 +283,9 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """LSTM with PyTorch's gate order (input, forget, cell, output)."""
+    """LSTM with PyTorch's gate order (input, forget, cell, output). proj_size > 0
+    (< hidden_size) projects each h_t with weight_hr_l{k} (proj_size x hidden_size):
+    h and the outputs have proj_size features, c keeps hidden_size."""
 
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)

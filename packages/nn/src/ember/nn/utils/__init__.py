@@ -1,5 +1,10 @@
-"""ember.nn.utils: gradient clipping and flattening parameters to one vector."""
+"""ember.nn.utils: gradient clipping, flattening parameters to one vector,
+parametrizations (parametrize, parametrizations.weight_norm / spectral_norm /
+orthogonal), the legacy weight_norm / spectral_norm hooks, conv/linear + BatchNorm
+fusion, and packed sequences for the RNNs (nn.utils.rnn)."""
+from ember.nn.utils import parametrizations, parametrize, rnn  # noqa: F401
 from ember.nn.utils.clip_grad import (  # noqa: F401
+    clip_grad_norm,
     clip_grad_norm_,
     clip_grad_value_,
     clip_grads_with_norm_,
@@ -9,3 +14,11 @@ from ember.nn.utils.convert_parameters import (  # noqa: F401
     parameters_to_vector,
     vector_to_parameters,
 )
+from ember.nn.utils.fusion import (  # noqa: F401
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from ember.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from ember.nn.utils.weight_norm import remove_weight_norm, weight_norm  # noqa: F401

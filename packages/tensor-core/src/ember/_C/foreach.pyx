@@ -1,0 +1,239 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Multi-tensor ("foreach") loops for ember.ops.foreach: each function takes lists of
+tensors and runs one op-table elementwise row per entry, looping in C and calling the
+core's elementwise entry (`ew`, cimported from ember._C.core) directly, with no Python
+dispatch per tensor. `ew` checks, promotes, broadcasts, records autograd and hands
+non-CPU tensors to their device backend, so these run on every device.
+
+An operand `other` may be one scalar or one tensor (used with every entry), or a
+list/tuple with one scalar or tensor per entry.
+"""
+from ember._C.core cimport TensorBase, ew
+from ember._C.core import OP_INDEX
+
+cdef int ADD = OP_INDEX["add"]
+cdef int SUB = OP_INDEX["sub"]
+cdef int MUL = OP_INDEX["mul"]
+cdef int DIV = OP_INDEX["div"]
+cdef int LERP = OP_INDEX["lerp"]
+
+
+cdef list _as_list(object xs, str op, str name):
+    if isinstance(xs, list):
+        return <list>xs
+    if isinstance(xs, tuple):
+        return list(xs)
+    raise TypeError(f"{op}: {name} must be a list or tuple of tensors, got "
+                    f"{type(xs).__name__}")
+
+
+cdef int _check(list self, object other, str op, str name) except -1:
+    cdef Py_ssize_t i, n = len(self)
+    for i in range(n):
+        if not isinstance(self[i], TensorBase):
+            raise TypeError(f"{op}: expected a list of tensors, but entry {i} is "
+                            f"{type(self[i]).__name__}")
+    if isinstance(other, (list, tuple)) and len(other) != n:
+        raise ValueError(f"{op}: {name} has {len(other)} entries but the tensor list "
+                         f"has {n}; they must have the same length")
+    return 0
+
+
+cdef inline object _at(object other, Py_ssize_t i):
+    # one entry of a per-tensor list, or the one value shared by all
+    if isinstance(other, list) or isinstance(other, tuple):
+        return other[i]
+    return other
+
+
+cdef inline object _ok(object r, str op, object a, object b):
+    if r is NotImplemented:
+        raise TypeError(f"{op}: unsupported operands {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    return r
+
+
+cdef _reraise(object e, str name, Py_ssize_t i):
+    """An error from entry i's op, named after the foreach call."""
+    msg = str(e)
+    if msg.startswith(name + ":"):
+        raise e
+    raise type(e)(f"{name}: entry {i}: {msg}") from e
+
+
+def index_of(str name):
+    """The op table index of elementwise row `name`."""
+    return OP_INDEX[name]
+
+
+def binary(int op, object self, object other, bint inplace, str name):
+    """self[i] op other[i] for every i (op: an op-table index of arity 2); in place
+    into self[i] when inplace."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, other, name, "other")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef object x, o
+    cdef list res = None if inplace else [None] * n
+    try:
+        for i in range(n):
+            x = xs[i]
+            o = _at(other, i)
+            if inplace:
+                _ok(ew(op, x, o, None, 2, x), name, x, o)
+            else:
+                res[i] = _ok(ew(op, x, o, None, 2, None), name, x, o)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def add(object self, object other, object alpha, bint subtract, bint inplace, str name):
+    """self[i] + alpha * other[i] (or minus it), PyTorch's add/sub with alpha."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, other, name, "other")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef int op = SUB if subtract else ADD
+    cdef bint scaled = not (alpha is None or (type(alpha) is int and alpha == 1))
+    cdef object x, o
+    cdef list res = None if inplace else [None] * n
+    try:
+        for i in range(n):
+            x = xs[i]
+            o = _at(other, i)
+            if scaled:
+                o = _ok(ew(MUL, o, alpha, None, 2, None), name, o, alpha)
+            if inplace:
+                _ok(ew(op, x, o, None, 2, x), name, x, o)
+            else:
+                res[i] = _ok(ew(op, x, o, None, 2, None), name, x, o)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def unary(int op, object self, bint inplace, str name):
+    """op(self[i]) for every i (op: an op-table index of arity 1)."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, None, name, "")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef object x
+    cdef list res = None if inplace else [None] * n
+    try:
+        for i in range(n):
+            x = xs[i]
+            if inplace:
+                ew(op, x, None, None, 1, x)
+            else:
+                res[i] = ew(op, x, None, None, 1, None)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def ternary(int op, object self, object b, object c, bint inplace, str name):
+    """op(self[i], b[i], c[i]) (an op-table row of arity 3: lerp, clamp, where)."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, b, name, "second operand")
+    _check(xs, c, name, "third operand")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef object x
+    cdef list res = None if inplace else [None] * n
+    try:
+        for i in range(n):
+            x = xs[i]
+            if inplace:
+                ew(op, x, _at(b, i), _at(c, i), 3, x)
+            else:
+                res[i] = ew(op, x, _at(b, i), _at(c, i), 3, None)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def addc(object self, object t1, object t2, object value, bint divide, bint inplace,
+         str name):
+    """self[i] + value[i] * t1[i] * t2[i] (addcmul) or * t1[i] / t2[i] (addcdiv). The
+    product is formed first and then scaled, as PyTorch's CPU kernels do."""
+    cdef list xs = _as_list(self, name, "self")
+    cdef list a = _as_list(t1, name, "tensor1")
+    cdef list b = _as_list(t2, name, "tensor2")
+    _check(xs, a, name, "tensor1")
+    _check(xs, b, name, "tensor2")
+    _check(xs, value, name, "scalars")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef object x, tmp, v
+    cdef list res = None if inplace else [None] * n
+    cdef int op = DIV if divide else MUL
+    try:
+        for i in range(n):
+            x = xs[i]
+            tmp = ew(op, a[i], b[i], None, 2, None)
+            v = _at(value, i)
+            if not (type(v) is int and v == 1):
+                ew(MUL, tmp, v, None, 2, tmp)     # tmp is this loop's own
+            if inplace:
+                ew(ADD, x, tmp, None, 2, x)
+            else:
+                res[i] = ew(ADD, x, tmp, None, 2, None)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def call_each(object self, str method, tuple args, str name):
+    """self[i].method(*args) for every i (zero_, copy_, fill_, ...); the results."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, None, name, "")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef list res = [None] * n
+    try:
+        for i in range(n):
+            res[i] = getattr(xs[i], method)(*args)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def call_fn(object fn, object self, tuple args, str name):
+    """fn(self[i], *args) for every i (the reductions: norm, max)."""
+    cdef list xs = _as_list(self, name, "self")
+    _check(xs, None, name, "")
+    cdef Py_ssize_t i, n = len(xs)
+    cdef list res = [None] * n
+    try:
+        for i in range(n):
+            res[i] = fn(xs[i], *args)
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    return res
+
+
+def call_pairs(object self, str method, object others, str name):
+    """self[i].method(others[i]) for every i (copy_)."""
+    cdef list xs = _as_list(self, name, "self")
+    cdef list ys = _as_list(others, name, "src")
+    _check(xs, ys, name, "src")
+    cdef Py_ssize_t i = 0, n = len(xs)
+    try:
+        for i in range(n):
+            getattr(xs[i], method)(ys[i])
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+
+
+def into(int op, object self, object other, object out, str name):
+    """op(self[i]) (other None) or op(self[i], other[i]) written into out[i], an
+    existing tensor of the result's shape (out may be self or other: no new tensors)."""
+    cdef list xs = _as_list(self, name, "self")
+    cdef list outs = _as_list(out, name, "out")
+    _check(xs, other, name, "other")
+    _check(xs, outs, name, "out")
+    cdef Py_ssize_t i = 0, n = len(xs)
+    try:
+        for i in range(n):
+            if other is None:
+                ew(op, xs[i], None, None, 1, outs[i])
+            else:
+                ew(op, xs[i], _at(other, i), None, 2, outs[i])
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
