@@ -701,6 +701,37 @@ from ember.nn._sampling import (  # noqa: E402, F401
     upsample_nearest,
 )
 
+# 3-d convolution and pooling: tensor-core composes them from its 2-d kernels
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return em.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return em.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return em.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return em.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return em.adaptive_avg_pool3d(input, output_size)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return em.adaptive_max_pool3d(input, output_size, return_indices)
+
 # Every function here: a clear TypeError naming it when a tensor parameter gets
 # something else (not `'float' object has no attribute 'shape'` from inside). `value`
 # is a tensor only in scaled_dot_product_attention (a number in threshold and pad).
