@@ -69,7 +69,7 @@ def test_conv3d_layer_stride_shapes_init_repr():
     assert repr(m) == ("Conv3d(3, 8, kernel_size=(3, 3, 3), stride=(2, 1, 2), "
                        "padding=(1, 1, 1), bias=False)")
     assert repr(nn.Conv3d(2, 2, 1, padding_mode="circular")).endswith(
-        "padding_mode='circular')")
+        "padding_mode=circular)")
     y = m(em.randn(2, 3, 5, 6, 7))
     assert tuple(y.shape) == (2, 8, 3, 6, 4)
     assert tuple(m(em.randn(3, 5, 6, 7)).shape) == (8, 3, 6, 4)      # unbatched

@@ -394,7 +394,11 @@ def test_grid_sample_matches_reference(device, nd, mode, padding, align, sizes, 
     rng = np.random.default_rng(seed)
     x = rng.uniform(-2, 2, (2, 3) + sizes[:nd]).astype(dtype)
     grid = rng.uniform(-1.6, 1.6, (2,) + outs[:nd] + (nd,)).astype(dtype)
-    got = F.grid_sample(T(x, device), T(grid, device), mode, padding, align)
+    if align is None:
+        with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+            got = F.grid_sample(T(x, device), T(grid, device), mode, padding, align)
+    else:
+        got = F.grid_sample(T(x, device), T(grid, device), mode, padding, align)
     want = np_grid_sample(x.astype(np.float64), grid.astype(np.float64), mode, padding,
                           bool(align))
     assert got.dtype == em.from_numpy(x).dtype
@@ -425,10 +429,13 @@ def test_grid_sample_identity_and_nearest_grid_gradient():
     for align in (False, True):
         grid = F.affine_grid(theta, (2, 3, 4, 5), align_corners=align)
         close(F.grid_sample(x, grid, align_corners=align), x.numpy())
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        grid = F.affine_grid(theta, (2, 3, 4, 5))
+    close(grid, F.affine_grid(theta, (2, 3, 4, 5), align_corners=False).numpy())
     # 'nearest' is piecewise constant in the grid: no gradient flows to it (PyTorch's is 0)
     g = T(np.random.default_rng(3).uniform(-1, 1, (2, 2, 2, 2)), grad=True)
     x.requires_grad_()
-    F.grid_sample(x, g, mode="nearest").sum().backward()
+    F.grid_sample(x, g, mode="nearest", align_corners=False).sum().backward()
     assert g.grad is None or not g.grad.numpy().any()
     assert x.grad is not None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import operator
 import struct
+import warnings
 
 import ember as em
 from ember._C.core import TensorBase
@@ -264,6 +265,17 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 # grid_sample --------------------------------------------------------------------------------
 
+def _default_align(align_corners, stacklevel=3):
+    """align_corners=None is False, with PyTorch's warning."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", UserWarning, stacklevel=stacklevel)
+        return False
+    return bool(align_corners)
+
+
 def _unnormalize(coord, size, align_corners):
     """[-1, 1] to pixel coordinates: -1 and 1 are the centres of the corner pixels with
     align_corners, else their outer edges."""
@@ -316,10 +328,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     (N, Do, Ho, Wo, 3), grid[..., 0] the x (W) coordinate in [-1, 1] (then y, z), as
     PyTorch: mode 'bilinear' (trilinear on 5-d), 'nearest' (round half to even) or
     'bicubic' (4-d only, A = -0.75); padding_mode 'zeros', 'border' or 'reflection';
-    align_corners (default False) puts -1 and 1 at the corner pixels' centres instead of
-    their edges. Composed from gather and elementwise ops: differentiable w.r.t. input and
-    grid ('nearest' is piecewise constant in the grid: no gradient reaches the grid, where
-    PyTorch's is zero), on every device."""
+    align_corners (None: False, with PyTorch's warning) puts -1 and 1 at the corner pixels'
+    centres instead of their edges. Composed from gather and elementwise ops:
+    differentiable w.r.t. input and grid ('nearest' is piecewise constant in the grid: no
+    gradient reaches the grid, where PyTorch's is zero), on every device."""
     op = "grid_sample"
     for name, t in (("input", input), ("grid", grid)):
         if not isinstance(t, TensorBase):
@@ -352,7 +364,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if 0 in tuple(input.shape[2:]):
         raise ValueError(f"{op}: the input's spatial dims must be non-empty, got shape "
                          f"{tuple(input.shape)}")
-    align = bool(align_corners)
+    align = _default_align(align_corners)
     n, c = input.shape[0], input.shape[1]
     sizes = tuple(input.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])
@@ -433,7 +445,8 @@ def affine_grid(theta, size, align_corners=None):
         raise ValueError(f"{op}: expected a size with non-empty spatial dims, got {size}")
     spatial = size[2:]
     dtype, device = theta.dtype, theta.device
-    axes = [_base_coords(s, bool(align_corners), dtype, device) for s in spatial]
+    align = _default_align(align_corners)
+    axes = [_base_coords(s, align, dtype, device) for s in spatial]
     # (x, y[, z], 1): x runs along the last spatial dim
     grids = em.meshgrid(*axes, indexing="ij")
     base = em.stack([grids[nd - 1 - k] for k in range(nd)] +

@@ -153,7 +153,8 @@ class Conv3d(_ConvNd):
 
     def extra_repr(self):
         s = super().extra_repr()
-        return s + f", padding_mode={self.padding_mode!r}" if self.padding_mode != "zeros" \
+        # PyTorch's repr leaves the mode unquoted
+        return s + f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" \
             else s
 
 
