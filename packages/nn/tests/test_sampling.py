@@ -303,10 +303,14 @@ def test_upsample_modules():
           np_interpolate(x.numpy(), None, 2, "bilinear", True, None, False))
     close(nn.Upsample(size=(2, 3, 4), mode="trilinear")(T(np.ones((1, 1, 3, 3, 3)))),
           np.ones((1, 1, 2, 3, 4)))
-    close(F.upsample_bilinear(x, scale_factor=2),
-          nn.UpsamplingBilinear2d(scale_factor=2)(x).numpy())
-    close(F.upsample_nearest(x, size=5), nn.UpsamplingNearest2d(size=5)(x).numpy())
-    close(F.upsample(x, size=5, mode="bicubic"), F.interpolate(x, 5, mode="bicubic").numpy())
+    with pytest.warns(UserWarning, match="upsample_bilinear` is deprecated"):
+        close(F.upsample_bilinear(x, scale_factor=2),
+              nn.UpsamplingBilinear2d(scale_factor=2)(x).numpy())
+    with pytest.warns(UserWarning, match="upsample_nearest` is deprecated"):
+        close(F.upsample_nearest(x, size=5), nn.UpsamplingNearest2d(size=5)(x).numpy())
+    with pytest.warns(UserWarning, match="upsample` is deprecated"):
+        close(F.upsample(x, size=5, mode="bicubic"),
+              F.interpolate(x, 5, mode="bicubic").numpy())
     assert nn.modules.upsampling.Upsample is nn.Upsample
     m = nn.Upsample(scale_factor=(2, 1), mode="nearest-exact", recompute_scale_factor=True)
     assert tuple(m(x).shape) == (1, 2, 6, 4)

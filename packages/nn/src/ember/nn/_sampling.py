@@ -248,18 +248,25 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """The deprecated alias of interpolate (PyTorch's F.upsample)."""
+    """The deprecated alias of interpolate (PyTorch's F.upsample; warns as it does)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """interpolate(..., mode='nearest') (PyTorch's deprecated F.upsample_nearest)."""
+    """interpolate(..., mode='nearest') (PyTorch's deprecated F.upsample_nearest; warns as
+    it does)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     """interpolate(..., mode='bilinear', align_corners=True) (PyTorch's deprecated
-    F.upsample_bilinear)."""
+    F.upsample_bilinear; warns as it does)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

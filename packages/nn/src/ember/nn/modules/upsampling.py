@@ -1,10 +1,22 @@
 """Upsampling layers (torch.nn.modules.upsampling) over F.interpolate."""
 from __future__ import annotations
 
+import numbers
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+
+def _check(op, name, v, kind, what):
+    """None, one `kind` (never a bool) or a tuple/list of them; else a TypeError naming the
+    layer and the argument."""
+    def ok(x):
+        return isinstance(x, kind) and not isinstance(x, bool)
+    if v is None or ok(v) or (isinstance(v, (tuple, list)) and v and all(ok(x) for x in v)):
+        return
+    raise TypeError(f"{op}: {name} must be {what}, got {type(v).__name__} {v!r:.60}")
 
 
 class Upsample(Module):
@@ -16,6 +28,9 @@ class Upsample(Module):
                  recompute_scale_factor=None):
         super().__init__()
         self.name = type(self).__name__
+        _check(self.name, "size", size, numbers.Integral, "an int or a tuple of ints")
+        _check(self.name, "scale_factor", scale_factor, numbers.Real,
+               "a number or a tuple of numbers")
         self.size = size
         if isinstance(scale_factor, (tuple, list)):
             self.scale_factor = tuple(float(f) for f in scale_factor)
