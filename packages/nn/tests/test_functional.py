@@ -204,12 +204,13 @@ def test_sdpa_bad_input():
 
 # interpolate ----------------------------------------------------------------------------
 
-def np_nearest_index(n, o, scale_factor):
+def np_nearest_index(n, o, scale_factor, shortcuts=True):
     """PyTorch's rule in float32: min(floor(dst * scale), n - 1), scale = 1 / scale_factor
-    when given, else n / o (o = n and o = 2n exactly)."""
-    if o == n:
+    when given, else n / o (o = n and o = 2n exactly on a 4-d input: PyTorch's 2-d kernel
+    has those shortcuts, its 1-d and 3-d kernels not)."""
+    if o == n and shortcuts:
         return np.arange(o)
-    if o == 2 * n:
+    if o == 2 * n and shortcuts:
         return np.arange(o) // 2
     scale = np.float32(1.0 / scale_factor) if scale_factor else np.float32(n) / np.float32(o)
     return np.minimum(np.floor(np.arange(o, dtype=np.float32) * scale).astype(int), n - 1)
@@ -217,7 +218,7 @@ def np_nearest_index(n, o, scale_factor):
 
 def np_nearest(x, out_size, scales):
     for k, (o, s) in enumerate(zip(out_size, scales)):
-        x = np.take(x, np_nearest_index(x.shape[2 + k], o, s), axis=2 + k)
+        x = np.take(x, np_nearest_index(x.shape[2 + k], o, s, x.ndim == 4), axis=2 + k)
     return x
 
 
@@ -333,8 +334,12 @@ def test_interpolate_bad_input():
         F.interpolate(x, scale_factor=0.3)
     with pytest.raises(ValueError, match="recompute_scale_factor is not meaningful"):
         F.interpolate(x, size=4, recompute_scale_factor=True)
-    with pytest.raises(NotImplementedError, match="mode 'bicubic' is not supported"):
-        F.interpolate(x, size=4, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="mode 'cubic' is not supported"):
+        F.interpolate(x, size=4, mode="cubic")
+    with pytest.raises(ValueError, match="antialias=True is restricted to the modes"):
+        F.interpolate(x, size=4, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match=r"mode 'trilinear' needs a 5-d input"):
+        F.interpolate(x, size=4, mode="trilinear")
 
 
 # issue 16 item 7: interpolate (and pad) built their source indices in a Python loop

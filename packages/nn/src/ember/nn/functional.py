@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
-import struct
 import warnings
 
 import ember as em
@@ -1579,40 +1577,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return attn @ value
 
 
-def _f32(x):
-    """x rounded to float32, to follow PyTorch's float32 index arithmetic."""
-    return struct.unpack("f", struct.pack("f", x))[0]
-
-
-def _nearest_index(n, o, scale_factor, device):
-    """PyTorch's 'nearest' source indices: min(floor(dst * scale), n - 1) in float32, scale
-    = 1 / scale_factor when given, else n / o; o = 2n is exact. One tensor op per step
-    (no per-index Python loop)."""
-    if o == 2 * n:
-        return em.arange(o, device=device) // 2
-    scale = _f32(1.0 / scale_factor if scale_factor else n / o)
-    src = em.arange(o, dtype=em.float32, device=device) * scale
-    return src.floor().clamp(max=n - 1).to(em.int64)
-
-
-def _linear_weights(n, o, scale_factor, align_corners, dtype, device):
-    """(i0, i1, w1) per output position for linear interpolation of a dim of size n to o,
-    PyTorch's source positions: dst * (n - 1) / (o - 1) with align_corners, else
-    max((dst + 0.5) * scale - 0.5, 0), computed in dtype (float64 for float64 inputs,
-    else float32: the precision PyTorch computes in)."""
-    rnd = float if dtype == em.float64 else _f32
-    if align_corners:
-        scale = rnd((n - 1) / (o - 1)) if o > 1 else 0.0
-    else:
-        scale = rnd(1.0 / scale_factor if scale_factor else n / o)
-    d = em.arange(o, dtype=dtype, device=device)
-    src = d * scale if align_corners else ((d + 0.5) * scale - 0.5).clamp(min=0.0)
-    i0 = src.floor().clamp(max=n - 1)
-    w1 = (src - i0).clamp(0.0, 1.0)
-    i0 = i0.to(em.int64)
-    return i0, i0 + (i0 < n - 1).to(em.int64), w1
-
-
 def _check_output(op, input, shape):
     """MemoryError at once for an output of input's dtype whose size can't exist (before
     any tensor of that length is made), naming its shape, elements and bytes."""
@@ -1624,72 +1588,47 @@ def _check_output(op, input, shape):
                           f"({nbytes} bytes), more than any allocation can hold")
 
 
-def _per_dim(value, nd, name, op, spatial):
-    if isinstance(value, (list, tuple)):
-        if len(value) != nd:
-            raise ValueError(f"{op}: {name} {tuple(value)} must have one entry per spatial "
-                             f"dim; the input's spatial dims are {spatial}")
-        return tuple(value)
-    return (value,) * nd
+# interpolate, grid_sample, affine_grid (and the deprecated upsample aliases) live in
+# ember.nn._sampling
+from ember.nn._sampling import (  # noqa: E402, F401
+    affine_grid,
+    grid_sample,
+    interpolate,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
+
+# 3-d convolution and pooling: tensor-core composes them from its 2-d kernels
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return em.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
-    """Resample the spatial dims of an (N, C, W) or (N, C, H, W) input to `size` or by
-    `scale_factor`: 'nearest' (source index floor(dst * in / out)), 'linear' (3-d) or
-    'bilinear' (4-d), with PyTorch's align_corners conventions. Built from index_select
-    and elementwise ops, so autograd differentiates it."""
-    op = "interpolate"
-    ranks = {"nearest": (3, 4), "linear": (3,), "bilinear": (4,)}
-    if mode not in ranks:
-        raise NotImplementedError(f"{op}: mode {mode!r} is not supported ('nearest', "
-                                  f"'linear', 'bilinear')")
-    if input.ndim not in ranks[mode]:
-        raise ValueError(f"{op}: mode {mode!r} needs a "
-                         f"{' or '.join(f'{r}-d' for r in ranks[mode])} input (N, C, ...), "
-                         f"got shape {tuple(input.shape)}")
-    if mode != "nearest" and not input.is_floating_point():
-        raise TypeError(f"{op}: mode {mode!r} needs a floating-point input, got {input.dtype!r}")
-    if antialias:
-        raise NotImplementedError(f"{op}: antialias=True is not supported")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError(f"{op}: align_corners can only be set with the interpolating modes "
-                         f"'linear' and 'bilinear', not 'nearest'")
-    spatial = tuple(input.shape[2:])
-    nd = len(spatial)
-    if (size is None) == (scale_factor is None):
-        raise ValueError(f"{op}: exactly one of size and scale_factor must be given, got "
-                         f"size={size} and scale_factor={scale_factor}")
-    if size is not None:
-        if recompute_scale_factor:
-            raise ValueError(f"{op}: recompute_scale_factor is not meaningful with an "
-                             f"explicit size")
-        out_size = tuple(operator.index(s) for s in _per_dim(size, nd, "size", op, spatial))
-        scales = (None,) * nd
-    else:
-        scales = tuple(float(s) for s in _per_dim(scale_factor, nd, "scale_factor", op,
-                                                  spatial))
-        out_size = tuple(math.floor(n * s) for n, s in zip(spatial, scales))
-        if recompute_scale_factor:
-            scales = (None,) * nd
-    if min(spatial + out_size) <= 0:
-        raise ValueError(f"{op}: input and output sizes must be greater than 0, got input "
-                         f"{spatial} and output {out_size}")
-    _check_output(op, input, tuple(input.shape[:2]) + out_size)
-    wdtype = em.float64 if input.dtype == em.float64 else em.float32
-    out = input
-    for k, (n, o, s) in enumerate(zip(spatial, out_size, scales)):
-        dim = 2 + k
-        if o == n:
-            continue            # PyTorch copies a dim whose size is kept, whatever the scale
-        if mode == "nearest":
-            out = out.index_select(dim, _nearest_index(n, o, s, input.device))
-            continue
-        i0, i1, w1 = _linear_weights(n, o, s, bool(align_corners), wdtype, input.device)
-        w1 = w1.to(input.dtype).reshape((o,) + (1,) * (nd - 1 - k))
-        out = out.index_select(dim, i0) * (1 - w1) + out.index_select(dim, i1) * w1
-    return out
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return em.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
 
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return em.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return em.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return em.adaptive_avg_pool3d(input, output_size)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return em.adaptive_max_pool3d(input, output_size, return_indices)
 
 # Every function here: a clear TypeError naming it when a tensor parameter gets
 # something else (not `'float' object has no attribute 'shape'` from inside). `value`

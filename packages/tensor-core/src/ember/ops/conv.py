@@ -15,8 +15,11 @@ from ember._args import tensor_arg
 from ember._C import core as _core
 from ember.backends import run as _run
 from ember.ops._kernel_args import _cast_back, _work, _work_dtype
+from ember.ops.creation import arange
+from ember.ops.shape import cat
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
 
 _AXES = ("height", "width")
 _INT64_MAX = 2**63 - 1
@@ -141,7 +144,7 @@ def _conv_args(op, nd, input, weight, bias, stride, padding, dilation, groups):
                              (shape[2 + i] + sum(pads[i]), dilation[i] * (ksize[i] - 1) + 1),
                              args)
         if span > padded:
-            axis = _AXES[i] if nd == 2 else "length"
+            axis = (_AXES if nd == 2 else ("depth",) + _AXES)[i] if nd > 1 else "length"
             raise ValueError(f"{op}: the kernel {ksize} with dilation {dilation} spans {span} "
                              f"along the {axis}, more than the padded input's {padded} "
                              f"(input {tuple(input.shape)}, padding {padding!r})")
@@ -389,3 +392,94 @@ def conv_transpose1d_backward(grad_output, input, weight, stride=1, padding=0,
     return _conv_transpose_backward("conv_transpose1d_backward", 1, grad_output, input, weight,
                                     stride, padding, output_padding, groups, dilation,
                                     output_mask)
+
+
+# 3-d, composed from the 2-d kernels ---------------------------------------------------------
+
+def _depth_pad(x, before, after):
+    """x (N, C, D, H, W) with `before` and `after` zero planes around the depth."""
+    if not before and not after:
+        return x
+    parts = []
+    for amount in (before, after):
+        shape = list(x.shape)
+        shape[2] = amount
+        parts.append(x.new_zeros(tuple(shape)))
+    return cat([parts[0], x, parts[1]], 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution (cross-correlation) of input (N, C, D, H, W) or (C, D, H, W) with
+    weight (OC, C / groups, kD, kH, kW), plus bias (OC,); stride, padding (ints, a triple,
+    'valid' or 'same'), dilation and groups as conv2d.
+
+    Composed from conv2d: the kD depth taps of every output depth are unfolded into the
+    channels (input (N * OD, groups * kD * C / groups, H, W), weight (OC, kD * C / groups,
+    kH, kW)), so one 2-d convolution (the fast kernel of every device) does the work and
+    autograd differentiates it through conv2d's backward and the views."""
+    op = "conv3d"
+    stride, pads, dilation, groups, out, _ = _conv_args(
+        op, 3, input, weight, bias, stride, padding, dilation, groups)
+    batched = input.ndim == 5
+    x = input if batched else input.unsqueeze(0)
+    n = x.shape[0]
+    oc, cg, kd = weight.shape[0], weight.shape[1], weight.shape[2]
+    od, (sd, sh, sw), (dd, dh, dw) = out[0], stride, dilation
+    x = _depth_pad(x, *pads[0])
+    span = dd * (kd - 1) + 1
+    h, w = x.shape[3], x.shape[4]
+    # (N, C, OD, H, W, span) windows over the depth, their taps, then
+    # (N, OD, groups, kD, C/groups, H, W) -> the 2-d input
+    taps = x.unfold(2, span, sd)
+    if dd > 1:
+        taps = taps[..., ::dd]
+    taps = taps.reshape(n, groups, cg, od, h, w, kd).permute(0, 3, 1, 6, 2, 4, 5)
+    x2 = taps.reshape(n * od, groups * kd * cg, h, w)
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(oc, kd * cg, weight.shape[3], weight.shape[4])
+    hw_pad = "same" if padding == "same" else (pads[1][0], pads[2][0])
+    y = conv2d(x2, w2, None, (sh, sw), hw_pad, (dh, dw), groups)
+    y = y.reshape(n, od, oc, out[1], out[2]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        y = y + bias.reshape(oc, 1, 1, 1)
+    else:
+        y = y.contiguous()
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transposed 3-d convolution (the gradient of conv3d w.r.t. its input) of input
+    (N, C, D, H, W) or (C, D, H, W) with weight (C, OC / groups, kD, kH, kW), plus bias
+    (OC,); output_padding adds planes at the far end of each output dim.
+
+    Composed from conv_transpose2d: the depth is folded into the batch and the kD depth
+    taps into the output channels (one 2-d transposed convolution), then each tap's
+    planes are added at depth a * dilation + stride * d (index_add) and the padding
+    cropped; autograd differentiates it through conv_transpose2d's backward."""
+    op = "conv_transpose3d"
+    stride, padding, output_padding, dilation, groups, out = _transpose_args(
+        op, 3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    batched = input.ndim == 5
+    x = input if batched else input.unsqueeze(0)
+    n, c, d, h, w = x.shape
+    ocg, kd = weight.shape[1], weight.shape[2]
+    oc = ocg * groups
+    (sd, sh, sw), (pd, ph, pw) = stride, padding
+    (dd, dh, dw), (opd, oph, opw) = dilation, output_padding
+    x2 = x.permute(0, 2, 1, 3, 4).reshape(n * d, c, h, w)
+    # weight (C, OC/g, kD, kH, kW) -> (C, kD * OC/g, kH, kW): group g's outputs are its
+    # kD taps of OC/g channels
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(c, kd * ocg, weight.shape[3], weight.shape[4])
+    y = conv_transpose2d(x2, w2, None, (sh, sw), (ph, pw), (oph, opw), groups, (dh, dw))
+    oh, ow = y.shape[2], y.shape[3]
+    # (N, D, g, kD, OC/g, OH, OW) -> (N, OC, D * kD, OH, OW), source depth d-major
+    y = y.reshape(n, d, groups, kd, ocg, oh, ow).permute(0, 2, 4, 1, 3, 5, 6)
+    y = y.reshape(n, oc, d * kd, oh, ow)
+    full = (d - 1) * sd + dd * (kd - 1) + 1 + opd
+    src = arange(d, device=x.device).reshape(d, 1) * sd + \
+        arange(kd, device=x.device).reshape(1, kd) * dd
+    acc = y.new_zeros((n, oc, full, oh, ow)).index_add(2, src.reshape(d * kd), y)
+    acc = acc.narrow(2, pd, out[0])
+    if bias is not None:
+        acc = acc + bias.reshape(oc, 1, 1, 1)
+    return acc if batched else acc.squeeze(0)

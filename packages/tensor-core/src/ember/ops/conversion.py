@@ -79,6 +79,8 @@ def cpu(input):
 
 @tensor_method
 def cuda(input, device=None):
+    if isinstance(device, int) and not -2**63 <= device < 2**63:
+        raise OverflowError(f"cuda: device index {device} does not fit in int64")
     return to(input, "cuda" if device is None else
               f"cuda:{device}" if isinstance(device, int) else device)
 

@@ -28,12 +28,15 @@ import operator
 
 from ember._args import tensor_arg
 from ember._C import core as _core
-from ember._dtypes import float64, int64
+from ember._dtypes import float64, iinfo, int64
 from ember.backends import kernel
 from ember.ops._kernel_args import _work_dtype
+from ember.ops.creation import arange, tensor
+from ember.ops.shape import cat
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d",
+           "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
 
 
 # arguments ------------------------------------------------------------------------
@@ -399,3 +402,155 @@ def adaptive_avg_pool2d_backward(grad_output, input):
 def adaptive_avg_pool1d_backward(grad_output, input):
     """Gradient w.r.t. the input (a tensor or its shape) of adaptive_avg_pool1d."""
     return _adaptive_avg_backward("adaptive_avg_pool1d_backward", 1, grad_output, input)
+
+
+# 3-d, composed from the 2-d kernels --------------------------------------------------------
+#
+# A 3-d window is a product of intervals, and max and mean (with a divisor that is the
+# product of per-dim counts) are separable over it: the 2-d op pools (H, W) with the depth
+# folded into the batch, then a reduction over the depth windows (unfold views, amax /
+# sum) finishes. Autograd differentiates the composition through the 2-d backward; the
+# indices are recomputed as flat d * H * W + h * W + w, PyTorch's, first maximum in
+# (d, h, w) order.
+
+def _input3d(input, op):
+    """input as (N, C, D, H, W) and whether it was batched."""
+    tensor_arg(input, op)
+    shape = tuple(input.shape)
+    if len(shape) not in (4, 5):
+        raise ValueError(f"{op}: expected a 4-d (unbatched) or 5-d (batched) input, got shape "
+                         f"{shape}")
+    if 0 in shape[-4:]:
+        raise ValueError(f"{op}: expected an input with non-empty channel and spatial dims "
+                         f"(only the batch dim may be 0), got shape {shape}")
+    return (input if len(shape) == 5 else input.unsqueeze(0)), len(shape) == 5
+
+
+def _fold_depth(x):
+    """(N, C, D, H, W) -> (N * C * D, 1, H, W) planes for a 2-d op."""
+    n, c, d, h, w = x.shape
+    return x.reshape(n * c * d, 1, h, w)
+
+
+def _depth_windows(y, k, s, p, d, od, fill):
+    """y (N, C, D, OH, OW) padded along the depth with `fill` and cut into the od windows
+    of k taps (stride s, dilation d): (N, C, od, OH, OW, k)."""
+    n, c, depth, oh, ow = y.shape
+    span = d * (k - 1) + 1
+    after = max((od - 1) * s + span - depth - p, 0)
+    parts = []
+    for amount in (p, after):
+        if amount:
+            parts.append(y.new_full((n, c, amount, oh, ow), fill))
+        else:
+            parts.append(None)
+    if parts[0] is not None or parts[1] is not None:
+        y = cat([t for t in (parts[0], y, parts[1]) if t is not None], 2)
+    win = y.unfold(2, span, s).narrow(2, 0, od)
+    return win[..., ::d] if d > 1 else win
+
+
+def _finish3d(y, batched):
+    return y if batched else y.squeeze(0)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over kernel_size windows of an (N, C, D, H, W) or (C, D, H, W) input, the
+    padding counting as -inf; with return_indices, also the flat d * H * W + h * W + w
+    index of each maximum in its volume. Composed from max_pool2d (over H, W with the
+    depth folded into the batch) and a max over the depth windows, so it runs on every
+    device and autograd differentiates it."""
+    op = "max_pool3d"
+    x, batched = _input3d(input, op)
+    k, s, p, d, out = _geometry(op, tuple(input.shape), 3, kernel_size, stride, padding,
+                                dilation, ceil_mode)
+    _max_dtype(input, op)
+    n, c, depth, h, w = x.shape
+    y, ix = max_pool2d(_fold_depth(x), k[1:], s[1:], p[1:], d[1:], ceil_mode, True)
+    oh, ow = out[1], out[2]
+    y = y.reshape(n, c, depth, oh, ow)
+    ix = ix.reshape(n, c, depth, oh, ow)
+    fill = float("-inf") if input.dtype.kind == "float" else iinfo(input.dtype).min
+    win = _depth_windows(y, k[0], s[0], p[0], d[0], out[0], fill)
+    vals, tap = win.max(dim=5)
+    if not return_indices:
+        return _finish3d(vals, batched)
+    with _core._no_record():
+        start = arange(out[0], device=x.device).reshape(1, 1, out[0], 1, 1) * s[0] - p[0]
+        dsrc = start + tap * d[0]
+        hw = ix.gather(2, dsrc.clamp(0, depth - 1))
+        flat = dsrc * (h * w) + hw
+        flat = flat.masked_fill((dsrc < 0) | (dsrc >= depth) | (hw < 0), -1)
+    return _finish3d(vals, batched), _finish3d(flat, batched)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over kernel_size windows of an (N, C, D, H, W) or (C, D, H, W) input. The
+    divisor is the window clipped to the padded input (count_include_pad) or to the
+    input, or divisor_override. Composed from avg_pool2d over (H, W) and a sum over the
+    depth windows divided by the depth's count, so it runs on every device and autograd
+    differentiates it."""
+    op = "avg_pool3d"
+    x, batched = _input3d(input, op)
+    attrs, out = _avg_args(op, tuple(input.shape), 3, kernel_size, stride, padding,
+                           ceil_mode, count_include_pad, divisor_override)
+    _float_dtype(input, op)
+    k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    n, c, depth, h, w = x.shape
+    # the (H, W) means with the 2-d divisor, or plain sums under a divisor_override
+    y = avg_pool2d(_fold_depth(x), k[1:], s[1:], p[1:], ceil_mode, count_include_pad,
+                   1 if divisor_override is not None else None)
+    y = y.reshape(n, c, depth, out[1], out[2])
+    sums = _depth_windows(y, k[0], s[0], p[0], 1, out[0], 0.0).sum(dim=5)
+    if divisor_override is not None:
+        return _finish3d(sums / divisor_override, batched)
+    counts = []
+    for o in range(out[0]):
+        start = o * s[0] - p[0]
+        end = min(start + k[0], depth + p[0])
+        if not count_include_pad:
+            start, end = max(start, 0), min(end, depth)
+        counts.append(float(end - start))
+    div = tensor(counts, dtype=sums.dtype, device=x.device).reshape(out[0], 1, 1)
+    return _finish3d(sums / div, batched)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Mean over the windows [floor(i * D / OD), ceil((i + 1) * D / OD)) (and likewise in
+    H and W) of an (N, C, D, H, W) or (C, D, H, W) input; output_size an int or a triple
+    whose None entries keep the input's size. Composed from adaptive_avg_pool2d and
+    adaptive_avg_pool1d, so it runs on every device and autograd differentiates it."""
+    op = "adaptive_avg_pool3d"
+    x, batched = _input3d(input, op)
+    out = _adaptive_size(op, tuple(input.shape), 3, output_size)
+    _float_dtype(input, op)
+    n, c, depth, h, w = x.shape
+    y = adaptive_avg_pool2d(_fold_depth(x), out[1:]).reshape(n, c, depth, out[1] * out[2])
+    y = adaptive_avg_pool1d(y.transpose(2, 3).reshape(n, c * out[1] * out[2], depth), out[0])
+    y = y.reshape(n, c, out[1] * out[2], out[0]).transpose(2, 3)
+    return _finish3d(y.reshape(n, c, out[0], out[1], out[2]), batched)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max over adaptive_avg_pool3d's windows; with return_indices, also the flat
+    d * H * W + h * W + w index of each maximum. Composed from adaptive_max_pool2d and
+    adaptive_max_pool1d, so it runs on every device and autograd differentiates it."""
+    op = "adaptive_max_pool3d"
+    x, batched = _input3d(input, op)
+    out = _adaptive_size(op, tuple(input.shape), 3, output_size)
+    _max_dtype(input, op)
+    n, c, depth, h, w = x.shape
+    m = out[1] * out[2]
+    y, ix = adaptive_max_pool2d(_fold_depth(x), out[1:], True)
+    y = y.reshape(n, c, depth, m).transpose(2, 3).reshape(n, c * m, depth)
+    vals, dix = adaptive_max_pool1d(y, out[0], True)
+    vals = vals.reshape(n, c, m, out[0]).transpose(2, 3).reshape(n, c, *out)
+    if not return_indices:
+        return _finish3d(vals, batched)
+    with _core._no_record():
+        dix = dix.reshape(n, c, m, out[0]).transpose(2, 3)      # (N, C, OD, m)
+        hw = ix.reshape(n, c, depth, m).gather(2, dix)
+        flat = (dix * (h * w) + hw).reshape(n, c, *out)
+    return _finish3d(vals, batched), _finish3d(flat, batched)

@@ -17,3 +17,4 @@ from ember.nn.modules.pooling import *  # noqa: F401,F403
 from ember.nn.modules.rnn import *  # noqa: F401,F403
 from ember.nn.modules.sparse import *  # noqa: F401,F403
 from ember.nn.modules.transformer import *  # noqa: F401,F403
+from ember.nn.modules.upsampling import *  # noqa: F401,F403

@@ -11,8 +11,9 @@ from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d"]
 
 
 class _ConvNd(Module):
@@ -183,3 +184,56 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
                  dtype=None):
         super().__init__(0, out_channels, kernel_size, stride, padding, output_padding,
                          groups, bias, dilation, padding_mode, device, dtype)
+
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over F.conv3d; padding_mode 'reflect', 'replicate' or 'circular'
+    pads with F.pad first (then convolves unpadded), as PyTorch."""
+    _dims = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"Conv3d: padding_mode must be one of {list(_PADDING_MODES)}, "
+                             f"got {padding_mode!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, "zeros", device, dtype)
+        self.padding_mode = padding_mode
+        if isinstance(self.padding, str):
+            if self.padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("Conv3d: padding='same' is not supported for strided "
+                                 "convolutions")
+            pads = [(0, 0)] * 3 if self.padding == "valid" else [
+                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for d, k in zip(self.dilation, self.kernel_size)]
+        else:
+            pads = [(p, p) for p in self.padding]
+        # F.pad's order: last dim first
+        self._reversed_padding_repeated_twice = [a for pair in reversed(pads) for a in pair]
+
+    def forward(self, input):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice,
+                                  mode=self.padding_mode),
+                            self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        # PyTorch's repr leaves the mode unquoted
+        return s + f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" \
+            else s
+
+
+class ConvTranspose3d(ConvTranspose1d):
+    """The transposed 3-d convolution over F.conv_transpose3d."""
+    _dims = 3
+
+    def forward(self, input):
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)

@@ -7,7 +7,8 @@ from ember.nn.modules.module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
-           "MaxUnpool1d", "MaxUnpool2d"]
+           "MaxUnpool1d", "MaxUnpool2d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
+           "AdaptiveMaxPool3d"]
 
 
 def _check_window(layer, kernel_size, stride, padding, dilation=1):
@@ -185,3 +186,37 @@ class MaxUnpool2d(_MaxUnpool):
     def forward(self, input, indices, output_size=None):
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
+
+
+class MaxPool3d(_MaxPool):
+    """Max pooling over (D, H, W) windows (F.max_pool3d)."""
+    _dims = 3
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Average pooling over (D, H, W) windows (F.avg_pool3d)."""
+    _dims = 3
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_Adaptive):
+    """Adaptive average pooling to output_size (D, H, W) (F.adaptive_avg_pool3d)."""
+    _dims = 3
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_Adaptive):
+    """Adaptive max pooling to output_size (D, H, W) (F.adaptive_max_pool3d)."""
+    _dims = 3
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
