@@ -140,6 +140,7 @@ LAYERS = {
     "LPPool2d": ({"norm_type": 2, "kernel_size": 2}, ["norm_type", "kernel_size", "stride"]),
     "MaxUnpool1d": ({"kernel_size": 2}, ["kernel_size", "stride", "padding"]),
     "MaxUnpool2d": ({"kernel_size": 2}, ["kernel_size", "stride", "padding"]),
+    "MaxUnpool3d": ({"kernel_size": 2}, ["kernel_size", "stride", "padding"]),
     "CTCLoss": ({}, ["blank"]),
     "PoissonNLLLoss": ({}, ["eps"]),
     "GaussianNLLLoss": ({}, ["eps"]),

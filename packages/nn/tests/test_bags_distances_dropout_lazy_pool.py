@@ -275,6 +275,24 @@ def test_max_unpool():
     assert gradcheck(lambda a: F.max_unpool2d(a, idx, 2), (out.detach().requires_grad_(),))
 
 
+def test_max_unpool3d_puts_each_max_back():
+    x = t64(2, 3, 4, 4, 6)
+    out, idx = F.max_pool3d(x, 2, return_indices=True)
+    m = nn.MaxUnpool3d(2)
+    assert repr(m) == ("MaxUnpool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2), "
+                       "padding=(0, 0, 0))")
+    un = m(out, idx)
+    xn = x.numpy()
+    blocks = xn.reshape(2, 3, 2, 2, 2, 2, 3, 2).max(axis=(3, 5, 7))
+    keep = xn == np.repeat(np.repeat(np.repeat(blocks, 2, -3), 2, -2), 2, -1)
+    want = np.where(keep, xn, 0.0)
+    np.testing.assert_array_equal(un.numpy(), want)
+    np.testing.assert_array_equal(F.max_pool3d(un, 2).numpy(), out.numpy())
+    with pytest.raises(ValueError, match="max_unpool3d: invalid output_size"):
+        m(out, idx, output_size=(9, 9, 9))
+    assert gradcheck(lambda a: F.max_unpool3d(a, idx, 2), (out.detach().requires_grad_(),))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_on_device(device):
     w = em.randn(10, 3)

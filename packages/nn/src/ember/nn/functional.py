@@ -477,6 +477,12 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
                        output_size, 2)
 
 
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool3d's partial inverse (indices flat over each D * H * W volume)."""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding,
+                       output_size, 3)
+
+
 # normalization and embedding --------------------------------------------------------------
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -7,8 +7,8 @@ from ember.nn.modules.module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d",
-           "MaxUnpool1d", "MaxUnpool2d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d"]
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "MaxPool3d", "AvgPool3d",
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
 
 
 def _check_window(layer, kernel_size, stride, padding, dilation=1):
@@ -185,6 +185,15 @@ class MaxUnpool2d(_MaxUnpool):
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """MaxPool3d's partial inverse, from its indices."""
+    _dims = 3
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
 
 
