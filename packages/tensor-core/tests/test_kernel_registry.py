@@ -85,3 +85,12 @@ def test_kernel_refuses_tensors_on_two_devices(bare_device):
     with pytest.raises(RuntimeError, match="gather: expected all tensors on one device, got "
                                            "cpu and cuda:0"):
         kernel("gather", "gather", em.empty(2), em.empty(2, device=bare_device))
+
+
+def test_backward_functions_live_with_their_family_not_in_the_namespace():
+    assert [n for n in dir(em) if n.endswith("_backward")] == []
+    from ember.ops import conv, dropout, loss, norm, pool, softmax
+    for module, name in [(conv, "conv2d_backward"), (pool, "max_pool2d_backward"),
+                         (softmax, "softmax_backward"), (norm, "layer_norm_backward"),
+                         (loss, "cross_entropy_backward"), (dropout, "dropout_backward")]:
+        assert callable(getattr(module, name))
