@@ -172,7 +172,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     and elementwise ops (area: adaptive average pooling), so it runs on every device and
     autograd differentiates it."""
     op = "interpolate"
-    if mode not in _RANKS:
+    if not isinstance(mode, str) or mode not in _RANKS:
         raise NotImplementedError(f"{op}: mode {mode!r} is not supported (one of "
                                   f"{', '.join(repr(m) for m in _RANKS)})")
     if not isinstance(input, TensorBase):
@@ -343,10 +343,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     for name, t in (("input", input), ("grid", grid)):
         if not isinstance(t, TensorBase):
             raise TypeError(f"{op}: expected {name} to be a tensor, got {type(t).__name__}")
-    if mode not in ("bilinear", "nearest", "bicubic"):
+    if not isinstance(mode, str) or mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"{op}: mode must be 'bilinear', 'nearest' or 'bicubic', got "
                          f"{mode!r}")
-    if padding_mode not in ("zeros", "border", "reflection"):
+    if not isinstance(padding_mode, str) or \
+            padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"{op}: padding_mode must be 'zeros', 'border' or 'reflection', got "
                          f"{padding_mode!r}")
     if input.ndim not in (4, 5):
