@@ -25,7 +25,7 @@ def test_torchrun_command_line_runs_a_pytorch_style_script(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the ranks share one stdout, and mpiexec may forward a rank's line and its newline
     # apart: take the reports, not the lines
-    lines = sorted(re.findall(r"rank \d+/\d+ local \d+ backend \w+ sum \d+ grads-equal (?:True|False)",
-                              proc.stdout))
+    report = r"rank \d+/\d+ local \d+ backend \w+ sum \d+ grads-equal (?:True|False)"
+    lines = sorted(re.findall(report, proc.stdout))
     assert lines == [f"rank {r}/2 local {r} backend gloo sum 1 grads-equal True"
                      for r in (0, 1)], proc.stdout + proc.stderr
