@@ -385,6 +385,14 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, requires_grad=requires_grad, **_new_kw(self, dtype, device))
 
 
+@tensor_method
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of the given size and stride, with self's dtype and
+    device unless given (torch.Tensor.new_empty_strided)."""
+    r = empty_strided(size, stride, **_new_kw(self, dtype, device))
+    return r.requires_grad_() if requires_grad else r
+
+
 def is_tensor(obj):
     return isinstance(obj, _core.TensorBase)
 

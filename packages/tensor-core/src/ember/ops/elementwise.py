@@ -2,6 +2,7 @@
 the few that add arguments around a row (alpha, rounding_mode, clamp bounds)."""
 from __future__ import annotations
 
+import math
 import numbers
 
 from ember._args import int_arg, number_arg, tensor_arg
@@ -319,3 +320,286 @@ def logaddexp(input, other):
 __all__ += ["add", "sub", "subtract", "div", "divide", "true_divide", "pow", "power", "clamp",
             "clip", "clamp_min", "clamp_max", "round", "where", "nan_to_num", "lerp",
             "float_power", "equal", "isclose", "allclose", "logaddexp"]
+
+
+# composed elementwise ops (issue 18): written with op-table rows, so they run on every
+# device and autograd differentiates them through their parts ----------------------------
+
+def _tensor_or_number(x, name, op):
+    if not isinstance(x, (_core.TensorBase, numbers.Real)):
+        raise TypeError(f"{op}: {name} must be a Tensor or a real number, got "
+                        f"{type(x).__name__} {x!r:.60}")
+    return x
+
+
+def _value_arg(value, op):
+    if isinstance(value, _core.TensorBase):
+        if value.numel() != 1:
+            raise TypeError(f"{op}: value must be a number, got a tensor of shape "
+                            f"{tuple(value.shape)}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: value must be a number, got {type(value).__name__} "
+                        f"{value!r:.60}")
+    return value
+
+
+def _write(r, out, op):
+    if out is None:
+        return r
+    if not isinstance(out, _core.TensorBase):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    return out.copy_(r)
+
+
+@tensor_method
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 * tensor2 (broadcasting, promoting), as torch.addcmul."""
+    tensor_arg(input, "addcmul")
+    tensor_arg(tensor1, "addcmul", "tensor1")
+    tensor_arg(tensor2, "addcmul", "tensor2")
+    value = _value_arg(value, "addcmul")
+    p = _ew("mul", tensor1, tensor2)
+    if not (isinstance(value, numbers.Number) and value == 1):
+        p = _ew("mul", p, value)
+    return _ew("add", input, p, out=out)
+
+
+@tensor_method
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 / tensor2, as torch.addcdiv (integer tensor1 and tensor2
+    are refused, as PyTorch: integer division there is ambiguous)."""
+    tensor_arg(input, "addcdiv")
+    tensor_arg(tensor1, "addcdiv", "tensor1")
+    tensor_arg(tensor2, "addcdiv", "tensor2")
+    value = _value_arg(value, "addcdiv")
+    if tensor1.dtype.kind != "float" and tensor2.dtype.kind != "float":
+        raise RuntimeError(f"addcdiv: integer division of tensors is not supported "
+                           f"(tensor1 {tensor1.dtype!r}, tensor2 {tensor2.dtype!r}); use "
+                           f"floating point tensors")
+    p = _ew("div", tensor1, tensor2)
+    if not (isinstance(value, numbers.Number) and value == 1):
+        p = _ew("mul", p, value)
+    return _ew("add", input, p, out=out)
+
+
+METHODS["addcmul_"] = lambda self, tensor1, tensor2, *, value=1: \
+    addcmul(self, tensor1, tensor2, value=value, out=self)
+METHODS["addcdiv_"] = lambda self, tensor1, tensor2, *, value=1: \
+    addcdiv(self, tensor1, tensor2, value=value, out=self)
+
+
+def _float_input(input, op):
+    tensor_arg(input, op)
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: needs a floating point tensor, got dtype {input.dtype!r}")
+    return input
+
+
+@tensor_method
+def frac(input, *, out=None):
+    """input - trunc(input): the fractional part, with input's sign (floating point
+    only, as PyTorch)."""
+    _float_input(input, "frac")
+    return _ew("sub", input, _ew("trunc", input), out=out)
+
+
+METHODS["frac_"] = lambda self: frac(self, out=self)
+
+
+def _first_tensor(op, *args):
+    for a in args:
+        if isinstance(a, _core.TensorBase):
+            return a
+    raise TypeError(f"{op}: expected at least one Tensor argument, got "
+                    f"{', '.join(type(a).__name__ for a in args)}")
+
+
+@tensor_method
+def xlogy(input, other, *, out=None):
+    """input * log(other), and 0 where input is 0 (unless other is NaN), as torch.xlogy.
+    The gradient is finite where input is 0."""
+    _tensor_or_number(input, "input", "xlogy")
+    _tensor_or_number(other, "other", "xlogy")
+    t = _first_tensor("xlogy", input, other)
+    if not isinstance(input, _core.TensorBase):
+        from ember.ops.creation import as_tensor
+        input = as_tensor(input, device=t.device)
+    zero = _ew("eq", input, 0)
+    if not (isinstance(other, numbers.Real) and not math.isnan(other)):
+        zero = _ew("logical_and", zero, _ew("logical_not", _ew("isnan", other)))
+    safe = _ew("where", zero, 1, other)
+    return _ew("where", zero, 0, _ew("mul", input, _ew("log", safe)), out=out)
+
+
+METHODS["xlogy_"] = lambda self, other: xlogy(self, other, out=self)
+
+
+@tensor_method
+def logaddexp2(input, other):
+    """log2(2**input + 2**other), without overflow."""
+    _tensor_or_number(other, "other", "logaddexp2")
+    m = _ew("maximum", input, other)
+    m = _ew("where", _ew("isinf", m), 0.0, m)
+    return _ew("add", m, _ew("log2", _ew("add", _ew("exp2", _ew("sub", input, m)),
+                                         _ew("exp2", _ew("sub", other, m)))))
+
+
+def _int_pair(input, other, op):
+    tensor_arg(input, op)
+    _tensor_or_number(other, "other", op)
+    for name, x in (("input", input), ("other", other)):
+        kind = x.dtype.kind if isinstance(x, _core.TensorBase) else \
+            ("int" if isinstance(x, numbers.Integral) and not isinstance(x, bool) else "other")
+        if kind != "int":
+            what = repr(x.dtype) if isinstance(x, _core.TensorBase) else type(x).__name__
+            raise TypeError(f"{op}: needs integer tensors, got {name} of {what}")
+
+
+def _gcd(a, b):
+    b = _ew("abs", _ew("add", b, _ew("mul", a, 0)))     # both broadcast, promoted
+    a = _ew("abs", _ew("add", a, _ew("mul", b, 0)))
+    while bool(_core.reduce("any", _ew("ne", b, 0), None)):
+        nz = _ew("ne", b, 0)
+        safe = _ew("where", nz, b, 1)
+        a, b = _ew("where", nz, b, a), _ew("where", nz, _ew("remainder", a, safe), 0)
+    return a
+
+
+@tensor_method
+def gcd(input, other, *, out=None):
+    """The greatest common divisor of |input| and |other| (integers; gcd(0, 0) = 0),
+    by Euclid's algorithm over whole tensors (O(log max) rounds of op-table ops)."""
+    _int_pair(input, other, "gcd")
+    with _core._no_record():
+        r = _gcd(input, other)
+    return _write(r, out, "gcd")
+
+
+@tensor_method
+def lcm(input, other, *, out=None):
+    """The least common multiple |input * other| / gcd (integers; 0 when either is 0)."""
+    _int_pair(input, other, "lcm")
+    with _core._no_record():
+        g = _gcd(input, other)
+        q = _ew("floor_divide", input, _ew("where", _ew("eq", g, 0), 1, g))
+        r = _ew("abs", _ew("mul", q, other))
+    return _write(r, out, "lcm")
+
+
+METHODS["gcd_"] = lambda self, other: gcd(self, other, out=self)
+METHODS["lcm_"] = lambda self, other: lcm(self, other, out=self)
+
+
+@tensor_method
+def heaviside(input, values, *, out=None):
+    """The Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0
+    (input and values of one dtype, as PyTorch)."""
+    tensor_arg(input, "heaviside")
+    tensor_arg(values, "heaviside", "values")
+    if input.dtype is not values.dtype:
+        raise TypeError(f"heaviside: input and values must have one dtype, got "
+                        f"{input.dtype!r} and {values.dtype!r}")
+    r = _ew("where", _ew("eq", input, 0), values, _ew("gt", input, 0).to(input.dtype))
+    return _write(r, out, "heaviside")
+
+
+METHODS["heaviside_"] = lambda self, values: heaviside(self, values, out=self)
+
+
+def _to_float(input):
+    return input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
+
+
+@tensor_method
+def deg2rad(input, *, out=None):
+    """Degrees to radians (integers give the default float dtype)."""
+    tensor_arg(input, "deg2rad")
+    return _ew("mul", _to_float(input), math.pi / 180, out=out)
+
+
+@tensor_method
+def rad2deg(input, *, out=None):
+    """Radians to degrees (integers give the default float dtype)."""
+    tensor_arg(input, "rad2deg")
+    return _ew("mul", _to_float(input), 180 / math.pi, out=out)
+
+
+METHODS["deg2rad_"] = lambda self: deg2rad(_float_input(self, "deg2rad_"), out=self)
+METHODS["rad2deg_"] = lambda self: rad2deg(_float_input(self, "rad2deg_"), out=self)
+
+
+@tensor_method
+def sinc(input, *, out=None):
+    """sin(pi x) / (pi x), 1 at 0 (with the gradient 0 there)."""
+    tensor_arg(input, "sinc")
+    x = _to_float(input)
+    zero = _ew("eq", x, 0)
+    px = _ew("mul", _ew("where", zero, 1.0, x), math.pi)
+    return _ew("where", zero, 1.0, _ew("div", _ew("sin", px), px), out=out)
+
+
+METHODS["sinc_"] = lambda self: sinc(_float_input(self, "sinc_"), out=self)
+
+
+@tensor_method
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)); with eps, p is first clamped to [eps, 1 - eps]."""
+    tensor_arg(input, "logit")
+    x = _to_float(input)
+    if eps is not None:
+        eps = number_arg(eps, "eps", "logit")
+        x = _ew("clamp", x, eps, 1 - eps)
+    return _ew("log", _ew("div", x, _ew("sub", 1, x)), out=out)
+
+
+METHODS["logit_"] = lambda self, eps=None: logit(_float_input(self, "logit_"), eps, out=self)
+
+
+@tensor_method
+def sgn(input, *, out=None):
+    """sign(x) for real tensors (x / |x| for complex ones, which ember does not have)."""
+    tensor_arg(input, "sgn")
+    return _ew("sign", input, out=out)
+
+
+METHODS["sgn_"] = lambda self: _ew("sign", self, out=self)
+
+
+@tensor_method
+def ldexp(input, other, *, out=None):
+    """input * 2 ** other (a floating point result)."""
+    tensor_arg(input, "ldexp")
+    _tensor_or_number(other, "other", "ldexp")
+    return _ew("mul", _to_float(input), _ew("exp2", _to_float(other))
+               if isinstance(other, _core.TensorBase) else 2.0 ** other, out=out)
+
+
+METHODS["ldexp_"] = lambda self, other: ldexp(_float_input(self, "ldexp_"), other, out=self)
+
+
+def _float_power_(self, exponent):
+    if self.dtype.name != "float64":
+        raise RuntimeError(f"float_power_: the base must be float64 (the result's dtype), "
+                           f"got {self.dtype!r}")
+    return _core.copy_(self, float_power(self, exponent))
+
+
+METHODS["float_power_"] = _float_power_
+
+
+def _name_lambdas(names):
+    """Give the in-place lambdas above their method's name, so that a wrong call says
+    which method it was (a TypeError from `<lambda>()` names nothing)."""
+    for n in names:
+        f = METHODS[n]
+        if f.__name__ == "<lambda>":
+            f.__code__ = f.__code__.replace(co_name=n, co_qualname=n)
+            f.__name__ = f.__qualname__ = n
+
+
+_name_lambdas(["addcmul_", "addcdiv_", "frac_", "xlogy_", "gcd_", "lcm_", "heaviside_",
+               "deg2rad_", "rad2deg_", "sinc_", "logit_", "sgn_", "ldexp_"])
+
+__all__ += ["addcmul", "addcdiv", "frac", "xlogy", "logaddexp2", "gcd", "lcm", "heaviside",
+            "deg2rad", "rad2deg", "sinc", "logit", "sgn", "ldexp"]
