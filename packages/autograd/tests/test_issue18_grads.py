@@ -102,3 +102,26 @@ def test_inplace_view_ops_are_recorded_on_non_leaves():
     a.addcmul_(w, w)
     a.sum().backward()
     assert w.grad.tolist() == [[3.0] * 3] * 2
+
+
+BATCH2 = {
+    "erfinv": (lambda x: em.erfinv(x), lambda: (leaf(5, lo=-0.95, hi=0.95),)),
+    "cov": (lambda x: em.cov(x), lambda: (leaf(3, 5),)),
+    "cov_weighted": (lambda x, a: em.cov(x, fweights=em.tensor([1, 2, 1, 3]), aweights=a),
+                     lambda: (leaf(2, 4), pos(4, seed=1))),
+    "corrcoef": (lambda x: em.corrcoef(x), lambda: (leaf(3, 5),)),
+    "dist": (lambda a, b: em.dist(a, b, 3), lambda: (leaf(2, 3), leaf(2, 3, seed=1))),
+    "slice_scatter": (lambda a, b: em.slice_scatter(a, b, 0, 1, 4, 2),
+                      lambda: (leaf(4, 2), leaf(2, 2, seed=1))),
+    "select_scatter": (lambda a, b: em.select_scatter(a, b, 1, 0),
+                       lambda: (leaf(3, 2), leaf(3, seed=1))),
+    "diagonal_scatter": (lambda a, b: em.diagonal_scatter(a, b, -1),
+                         lambda: (leaf(3, 3), leaf(2, seed=1))),
+    "rsub": (lambda a, b: em.rsub(a, b, alpha=2), lambda: (leaf(3), leaf(3, seed=1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH2))
+def test_gradcheck_batch2(name):
+    fn, make = BATCH2[name]
+    assert gradcheck(fn, make())

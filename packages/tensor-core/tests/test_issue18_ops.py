@@ -297,7 +297,7 @@ def _cum_ref(a, axis, op):
     for pos in np.ndindex(a.shape[:-1]):
         best, bi = None, 0
         for j, v in enumerate(a[pos]):
-            better = v >= best if op == "cummax" else v <= best
+            better = best is not None and (v >= best if op == "cummax" else v <= best)
             if best is None or (v != v) or (best == best and better):
                 best, bi = v, j
             vals[pos + (j,)], idx[pos + (j,)] = best, bi
@@ -668,3 +668,121 @@ def test_new_names_are_functions_and_methods():
     for name in ("bincount", "histogram", "isin", "cdist", "block_diag", "cartesian_prod",
                  "combinations", "vander", "trapezoid", "cumulative_trapezoid", "chain_matmul"):
         assert hasattr(em, name), name
+
+
+# the second batch: cov/corrcoef, dist, erfinv, scatter copies, unravel_index, predicates --
+
+@SETTINGS
+@given(v=st.integers(1, 4), n=st.integers(2, 8), seed=seeds, correction=st.integers(0, 1),
+       fw=st.booleans(), aw=st.booleans())
+def test_cov_corrcoef_match_numpy(v, n, seed, correction, fw, aw, device):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(v, n))
+    f = rng.integers(1, 4, size=n) if fw else None
+    a = rng.uniform(0.1, 2, size=n) if aw else None
+    got = em.cov(T(x, device), correction=correction, fweights=None if f is None else T(f, device),
+                 aweights=None if a is None else T(a, device))
+    assert_close(got, np.cov(x, ddof=correction, fweights=f, aweights=a), em.float64)
+    assert_close(T(x, device).corrcoef(), np.corrcoef(x), em.float64)
+    assert_close(em.cov(T(x[0], device)), np.cov(x[0]), em.float64)
+
+
+def test_cov_bad_input():
+    with pytest.raises(TypeError, match="cov: fweights must be integers"):
+        em.cov(em.ones(2, 3), fweights=em.ones(3))
+    with pytest.raises(ValueError, match="cov: aweights must be a tensor of 3 elements"):
+        em.cov(em.ones(2, 3), aweights=em.ones(2))
+
+
+@SETTINGS
+@given(shape=shapes(max_dims=3), seed=seeds, p=st.sampled_from([0, 1, 2, 3, math.inf]))
+def test_dist_matches_numpy(shape, seed, p, device):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=shape), rng.normal(size=shape)
+    diff = (a - b).reshape(-1)
+    if diff.size == 0 and p == math.inf:   # the max of nothing: an error (ember's norm)
+        return
+    ref = np.linalg.norm(diff, p) if diff.size else 0.0
+    assert_close(em.dist(T(a, device), T(b, device), p), ref, em.float64)
+
+
+@SETTINGS
+@given(shape=shapes(max_dims=2), d=floats, seed=seeds)
+def test_erfinv_inverts_erf(shape, d, seed, device):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.9999, 0.9999, size=shape).astype(np_dtype(d))
+    y = em.erfinv(T(x, device))
+    assert y.dtype is d
+    back = np.vectorize(math.erf, otypes=[np.float64])(to_numpy(y).astype(np.float64))
+    tol = 1e-6 if d is em.float32 else 1e-13
+    np.testing.assert_allclose(back, x.astype(np.float64), rtol=0, atol=tol)
+    z = T(x, device)
+    z.erfinv_()
+    assert_close(z, to_numpy(y), d)
+
+
+def test_erfinv_documented_values(device):
+    got = em.erfinv(em.tensor([0.0, 0.5, -1.0, 1.0, 2.0], device=device)).tolist()
+    assert got[0] == 0.0 and got[1] == pytest.approx(0.4769, abs=1e-4)
+    assert got[2] == -math.inf and got[3] == math.inf and math.isnan(got[4])
+    assert em.erfinv(em.tensor([0], device=device)).dtype is em.float32
+
+
+def test_scatter_copies_and_unravel_index(device):
+    z = em.zeros(4, 2, device=device)
+    got = em.slice_scatter(z, em.ones(2, 2, device=device), 0, 1, 4, 2)
+    assert got.tolist() == [[0, 0], [1, 1], [0, 0], [1, 1]] and z.sum().item() == 0
+    got = em.zeros(2, 2, device=device).select_scatter(em.ones(2, device=device), 1, 0)
+    assert got.tolist() == [[1, 0], [1, 0]]
+    got = em.diagonal_scatter(em.zeros(3, 3, device=device), em.ones(2, device=device), 1)
+    assert got.tolist() == [[0, 1, 0], [0, 0, 1], [0, 0, 0]]
+    got = em.diagonal_scatter(em.zeros(2, 3, 3, device=device), em.ones(2, 2, device=device),
+                              -1, 1, 2)
+    ref = np.zeros((2, 3, 3))
+    for i in range(2):
+        ref[i] = np.diag(np.ones(2), -1)
+    assert got.tolist() == ref.tolist()
+    with pytest.raises(ValueError, match="slice_scatter: src has shape"):
+        em.slice_scatter(z, em.ones(3, 2, device=device), 0, 0, 2)
+    r, c = em.unravel_index(em.tensor([4, 7, -1], device=device), (2, 4))
+    assert r.tolist() == [1, 1, 1] and c.tolist() == [0, 3, 3]
+    ref = np.unravel_index([0, 5, 23], (2, 3, 4))
+    got = em.unravel_index(em.tensor([0, 5, 23], device=device), (2, 3, 4))
+    assert [g.tolist() for g in got] == [list(v) for v in ref]
+    with pytest.raises(IndexError, match="unravel_index: an index is out of bounds"):
+        em.unravel_index(em.tensor([8]), (2, 4))
+
+
+def test_predicates_and_real_tensor_complex_names(device):
+    x = em.ones(2, 3, device=device)
+    assert x.nelement() == 6
+    assert x.get_device() == (-1 if x.device.type == "cpu" else (x.device.index or 0))
+    assert em.is_signed(x) and not em.tensor([1], dtype=em.uint8).is_signed()
+    assert em.is_same_size(x, em.zeros(2, 3)) and not x.is_same_size(em.zeros(3))
+    assert em.is_nonzero(em.tensor([2])) and not em.tensor(0.0).is_nonzero()
+    with pytest.raises(RuntimeError, match="is_nonzero: a Tensor with 6 elements"):
+        x.is_nonzero()
+    assert x.conj() is x and em.resolve_conj(x) is x and x.resolve_neg() is x
+    assert not x.is_conj() and not em.is_neg(x)
+    assert x.real is x and em.real(x) is x
+    c = em.conj_physical(x)
+    assert c is not x and c.tolist() == x.tolist()
+    with pytest.raises(RuntimeError, match="imag: not implemented for tensors with non-complex"):
+        _ = x.imag
+
+
+def test_rsub_split_with_sizes_and_inplace_functions(device):
+    x = em.tensor([1.0, 2.0], device=device)
+    assert em.rsub(x, 5, alpha=2).tolist() == [3.0, 1.0]
+    assert x.rsub(em.tensor([1.0, 1.0], device=device)).tolist() == [0.0, -1.0]
+    parts = em.arange(5, device=device).split_with_sizes([2, 3])
+    assert [p.tolist() for p in parts] == [[0, 1], [2, 3, 4]]
+    assert [p.tolist() for p in em.unsafe_chunk(em.arange(4), 2)] == [[0, 1], [2, 3]]
+    y = em.tensor([-1.0, 4.0], device=device)
+    assert em.abs_(y) is y and y.tolist() == [1.0, 4.0]
+    em.sqrt_(y)
+    em.clamp_(y, 1.5, 1.8)
+    assert y.tolist() == pytest.approx([1.5, 1.8])
+    em.relu_(y)
+    with pytest.raises(TypeError, match="abs_: self must be a Tensor"):
+        em.abs_(3)

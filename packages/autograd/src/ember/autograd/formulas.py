@@ -351,6 +351,12 @@ def _(n, g):
     return g * (cdf + x * pdf),
 
 
+@formula("erfinv", output=True)
+def _(n, g):   # d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x) ** 2)
+    y = n.output
+    return (g * (math.sqrt(math.pi) / 2) * em.exp(y * y),)
+
+
 @formula("erfc", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]

@@ -408,3 +408,58 @@ def is_floating_point(input):
 
 
 __all__ += ["is_tensor", "numel", "is_floating_point"]
+
+
+# predicates PyTorch programs ask of a tensor (issue 18) --------------------------------
+
+@tensor_method
+def nelement(self):
+    """The number of elements (numel's older name)."""
+    return self.numel()
+
+
+@tensor_method
+def get_device(self):
+    """The device index: -1 for the CPU (as PyTorch), the ordinal otherwise."""
+    d = self.device
+    return -1 if d.type == "cpu" else (d.index or 0)
+
+
+def is_signed(input):
+    """Whether input's dtype is signed (floating point and signed integers)."""
+    tensor_arg(input, "is_signed")
+    return input.dtype.kind == "float" or (input.dtype.kind == "int" and input.dtype.is_signed)
+
+
+def is_same_size(input, other):
+    """Whether input and other have the same shape."""
+    tensor_arg(input, "is_same_size")
+    tensor_arg(other, "is_same_size", "other")
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_nonzero(input):
+    """The truth value of a one-element tensor; a RuntimeError for any other size."""
+    tensor_arg(input, "is_nonzero")
+    if input.numel() != 1:
+        raise RuntimeError(f"is_nonzero: a Tensor with {input.numel()} elements cannot be "
+                           f"converted to a Python bool (it needs exactly one)")
+    return bool(input.item())
+
+
+def is_conj(input):
+    """False: ember has no complex dtypes, so no tensor has its conjugate bit set."""
+    tensor_arg(input, "is_conj")
+    return False
+
+
+def is_neg(input):
+    """False: ember has no lazily negated (complex) views."""
+    tensor_arg(input, "is_neg")
+    return False
+
+
+for _f in (is_signed, is_same_size, is_nonzero, is_conj, is_neg):
+    tensor_method(_f)
+
+__all__ += ["is_signed", "is_same_size", "is_nonzero", "is_conj", "is_neg"]

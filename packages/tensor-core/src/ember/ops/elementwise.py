@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from ember._args import int_arg, number_arg, tensor_arg
+from ember._args import int_arg, number_arg, tensor_arg, tensor_input
 from ember._C import core as _core
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
@@ -603,3 +603,70 @@ _name_lambdas(["addcmul_", "addcdiv_", "frac_", "xlogy_", "gcd_", "lcm_", "heavi
 
 __all__ += ["addcmul", "addcdiv", "frac", "xlogy", "logaddexp2", "gcd", "lcm", "heaviside",
             "deg2rad", "rad2deg", "sinc", "logit", "sgn", "ldexp"]
+
+
+@tensor_method
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (sub with the operands swapped)."""
+    tensor_arg(input, "rsub")
+    _tensor_or_number(other, "other", "rsub")
+    return _ew("sub", other, _scaled(input, alpha, "rsub"))
+
+
+# torch.abs_(x), torch.relu_(x), ...: PyTorch's module-level spellings of the in-place
+# methods of its elementwise ops
+_INPLACE_FUNCTIONS = [
+    "abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_",
+    "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_",
+    "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+    "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_",
+    "tanh_", "trunc_", "xlogy_"]
+_name_lambdas(["clamp_min_", "clamp_max_", "round_", "nan_to_num_", "lerp_"])
+for _n in _INPLACE_FUNCTIONS:
+    globals()[_n] = tensor_input(METHODS[_n])
+__all__ += ["rsub"] + _INPLACE_FUNCTIONS
+
+
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _poly(coefs, w):
+    p = coefs[0]
+    for c in coefs[1:]:
+        p = _ew("add", _ew("mul", p, w), c)
+    return p
+
+
+@tensor_method
+def erfinv(input, *, out=None):
+    """The inverse error function: erf(erfinv(x)) = x on (-1, 1), +-inf at +-1, NaN
+    outside. Giles' approximation (2010) refined by two Newton steps on erf, computed
+    in float64 (so float32 results are correctly rounded to within an ulp and float64
+    ones to about 1e-15); recorded as "erfinv" (its derivative is
+    sqrt(pi) / 2 * exp(erfinv(x) ** 2))."""
+    tensor_arg(input, "erfinv")
+    dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
+    with _core._no_record():
+        x = input.detach().to(_core._dtype_by_name("float64"))
+        w = _ew("neg", _ew("log", _ew("mul", _ew("sub", 1, x), _ew("add", 1, x))))
+        central = _poly(_ERFINV_CENTRAL, _ew("sub", w, 2.5))
+        tail = _poly(_ERFINV_TAIL, _ew("sub", _ew("sqrt", w), 3))
+        y = _ew("mul", _ew("where", _ew("lt", w, 5), central, tail), x)
+        y = _ew("where", _ew("eq", _ew("abs", x), 1), _ew("mul", x, math.inf), y)
+        for _ in range(2):
+            step = _ew("div", _ew("sub", _ew("erf", y), x),
+                       _ew("mul", 2 / math.sqrt(math.pi), _ew("exp", _ew("neg", _ew("mul", y, y)))))
+            y = _ew("where", _ew("isfinite", step), _ew("sub", y, step), y)
+        y = y.to(dtype)
+    y = _core.record("erfinv", (input,), y, None)
+    return _write(y, out, "erfinv")
+
+
+METHODS["erfinv_"] = lambda self: erfinv(_float_input(self, "erfinv_"), out=self)
+_name_lambdas(["erfinv_"])
+__all__ += ["erfinv"]

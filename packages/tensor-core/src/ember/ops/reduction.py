@@ -734,6 +734,76 @@ __all__ += ["quantile", "nanquantile", "mode", "bincount", "histogram", "renorm"
             "trace", "trapezoid", "trapz", "cumulative_trapezoid"]
 
 
+@tensor_method
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast)."""
+    if not isinstance(other, _core.TensorBase):
+        raise TypeError(f"dist: other must be a Tensor, got {type(other).__name__}")
+    return norm(_ew("sub", input, other), number_arg(p, "p", "dist"))
+
+
+@tensor_method
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in input's rows (observations in its
+    columns; a 1-d input is one variable), with frequency weights fweights (integers)
+    and observation weights aweights, as torch.cov (numpy.cov's rule)."""
+    if input.ndim > 2:
+        raise ValueError(f"cov: expects a 1-d or 2-d tensor, got shape {tuple(input.shape)}")
+    correction = _int_arg(correction, "correction", "cov")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if x.dtype.kind != "float":
+        x = x.to(_core.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if not isinstance(wt, _core.TensorBase) or wt.ndim > 1 or wt.numel() != n:
+            raise ValueError(f"cov: {name} must be a tensor of {n} elements (the "
+                             f"observations), got {wt!r:.80}")
+        if name == "fweights" and wt.dtype.kind != "int":
+            raise TypeError(f"cov: fweights must be integers, got {wt.dtype!r}")
+        if bool(_reduce("any", _ew("lt", wt, 0), None)):
+            raise ValueError(f"cov: {name} must be non-negative")
+        wt = wt.reshape(-1).to(x.dtype)
+        w = wt if w is None else _ew("mul", w, wt)
+    if w is None:
+        wsum = float(n)
+        avg = _ew("div", _reduce("sum", x, (1,), True), n)
+    else:
+        wsum_t = _reduce("sum", w, None, False)
+        avg = _ew("div", _reduce("sum", _ew("mul", x, w), (1,), True), wsum_t)
+    if w is None:
+        norm_ = wsum - correction
+    elif aweights is None or correction == 0:
+        norm_ = _ew("sub", wsum_t, correction)
+    else:
+        aw = aweights.reshape(-1).to(x.dtype)
+        norm_ = _ew("sub", wsum_t, _ew("div", _ew("mul", correction, _reduce(
+            "sum", _ew("mul", w, aw), None, False)), wsum_t))
+    xm = _ew("sub", x, avg)
+    xw = xm if w is None else _ew("mul", xm, w)
+    c = _ew("div", xw.matmul(xm.mT), _ew("maximum", norm_, 0) if isinstance(
+        norm_, _core.TensorBase) else (norm_ if norm_ > 0 else 0.0))
+    return c.reshape(()) if x.shape[0] == 1 else c
+
+
+@tensor_method
+def corrcoef(input):
+    """The Pearson correlation coefficients of input's rows (cov normalised by the
+    standard deviations, clipped to [-1, 1]), as torch.corrcoef."""
+    c = cov(input)
+    if c.ndim == 0:
+        return _ew("div", c, c)
+    d = c.diagonal()
+    s = _ew("sqrt", d)
+    r = _ew("div", _ew("div", c, s.unsqueeze(1)), s.unsqueeze(0))
+    return _ew("clamp", r, -1, 1)
+
+
+__all__ += ["dist", "cov", "corrcoef"]
+
+
 # The module-level functions check that their input is a Tensor (the methods don't
 # need to: their self is one).
 for _name in __all__:

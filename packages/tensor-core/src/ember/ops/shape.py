@@ -775,3 +775,22 @@ def vander(x, N=None, increasing=False):
 
 __all__ += ["diag", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
             "vander"]
+
+
+@tensor_method(names=("split_with_sizes", "unsafe_split_with_sizes"))
+@tensor_input
+def split_with_sizes(input, split_sizes, dim=0):
+    """split with a list of sizes (which must sum to the dim's size)."""
+    if isinstance(split_sizes, numbers.Integral) or isinstance(split_sizes, _TB):
+        raise TypeError(f"split_with_sizes: split_sizes must be a sequence of ints, got "
+                        f"{type(split_sizes).__name__}")
+    return split(input, list(sizes_arg((split_sizes,), "split_with_sizes", "split_sizes",
+                                       limit=1 << 20)), dim)
+
+
+# PyTorch's unsafe_* variants differ only in not tracking the views' versions
+unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes
+for _n, _f in (("unsafe_split", split), ("unsafe_chunk", chunk)):
+    tensor_method(_f, names=(_n,))
+
+__all__ += ["split_with_sizes", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"]

@@ -556,7 +556,7 @@ def resize_as_(input, the_template, *, memory_format=None):
     return resize_(input, _other(the_template, "resize_as_").shape, memory_format=memory_format)
 
 
-__all__ += ["resize_as_"]
+__all__ += ["resize_as_", "as_strided_"]
 
 
 def _install_properties(cls):
@@ -564,6 +564,11 @@ def _install_properties(cls):
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")
     cls.H = cls.T
     cls.mH = cls.mT
+    from ember.ops.conversion import _imag
+    cls.real = property(lambda self: self, doc="The real part: the tensor itself (ember's "
+                        "tensors are real).")
+    cls.imag = property(_imag, doc="Not defined for real tensors (a RuntimeError, as "
+                        "PyTorch).")
 
 
 for _name in __all__:
