@@ -125,3 +125,11 @@ BATCH2 = {
 def test_gradcheck_batch2(name):
     fn, make = BATCH2[name]
     assert gradcheck(fn, make())
+
+
+def test_samplers_cut_the_graph():
+    w = em.ones(3, dtype=em.float64, requires_grad=True)
+    v = w * 2
+    v.log_normal_()
+    (v * w).sum().backward()
+    assert w.grad.tolist() == v.detach().tolist()   # through the product only

@@ -786,3 +786,84 @@ def test_rsub_split_with_sizes_and_inplace_functions(device):
     em.relu_(y)
     with pytest.raises(TypeError, match="abs_: self must be a Tensor"):
         em.abs_(3)
+
+
+# the third batch: samplers, nextafter, inf predicates, angle, fill_diagonal_, range, ... --
+
+def test_log_normal_cauchy_geometric_samplers(device):
+    em.manual_seed(0)
+    x = em.empty(20000, dtype=em.float64, device=device)
+    assert x.log_normal_(0.5, 0.25) is x
+    logs = np.log(to_numpy(x))
+    assert abs(logs.mean() - 0.5) < 0.01 and abs(logs.std() - 0.25) < 0.01
+    x.cauchy_(1.0, 2.0)
+    assert abs(np.median(to_numpy(x)) - 1.0) < 0.1
+    q = np.quantile(to_numpy(x), [0.25, 0.75])     # Cauchy quartiles: median -+ sigma
+    assert abs(q[0] + 1.0) < 0.15 and abs(q[1] - 3.0) < 0.15
+    g = em.empty(20000, dtype=em.int64, device=device).geometric_(0.25)
+    gv = to_numpy(g)
+    assert gv.min() >= 1 and abs(gv.mean() - 4.0) < 0.1      # mean 1 / p
+    assert abs((gv == 1).mean() - 0.25) < 0.02
+    with pytest.raises(ValueError, match=r"geometric_: p must be in \(0, 1\)"):
+        g.geometric_(1.5)
+    with pytest.raises(ValueError, match="cauchy_: sigma must be positive"):
+        x.cauchy_(0, -1)
+
+
+@SETTINGS
+@given(shape=shapes(max_dims=2), d=st.sampled_from(FLOAT_DTYPES), seed=seeds)
+def test_nextafter_matches_numpy(shape, d, seed, device):
+    rng = np.random.default_rng(seed)
+    npd = np_dtype(d)
+    a = rng.choice(np.array([0.0, -0.0, 1.0, -2.5, 1e-30, np.inf, -np.inf, np.nan, 3.0]),
+                   size=shape).astype(npd)
+    b = rng.choice(np.array([0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 3.0]),
+                   size=shape).astype(npd)
+    got = to_numpy(em.nextafter(T(a, device), T(b, device)))
+    ref = np.nextafter(a, b)
+    assert got.dtype == npd
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_inf_predicates_angle_isreal(device):
+    x = em.tensor([-math.inf, -1.0, 0.0, 2.0, math.inf, nan], device=device)
+    assert em.isposinf(x).tolist() == [False, False, False, False, True, False]
+    assert x.isneginf().tolist() == [True, False, False, False, False, False]
+    assert em.isposinf(em.tensor([1, 2], device=device)).tolist() == [False, False]
+    got = em.angle(x).tolist()
+    assert got[:5] == pytest.approx([math.pi, math.pi, 0.0, 0.0, 0.0]) and math.isnan(got[5])
+    assert em.isreal(x).all().item()
+
+
+def test_fill_diagonal_matches_the_documented_values(device):
+    a = em.zeros(3, 4, device=device)
+    assert a.fill_diagonal_(5.0) is a
+    assert a.tolist() == (np.eye(3, 4) * 5).tolist()
+    b = em.zeros(7, 3, device=device).fill_diagonal_(1, wrap=True)
+    ref = np.zeros((7, 3))
+    for r in (0, 1, 2, 4, 5, 6):
+        ref[r, r % 4] = 1
+    assert b.tolist() == ref.tolist()
+    c = em.zeros(7, 3, device=device).fill_diagonal_(1)
+    assert c.tolist() == np.eye(7, 3).tolist()
+    d3 = em.zeros(2, 2, 2, device=device).fill_diagonal_(3)
+    assert d3[0, 0, 0].item() == 3 and d3[1, 1, 1].item() == 3 and d3.sum().item() == 6
+    with pytest.raises(ValueError, match="fill_diagonal_: all dims must have one size"):
+        em.zeros(2, 3, 2).fill_diagonal_(1)
+
+
+def test_range_adjoint_and_module_functions(device):
+    with pytest.warns(UserWarning, match="ember.range is deprecated"):
+        r = em.range(0, 1, 0.25, device=device)
+    assert r.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0] and r.dtype is em.float32
+    with pytest.warns(UserWarning):
+        assert em.range(1, 4).tolist() == [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match="range: step must be nonzero"):
+        em.range(0, 1, 0)
+    x = em.arange(6.0, device=device).reshape(2, 3)
+    assert x.adjoint().tolist() == x.T.tolist() and em.adjoint(x).shape == (3, 2)
+    y = em.fill(x, 2.0)
+    assert y.tolist() == [[2.0] * 3] * 2 and x[0, 1].item() == 1.0
+    assert em.zero_(em.fill_(y, 3.0)) is y and y.sum().item() == 0
+    assert em.detach(x.requires_grad_()).requires_grad is False
+    assert em.get_device(x) == x.get_device() and em.is_complex(x) is False

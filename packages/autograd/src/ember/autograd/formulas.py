@@ -1011,7 +1011,8 @@ def _(n, g):
 
 
 # in-place random fills: the old values don't influence the result
-@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
+@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_", "log_normal_",
+         "cauchy_", "geometric_")
 def _(n, g):
     return None,
 

@@ -2,6 +2,7 @@
 (Random creation is in ops/random.py, NumPy/DLPack in _interop.py.)"""
 from __future__ import annotations
 
+import builtins as _builtins
 import functools
 import itertools
 import math
@@ -151,7 +152,7 @@ def _flatten(data, op, dtypes):
 
 
 def _flat_list(nested, ndim):
-    for _ in range(max(ndim - 1, 0)):
+    for _ in _builtins.range(max(ndim - 1, 0)):
         nested = [v for sub in nested for v in sub]
     return nested if ndim else [nested]
 
@@ -421,7 +422,7 @@ def nelement(self):
 @tensor_method
 def get_device(self):
     """The device index: -1 for the CPU (as PyTorch), the ordinal otherwise."""
-    d = self.device
+    d = tensor_arg(self, "get_device").device
     return -1 if d.type == "cpu" else (d.index or 0)
 
 
@@ -463,3 +464,63 @@ for _f in (is_signed, is_same_size, is_nonzero, is_conj, is_neg):
     tensor_method(_f)
 
 __all__ += ["is_signed", "is_same_size", "is_nonzero", "is_conj", "is_neg"]
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
+    """torch.range (deprecated there for arange): start, start + step, ..., up to and
+    including end; the default float dtype unless dtype is given."""
+    import warnings
+    if end is None:
+        start, end = 0, start
+    start, end, step = (_number(v, n, "range") for v, n in ((start, "start"), (end, "end"),
+                                                          (step, "step")))
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"range: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    warnings.warn("ember.range is deprecated (as torch.range): use ember.arange, which "
+                  "excludes end", UserWarning, stacklevel=2)
+    n = int(math.floor((end - start) / step + 1e-9)) + 1
+    r = arange(n, dtype=float64, device=device) * step + start
+    r = r.to(_core.get_default_dtype() if dtype is None else dtype)
+    return r.requires_grad_() if requires_grad else r
+
+
+def _number(v, name, op):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__} {v!r:.60}")
+    if not math.isfinite(v):
+        raise ValueError(f"{op}: {name} must be finite, got {v}")
+    return v
+
+
+def detach(input):
+    """input.detach() (a tensor sharing input's storage, outside any graph)."""
+    return tensor_arg(input, "detach").detach()
+
+
+def detach_(input):
+    return tensor_arg(input, "detach_").detach_()
+
+
+def fill(input, value):
+    """A new tensor of input's shape, dtype and device filled with value."""
+    tensor_arg(input, "fill")
+    return input.clone().fill_(value)
+
+
+def fill_(input, value):
+    return tensor_arg(input, "fill_").fill_(value)
+
+
+def zero_(input):
+    return tensor_arg(input, "zero_").zero_()
+
+
+def is_complex(input):
+    """False: ember has no complex dtypes."""
+    return tensor_arg(input, "is_complex").is_complex()
+
+
+__all__ += ["range", "detach", "detach_", "fill", "fill_", "zero_", "get_device", "is_complex"]

@@ -670,3 +670,74 @@ def erfinv(input, *, out=None):
 METHODS["erfinv_"] = lambda self: erfinv(_float_input(self, "erfinv_"), out=self)
 _name_lambdas(["erfinv_"])
 __all__ += ["erfinv"]
+
+
+@tensor_method
+def isposinf(input, *, out=None):
+    """Whether each element is +inf."""
+    tensor_arg(input, "isposinf")
+    r = _ew("eq", input, math.inf) if input.dtype.kind == "float" else _ew("ne", input, input)
+    return _write(r, out, "isposinf")
+
+
+@tensor_method
+def isneginf(input, *, out=None):
+    """Whether each element is -inf."""
+    tensor_arg(input, "isneginf")
+    r = _ew("eq", input, -math.inf) if input.dtype.kind == "float" else _ew("ne", input, input)
+    return _write(r, out, "isneginf")
+
+
+@tensor_method
+def isreal(input):
+    """True everywhere: ember's tensors are real (no complex dtypes)."""
+    tensor_arg(input, "isreal")
+    return _ew("eq", input, input) if input.dtype.kind != "float" else \
+        _ew("logical_or", _ew("eq", input, input), _ew("isnan", input))
+
+
+@tensor_method
+def angle(input, *, out=None):
+    """The argument of each (real) element: pi for negatives, 0 otherwise, NaN for NaN
+    (integers give the default float dtype), as torch.angle."""
+    tensor_arg(input, "angle")
+    x = _to_float(input)
+    r = _ew("where", _ew("lt", x, 0), math.pi, 0.0).to(x.dtype)
+    return _write(_ew("where", _ew("isnan", x), x, r), out, "angle")
+
+
+# the integer dtype of each float's size, and its smallest subnormal
+_BITS = {"float16": ("int16", 2.0 ** -24), "float32": ("int32", 2.0 ** -149),
+         "float64": ("int64", 2.0 ** -1074)}
+
+
+@tensor_method
+def nextafter(input, other, *, out=None):
+    """The next floating point value after input towards other (elementwise, one
+    ulp; from 0 the smallest subnormal with other's sign), as torch.nextafter: the bit
+    pattern of input stepped by one, through a view of the integer dtype of its size."""
+    tensor_arg(input, "nextafter")
+    tensor_arg(other, "nextafter", "other")
+    if input.dtype.kind != "float" or input.dtype is not other.dtype:
+        raise TypeError(f"nextafter: input and other must be floating point tensors of "
+                        f"one dtype, got {input.dtype!r} and {other.dtype!r}")
+    name, tiny = _BITS[input.dtype.name]
+    ibits = _core._dtype_by_name(name)
+    from ember._layout import broadcast_shape
+    shape = tuple(broadcast_shape((tuple(input.shape), tuple(other.shape)), "nextafter"))
+    with _core._no_record():
+        a = input.detach().expand(shape).contiguous()
+        b = other.detach().expand(shape)
+        bits = a.view(ibits)
+        up = _ew("eq", _ew("lt", a, b), _ew("gt", a, 0))      # away from zero when true
+        stepped = _ew("add", bits, _ew("sub", _ew("mul", up.to(ibits), 2), 1)).view(a.dtype)
+        from_zero = _ew("copysign", _ew("add", _ew("mul", a, 0), tiny), b)
+        r = _ew("where", _ew("eq", a, 0), from_zero, stepped)
+        r = _ew("where", _ew("eq", a, b), b, r)
+        r = _ew("where", _ew("logical_or", _ew("isnan", a), _ew("isnan", b)), math.nan, r)
+    return _write(r.reshape(shape), out, "nextafter")
+
+
+METHODS["nextafter_"] = lambda self, other: nextafter(self, other, out=self)
+_name_lambdas(["nextafter_"])
+__all__ += ["isposinf", "isneginf", "isreal", "angle", "nextafter"]

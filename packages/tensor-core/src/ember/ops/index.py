@@ -1239,3 +1239,32 @@ def unravel_index(indices, shape):
 
 __all__ += ["index_put_", "select_scatter", "slice_scatter", "diagonal_scatter",
             "unravel_index"]
+
+
+@tensor_method
+@tensor_input
+def fill_diagonal_(input, fill_value, wrap=False):
+    """Fill the main diagonal (input[i, i, ..., i]) with fill_value in place, as
+    torch.Tensor.fill_diagonal_: a 2-d input may be tall; with wrap, a tall matrix's
+    diagonal restarts every ncols + 1 rows. More than 2 dims need equal sizes."""
+    if input.ndim < 2:
+        raise ValueError(f"fill_diagonal_: needs at least 2 dims, got shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim > 2 and len(set(input.shape)) != 1:
+        raise ValueError(f"fill_diagonal_: all dims must have one size when there are more "
+                         f"than 2, got shape {tuple(input.shape)}")
+    if not isinstance(fill_value, (numbers.Real, _TB)):
+        raise TypeError(f"fill_diagonal_: fill_value must be a number, got "
+                        f"{type(fill_value).__name__}")
+    if input.ndim == 2:
+        rows, cols = input.shape
+        period = cols + 1 if wrap else rows
+        for start in range(0, rows, max(period, 1)):
+            input.narrow(0, start, min(cols, rows - start)).diagonal().fill_(fill_value)
+        return input
+    n = input.shape[0]
+    _, _, _, strides, off = input._layout()
+    input.as_strided((n,), (sum(strides),), off).fill_(fill_value)
+    return input
+
+

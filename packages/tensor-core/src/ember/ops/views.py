@@ -559,6 +559,19 @@ def resize_as_(input, the_template, *, memory_format=None):
 __all__ += ["resize_as_", "as_strided_"]
 
 
+@tensor_method
+@tensor_input
+def adjoint(input):
+    """The conjugate transpose of the last two dims: transpose(-2, -1) for ember's real
+    tensors (a view)."""
+    if input.ndim < 2:
+        raise ValueError(f"adjoint: needs at least 2 dims, got shape {tuple(input.shape)}")
+    return transpose(input, -2, -1)
+
+
+__all__ += ["adjoint"]
+
+
 def _install_properties(cls):
     cls.T = property(_T, doc="All dims reversed (a view).")
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")
