@@ -75,6 +75,9 @@ def _refill(x):
     y[2].bernoulli_(0.5)
     y[3].random_(0, 3)
     y[4].exponential_()
+    y[5].log_normal_()
+    y[6].cauchy_()
+    y[7].geometric_(0.5)
     return y * x
 
 
@@ -87,7 +90,8 @@ def _copy_fill(x, row):
 
 # ops whose gradcheck needs a special setup: (function, input shapes, checked by)
 EXTRA_CASES = {
-    "random_fills": (_refill, [(5, 2)]),
+    "random_fills": (_refill, [(8, 2)]),
+    "erfinv": (lambda x: em.erfinv(x * 0.4), [(3, 4)]),
     "copy_fill": (_copy_fill, [(3, 4), (4,)]),
     # float32 rounding defeats finite differences: see
     # test_dtype_conversion_gradient_has_the_input_dtype

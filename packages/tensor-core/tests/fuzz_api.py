@@ -48,6 +48,11 @@ import time
 ALLOWED = (ValueError, TypeError, IndexError, RuntimeError, OverflowError,
            NotImplementedError, MemoryError, KeyError, BufferError)
 
+# ember's own exception types that are ALLOWED ones: the devices' OutOfMemoryError
+# (ember.cuda.OutOfMemoryError and the OpenCL backend's) subclasses RuntimeError and
+# MemoryError, as torch.cuda.OutOfMemoryError does
+EMBER_ALLOWED = {"OutOfMemoryError"}
+
 # Messages that show an argument reached internal code unchecked: Python's own wording
 # for an operation on a value of the wrong type. A clean error says which op and which
 # argument instead.
@@ -383,6 +388,8 @@ def _describe(em, a):
 def classify(exc_type, message):
     """'clean' or 'unexpected' for an exception a call raised."""
     import builtins
+    if exc_type in EMBER_ALLOWED:
+        return "unexpected" if INTERNAL.search(message) else "clean"
     builtin = getattr(builtins, exc_type, None)
     if builtin is None or not (isinstance(builtin, type) and issubclass(builtin, ALLOWED)):
         return "unexpected"

@@ -17,7 +17,7 @@ from ember.ops.matmul import _tensor, matmul, outer, tensordot, vecdot  # noqa: 
 from ember.ops.reduction import amax as _amax, amin as _amin, norm as _norm_reduce, sum as _sum
 from ember.ops.views import diagonal as _diagonal, matrix_transpose
 
-__all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose",
+__all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose", "cross",
            "diagonal", "norm", "vector_norm", "matrix_norm", "trace"]
 
 _NOT_YET = {"solve", "inv", "pinv", "det", "slogdet", "svd", "svdvals", "eig", "eigh",
@@ -38,6 +38,13 @@ def __getattr__(name):
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """The diagonals of the matrices in A (the last two dims by default), as a view."""
     return _diagonal(A, offset, dim1, dim2)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim (default the last; broadcasting), as
+    torch.linalg.cross (ember.cross's default dim is PyTorch's first dim of size 3)."""
+    from ember.ops.matmul import cross as _cross
+    return _cross(input, other, dim, out=out)
 
 
 def trace(A):

@@ -351,6 +351,12 @@ def _(n, g):
     return g * (cdf + x * pdf),
 
 
+@formula("erfinv", output=True)
+def _(n, g):   # d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x) ** 2)
+    y = n.output
+    return (g * (math.sqrt(math.pi) / 2) * em.exp(y * y),)
+
+
 @formula("erfc", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
@@ -1005,7 +1011,8 @@ def _(n, g):
 
 
 # in-place random fills: the old values don't influence the result
-@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_")
+@formula("uniform_", "normal_", "bernoulli_", "random_", "exponential_", "log_normal_",
+         "cauchy_", "geometric_")
 def _(n, g):
     return None,
 

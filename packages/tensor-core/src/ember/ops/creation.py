@@ -2,6 +2,7 @@
 (Random creation is in ops/random.py, NumPy/DLPack in _interop.py.)"""
 from __future__ import annotations
 
+import builtins as _builtins
 import functools
 import itertools
 import math
@@ -151,7 +152,7 @@ def _flatten(data, op, dtypes):
 
 
 def _flat_list(nested, ndim):
-    for _ in range(max(ndim - 1, 0)):
+    for _ in _builtins.range(max(ndim - 1, 0)):
         nested = [v for sub in nested for v in sub]
     return nested if ndim else [nested]
 
@@ -385,6 +386,14 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, requires_grad=requires_grad, **_new_kw(self, dtype, device))
 
 
+@tensor_method
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of the given size and stride, with self's dtype and
+    device unless given (torch.Tensor.new_empty_strided)."""
+    r = empty_strided(size, stride, **_new_kw(self, dtype, device))
+    return r.requires_grad_() if requires_grad else r
+
+
 def is_tensor(obj):
     return isinstance(obj, _core.TensorBase)
 
@@ -400,3 +409,118 @@ def is_floating_point(input):
 
 
 __all__ += ["is_tensor", "numel", "is_floating_point"]
+
+
+# predicates PyTorch programs ask of a tensor (issue 18) --------------------------------
+
+@tensor_method
+def nelement(self):
+    """The number of elements (numel's older name)."""
+    return self.numel()
+
+
+@tensor_method
+def get_device(self):
+    """The device index: -1 for the CPU (as PyTorch), the ordinal otherwise."""
+    d = tensor_arg(self, "get_device").device
+    return -1 if d.type == "cpu" else (d.index or 0)
+
+
+def is_signed(input):
+    """Whether input's dtype is signed (floating point and signed integers)."""
+    tensor_arg(input, "is_signed")
+    return input.dtype.kind == "float" or (input.dtype.kind == "int" and input.dtype.is_signed)
+
+
+def is_same_size(input, other):
+    """Whether input and other have the same shape."""
+    tensor_arg(input, "is_same_size")
+    tensor_arg(other, "is_same_size", "other")
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_nonzero(input):
+    """The truth value of a one-element tensor; a RuntimeError for any other size."""
+    tensor_arg(input, "is_nonzero")
+    if input.numel() != 1:
+        raise RuntimeError(f"is_nonzero: a Tensor with {input.numel()} elements cannot be "
+                           f"converted to a Python bool (it needs exactly one)")
+    return bool(input.item())
+
+
+def is_conj(input):
+    """False: ember has no complex dtypes, so no tensor has its conjugate bit set."""
+    tensor_arg(input, "is_conj")
+    return False
+
+
+def is_neg(input):
+    """False: ember has no lazily negated (complex) views."""
+    tensor_arg(input, "is_neg")
+    return False
+
+
+for _f in (is_signed, is_same_size, is_nonzero, is_conj, is_neg):
+    tensor_method(_f)
+
+__all__ += ["is_signed", "is_same_size", "is_nonzero", "is_conj", "is_neg"]
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
+    """torch.range (deprecated there for arange): start, start + step, ..., up to and
+    including end; the default float dtype unless dtype is given."""
+    import warnings
+    if end is None:
+        start, end = 0, start
+    start, end, step = (_number(v, n, "range") for v, n in ((start, "start"), (end, "end"),
+                                                          (step, "step")))
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"range: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    warnings.warn("ember.range is deprecated (as torch.range): use ember.arange, which "
+                  "excludes end", UserWarning, stacklevel=2)
+    n = int(math.floor((end - start) / step + 1e-9)) + 1
+    r = arange(n, dtype=float64, device=device) * step + start
+    r = r.to(_core.get_default_dtype() if dtype is None else dtype)
+    return r.requires_grad_() if requires_grad else r
+
+
+def _number(v, name, op):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__} {v!r:.60}")
+    if not math.isfinite(v):
+        raise ValueError(f"{op}: {name} must be finite, got {v}")
+    return v
+
+
+def detach(input):
+    """input.detach() (a tensor sharing input's storage, outside any graph)."""
+    return tensor_arg(input, "detach").detach()
+
+
+def detach_(input):
+    return tensor_arg(input, "detach_").detach_()
+
+
+def fill(input, value):
+    """A new tensor of input's shape, dtype and device filled with value."""
+    tensor_arg(input, "fill")
+    return input.clone().fill_(value)
+
+
+def fill_(input, value):
+    return tensor_arg(input, "fill_").fill_(value)
+
+
+def zero_(input):
+    return tensor_arg(input, "zero_").zero_()
+
+
+def is_complex(input):
+    """False: ember has no complex dtypes."""
+    return tensor_arg(input, "is_complex").is_complex()
+
+
+__all__ += ["range", "detach", "detach_", "fill", "fill_", "zero_", "get_device", "is_complex"]

@@ -2,9 +2,10 @@
 the few that add arguments around a row (alpha, rounding_mode, clamp bounds)."""
 from __future__ import annotations
 
+import math
 import numbers
 
-from ember._args import int_arg, number_arg, tensor_arg
+from ember._args import int_arg, number_arg, tensor_arg, tensor_input
 from ember._C import core as _core
 from ember._registry import METHODS, tensor_method
 from ember.ops import table
@@ -319,3 +320,424 @@ def logaddexp(input, other):
 __all__ += ["add", "sub", "subtract", "div", "divide", "true_divide", "pow", "power", "clamp",
             "clip", "clamp_min", "clamp_max", "round", "where", "nan_to_num", "lerp",
             "float_power", "equal", "isclose", "allclose", "logaddexp"]
+
+
+# composed elementwise ops (issue 18): written with op-table rows, so they run on every
+# device and autograd differentiates them through their parts ----------------------------
+
+def _tensor_or_number(x, name, op):
+    if not isinstance(x, (_core.TensorBase, numbers.Real)):
+        raise TypeError(f"{op}: {name} must be a Tensor or a real number, got "
+                        f"{type(x).__name__} {x!r:.60}")
+    return x
+
+
+def _value_arg(value, op):
+    if isinstance(value, _core.TensorBase):
+        if value.numel() != 1:
+            raise TypeError(f"{op}: value must be a number, got a tensor of shape "
+                            f"{tuple(value.shape)}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: value must be a number, got {type(value).__name__} "
+                        f"{value!r:.60}")
+    return value
+
+
+def _write(r, out, op):
+    if out is None:
+        return r
+    if not isinstance(out, _core.TensorBase):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    return out.copy_(r)
+
+
+@tensor_method
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 * tensor2 (broadcasting, promoting), as torch.addcmul."""
+    tensor_arg(input, "addcmul")
+    tensor_arg(tensor1, "addcmul", "tensor1")
+    tensor_arg(tensor2, "addcmul", "tensor2")
+    value = _value_arg(value, "addcmul")
+    p = _ew("mul", tensor1, tensor2)
+    if not (isinstance(value, numbers.Number) and value == 1):
+        p = _ew("mul", p, value)
+    return _ew("add", input, p, out=out)
+
+
+@tensor_method
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 / tensor2, as torch.addcdiv (integer tensor1 and tensor2
+    are refused, as PyTorch: integer division there is ambiguous)."""
+    tensor_arg(input, "addcdiv")
+    tensor_arg(tensor1, "addcdiv", "tensor1")
+    tensor_arg(tensor2, "addcdiv", "tensor2")
+    value = _value_arg(value, "addcdiv")
+    if tensor1.dtype.kind != "float" and tensor2.dtype.kind != "float":
+        raise RuntimeError(f"addcdiv: integer division of tensors is not supported "
+                           f"(tensor1 {tensor1.dtype!r}, tensor2 {tensor2.dtype!r}); use "
+                           f"floating point tensors")
+    p = _ew("div", tensor1, tensor2)
+    if not (isinstance(value, numbers.Number) and value == 1):
+        p = _ew("mul", p, value)
+    return _ew("add", input, p, out=out)
+
+
+METHODS["addcmul_"] = lambda self, tensor1, tensor2, *, value=1: \
+    addcmul(self, tensor1, tensor2, value=value, out=self)
+METHODS["addcdiv_"] = lambda self, tensor1, tensor2, *, value=1: \
+    addcdiv(self, tensor1, tensor2, value=value, out=self)
+
+
+def _float_input(input, op):
+    tensor_arg(input, op)
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: needs a floating point tensor, got dtype {input.dtype!r}")
+    return input
+
+
+@tensor_method
+def frac(input, *, out=None):
+    """input - trunc(input): the fractional part, with input's sign (floating point
+    only, as PyTorch)."""
+    _float_input(input, "frac")
+    return _ew("sub", input, _ew("trunc", input), out=out)
+
+
+METHODS["frac_"] = lambda self: frac(self, out=self)
+
+
+def _first_tensor(op, *args):
+    for a in args:
+        if isinstance(a, _core.TensorBase):
+            return a
+    raise TypeError(f"{op}: expected at least one Tensor argument, got "
+                    f"{', '.join(type(a).__name__ for a in args)}")
+
+
+@tensor_method
+def xlogy(input, other, *, out=None):
+    """input * log(other), and 0 where input is 0 (unless other is NaN), as torch.xlogy.
+    The gradient is finite where input is 0."""
+    _tensor_or_number(input, "input", "xlogy")
+    _tensor_or_number(other, "other", "xlogy")
+    t = _first_tensor("xlogy", input, other)
+    if not isinstance(input, _core.TensorBase):
+        from ember.ops.creation import as_tensor
+        input = as_tensor(input, device=t.device)
+    zero = _ew("eq", input, 0)
+    if not (isinstance(other, numbers.Real) and not math.isnan(other)):
+        zero = _ew("logical_and", zero, _ew("logical_not", _ew("isnan", other)))
+    safe = _ew("where", zero, 1, other)
+    return _ew("where", zero, 0, _ew("mul", input, _ew("log", safe)), out=out)
+
+
+METHODS["xlogy_"] = lambda self, other: xlogy(self, other, out=self)
+
+
+@tensor_method
+def logaddexp2(input, other):
+    """log2(2**input + 2**other), without overflow."""
+    _tensor_or_number(other, "other", "logaddexp2")
+    m = _ew("maximum", input, other)
+    m = _ew("where", _ew("isinf", m), 0.0, m)
+    return _ew("add", m, _ew("log2", _ew("add", _ew("exp2", _ew("sub", input, m)),
+                                         _ew("exp2", _ew("sub", other, m)))))
+
+
+def _int_pair(input, other, op):
+    tensor_arg(input, op)
+    _tensor_or_number(other, "other", op)
+    for name, x in (("input", input), ("other", other)):
+        kind = x.dtype.kind if isinstance(x, _core.TensorBase) else \
+            ("int" if isinstance(x, numbers.Integral) and not isinstance(x, bool) else "other")
+        if kind != "int":
+            what = repr(x.dtype) if isinstance(x, _core.TensorBase) else type(x).__name__
+            raise TypeError(f"{op}: needs integer tensors, got {name} of {what}")
+
+
+def _gcd(a, b):
+    b = _ew("abs", _ew("add", b, _ew("mul", a, 0)))     # both broadcast, promoted
+    a = _ew("abs", _ew("add", a, _ew("mul", b, 0)))
+    while bool(_core.reduce("any", _ew("ne", b, 0), None)):
+        nz = _ew("ne", b, 0)
+        safe = _ew("where", nz, b, 1)
+        a, b = _ew("where", nz, b, a), _ew("where", nz, _ew("remainder", a, safe), 0)
+    return a
+
+
+@tensor_method
+def gcd(input, other, *, out=None):
+    """The greatest common divisor of |input| and |other| (integers; gcd(0, 0) = 0),
+    by Euclid's algorithm over whole tensors (O(log max) rounds of op-table ops)."""
+    _int_pair(input, other, "gcd")
+    with _core._no_record():
+        r = _gcd(input, other)
+    return _write(r, out, "gcd")
+
+
+@tensor_method
+def lcm(input, other, *, out=None):
+    """The least common multiple |input * other| / gcd (integers; 0 when either is 0)."""
+    _int_pair(input, other, "lcm")
+    with _core._no_record():
+        g = _gcd(input, other)
+        q = _ew("floor_divide", input, _ew("where", _ew("eq", g, 0), 1, g))
+        r = _ew("abs", _ew("mul", q, other))
+    return _write(r, out, "lcm")
+
+
+METHODS["gcd_"] = lambda self, other: gcd(self, other, out=self)
+METHODS["lcm_"] = lambda self, other: lcm(self, other, out=self)
+
+
+@tensor_method
+def heaviside(input, values, *, out=None):
+    """The Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0
+    (input and values of one dtype, as PyTorch)."""
+    tensor_arg(input, "heaviside")
+    tensor_arg(values, "heaviside", "values")
+    if input.dtype is not values.dtype:
+        raise TypeError(f"heaviside: input and values must have one dtype, got "
+                        f"{input.dtype!r} and {values.dtype!r}")
+    r = _ew("where", _ew("eq", input, 0), values, _ew("gt", input, 0).to(input.dtype))
+    return _write(r, out, "heaviside")
+
+
+METHODS["heaviside_"] = lambda self, values: heaviside(self, values, out=self)
+
+
+def _to_float(input):
+    return input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
+
+
+@tensor_method
+def deg2rad(input, *, out=None):
+    """Degrees to radians (integers give the default float dtype)."""
+    tensor_arg(input, "deg2rad")
+    return _ew("mul", _to_float(input), math.pi / 180, out=out)
+
+
+@tensor_method
+def rad2deg(input, *, out=None):
+    """Radians to degrees (integers give the default float dtype)."""
+    tensor_arg(input, "rad2deg")
+    return _ew("mul", _to_float(input), 180 / math.pi, out=out)
+
+
+METHODS["deg2rad_"] = lambda self: deg2rad(_float_input(self, "deg2rad_"), out=self)
+METHODS["rad2deg_"] = lambda self: rad2deg(_float_input(self, "rad2deg_"), out=self)
+
+
+@tensor_method
+def sinc(input, *, out=None):
+    """sin(pi x) / (pi x), 1 at 0 (with the gradient 0 there)."""
+    tensor_arg(input, "sinc")
+    x = _to_float(input)
+    zero = _ew("eq", x, 0)
+    px = _ew("mul", _ew("where", zero, 1.0, x), math.pi)
+    return _ew("where", zero, 1.0, _ew("div", _ew("sin", px), px), out=out)
+
+
+METHODS["sinc_"] = lambda self: sinc(_float_input(self, "sinc_"), out=self)
+
+
+@tensor_method
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)); with eps, p is first clamped to [eps, 1 - eps]."""
+    tensor_arg(input, "logit")
+    x = _to_float(input)
+    if eps is not None:
+        eps = number_arg(eps, "eps", "logit")
+        x = _ew("clamp", x, eps, 1 - eps)
+    return _ew("log", _ew("div", x, _ew("sub", 1, x)), out=out)
+
+
+METHODS["logit_"] = lambda self, eps=None: logit(_float_input(self, "logit_"), eps, out=self)
+
+
+@tensor_method
+def sgn(input, *, out=None):
+    """sign(x) for real tensors (x / |x| for complex ones, which ember does not have)."""
+    tensor_arg(input, "sgn")
+    return _ew("sign", input, out=out)
+
+
+METHODS["sgn_"] = lambda self: _ew("sign", self, out=self)
+
+
+@tensor_method
+def ldexp(input, other, *, out=None):
+    """input * 2 ** other (a floating point result)."""
+    tensor_arg(input, "ldexp")
+    _tensor_or_number(other, "other", "ldexp")
+    return _ew("mul", _to_float(input), _ew("exp2", _to_float(other))
+               if isinstance(other, _core.TensorBase) else 2.0 ** other, out=out)
+
+
+METHODS["ldexp_"] = lambda self, other: ldexp(_float_input(self, "ldexp_"), other, out=self)
+
+
+def _float_power_(self, exponent):
+    if self.dtype.name != "float64":
+        raise RuntimeError(f"float_power_: the base must be float64 (the result's dtype), "
+                           f"got {self.dtype!r}")
+    return _core.copy_(self, float_power(self, exponent))
+
+
+METHODS["float_power_"] = _float_power_
+
+
+def _name_lambdas(names):
+    """Give the in-place lambdas above their method's name, so that a wrong call says
+    which method it was (a TypeError from `<lambda>()` names nothing)."""
+    for n in names:
+        f = METHODS[n]
+        if f.__name__ == "<lambda>":
+            f.__code__ = f.__code__.replace(co_name=n, co_qualname=n)
+            f.__name__ = f.__qualname__ = n
+
+
+_name_lambdas(["addcmul_", "addcdiv_", "frac_", "xlogy_", "gcd_", "lcm_", "heaviside_",
+               "deg2rad_", "rad2deg_", "sinc_", "logit_", "sgn_", "ldexp_"])
+
+__all__ += ["addcmul", "addcdiv", "frac", "xlogy", "logaddexp2", "gcd", "lcm", "heaviside",
+            "deg2rad", "rad2deg", "sinc", "logit", "sgn", "ldexp"]
+
+
+@tensor_method
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (sub with the operands swapped)."""
+    tensor_arg(input, "rsub")
+    _tensor_or_number(other, "other", "rsub")
+    return _ew("sub", other, _scaled(input, alpha, "rsub"))
+
+
+# torch.abs_(x), torch.relu_(x), ...: PyTorch's module-level spellings of the in-place
+# methods of its elementwise ops
+_INPLACE_FUNCTIONS = [
+    "abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_",
+    "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_",
+    "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+    "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_",
+    "tanh_", "trunc_", "xlogy_"]
+_name_lambdas(["clamp_min_", "clamp_max_", "round_", "nan_to_num_", "lerp_"])
+for _n in _INPLACE_FUNCTIONS:
+    globals()[_n] = tensor_input(METHODS[_n])
+__all__ += ["rsub"] + _INPLACE_FUNCTIONS
+
+
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _poly(coefs, w):
+    p = coefs[0]
+    for c in coefs[1:]:
+        p = _ew("add", _ew("mul", p, w), c)
+    return p
+
+
+@tensor_method
+def erfinv(input, *, out=None):
+    """The inverse error function: erf(erfinv(x)) = x on (-1, 1), +-inf at +-1, NaN
+    outside. Giles' approximation (2010) refined by two Newton steps on erf, computed
+    in float64 (so float32 results are correctly rounded to within an ulp and float64
+    ones to about 1e-15); recorded as "erfinv" (its derivative is
+    sqrt(pi) / 2 * exp(erfinv(x) ** 2))."""
+    tensor_arg(input, "erfinv")
+    dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
+    with _core._no_record():
+        x = input.detach().to(_core._dtype_by_name("float64"))
+        w = _ew("neg", _ew("log", _ew("mul", _ew("sub", 1, x), _ew("add", 1, x))))
+        central = _poly(_ERFINV_CENTRAL, _ew("sub", w, 2.5))
+        tail = _poly(_ERFINV_TAIL, _ew("sub", _ew("sqrt", w), 3))
+        y = _ew("mul", _ew("where", _ew("lt", w, 5), central, tail), x)
+        y = _ew("where", _ew("eq", _ew("abs", x), 1), _ew("mul", x, math.inf), y)
+        for _ in range(2):
+            step = _ew("div", _ew("sub", _ew("erf", y), x),
+                       _ew("mul", 2 / math.sqrt(math.pi), _ew("exp", _ew("neg", _ew("mul", y, y)))))
+            y = _ew("where", _ew("isfinite", step), _ew("sub", y, step), y)
+        y = y.to(dtype)
+    y = _core.record("erfinv", (input,), y, None)
+    return _write(y, out, "erfinv")
+
+
+METHODS["erfinv_"] = lambda self: erfinv(_float_input(self, "erfinv_"), out=self)
+_name_lambdas(["erfinv_"])
+__all__ += ["erfinv"]
+
+
+@tensor_method
+def isposinf(input, *, out=None):
+    """Whether each element is +inf."""
+    tensor_arg(input, "isposinf")
+    r = _ew("eq", input, math.inf) if input.dtype.kind == "float" else _ew("ne", input, input)
+    return _write(r, out, "isposinf")
+
+
+@tensor_method
+def isneginf(input, *, out=None):
+    """Whether each element is -inf."""
+    tensor_arg(input, "isneginf")
+    r = _ew("eq", input, -math.inf) if input.dtype.kind == "float" else _ew("ne", input, input)
+    return _write(r, out, "isneginf")
+
+
+@tensor_method
+def isreal(input):
+    """True everywhere: ember's tensors are real (no complex dtypes)."""
+    tensor_arg(input, "isreal")
+    return _ew("eq", input, input) if input.dtype.kind != "float" else \
+        _ew("logical_or", _ew("eq", input, input), _ew("isnan", input))
+
+
+@tensor_method
+def angle(input, *, out=None):
+    """The argument of each (real) element: pi for negatives, 0 otherwise, NaN for NaN
+    (integers give the default float dtype), as torch.angle."""
+    tensor_arg(input, "angle")
+    x = _to_float(input)
+    r = _ew("where", _ew("lt", x, 0), math.pi, 0.0).to(x.dtype)
+    return _write(_ew("where", _ew("isnan", x), x, r), out, "angle")
+
+
+# the integer dtype of each float's size, and its smallest subnormal
+_BITS = {"float16": ("int16", 2.0 ** -24), "float32": ("int32", 2.0 ** -149),
+         "float64": ("int64", 2.0 ** -1074)}
+
+
+@tensor_method
+def nextafter(input, other, *, out=None):
+    """The next floating point value after input towards other (elementwise, one
+    ulp; from 0 the smallest subnormal with other's sign), as torch.nextafter: the bit
+    pattern of input stepped by one, through a view of the integer dtype of its size."""
+    tensor_arg(input, "nextafter")
+    tensor_arg(other, "nextafter", "other")
+    if input.dtype.kind != "float" or input.dtype is not other.dtype:
+        raise TypeError(f"nextafter: input and other must be floating point tensors of "
+                        f"one dtype, got {input.dtype!r} and {other.dtype!r}")
+    name, tiny = _BITS[input.dtype.name]
+    ibits = _core._dtype_by_name(name)
+    from ember._layout import broadcast_shape
+    shape = tuple(broadcast_shape((tuple(input.shape), tuple(other.shape)), "nextafter"))
+    with _core._no_record():
+        a = input.detach().expand(shape).contiguous()
+        b = other.detach().expand(shape)
+        bits = a.view(ibits)
+        up = _ew("eq", _ew("lt", a, b), _ew("gt", a, 0))      # away from zero when true
+        stepped = _ew("add", bits, _ew("sub", _ew("mul", up.to(ibits), 2), 1)).view(a.dtype)
+        from_zero = _ew("copysign", _ew("add", _ew("mul", a, 0), tiny), b)
+        r = _ew("where", _ew("eq", a, 0), from_zero, stepped)
+        r = _ew("where", _ew("eq", a, b), b, r)
+        r = _ew("where", _ew("logical_or", _ew("isnan", a), _ew("isnan", b)), math.nan, r)
+    return _write(r.reshape(shape), out, "nextafter")
+
+
+METHODS["nextafter_"] = lambda self, other: nextafter(self, other, out=self)
+_name_lambdas(["nextafter_"])
+__all__ += ["isposinf", "isneginf", "isreal", "angle", "nextafter"]

@@ -1142,3 +1142,129 @@ def argwhere(input):
 def flatnonzero(input):
     """Positions of the nonzero elements of the flattened input."""
     return nonzero(input.reshape(-1))[:, 0]
+
+
+# the scatter-into-a-copy ops and unravel_index (issue 18): a clone and an indexed
+# write (recorded as setitem, so differentiable in both operands) -----------------------
+
+@tensor_method
+@tensor_input
+def select_scatter(input, src, dim, index):
+    """A copy of input with input.select(dim, index) replaced by src."""
+    d = _norm(dim, input.ndim, "select_scatter")
+    key = (slice(None),) * d + (int_arg(index, "index", "select_scatter"),)
+    return _scatter_key(input, src, key, "select_scatter")
+
+
+@tensor_method
+@tensor_input
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of input with input[..., start:end:step, ...] (along dim) replaced by src."""
+    d = _norm(dim, input.ndim, "slice_scatter")
+    for name, v in (("start", start), ("end", end)):
+        if v is not None:
+            int_arg(v, name, "slice_scatter")
+    step = int_arg(step, "step", "slice_scatter")
+    if step <= 0:
+        raise ValueError(f"slice_scatter: step must be positive, got {step}")
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_key(input, src, key, "slice_scatter")
+
+
+@tensor_method
+@tensor_input
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of input with its diagonal(offset, dim1, dim2) replaced by src."""
+    from ember.ops.creation import arange
+    offset = int_arg(offset, "offset", "diagonal_scatter")
+    diag = input.diagonal(offset, dim1, dim2)
+    n = input.ndim
+    a, b = _norm(dim1, n, "diagonal_scatter"), _norm(dim2, n, "diagonal_scatter")
+    m = diag.shape[-1]
+    i = arange(m, dtype=_core._dtype_by_name("int64"), device=input.device)
+    rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+    # the diagonal's dim is last in diagonal(); put a and b last, index them, move back
+    moved = input.clone().movedim((a, b), (n - 2, n - 1))
+    if not isinstance(src, _TB):
+        raise TypeError(f"diagonal_scatter: src must be a Tensor, got {type(src).__name__}")
+    if tuple(src.shape) != tuple(diag.shape):
+        raise ValueError(f"diagonal_scatter: src has shape {tuple(src.shape)}, the diagonal "
+                         f"has shape {tuple(diag.shape)}")
+    moved[..., rows, cols] = src
+    return moved.movedim((n - 2, n - 1), (a, b))
+
+
+def _scatter_key(input, src, key, op):
+    if not isinstance(src, _TB):
+        raise TypeError(f"{op}: src must be a Tensor, got {type(src).__name__}")
+    out = input.clone()
+    shape = tuple(out[key].shape)
+    if tuple(src.shape) != shape:
+        raise ValueError(f"{op}: src has shape {tuple(src.shape)}, the slice it fills has "
+                         f"shape {shape}")
+    out[key] = src
+    return out
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat indices in a tensor of `shape` (row-major): a tuple of
+    int64 tensors of indices' shape, as torch.unravel_index."""
+    from ember._args import sizes_arg
+    from ember.ops.creation import as_tensor
+    dims = tuple(sizes_arg((shape,), "unravel_index", "shape"))
+    if any(s < 0 for s in dims):
+        raise ValueError(f"unravel_index: shape {dims} has a negative size")
+    if not isinstance(indices, _TB):
+        if isinstance(indices, bool) or not isinstance(indices, numbers.Integral):
+            raise TypeError(f"unravel_index: indices must be an integer Tensor or int, got "
+                            f"{type(indices).__name__}")
+        indices = as_tensor(indices)
+    if indices.dtype.kind != "int":
+        raise TypeError(f"unravel_index: indices must be integers, got {indices.dtype!r}")
+    total = 1
+    for s in dims:
+        total *= s
+    idx = indices.to(_core._dtype_by_name("int64"))
+    if idx.numel() and (bool(_core.reduce("any", _ew("lt", idx, -total), None)) or
+                        bool(_core.reduce("any", _ew("ge", idx, total), None))):
+        raise IndexError(f"unravel_index: an index is out of bounds for shape {dims} "
+                         f"({total} elements)")
+    idx = _ew("remainder", idx, total) if total else idx
+    out = []
+    for s in reversed(dims):
+        out.append(_ew("remainder", idx, s) if s else idx)
+        idx = _ew("floor_divide", idx, s) if s else idx
+    return tuple(reversed(out))
+
+
+__all__ += ["index_put_", "select_scatter", "slice_scatter", "diagonal_scatter",
+            "unravel_index"]
+
+
+@tensor_method
+@tensor_input
+def fill_diagonal_(input, fill_value, wrap=False):
+    """Fill the main diagonal (input[i, i, ..., i]) with fill_value in place, as
+    torch.Tensor.fill_diagonal_: a 2-d input may be tall; with wrap, a tall matrix's
+    diagonal restarts every ncols + 1 rows. More than 2 dims need equal sizes."""
+    if input.ndim < 2:
+        raise ValueError(f"fill_diagonal_: needs at least 2 dims, got shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim > 2 and len(set(input.shape)) != 1:
+        raise ValueError(f"fill_diagonal_: all dims must have one size when there are more "
+                         f"than 2, got shape {tuple(input.shape)}")
+    if not isinstance(fill_value, (numbers.Real, _TB)):
+        raise TypeError(f"fill_diagonal_: fill_value must be a number, got "
+                        f"{type(fill_value).__name__}")
+    if input.ndim == 2:
+        rows, cols = input.shape
+        period = cols + 1 if wrap else rows
+        for start in range(0, rows, max(period, 1)):
+            input.narrow(0, start, min(cols, rows - start)).diagonal().fill_(fill_value)
+        return input
+    n = input.shape[0]
+    _, _, _, strides, off = input._layout()
+    input.as_strided((n,), (sum(strides),), off).fill_(fill_value)
+    return input
+
+

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numbers
 
 from ember._C import core as _core, matmul as _lin
-from ember._registry import tensor_method
+from ember._registry import METHODS as _METHODS, tensor_method
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "tensordot",
            "einsum", "addmm", "vecdot", "set_num_threads", "get_num_threads"]
@@ -505,3 +505,198 @@ def _arrange(x, lab, order, size, shared):
 
 
 import ember.linalg  # noqa: E402,F401  (the ember.linalg namespace, em.linalg)
+
+# the add-a-product family (issue 18): beta * input + alpha * (product) -------------------
+
+def _scaled_sum(x, prod, beta, alpha, shape, op):
+    """beta * x + alpha * prod, x broadcast to prod's shape; beta == 0 ignores x (NaN in
+    it does not propagate), as PyTorch."""
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__} {v!r:.60}")
+    from ember._layout import broadcast_shape
+    try:
+        if tuple(broadcast_shape((tuple(x.shape), shape), op)) != tuple(shape):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{op}: input of shape {tuple(x.shape)} cannot be broadcast to "
+                         f"{tuple(shape)}") from None
+    if alpha != 1:
+        prod = _core.elementwise("mul", prod, alpha)
+    if beta == 0:
+        from ember._dtypes import result_type
+        dt = result_type(x, prod)
+        return (prod if prod.dtype is dt else prod.to(dt)).expand(shape) \
+            if tuple(prod.shape) != tuple(shape) else (prod if prod.dtype is dt else prod.to(dt))
+    return _core.elementwise("add", prod, x if beta == 1 else _core.elementwise("mul", x, beta))
+
+
+def _ndim_check(op, **tensors):
+    for name, (t, n) in tensors.items():
+        if t.ndim != n:
+            raise ValueError(f"{op}: {name} must be {n}-d, got shape {tuple(t.shape)}")
+
+
+@tensor_method
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (batch1 @ batch2) per batch: batch1 (b, n, m), batch2
+    (b, m, p), input broadcast to (b, n, p)."""
+    x, a, b = (_tensor(t, "baddbmm") for t in (input, batch1, batch2))
+    _ndim_check("baddbmm", batch1=(a, 3), batch2=(b, 3))
+    prod = bmm(a, b)
+    return _write_out(_scaled_sum(x, prod, beta, alpha, tuple(prod.shape), "baddbmm"), out,
+                      "baddbmm")
+
+
+@tensor_method
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * sum over the batch of batch1[i] @ batch2[i]."""
+    x, a, b = (_tensor(t, "addbmm") for t in (input, batch1, batch2))
+    _ndim_check("addbmm", batch1=(a, 3), batch2=(b, 3))
+    prod = bmm(a, b).sum(0)
+    return _write_out(_scaled_sum(x, prod, beta, alpha, tuple(prod.shape), "addbmm"), out,
+                      "addbmm")
+
+
+@tensor_method
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec): mat (n, m), vec (m,), input broadcast to (n,)."""
+    x, a, v = (_tensor(t, "addmv") for t in (input, mat, vec))
+    prod = mv(a, v)
+    return _write_out(_scaled_sum(x, prod, beta, alpha, tuple(prod.shape), "addmv"), out,
+                      "addmv")
+
+
+@tensor_method
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    x, a, b = (_tensor(t, "addr") for t in (input, vec1, vec2))
+    _ndim_check("addr", vec1=(a, 1), vec2=(b, 1))
+    prod = outer(a, b)
+    return _write_out(_scaled_sum(x, prod, beta, alpha, tuple(prod.shape), "addr"), out,
+                      "addr")
+
+
+def _inplace_product(f, name):
+    def inplace(self, a, b, *, beta=1, alpha=1):
+        r = f(self, a, b, beta=beta, alpha=alpha)
+        if tuple(r.shape) != tuple(self.shape):
+            raise ValueError(f"{name}: the result's shape {tuple(r.shape)} differs from "
+                             f"self's {tuple(self.shape)}")
+        return _core.copy_(self, r)
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"In-place {f.__name__}: writes beta * self + alpha * (product) into self."
+    return inplace
+
+
+for _f in (addmm, baddbmm, addbmm, addmv, addr):
+    _METHODS[_f.__name__ + "_"] = _inplace_product(_f, _f.__name__ + "_")
+addmv_ = _METHODS["addmv_"]
+
+
+def kron(input, other, *, out=None):
+    """The Kronecker product: a block tensor whose block i is input[i] * other (the
+    operand with fewer dims gets leading 1s), composed of an outer product and a
+    reshape."""
+    a, b = _tensor(input, "kron"), _tensor(other, "kron")
+    n = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (n - a.ndim) + tuple(a.shape))
+    b = b.reshape((1,) * (n - b.ndim) + tuple(b.shape))
+    # a[i0, .., in-1, 1, .., 1] * b[1, .., 1, j0, .., jn-1], then interleave the dims
+    p = _core.elementwise("mul", a.reshape(tuple(a.shape) + (1,) * n),
+                          b.reshape((1,) * n + tuple(b.shape)))
+    order = [d for k in range(n) for d in (k, n + k)]
+    shape = tuple(a.shape[k] * b.shape[k] for k in range(n))
+    return _write_out(p.permute(order).reshape(shape), out, "kron")
+
+
+tensor_method(kron)
+
+
+def chain_matmul(*matrices, out=None):
+    """The product of 2-d matrices, left to right (deprecated in PyTorch for
+    linalg.multi_dot)."""
+    if not matrices:
+        raise ValueError("chain_matmul: expected at least one matrix")
+    ms = [_tensor(m, "chain_matmul") for m in matrices]
+    for i, m in enumerate(ms):
+        if m.ndim != 2:
+            raise ValueError(f"chain_matmul: matrix {i} must be 2-d, got shape {tuple(m.shape)}")
+    r = ms[0]
+    for m in ms[1:]:
+        r = mm(r, m)
+    return _write_out(r if len(ms) > 1 else r.clone(), out, "chain_matmul")
+
+
+def _cross_dim(a, b, dim, op):
+    from ember._layout import broadcast_shape
+    try:
+        shape = tuple(broadcast_shape((tuple(a.shape), tuple(b.shape)), op))
+    except ValueError:
+        raise ValueError(f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not "
+                         f"broadcast") from None
+    if not shape:
+        raise ValueError(f"{op}: needs tensors with a dim of size 3, got 0-d tensors")
+    if dim is None:         # torch.cross: the first dim of size 3 (deprecated default)
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise ValueError(f"{op}: no dim of size 3 in shape {shape}")
+    d = _core.normalize_dim(dim, len(shape), op)
+    if shape[d] != 3:
+        raise ValueError(f"{op}: dim {dim} has size {shape[d]}, needs 3 (shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)})")
+    return a.expand(shape), b.expand(shape), d
+
+
+@tensor_method
+def cross(input, other, dim=None, *, out=None):
+    """The cross product of 3-vectors along dim (broadcasting); dim None takes the
+    first dim of size 3, as torch.cross. Composed of index_select, mul, sub, cat."""
+    a, b = _tensor(input, "cross"), _tensor(other, "cross")
+    a, b, d = _cross_dim(a, b, dim, "cross")
+    from ember.ops.shape import cat
+
+    def c(x, i):
+        return x.narrow(d, i, 1)
+    ew = _core.elementwise
+    r = cat([ew("sub", ew("mul", c(a, 1), c(b, 2)), ew("mul", c(a, 2), c(b, 1))),
+             ew("sub", ew("mul", c(a, 2), c(b, 0)), ew("mul", c(a, 0), c(b, 2))),
+             ew("sub", ew("mul", c(a, 0), c(b, 1)), ew("mul", c(a, 1), c(b, 0)))], d)
+    return _write_out(r, out, "cross")
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Batched p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M):
+    (..., P, R). p = 2 uses |a|^2 + |b|^2 - 2 a.b (a matmul) when compute_mode allows
+    and a row count exceeds 25 (PyTorch's rule), else the difference tensor."""
+    a, b = _tensor(x1, "cdist"), _tensor(x2, "cdist")
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"cdist: x1 and x2 must have at least 2 dims, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"cdist: x1 and x2 must have the same number of columns, got "
+                         f"{a.shape[-1]} and {b.shape[-1]}")
+    if a.dtype.kind != "float" or b.dtype.kind != "float":
+        raise TypeError(f"cdist: needs floating point tensors, got {a.dtype!r} and "
+                        f"{b.dtype!r}")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not p >= 0:
+        raise ValueError(f"cdist: p must be a non-negative number, got {p!r}")
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+             "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise ValueError(f"cdist: compute_mode must be one of {modes}, got {compute_mode!r}")
+    ew = _core.elementwise
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or
+                         (compute_mode == modes[0] and (a.shape[-2] > 25 or b.shape[-2] > 25)))
+    if use_mm:
+        aa = ew("mul", a, a).sum(-1, keepdim=True)
+        bb = ew("mul", b, b).sum(-1, keepdim=True)
+        d2 = ew("add", ew("sub", aa, ew("mul", matmul(a, b.mT), 2)), bb.mT)
+        return ew("sqrt", ew("maximum", d2, 0))
+    diff = ew("sub", a.unsqueeze(-2), b.unsqueeze(-3))      # (..., P, R, M)
+    from ember.ops.reduction import norm
+    return norm(diff, p, dim=-1)
+
+
+__all__ += ["baddbmm", "addbmm", "addmv", "addmv_", "addr", "kron", "chain_matmul", "cross",
+            "cdist"]

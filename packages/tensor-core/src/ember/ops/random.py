@@ -585,3 +585,59 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 tensor_method(bernoulli)
 tensor_method(multinomial)
+
+
+# the other distributions of PyTorch's in-place samplers (issue 18), from uniform_ and
+# normal_ by the inverse CDF --------------------------------------------------------------
+
+def _sample_into(self, values, op):
+    _core.copy_into(self, values)
+    return _written(self, op)
+
+
+@tensor_method
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with exp(N(mean, std)) (log-normal numbers)."""
+    _inplace(self, "log_normal_")
+    mean, std = number_arg(mean, "mean", "log_normal_"), number_arg(std, "std", "log_normal_")
+    if not std > 0:
+        raise ValueError(f"log_normal_: std must be positive, got {std}")
+    _float_dtype(self.dtype, "log_normal_")
+    with _core._no_record():
+        z = _core.empty(tuple(self.shape), self.dtype, self.device)
+        normal_(z, mean, std, generator=generator)
+        v = _core.elementwise("exp", z)
+    return _sample_into(self, v, "log_normal_")
+
+
+@tensor_method
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with Cauchy numbers: median + sigma * tan(pi * (u - 1/2))."""
+    _inplace(self, "cauchy_")
+    median = number_arg(median, "median", "cauchy_")
+    sigma = number_arg(sigma, "sigma", "cauchy_")
+    if not sigma > 0:
+        raise ValueError(f"cauchy_: sigma must be positive, got {sigma}")
+    _float_dtype(self.dtype, "cauchy_")
+    with _core._no_record():
+        u = _core.empty(tuple(self.shape), _core._dtype_by_name("float64"), self.device)
+        uniform_(u, generator=generator)
+        ew = _core.elementwise
+        v = ew("add", median, ew("mul", sigma, ew("tan", ew("mul", math.pi, ew("sub", u, 0.5)))))
+    return _sample_into(self, v, "cauchy_")
+
+
+@tensor_method
+def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...):
+    ceil(log(1 - u) / log(1 - p))."""
+    _inplace(self, "geometric_")
+    p = number_arg(p, "p", "geometric_")
+    if not 0 < p < 1:
+        raise ValueError(f"geometric_: p must be in (0, 1), got {p}")
+    with _core._no_record():
+        u = _core.empty(tuple(self.shape), _core._dtype_by_name("float64"), self.device)
+        uniform_(u, generator=generator)
+        ew = _core.elementwise
+        k = ew("maximum", ew("ceil", ew("div", ew("log1p", ew("neg", u)), math.log1p(-p))), 1)
+    return _sample_into(self, k, "geometric_")

@@ -4,14 +4,15 @@ written with ember ops only, so they run on every device and autograd differenti
 them through their parts."""
 from __future__ import annotations
 
+import builtins as _builtins
 import math
 import numbers
 from collections import namedtuple
 
-from ember._args import number_arg, tensor_input
+from ember._args import int_arg as _int_arg, number_arg, tensor_input
 from ember._C import core as _core
 from ember._dtypes import float32 as _float32, int64 as _int64
-from ember._registry import tensor_method
+from ember._registry import METHODS, tensor_method
 
 _reduce = _core.reduce
 _ew = _core.elementwise
@@ -401,7 +402,411 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - PyTorch's
     return r if out is None else out.copy_(r)
 
 
+# quantiles, mode, counts and friends (issue 18): composed of sort, gather, index_add,
+# searchsorted and the op table (the differentiable ones through gather / arithmetic) --
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, op):
+    from ember.ops.creation import as_tensor
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: input must be a floating point tensor, got {input.dtype!r}")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{op}: interpolation must be one of {_INTERPOLATIONS}, got "
+                         f"{interpolation!r}")
+    scalar_q = not isinstance(q, _core.TensorBase)
+    if scalar_q:
+        q = as_tensor([number_arg(q, "q", op)], dtype=input.dtype, device=input.device)
+    else:
+        if q.ndim > 1:
+            raise ValueError(f"{op}: q must be a scalar or a 1-d tensor, got shape "
+                             f"{tuple(q.shape)}")
+        if q.dtype is not input.dtype:
+            raise TypeError(f"{op}: q must have input's dtype {input.dtype!r}, got {q.dtype!r}")
+        if q.device != input.device:
+            raise RuntimeError(f"{op}: q is on {q.device}, input on {input.device}")
+        scalar_q = q.ndim == 0
+        q = q.reshape(-1)
+    if q.numel() and not bool(_reduce("all", _ew("logical_and", _ew("ge", q, 0),
+                                                 _ew("le", q, 1)), None)):
+        raise ValueError(f"{op}: q values must be in the range [0, 1], got {q.tolist()}")
+    if dim is None:
+        x, d = input.reshape(-1), 0
+    else:
+        d = _core.normalize_dim(dim, input.ndim, op)
+        x = input.reshape(1) if input.ndim == 0 else input
+    n = x.shape[d] if x.ndim else 1
+    if n == 0 or x.numel() == 0:
+        raise RuntimeError(f"{op}: input tensor must be non-empty (shape {tuple(input.shape)})")
+    s = x.sort(dim=d).values.movedim(d, -1)           # (..., n), NaN last
+    lead = tuple(s.shape[:-1])
+    qs = q.reshape((-1,) + (1,) * len(lead) + (1,))   # (Q, 1.., 1)
+    with _core._no_record():
+        nans = _reduce("sum", _ew("isnan", s), (s.ndim - 1,), True)    # (..., 1)
+        valid = _ew("sub", n, nans) if op == "nanquantile" else \
+            _ew("add", _ew("mul", nans, 0), n)
+        last = _ew("maximum", _ew("sub", valid, 1), 0).to(x.dtype)
+        rank = _ew("mul", qs.detach(), last)                    # (Q, ..., 1)
+        if interpolation == "nearest":
+            rank = _ew("round", rank)
+        lo = _ew("floor", rank).to(_int64)
+        hi = _ew("ceil", rank).to(_int64)
+        frac = _ew("sub", rank, lo.to(x.dtype))
+    full = (q.shape[0],) + lead + (n,)
+    se = s.unsqueeze(0).expand(full)
+    vlo = se.gather(-1, lo.expand((q.shape[0],) + lead + (1,)))
+    vhi = se.gather(-1, hi.expand((q.shape[0],) + lead + (1,)))
+    if interpolation in ("lower", "nearest"):
+        r = vlo
+    elif interpolation == "higher":
+        r = vhi
+    elif interpolation == "midpoint":
+        r = _ew("mul", _ew("add", vlo, vhi), 0.5)
+    else:
+        r = _ew("lerp", vlo, vhi, frac)
+    if op == "quantile":       # a NaN in the slice makes its quantiles NaN
+        r = _ew("where", _ew("gt", nans, 0), math.nan, r)
+    r = r.squeeze(-1)                                          # (Q, ...)
+    if keepdim:
+        if dim is None:
+            r = r.reshape((q.shape[0],) + (1,) * input.ndim)
+        elif input.ndim:
+            r = r.unsqueeze(d + 1)
+    return r.squeeze(0) if scalar_q else r
+
+
+@tensor_method
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles of input along dim (of all elements when None), as
+    torch.quantile: q a number or a 1-d tensor in [0, 1] (a 1-d q adds a leading dim),
+    interpolation 'linear', 'lower', 'higher', 'midpoint' or 'nearest'; a NaN in a
+    slice gives NaN. Differentiable (gathers of the sorted input)."""
+    return _quantile(input, q, dim, keepdim, interpolation, "quantile")
+
+
+@tensor_method
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile of the non-NaN elements (NaN where a slice has none)."""
+    return _quantile(input, q, dim, keepdim, interpolation, "nanquantile")
+
+
+@tensor_method
+def mode(input, dim=-1, keepdim=False):
+    """(values, indices): the most frequent value along dim (the smallest among equally
+    frequent ones; each NaN counts once) and the index of its last occurrence, as
+    torch.mode."""
+    from ember.ops.creation import arange
+    from ember.ops.scan import cummax
+    x = input.reshape(1) if input.ndim == 0 else input
+    d = _core.normalize_dim(dim, x.ndim, "mode")
+    n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"mode: cannot take the mode of the empty dim {d} "
+                         f"(shape {tuple(input.shape)})")
+    with _core._no_record():
+        s = x.detach().sort(dim=d)
+        v, si = s.values.movedim(d, -1), s.indices.movedim(d, -1)      # (..., n)
+        pos = arange(n, dtype=_int64, device=x.device)
+        new = _ew("ne", v.narrow(-1, 1, n - 1), v.narrow(-1, 0, n - 1)) if n > 1 else None
+        from ember.ops.shape import cat
+        starts = _ew("where", cat([_core.empty(tuple(v.shape[:-1]) + (1,), _core._dtype_by_name(
+            "bool"), x.device).fill_(True), new], -1) if new is not None else True, pos, 0)
+        if not isinstance(starts, _core.TensorBase) or starts.shape != v.shape:
+            starts = _ew("add", _ew("mul", v, 0).to(_int64), starts)
+        count = _ew("add", _ew("sub", pos, cummax(starts, -1).values), 1)
+        best = _reduce("amax", count, (count.ndim - 1,), True)
+        first = _arg_extreme(_ew("eq", count, best).to(_int64), -1, True, "argmax", "amax")
+        idx = si.gather(-1, first).movedim(-1, d)
+    values = x.gather(d, idx)
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    if input.ndim == 0:
+        values, idx = values.reshape(()), idx.reshape(())
+    return values_indices(values, idx)
+
+
+@tensor_method
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value of a 1-d tensor of non-negative integers (length max + 1,
+    at least minlength); with weights, the sums of the weights instead (float32
+    weights give float32, other weights float64, as PyTorch)."""
+    from ember.ops.creation import zeros
+    minlength = _int_arg(minlength, "minlength", "bincount")
+    if input.ndim != 1 or input.dtype.kind not in ("int", "bool"):
+        raise ValueError(f"bincount: input must be a 1-d integer tensor, got shape "
+                         f"{tuple(input.shape)} and dtype {input.dtype!r}")
+    if minlength < 0:
+        raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+    if weights is not None:
+        if not isinstance(weights, _core.TensorBase) or tuple(weights.shape) != tuple(input.shape):
+            raise ValueError(f"bincount: weights must be a tensor of input's shape "
+                             f"{tuple(input.shape)}, got {weights!r:.80}")
+    if input.numel() and bool(_reduce("any", _ew("lt", input, 0), None)):
+        raise ValueError("bincount: input must be non-negative")
+    n = _builtins.max(int(_reduce("amax", input, None)) + 1 if input.numel() else 0, minlength)
+    idx = input.to(_int64)
+    if weights is None:
+        out = zeros(n, dtype=_int64, device=input.device)
+        return out.index_add_(0, idx, _core.empty((input.numel(),), _int64,
+                                                  input.device).fill_(1))
+    wdt = weights.dtype if weights.dtype.name == "float32" else _core._dtype_by_name("float64")
+    out = zeros(n, dtype=wdt, device=input.device)
+    return out.index_add(0, idx, weights.to(wdt))
+
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+@tensor_method
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+    """(hist, bin_edges), as torch.histogram: bins an int (equal bins over `range`,
+    default the data's min and max, widened by 0.5 each way when they are equal) or a
+    1-d tensor of increasing edges; each bin holds [edge_i, edge_i+1), the last one
+    its right edge too; weight sums weights instead of counting; density divides by
+    the total and the bin widths. Floating point input only; not differentiable."""
+    from ember.ops.creation import linspace, zeros
+    from ember.ops.sort import searchsorted
+    if input.dtype.kind != "float":
+        raise TypeError(f"histogram: needs a floating point tensor, got dtype {input.dtype!r}")
+    if weight is not None and (not isinstance(weight, _core.TensorBase) or
+                               tuple(weight.shape) != tuple(input.shape)):
+        raise ValueError(f"histogram: weight must be a tensor of input's shape "
+                         f"{tuple(input.shape)}, got {weight!r:.80}")
+    with _core._no_record():
+        x = input.detach().reshape(-1)
+        if isinstance(bins, _core.TensorBase):
+            if bins.ndim != 1 or bins.numel() < 1:
+                raise ValueError(f"histogram: bins must be a 1-d tensor of edges, got shape "
+                                 f"{tuple(bins.shape)}")
+            edges = bins.to(x.dtype)
+            k = edges.numel() - 1
+            if k > 0 and bool(_reduce("any", _ew("gt", edges.narrow(0, 0, k),
+                                                 edges.narrow(0, 1, k)), None)):
+                raise ValueError("histogram: bin edges must be non-decreasing")
+        else:
+            nb = _int_arg(bins, "bins", "histogram")
+            if nb <= 0:
+                raise ValueError(f"histogram: bins must be > 0, got {nb}")
+            if range is not None:
+                try:
+                    lo, hi = (float(v) for v in range)
+                except (TypeError, ValueError):
+                    raise TypeError(f"histogram: range must be a pair of numbers, got "
+                                    f"{range!r:.60}") from None
+            elif x.numel():
+                lo, hi = float(_reduce("amin", x, None)), float(_reduce("amax", x, None))
+            else:
+                lo, hi = 0.0, 0.0
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ValueError(f"histogram: range [{lo}, {hi}] is not finite")
+            if lo > hi:
+                raise ValueError(f"histogram: range must have min <= max, got [{lo}, {hi}]")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = linspace(lo, hi, nb + 1, dtype=x.dtype, device=x.device)
+        k = edges.numel() - 1
+        w = None if weight is None else weight.detach().reshape(-1).to(x.dtype)
+        hist = zeros(_builtins.max(k, 0) + 1, dtype=x.dtype, device=x.device)
+        if k > 0 and x.numel():
+            first, lastv = edges[0], edges[k]
+            b = _ew("sub", searchsorted(edges, x, right=True), 1)
+            b = _ew("where", _ew("eq", x, lastv), k - 1, b)
+            inside = _ew("logical_and", _ew("ge", x, first), _ew("le", x, lastv))
+            b = _ew("where", inside, b, k)
+            vals = w if w is not None else _core.empty((x.numel(),), x.dtype, x.device).fill_(1)
+            hist.index_add_(0, b, vals)
+        hist = hist[:_builtins.max(k, 0)]
+        if density and k > 0:
+            widths = _ew("sub", edges.narrow(0, 1, k), edges.narrow(0, 0, k))
+            hist = _ew("div", hist, _ew("mul", _reduce("sum", hist, None), widths))
+    if out is not None:
+        raise TypeError("histogram: out= is not supported by ember (use the returned tensors)")
+    return histogram_result(hist, edges.clone())
+
+
+@tensor_method
+def renorm(input, p, dim, maxnorm):
+    """Each slice input.select(dim, i) whose p-norm exceeds maxnorm is scaled to have
+    norm maxnorm (by maxnorm / (norm + 1e-7), as PyTorch); the others are unchanged."""
+    if input.dtype.kind != "float":
+        raise TypeError(f"renorm: needs a floating point tensor, got dtype {input.dtype!r}")
+    p = number_arg(p, "p", "renorm")
+    maxnorm = number_arg(maxnorm, "maxnorm", "renorm")
+    if not p > 0:
+        raise ValueError(f"renorm: p must be positive, got {p}")
+    if not maxnorm >= 0:
+        raise ValueError(f"renorm: maxnorm must be non-negative, got {maxnorm}")
+    if input.ndim <= 1:
+        raise ValueError(f"renorm: input needs at least 2 dims, got shape {tuple(input.shape)}")
+    d = _core.normalize_dim(dim, input.ndim, "renorm")
+    others = tuple(i for i in range(input.ndim) if i != d)
+    n = _norm(_wide(input), p, others, True)
+    with _core._no_record():
+        over = _ew("gt", n, maxnorm)
+    factor = _ew("where", over, _ew("div", maxnorm, _ew("add", n, 1e-7)), 1.0)
+    return _ew("mul", input, _narrow(factor, input.dtype))
+
+
+def _renorm_(self, p, dim, maxnorm):
+    return self.copy_(renorm(self, p, dim, maxnorm))
+
+
+@tensor_method
+def sum_to_size(input, *size):
+    """input summed to `size` (which must expand to input's shape): the inverse of
+    expand, as torch.Tensor.sum_to_size."""
+    from ember._args import sizes_arg
+    shape = tuple(sizes_arg(size, "sum_to_size"))
+    ish = tuple(input.shape)
+    lead = len(ish) - len(shape)
+    if lead < 0 or _builtins.any(s != 1 and s != n for s, n in zip(shape, ish[lead:])):
+        raise ValueError(f"sum_to_size: size {shape} is not expandable to the tensor's "
+                         f"size {ish}")
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and ish[lead + i] != 1)
+    if not dims:
+        return input
+    r = _reduce("sum", input, dims, True)
+    return r.reshape(shape)
+
+
+@tensor_method
+def trace(input):
+    """The sum of a 2-d tensor's main diagonal (integers sum to int64)."""
+    if input.ndim != 2:
+        raise ValueError(f"trace: expects a 2-d tensor, got shape {tuple(input.shape)}")
+    return sum(input.diagonal())
+
+
+def _trapezoid_parts(y, x, dx, dim, op):
+    if y.ndim == 0:
+        raise ValueError(f"{op}: y must have at least 1 dim, got a 0-d tensor")
+    d = _core.normalize_dim(dim, y.ndim, op)
+    n = y.shape[d]
+    if n == 0:
+        return None, d
+    ys = _ew("add", y.narrow(d, 1, n - 1), y.narrow(d, 0, n - 1))
+    if x is None:
+        step = 1 if dx is None else number_arg(dx, "dx", op)
+        return _ew("mul", ys, step / 2), d
+    if dx is not None:
+        raise ValueError(f"{op}: give x or dx, not both")
+    if not isinstance(x, _core.TensorBase):
+        raise TypeError(f"{op}: x must be a Tensor, got {type(x).__name__}")
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise ValueError(f"{op}: x has {x.shape[0]} points, y has {n} along dim {d}")
+        shape = [1] * y.ndim
+        shape[d] = n - 1
+        dxs = _ew("sub", x.narrow(0, 1, n - 1), x.narrow(0, 0, n - 1)).reshape(shape)
+    else:
+        if x.ndim != y.ndim or x.shape[d] != n:
+            raise ValueError(f"{op}: x of shape {tuple(x.shape)} does not match y of shape "
+                             f"{tuple(y.shape)} along dim {d}")
+        dxs = _ew("sub", x.narrow(d, 1, n - 1), x.narrow(d, 0, n - 1))
+    return _ew("mul", _ew("mul", ys, dxs), 0.5), d
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along dim: with sample points x (1-d, or y's shape) or a
+    constant spacing dx (default 1)."""
+    y = y if y.dtype.kind == "float" else y.to(_core.get_default_dtype())
+    parts, d = _trapezoid_parts(y, x, dx, dim, "trapezoid")
+    if parts is None:
+        shape = [s for i, s in enumerate(y.shape) if i != d]
+        return _core.empty(shape, y.dtype, y.device).fill_(0)
+    return _reduce("sum", parts, (d,), False)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral along dim (one element fewer than y there)."""
+    y = y if y.dtype.kind == "float" else y.to(_core.get_default_dtype())
+    parts, d = _trapezoid_parts(y, x, dx, dim, "cumulative_trapezoid")
+    if parts is None:
+        return y.clone()
+    return parts.cumsum(d)
+
+
+trapz = trapezoid
+
+__all__ += ["quantile", "nanquantile", "mode", "bincount", "histogram", "renorm", "sum_to_size",
+            "trace", "trapezoid", "trapz", "cumulative_trapezoid"]
+
+
+@tensor_method
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast)."""
+    if not isinstance(other, _core.TensorBase):
+        raise TypeError(f"dist: other must be a Tensor, got {type(other).__name__}")
+    return norm(_ew("sub", input, other), number_arg(p, "p", "dist"))
+
+
+@tensor_method
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in input's rows (observations in its
+    columns; a 1-d input is one variable), with frequency weights fweights (integers)
+    and observation weights aweights, as torch.cov (numpy.cov's rule)."""
+    if input.ndim > 2:
+        raise ValueError(f"cov: expects a 1-d or 2-d tensor, got shape {tuple(input.shape)}")
+    correction = _int_arg(correction, "correction", "cov")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if x.dtype.kind != "float":
+        x = x.to(_core.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if not isinstance(wt, _core.TensorBase) or wt.ndim > 1 or wt.numel() != n:
+            raise ValueError(f"cov: {name} must be a tensor of {n} elements (the "
+                             f"observations), got {wt!r:.80}")
+        if name == "fweights" and wt.dtype.kind != "int":
+            raise TypeError(f"cov: fweights must be integers, got {wt.dtype!r}")
+        if bool(_reduce("any", _ew("lt", wt, 0), None)):
+            raise ValueError(f"cov: {name} must be non-negative")
+        wt = wt.reshape(-1).to(x.dtype)
+        w = wt if w is None else _ew("mul", w, wt)
+    if w is None:
+        wsum = float(n)
+        avg = _ew("div", _reduce("sum", x, (1,), True), n)
+    else:
+        wsum_t = _reduce("sum", w, None, False)
+        avg = _ew("div", _reduce("sum", _ew("mul", x, w), (1,), True), wsum_t)
+    if w is None:
+        norm_ = wsum - correction
+    elif aweights is None or correction == 0:
+        norm_ = _ew("sub", wsum_t, correction)
+    else:
+        aw = aweights.reshape(-1).to(x.dtype)
+        norm_ = _ew("sub", wsum_t, _ew("div", _ew("mul", correction, _reduce(
+            "sum", _ew("mul", w, aw), None, False)), wsum_t))
+    xm = _ew("sub", x, avg)
+    xw = xm if w is None else _ew("mul", xm, w)
+    c = _ew("div", xw.matmul(xm.mT), _ew("maximum", norm_, 0) if isinstance(
+        norm_, _core.TensorBase) else (norm_ if norm_ > 0 else 0.0))
+    return c.reshape(()) if x.shape[0] == 1 else c
+
+
+@tensor_method
+def corrcoef(input):
+    """The Pearson correlation coefficients of input's rows (cov normalised by the
+    standard deviations, clipped to [-1, 1]), as torch.corrcoef."""
+    c = cov(input)
+    if c.ndim == 0:
+        return _ew("div", c, c)
+    d = c.diagonal()
+    s = _ew("sqrt", d)
+    r = _ew("div", _ew("div", c, s.unsqueeze(1)), s.unsqueeze(0))
+    return _ew("clamp", r, -1, 1)
+
+
+__all__ += ["dist", "cov", "corrcoef"]
+
+
 # The module-level functions check that their input is a Tensor (the methods don't
 # need to: their self is one).
 for _name in __all__:
     globals()[_name] = tensor_input(globals()[_name])
+
+METHODS["renorm_"] = _renorm_

@@ -108,3 +108,95 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
 @tensor_input
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     return _cumulative(x, axis, dtype, include_initial, "cumprod", 1)
+
+
+# scans composed of op-table ops (issue 18): a Hillis-Steele scan, ceil(log2 n) rounds of
+# one combine over whole tensors, so they run on every device and autograd
+# differentiates them through their parts -----------------------------------------------
+
+def _doubling_scan(ys, d, combine):
+    """Inclusive scan along d of the tuple of tensors ys with an associative combine
+    (earlier, later) -> combined (each a tuple)."""
+    n = ys[0].shape[d]
+    s = 1
+    while s < n:
+        early = tuple(y.narrow(d, 0, n - s) for y in ys)
+        late = tuple(y.narrow(d, s, n - s) for y in ys)
+        merged = combine(early, late)
+        ys = tuple(cat([y.narrow(d, 0, s), m], d) for y, m in zip(ys, merged))
+        s *= 2
+    return ys
+
+
+_ew = _core.elementwise
+
+
+def _cum_extreme(input, dim, op):
+    from ember.ops.reduction import values_indices
+    d = _norm(dim, input.ndim, op)
+    x = input.reshape(1) if input.ndim == 0 else input
+    if x.ndim:
+        d = _norm(dim, x.ndim, op)
+    cmp = "ge" if op == "cummax" else "le"
+    with _core._no_record():
+        v0 = x.detach()
+        shape = [1] * v0.ndim
+        shape[d] = v0.shape[d]
+        from ember.ops.creation import arange
+        i0 = arange(v0.shape[d], dtype=_int64, device=v0.device).reshape(shape).expand(
+            tuple(v0.shape)).contiguous()
+
+        def combine(early, late):
+            (ve, ie), (vl, il) = early, late
+            take = _ew(cmp, vl, ve)
+            if vl.dtype.kind == "float":
+                take = _ew("logical_or", take, _ew("isnan", vl))
+            return _ew("where", take, vl, ve), _ew("where", take, il, ie)
+        _, idx = _doubling_scan((v0, i0), d, combine) if v0.numel() else (v0, i0)
+    values = x.gather(d, idx)
+    if input.ndim == 0:
+        values, idx = values.reshape(()), idx.reshape(())
+    return values_indices(values, idx)
+
+
+@tensor_method
+@tensor_input
+def cummax(input, dim):
+    """(values, indices): the running maximum along dim and where it was taken (the
+    last index among equal values; NaN propagates), as torch.cummax. The values are
+    differentiable (a gather of input)."""
+    return _cum_extreme(input, dim, "cummax")
+
+
+@tensor_method
+@tensor_input
+def cummin(input, dim):
+    """(values, indices): the running minimum along dim, as torch.cummin."""
+    return _cum_extreme(input, dim, "cummin")
+
+
+def _logaddexp(a, b):
+    m = _ew("maximum", a, b)
+    m = _ew("where", _ew("isinf", m), 0.0, m).detach()
+    return _ew("add", m, _ew("log", _ew("add", _ew("exp", _ew("sub", a, m)),
+                                        _ew("exp", _ew("sub", b, m)))))
+
+
+@tensor_method
+@tensor_input
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along dim without overflow or underflow (a scan of
+    logaddexp: exact where the values differ widely); floating point only, as
+    PyTorch."""
+    if input.dtype.kind != "float":
+        raise TypeError(f"logcumsumexp: needs a floating point tensor, got dtype "
+                        f"{input.dtype!r}")
+    d = _norm(dim, input.ndim, "logcumsumexp")
+    if input.ndim == 0 or input.numel() == 0:
+        return input.clone()
+    x = input.float() if input.dtype.name == "float16" else input
+    (r,) = _doubling_scan((x,), d, lambda early, late: (_logaddexp(early[0], late[0]),))
+    return r if r.dtype is input.dtype else r.to(input.dtype)
+
+
+__all__ += ["cummax", "cummin", "logcumsumexp"]

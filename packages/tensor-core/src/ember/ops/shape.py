@@ -559,12 +559,14 @@ def _tri_indices(row, col, offset, lower, op):
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, N) coordinates of the lower triangle of a row x col matrix."""
     r = _tri_indices(row, col, offset, True, "tril_indices")
-    return r if dtype is None else r.to(dtype)
+    r = r if dtype is None else r.to(dtype)
+    return r if device is None else r.to(device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     r = _tri_indices(row, col, offset, False, "triu_indices")
-    return r if dtype is None else r.to(dtype)
+    r = r if dtype is None else r.to(dtype)
+    return r if device is None else r.to(device)
 
 
 def meshgrid(*tensors, indexing="ij"):
@@ -630,3 +632,165 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         a, b = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
         x = _ew("ne", a, b) if x.dtype.kind == "bool" else _ew("sub", a, b)
     return x
+
+
+# diagonal matrices, block matrices, products of sets (issue 18): composed of zeros and
+# a write into a view (recorded as setitem / copy_, so autograd differentiates them) ----
+
+def _zeros(shape, like, dtype=None):
+    from ember.ops.creation import zeros
+    return zeros(shape, dtype=like.dtype if dtype is None else dtype, device=like.device)
+
+
+def _embed(input, k):
+    """(..., n, n) zeros with input's last dim written on diagonal k (an indexed write,
+    recorded as setitem, so the result is differentiable in input)."""
+    from ember.ops.creation import arange
+    m = input.shape[-1]
+    n = m + abs(k)
+    out = _zeros(tuple(input.shape[:-1]) + (n, n), input)
+    i = arange(m, dtype=_core._dtype_by_name("int64"), device=input.device)
+    rows, cols = (i, i + k) if k >= 0 else (i - k, i)
+    out[..., rows, cols] = input
+    return out
+
+
+@tensor_method
+@tensor_input
+def diag(input, diagonal=0):
+    """A 1-d input: the 2-d matrix with input on its diagonal `diagonal` (> 0 above the
+    main one); a 2-d input: a copy of that diagonal, as 1-d."""
+    k = int_arg(diagonal, "diagonal", "diag")
+    if input.ndim == 1:
+        return _embed(input, k)
+    if input.ndim == 2:
+        return input.diagonal(k).clone()
+    raise ValueError(f"diag: expects a 1-d or 2-d tensor, got shape {tuple(input.shape)}")
+
+
+@tensor_method
+@tensor_input
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose (dim1, dim2) planes have input's last dim on their diagonal
+    `offset` (the other elements 0): the inverse of diagonal(offset, dim1, dim2)."""
+    offset = int_arg(offset, "offset", "diag_embed")
+    if input.ndim == 0:
+        raise ValueError("diag_embed: expects at least a 1-d tensor, got a 0-d one")
+    nd = input.ndim + 1
+    a, b = _core.normalize_dim(dim1, nd, "diag_embed"), _core.normalize_dim(dim2, nd, "diag_embed")
+    if a == b:
+        raise ValueError(f"diag_embed: dim1 and dim2 are both {a}")
+    return _embed(input, offset).movedim((nd - 2, nd - 1), (a, b))
+
+
+@tensor_method
+@tensor_input
+def diagflat(input, offset=0):
+    """diag of input flattened: a 2-d matrix with input's elements on diagonal offset."""
+    return diag(input.reshape(-1), offset)
+
+
+def block_diag(*tensors):
+    """The block-diagonal matrix of the given 0-d, 1-d (a row) and 2-d tensors,
+    promoted to their common dtype."""
+    ts = tensors_arg(tensors, "block_diag", nonempty=False)
+    mats = []
+    for i, t in enumerate(ts):
+        if t.ndim > 2:
+            raise ValueError(f"block_diag: item {i} must have at most 2 dims, got shape "
+                             f"{tuple(t.shape)}")
+        mats.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
+    if not mats:
+        from ember.ops.creation import empty
+        return empty((1, 0))
+    from ember._dtypes import result_type
+    dt = result_type(*mats) if len(mats) > 1 else mats[0].dtype
+    out = _zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)), mats[0], dt)
+    r = c = 0
+    for m in mats:
+        h, w = m.shape
+        out[r:r + h, c:c + w] = m
+        r, c = r + h, c + w
+    return out
+
+
+def cartesian_prod(*tensors):
+    """All tuples of one element of each 1-d tensor, in order (like itertools.product):
+    (N, len(tensors)); one tensor is returned as it is."""
+    ts = tensors_arg(tensors, "cartesian_prod")
+    for i, t in enumerate(ts):
+        if t.ndim != 1:
+            raise ValueError(f"cartesian_prod: expects 1-d tensors, item {i} has shape "
+                             f"{tuple(t.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+@tensor_input
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a 1-d tensor's elements (itertools.combinations,
+    or combinations_with_replacement), as rows of an (N, r) tensor."""
+    import itertools
+    r = int_arg(r, "r", "combinations")
+    if input.ndim != 1:
+        raise ValueError(f"combinations: expects a 1-d tensor, got shape {tuple(input.shape)}")
+    if r < 0:
+        raise ValueError(f"combinations: r must be non-negative, got {r}")
+    if r == 0:
+        return _zeros((0,), input)
+    make = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = list(make(range(input.shape[0]), r))
+    if not idx:
+        return _zeros((0, r), input)
+    from ember.ops.creation import tensor
+    index = tensor(idx, dtype=_core._dtype_by_name("int64"), device=input.device)
+    return input.index_select(0, index.reshape(-1)).reshape(len(idx), r)
+
+
+@tensor_input
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-d x: columns x**(N-1), ..., x**0 (reversed with
+    increasing); integers give int64 (as PyTorch). Built as a cumulative product, so
+    its gradient is finite at 0."""
+    if x.ndim != 1:
+        raise ValueError(f"vander: x must be 1-d, got shape {tuple(x.shape)}")
+    N = x.shape[0] if N is None else int_arg(N, "N", "vander")
+    if N < 0:
+        raise ValueError(f"vander: N must be non-negative, got {N}")
+    if x.dtype.kind != "float":
+        x = x.to(_core._dtype_by_name("int64"))
+    n = x.shape[0]
+    if N == 0:
+        return _zeros((n, 0), x)
+    from ember.ops.creation import ones
+    cols = [ones((n, 1), dtype=x.dtype, device=x.device)]
+    if N > 1:
+        cols.append(x.unsqueeze(1).expand(n, N - 1).cumprod(1))
+    v = cat(cols, 1)
+    return v if increasing else flip(v, (1,))
+
+
+__all__ += ["diag", "diag_embed", "diagflat", "block_diag", "cartesian_prod", "combinations",
+            "vander"]
+
+
+@tensor_method(names=("split_with_sizes", "unsafe_split_with_sizes"))
+@tensor_input
+def split_with_sizes(input, split_sizes, dim=0):
+    """split with a list of sizes (which must sum to the dim's size)."""
+    if isinstance(split_sizes, numbers.Integral) or isinstance(split_sizes, _TB):
+        raise TypeError(f"split_with_sizes: split_sizes must be a sequence of ints, got "
+                        f"{type(split_sizes).__name__}")
+    return split(input, list(sizes_arg((split_sizes,), "split_with_sizes", "split_sizes",
+                                       limit=1 << 20)), dim)
+
+
+# PyTorch's unsafe_* variants differ only in not tracking the views' versions
+unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes
+for _n, _f in (("unsafe_split", split), ("unsafe_chunk", chunk)):
+    tensor_method(_f, names=(_n,))
+
+__all__ += ["split_with_sizes", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"]

@@ -332,3 +332,39 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
         raise ValueError("bucketize: boundaries must be a 1-d tensor")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of `elements` is in `test_elements` (either may be a
+    number, not both), as torch.isin: a bool tensor of elements' shape. Sorts
+    test_elements once and looks each element up with searchsorted (O((n + m) log m));
+    NaN is in nothing."""
+    from ember._dtypes import result_type
+    from ember.ops.creation import as_tensor
+    if not isinstance(elements, _TB) and not isinstance(test_elements, _TB):
+        raise TypeError(f"isin: expected a Tensor for elements or test_elements, got "
+                        f"{type(elements).__name__} and {type(test_elements).__name__}")
+    for name, v in (("elements", elements), ("test_elements", test_elements)):
+        if not isinstance(v, (_TB, numbers.Real)):
+            raise TypeError(f"isin: {name} must be a Tensor or a number, got "
+                            f"{type(v).__name__} {v!r:.60}")
+    dev = (elements if isinstance(elements, _TB) else test_elements).device
+    e = elements if isinstance(elements, _TB) else as_tensor(elements, device=dev)
+    t = test_elements if isinstance(test_elements, _TB) else as_tensor(test_elements, device=dev)
+    if e.device != t.device:
+        raise RuntimeError(f"isin: expected both tensors on one device, got {e.device} and "
+                           f"{t.device}")
+    dt = result_type(e, t)
+    with _core._no_record():
+        ev = e.detach().to(dt)
+        if t.numel() == 0:
+            hit = _core.empty(tuple(e.shape), _core._dtype_by_name("bool"), dev).fill_(False)
+        else:
+            s = t.detach().reshape(-1).to(dt).sort().values
+            pos = searchsorted(s, ev.reshape(-1))
+            pos = _core.elementwise("minimum", pos, s.numel() - 1)
+            hit = _core.elementwise("eq", s.gather(0, pos), ev.reshape(-1)).reshape(tuple(e.shape))
+    return _core.elementwise("logical_not", hit) if invert else hit
+
+
+__all__ += ["isin"]

@@ -452,11 +452,136 @@ def atleast_3d(*tensors):
     return r[0] if len(r) == 1 else tuple(r)
 
 
+# in-place view ops: self takes the layout of the view (PyTorch's t_, transpose_, ...) --
+
+def _restride_(self, view, op):
+    """Give self the storage and layout of `view` (a view of self), and, under autograd,
+    make self the output of the view's node. A leaf that requires grad cannot change in
+    place (PyTorch's rule), outside no_grad."""
+    if self.requires_grad and self.is_leaf and _core.is_grad_enabled():
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
+                           f"in-place operation")
+    self.data = view
+    if view.requires_grad:
+        self._set_autograd(view.grad_fn, True)
+    return self
+
+
+@tensor_method
+@tensor_input
+def t_(input):
+    """In-place t: self becomes its transpose (a 0-d or 1-d tensor is unchanged)."""
+    return _restride_(input, t(input), "t_")
+
+
+@tensor_method(names=("transpose_", "swapaxes_", "swapdims_"))
+@tensor_input
+def transpose_(input, dim0, dim1):
+    """In-place transpose: self's dims dim0 and dim1 are swapped (its layout, not its
+    data)."""
+    return _restride_(input, transpose(input, dim0, dim1), "transpose_")
+
+
+@tensor_method
+@tensor_input
+def squeeze_(input, dim=None):
+    """In-place squeeze."""
+    return _restride_(input, squeeze(input, dim), "squeeze_")
+
+
+@tensor_method
+@tensor_input
+def unsqueeze_(input, dim):
+    """In-place unsqueeze."""
+    return _restride_(input, unsqueeze(input, dim), "unsqueeze_")
+
+
+@tensor_method
+@tensor_input
+def as_strided_(input, size, stride, storage_offset=None):
+    """In-place as_strided: self views its storage with the given layout."""
+    return _restride_(input, as_strided(input, size, stride, storage_offset), "as_strided_")
+
+
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for s in reversed(shape):
+        strides.append(step)
+        step *= max(s, 1)
+    return strides[::-1]
+
+
+@tensor_method
+@tensor_input
+def resize_(input, *sizes, memory_format=None):
+    """PyTorch's resize_: self gets the shape `sizes` with contiguous strides over its
+    storage from its storage offset; the existing elements keep their places in the
+    storage (so a shrink then a grow gives the old values back). When the storage is
+    too small, self gets a new, larger storage holding a copy of the old one (the new
+    elements are uninitialised; other tensors that shared the old storage keep it,
+    where PyTorch grows the shared storage). A tensor that requires grad cannot be
+    resized (PyTorch's rule)."""
+    if memory_format is not None and str(memory_format) not in (
+            "contiguous_format", "torch.contiguous_format", "ember.contiguous_format"):
+        raise ValueError(f"resize_: memory_format {memory_format!r} is not supported "
+                         f"(ember tensors are laid out contiguously)")
+    shape = [int_arg(s, "size", "resize_") for s in sizes_arg(sizes, "resize_")]
+    for s in shape:
+        if s < 0:
+            raise ValueError(f"resize_: negative dimension {s} in size {tuple(shape)}")
+    if input.requires_grad:
+        raise RuntimeError("resize_: cannot resize a tensor that requires grad")
+    storage, dtype, _, _, offset = input._layout()
+    n = 1
+    for s in shape:
+        n *= s
+    have = len(storage) // dtype.itemsize
+    strides = _contiguous_strides(shape)
+    if offset + n > have:
+        from ember.ops.creation import empty
+        base = empty(offset + n, dtype=dtype, device=input.device)
+        if have:
+            old = _core.as_strided_from(storage, dtype, [have], [1], 0)
+            _core.copy_into(base._view([have], [1], 0), old)
+        storage = base._layout()[0]
+    input.data = _core.as_strided_from(storage, dtype, shape, strides, offset)
+    input._bump_version()
+    return input
+
+
+@tensor_method
+@tensor_input
+def resize_as_(input, the_template, *, memory_format=None):
+    """resize_ to the_template's shape."""
+    return resize_(input, _other(the_template, "resize_as_").shape, memory_format=memory_format)
+
+
+__all__ += ["resize_as_", "as_strided_"]
+
+
+@tensor_method
+@tensor_input
+def adjoint(input):
+    """The conjugate transpose of the last two dims: transpose(-2, -1) for ember's real
+    tensors (a view)."""
+    if input.ndim < 2:
+        raise ValueError(f"adjoint: needs at least 2 dims, got shape {tuple(input.shape)}")
+    return transpose(input, -2, -1)
+
+
+__all__ += ["adjoint"]
+
+
 def _install_properties(cls):
     cls.T = property(_T, doc="All dims reversed (a view).")
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")
     cls.H = cls.T
     cls.mH = cls.mT
+    from ember.ops.conversion import _imag
+    cls.real = property(lambda self: self, doc="The real part: the tensor itself (ember's "
+                        "tensors are real).")
+    cls.imag = property(_imag, doc="Not defined for real tensors (a RuntimeError, as "
+                        "PyTorch).")
 
 
 for _name in __all__:
