@@ -275,3 +275,15 @@ def test_issue16_item20_last_fuzz_findings(device):
         _raises(IndexError, "getitem", lambda: x[key], "valid indices")
     assert em.arange(2 ** 62, 2 ** 62 + 3, device=device).tolist() == \
         [2 ** 62, 2 ** 62 + 1, 2 ** 62 + 2]   # exact, no float rounding of the count
+
+
+def test_complex_alpha_and_eye_on_a_device(device):
+    """Fuzz findings: a complex alpha was Python's own TypeError from deep inside; eye
+    built its matrix on the host and copied it (twice the memory: PoCL crashed where the
+    host copy did not fit)."""
+    x = _m(device)
+    _raises(TypeError, "add", lambda: x.add(x, alpha=1 + 2j), "alpha must be a real number")
+    _raises(TypeError, "_foreach_add", lambda: em._foreach_add([x], [x], alpha=1j),
+            "alpha must be a real number")
+    e = em.eye(3, 2, device=device)
+    assert e.device == x.device and e.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]

@@ -179,7 +179,7 @@ def test_bad_input():
         em._foreach_sqrt(em.ones(2))
     with pytest.raises(ValueError, match="shape"):
         em._foreach_add_(xs, [em.ones(4), em.ones(3)])
-    with pytest.raises(TypeError, match="alpha must be a number"):
+    with pytest.raises(TypeError, match="alpha must be a real number"):
         em._foreach_add(xs, xs, alpha="a")
     with pytest.raises(ValueError, match="_foreach_addcmul_: tensor2 has 1 entries"):
         em._foreach_addcmul_(xs, xs, xs[:1])

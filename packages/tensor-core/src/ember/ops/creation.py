@@ -344,11 +344,10 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The n x m identity matrix."""
     m = n if m is None else m
     n, m = _shape_arg((n, m), "eye")
-    t = _core.empty((n, m), _dtype_arg(dtype)).fill_(0)
+    # made where it lives: a host copy on the way would double the memory
+    t = _core.empty((n, m), _dtype_arg(dtype), device).fill_(0)
     if n and m:
         t._view((min(n, m),), (m + 1,), 0).fill_(1)
-    if device is not None:
-        t = t.to(device)
     return t.requires_grad_() if requires_grad else t
 
 

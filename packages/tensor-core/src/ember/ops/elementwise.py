@@ -69,8 +69,8 @@ for _row in table.ELEMENTWISE:
 def _scaled(other, alpha, op):
     if alpha is None:
         return other
-    if isinstance(alpha, _core.TensorBase) or not isinstance(alpha, numbers.Number):
-        raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    if isinstance(alpha, _core.TensorBase) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"{op}: alpha must be a real number, got {type(alpha).__name__}")
     if not isinstance(other, (_core.TensorBase, numbers.Number)):
         raise TypeError(f"{op}: other must be a Tensor or a number when alpha is given, got "
                         f"{type(other).__name__}")

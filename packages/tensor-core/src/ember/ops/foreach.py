@@ -35,8 +35,8 @@ __all__ = ["_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_",
 
 
 def _alpha(op, alpha):
-    if not isinstance(alpha, numbers.Number) or isinstance(alpha, bool):
-        raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool):
+        raise TypeError(f"{op}: alpha must be a real number, got {type(alpha).__name__}")
     return alpha
 
 
