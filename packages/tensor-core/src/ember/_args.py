@@ -100,6 +100,14 @@ def sizes_arg(args, op, name="size", limit=SIZES_LIMIT):
     if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
         raise TypeError(f"{op}: {name} must be ints or a sequence of ints, got "
                         f"{_got(args)}")
+    try:
+        count = len(args)              # a sized sequence is counted, not listed
+    except OverflowError:
+        count = limit + 1
+    except TypeError:
+        count = None
+    if count is not None and count > limit:
+        raise ValueError(f"{op}: {name} has more than {limit} entries")
     items = list(itertools.islice(args, limit + 1))
     if len(items) > limit:
         raise ValueError(f"{op}: {name} has more than {limit} entries")
