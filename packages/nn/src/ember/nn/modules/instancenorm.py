@@ -4,55 +4,21 @@ from __future__ import annotations
 
 import warnings
 
-import ember as em
-from ember.nn import functional as F, init
-from ember.nn._checks import checked, optional, real, size
-from ember.nn.modules.module import Module
-from ember.nn.modules.normalization import _LazyNormMixin
-from ember.nn.parameter import Parameter
+from ember.nn import functional as F
+from ember.nn._checks import checked, optional, real
+from ember.nn.modules.normalization import _LazyNormMixin, _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     _spatial = 1          # spatial dims: the input is (N, C, *spatial) or (C, *spatial)
 
-    @checked(num_features=size, eps=real(), momentum=optional(real()))
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(em.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(em.zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", em.zeros(num_features, device=device,
-                                                          dtype=dtype))
-            self.register_buffer("running_var", em.ones(num_features, device=device,
-                                                        dtype=dtype))
-            self.register_buffer("num_batches_tracked", em.zeros((), dtype=em.int64,
-                                                                 device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
 
     def forward(self, input):
         name, unbatched = type(self).__name__, self._spatial + 1
@@ -77,10 +43,6 @@ class _InstanceNorm(Module):
                               use_input_stats, momentum, self.eps)
         return out.squeeze(0) if input.ndim == unbatched else out
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
-
 
 class InstanceNorm1d(_InstanceNorm):
     """(N, C, L) or (C, L)."""
@@ -97,31 +59,23 @@ class InstanceNorm3d(_InstanceNorm):
     _spatial = 3
 
 
-class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
+class _LazyInstanceNorm(_LazyNormMixin):
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
     cls_to_become = InstanceNorm1d
     _unbatched_ndim = 2
 
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
 
-
-class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
     cls_to_become = InstanceNorm2d
     _unbatched_ndim = 3
 
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
 
-
-class LazyInstanceNorm3d(_LazyNormMixin, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
     cls_to_become = InstanceNorm3d
     _unbatched_ndim = 4
-
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)

@@ -13,8 +13,10 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"
            "LocalResponseNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
-class _BatchNorm(Module):
-    _ranks = (2, 3)
+class _NormBase(Module):
+    """What BatchNorm and InstanceNorm share (PyTorch's _NormBase): the affine parameters,
+    the running statistics as buffers, their resets and the repr. The subclasses give
+    PyTorch's defaults for affine and track_running_stats."""
 
     @checked(num_features=size, eps=real(), momentum=optional(real()))
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
@@ -52,6 +54,14 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _ranks = (2, 3)
+
     def forward(self, input):
         name = type(self).__name__
         if input.ndim not in self._ranks:
@@ -73,10 +83,6 @@ class _BatchNorm(Module):
                             self.running_var if not self.training or
                             self.track_running_stats else None,
                             self.weight, self.bias, use_batch_stats, momentum, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -212,28 +218,20 @@ class _LazyNormMixin(LazyModuleMixin):
                 ("weight", "bias", "running_mean", "running_var")}
 
 
-class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
+class _LazyBatchNorm(_LazyNormMixin):
+    @checked(eps=real(), momentum=optional(real()))
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
     cls_to_become = BatchNorm1d
 
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
 
-
-class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
     cls_to_become = BatchNorm2d
 
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
 
-
-class LazyBatchNorm3d(_LazyNormMixin, BatchNorm3d):
+class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
     cls_to_become = BatchNorm3d
-
-    @checked(eps=real(), momentum=optional(real()))
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
-        super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
