@@ -106,26 +106,26 @@ class LRScheduler:
 _LRScheduler = LRScheduler   # the name before PyTorch 2.0
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch); lr_lambda is one function or one per group."""
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by lr_lambda: one function, or one per param group. Its
+    state_dict keeps each lambda that is a callable object as its __dict__ and the
+    others (plain functions and lambdas, which do not pickle) as None, as PyTorch's."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        _check_optimizer(optimizer, "LambdaLR")
-        self.optimizer = optimizer
+        op = type(self).__name__
+        _check_optimizer(optimizer, op)
+        self.optimizer, groups = optimizer, len(optimizer.param_groups)
         if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [function("LambdaLR", "lr_lambda", lr_lambda)] * \
-                len(optimizer.param_groups)
+            self.lr_lambdas = [function(op, "lr_lambda", lr_lambda)] * groups
         else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+            if len(lr_lambda) != groups:
+                raise ValueError(f"{op}: Expected {groups} lr_lambdas, but got "
                                  f"{len(lr_lambda)}")
-            self.lr_lambdas = [function("LambdaLR", f"lr_lambda[{i}]", fn)
+            self.lr_lambdas = [function(op, f"lr_lambda[{i}]", fn)
                                for i, fn in enumerate(lr_lambda)]
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
-        """As the base's, with each lr_lambda that is a callable object (not a function
-        or lambda) saved as its __dict__ and the others as None."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
                                for fn in self.lr_lambdas]
@@ -138,6 +138,10 @@ class LambdaLR(LRScheduler):
         for fn, saved in zip(self.lr_lambdas, lr_lambdas):
             if saved is not None:
                 fn.__dict__.update(saved)
+
+
+class LambdaLR(_LambdaScheduler):
+    """lr = base_lr * lr_lambda(epoch); lr_lambda is one function or one per group."""
 
     def get_lr(self):
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas,
@@ -494,44 +498,9 @@ class ReduceLROnPlateau(LRScheduler):
         self._init_is_better()
 
 
-def _lambda_state(scheduler, attr):
-    """state_dict of a scheduler holding functions in `attr`: each callable object's
-    __dict__, None for plain functions and lambdas (which do not pickle)."""
-    state = {k: v for k, v in scheduler.__dict__.items() if k not in ("optimizer", attr)}
-    state[attr] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                   for fn in getattr(scheduler, attr)]
-    return state
-
-
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """lr = lr * lr_lambda(epoch) at each epoch > 0 (lr_lambda: one function or one per
     group)."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        _check_optimizer(optimizer, "MultiplicativeLR")
-        self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [function("MultiplicativeLR", "lr_lambda", lr_lambda)] * \
-                len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"MultiplicativeLR: Expected {len(optimizer.param_groups)} "
-                                 f"lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = [function("MultiplicativeLR", f"lr_lambda[{i}]", fn)
-                               for i, fn in enumerate(lr_lambda)]
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self):
-        """As LambdaLR's: callable objects' __dict__, None for functions and lambdas."""
-        return _lambda_state(self, "lr_lambdas")
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
 
     def get_lr(self):
         groups = self.optimizer.param_groups
