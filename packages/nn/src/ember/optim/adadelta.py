@@ -6,6 +6,7 @@ from ember.nn._checks import checked, real_or_tensor
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
+    _check_ranges,
     _directions,
     _hyper,
     _lr,
@@ -56,14 +57,10 @@ class Adadelta(Optimizer):
     @checked(lr=real_or_tensor, rho=_hyper, eps=_hyper, weight_decay=_hyper)
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_ranges(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_ranges(eps=eps, weight_decay=weight_decay)
         _not_differentiable("Adadelta", differentiable)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, capturable=capturable, foreach=foreach,

@@ -7,6 +7,7 @@ from ember.optim.optimizer import (
     Optimizer,
     _betas,
     _bump_step,
+    _check_ranges,
     _directions,
     _hyper,
     _lr,
@@ -50,16 +51,7 @@ class Adamax(Optimizer):
     @checked(lr=real_or_tensor, betas=_betas, eps=_hyper, weight_decay=_hyper)
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_ranges(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         _not_differentiable("Adamax", differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,

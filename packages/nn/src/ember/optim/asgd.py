@@ -6,6 +6,7 @@ from ember.nn._checks import checked, real_or_tensor
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
+    _check_ranges,
     _directions,
     _hyper,
     _lr,
@@ -56,10 +57,7 @@ class ASGD(Optimizer):
     @checked(lr=real_or_tensor, lambd=_hyper, alpha=_hyper, t0=_hyper, weight_decay=_hyper)
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_ranges(lr=lr, weight_decay=weight_decay)
         _not_differentiable("ASGD", differentiable)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize, capturable=capturable,

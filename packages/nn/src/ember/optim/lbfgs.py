@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ember as em
 from ember.nn._checks import checked, integer, optional, real, real_or_tensor
-from ember.optim.optimizer import Optimizer
+from ember.optim.optimizer import Optimizer, _check_ranges
 
 __all__ = ["LBFGS"]
 
@@ -146,8 +146,7 @@ class LBFGS(Optimizer):
              line_search_fn=_line_search_fn)
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_ranges(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,

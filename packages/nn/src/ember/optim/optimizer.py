@@ -291,6 +291,20 @@ def _hyper(op, name, v):
     return real()(op, name, v)
 
 
+def _check_ranges(**values):
+    """PyTorch's range checks of hyperparameters, with its messages, in the order given:
+    each value >= 0 ("Invalid learning rate: -1", "Invalid eps value" is spelled
+    "Invalid epsilon value"), each of betas in [0, 1)."""
+    for name, v in values.items():
+        if name == "betas":
+            for i, b in enumerate(v):
+                if not 0.0 <= b < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        elif not 0.0 <= v:
+            label = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
+            raise ValueError(f"Invalid {label}: {v}")
+
+
 def _betas(op, name, v):
     """Adam's (beta1, beta2)."""
     if not (isinstance(v, (tuple, list)) and len(v) == 2):

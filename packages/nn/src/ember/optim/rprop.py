@@ -6,6 +6,7 @@ from ember.nn._checks import checked, real_or_tensor
 from ember.optim.optimizer import (
     Optimizer,
     _bump_step,
+    _check_ranges,
     _directions,
     _lr,
     _not_differentiable,
@@ -60,8 +61,7 @@ class Rprop(Optimizer):
     @checked(lr=real_or_tensor)
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_ranges(lr=lr)
         if not (isinstance(etas, (tuple, list)) and len(etas) == 2):
             raise TypeError(f"Rprop: etas must be a pair (etaminus, etaplus), got {etas!r:.60}")
         if not (isinstance(step_sizes, (tuple, list)) and len(step_sizes) == 2):
