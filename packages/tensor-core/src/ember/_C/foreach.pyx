@@ -72,16 +72,15 @@ def binary(int op, object self, object other, bint inplace, str name):
     cdef list xs = _as_list(self, name, "self")
     _check(xs, other, name, "other")
     cdef Py_ssize_t i, n = len(xs)
-    cdef object x, o
+    cdef object x, o, r
     cdef list res = None if inplace else [None] * n
     try:
         for i in range(n):
             x = xs[i]
             o = _at(other, i)
-            if inplace:
-                _ok(ew(op, x, o, None, 2, x), name, x, o)
-            else:
-                res[i] = _ok(ew(op, x, o, None, 2, None), name, x, o)
+            r = _ok(ew(op, x, o, None, 2, x if inplace else None), name, x, o)
+            if not inplace:
+                res[i] = r
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res
@@ -94,7 +93,7 @@ def add(object self, object other, object alpha, bint subtract, bint inplace, st
     cdef Py_ssize_t i, n = len(xs)
     cdef int op = SUB if subtract else ADD
     cdef bint scaled = not (alpha is None or (type(alpha) is int and alpha == 1))
-    cdef object x, o
+    cdef object x, o, r
     cdef list res = None if inplace else [None] * n
     try:
         for i in range(n):
@@ -102,10 +101,9 @@ def add(object self, object other, object alpha, bint subtract, bint inplace, st
             o = _at(other, i)
             if scaled:
                 o = _ok(ew(MUL, o, alpha, None, 2, None), name, o, alpha)
-            if inplace:
-                _ok(ew(op, x, o, None, 2, x), name, x, o)
-            else:
-                res[i] = _ok(ew(op, x, o, None, 2, None), name, x, o)
+            r = _ok(ew(op, x, o, None, 2, x if inplace else None), name, x, o)
+            if not inplace:
+                res[i] = r
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res
@@ -116,15 +114,14 @@ def unary(int op, object self, bint inplace, str name):
     cdef list xs = _as_list(self, name, "self")
     _check(xs, None, name, "")
     cdef Py_ssize_t i, n = len(xs)
-    cdef object x
+    cdef object x, r
     cdef list res = None if inplace else [None] * n
     try:
         for i in range(n):
             x = xs[i]
-            if inplace:
-                ew(op, x, None, None, 1, x)
-            else:
-                res[i] = ew(op, x, None, None, 1, None)
+            r = ew(op, x, None, None, 1, x if inplace else None)
+            if not inplace:
+                res[i] = r
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res
@@ -136,15 +133,14 @@ def ternary(int op, object self, object b, object c, bint inplace, str name):
     _check(xs, b, name, "second operand")
     _check(xs, c, name, "third operand")
     cdef Py_ssize_t i, n = len(xs)
-    cdef object x
+    cdef object x, r
     cdef list res = None if inplace else [None] * n
     try:
         for i in range(n):
             x = xs[i]
-            if inplace:
-                ew(op, x, _at(b, i), _at(c, i), 3, x)
-            else:
-                res[i] = ew(op, x, _at(b, i), _at(c, i), 3, None)
+            r = ew(op, x, _at(b, i), _at(c, i), 3, x if inplace else None)
+            if not inplace:
+                res[i] = r
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res
@@ -161,7 +157,7 @@ def addc(object self, object t1, object t2, object value, bint divide, bint inpl
     _check(xs, b, name, "tensor2")
     _check(xs, value, name, "scalars")
     cdef Py_ssize_t i, n = len(xs)
-    cdef object x, tmp, v
+    cdef object x, tmp, v, r
     cdef list res = None if inplace else [None] * n
     cdef int op = DIV if divide else MUL
     try:
@@ -171,10 +167,9 @@ def addc(object self, object t1, object t2, object value, bint divide, bint inpl
             v = _at(value, i)
             if not (type(v) is int and v == 1):
                 ew(MUL, tmp, v, None, 2, tmp)     # tmp is this loop's own
-            if inplace:
-                ew(ADD, x, tmp, None, 2, x)
-            else:
-                res[i] = ew(ADD, x, tmp, None, 2, None)
+            r = ew(ADD, x, tmp, None, 2, x if inplace else None)
+            if not inplace:
+                res[i] = r
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
     return res

@@ -8,8 +8,8 @@ cdef inline bint dense(TensorBase t):
 
 cdef int cpu_only(TensorBase t, str op) except -1:
     if t._storage.device.type_id != 0:
-        raise NotImplementedError(f"{op}: no {t._storage.device.type} kernel for "
-                                  f"{t.dtype!r}")
+        # the dispatch's wording (backends/base.py): a device tensor reached a CPU kernel
+        raise NotImplementedError(f"{op}: no kernel for {t.device} ({t.dtype.name})")
     return 0
 
 
