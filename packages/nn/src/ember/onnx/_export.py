@@ -1,0 +1,479 @@
+"""The tracer behind ember.onnx.export: a recorder that turns each recorded op into ONNX
+nodes as the model runs (while its tensors are alive and hold the values of that
+moment), and the writing of the model."""
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+
+import ember as em
+from ember._C import core as _core
+from ember.onnx import (
+    _EXPORTING,
+    OnnxExporterError,
+    OperatorExportTypes,
+    TrainingMode,
+    UnsupportedOperatorError,
+)
+
+_MIN_OPSET = 17
+_DEFAULT_OPSET = 17
+
+
+def _need_onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("ember.onnx.export needs the onnx package: pip install "
+                          "ember-nn[onnx] (or pip install onnx)") from None
+    return onnx
+
+
+def _check_names(what, names):
+    if names is None:
+        return []
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"ember.onnx.export: {what} must be a list of strings, got "
+                        f"{names!r:.80}")
+    names = list(names)
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"ember.onnx.export: {what} has duplicate names {sorted(dup)}")
+    return names
+
+
+def _check_dynamic_axes(dynamic_axes, known):
+    """{name: {axis: dim_name}} from PyTorch's two spellings (a list of axes gets
+    PyTorch's generated names `<name>_dynamic_axes_<k>`)."""
+    if dynamic_axes is None:
+        return {}
+    if not isinstance(dynamic_axes, dict):
+        raise TypeError(f"ember.onnx.export: dynamic_axes must be a dict of name -> "
+                        f"{{axis: name}} or [axes], got {type(dynamic_axes).__name__}")
+    out = {}
+    for name, axes in dynamic_axes.items():
+        if name not in known:
+            raise ValueError(f"ember.onnx.export: dynamic_axes names {name!r}, which is not "
+                             f"one of the input_names or output_names {sorted(known)}")
+        if isinstance(axes, dict):
+            items = list(axes.items())
+        elif isinstance(axes, (list, tuple)):
+            items = [(a, f"{name}_dynamic_axes_{k + 1}") for k, a in enumerate(axes)]
+        else:
+            raise TypeError(f"ember.onnx.export: dynamic_axes[{name!r}] must be a dict "
+                            f"{{axis: name}} or a list of axes, got {axes!r:.60}")
+        d = {}
+        for a, n in items:
+            if isinstance(a, bool) or not isinstance(a, int) or not isinstance(n, str):
+                raise TypeError(f"ember.onnx.export: dynamic_axes[{name!r}] must map int "
+                                f"axes to string names, got {a!r}: {n!r}")
+            d[a] = n
+        out[name] = d
+    return out
+
+
+def _flatten(obj, path="output"):
+    """The tensors of a (nested) output, in order; anything else is refused."""
+    if isinstance(obj, em.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for k, o in enumerate(obj) for t in _flatten(o, f"{path}[{k}]")]
+    if isinstance(obj, dict):
+        return [t for k, o in obj.items() for t in _flatten(o, f"{path}[{k!r}]")]
+    if obj is None:
+        return []
+    raise OnnxExporterError(f"ember.onnx.export: the model returned {type(obj).__name__} "
+                            f"at {path}; only tensors and lists/tuples/dicts of them can "
+                            f"be graph outputs")
+
+
+class Tracer:
+    """Builds the ONNX graph while the model runs: `record` is the recorder."""
+
+    def __init__(self, onnx, opset, do_constant_folding, export_params):
+        self.onnx = onnx
+        self.helper = onnx.helper
+        self.opset = opset
+        self.fold = do_constant_folding and export_params
+        self.names = {}           # id(tensor) -> value name now holding its value
+        self.keep = []            # every tensor named: ids stay unique while we trace
+        self.dyn = set()          # value names that depend on a graph input
+        self.nodes = []
+        self.initializers = {}    # name -> numpy array
+        self.const_ids = {}       # (id, version) -> initializer name of a captured tensor
+        self.param_names = {}     # id(param or buffer) -> state_dict name
+        self.counter = 0
+        self.suppress = 0         # > 0 inside a module exported whole (RNN, LSTM, GRU)
+        self.current_op = None
+
+    # names ---------------------------------------------------------------------------
+    def fresh(self, base):
+        self.counter += 1
+        return f"/{base}_{self.counter}"
+
+    def bind(self, t, name, dyn):
+        self.names[id(t)] = name
+        self.keep.append(t)
+        if dyn:
+            self.dyn.add(name)
+
+    def is_dyn(self, x):
+        return isinstance(x, em.Tensor) and self.names.get(id(x)) in self.dyn
+
+    def const(self, array, base="const"):
+        name = self.fresh(base)
+        self.initializers[name] = array
+        return name
+
+    def value(self, x, dtype=None):
+        """The value name of a tensor (a captured constant if the trace has not seen
+        it), a Python number (a constant of `dtype`) or None ('')."""
+        import numpy as np
+        if x is None:
+            return ""
+        if isinstance(x, em.Tensor):
+            name = self.names.get(id(x))
+            if name is not None:
+                return name
+            key = (id(x), x._version)
+            name = self.const_ids.get(key)
+            if name is None:
+                arr = _to_numpy(x)
+                pname = self.param_names.get(id(x))
+                if pname is not None and pname not in self.initializers:
+                    name = pname
+                    self.initializers[name] = arr
+                else:
+                    name = self.const(arr)
+                self.const_ids[key] = name
+                self.keep.append(x)
+            return name
+        if isinstance(x, (bool, int, float)):
+            np_dtype = np.float32 if dtype is None else _np_dtype(dtype)
+            return self.const(np.array(x, dtype=np_dtype))
+        raise OnnxExporterError(f"ember.onnx.export: cannot make a constant of "
+                                f"{type(x).__name__} {x!r:.60}")
+
+    def node(self, op_type, inputs, n_out=1, base=None, **attrs):
+        outs = [self.fresh(base or op_type) for _ in range(n_out)]
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), outs,
+                                                name=self.fresh("n" + op_type), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def ints(self, values):
+        import numpy as np
+        return self.const(np.array(list(values), dtype=np.int64), "ints")
+
+    def cast(self, name, from_dtype, to_dtype):
+        if from_dtype == to_dtype:
+            return name
+        return self.node("Cast", [name], to=_onnx_dtype(to_dtype))
+
+    def operand(self, x, dtype):
+        """x (tensor or number) as a value of `dtype` (a Cast where it differs)."""
+        if isinstance(x, em.Tensor):
+            return self.cast(self.value(x), x.dtype, dtype)
+        return self.value(x, dtype)
+
+    # the recorder --------------------------------------------------------------------
+    def record(self, op, inputs, output, attrs):
+        if attrs is not None and attrs.get("prepare"):
+            return None
+        if self.suppress:
+            return None
+        from ember.onnx._symbolic import SYMBOLICS
+        if attrs is not None and attrs.get("inplace"):
+            self._check_inplace(op, output)
+        attrs = attrs or {}
+        tensors = [x for x in inputs if isinstance(x, em.Tensor)] + \
+            [v for v in attrs.values() if isinstance(v, em.Tensor)] + \
+            [v for vs in attrs.values() if isinstance(vs, tuple)
+             for v in vs if isinstance(v, em.Tensor)]
+        dyn = any(self.is_dyn(t) for t in tensors)
+        if not dyn and self.fold:
+            # every operand is a parameter, buffer or constant: the value is a constant
+            self.bind(output, self._fold(output), False)
+            output._set_autograd(TRACED, True)
+            return None
+        fn = SYMBOLICS.get(op)
+        if fn is None:
+            raise UnsupportedOperatorError(
+                f"ember.onnx.export: op '{op}' has no ONNX translation (ember.onnx exports "
+                f"{', '.join(sorted(SYMBOLICS))})")
+        self.current_op = op
+        name = fn(self, inputs, output, attrs)
+        self.bind(output, name, dyn)
+        output._set_autograd(TRACED, True)
+        return None
+
+    def _fold(self, output):
+        return self.const(_to_numpy(output), "folded")
+
+    def _check_inplace(self, op, output):
+        for t in self.keep:
+            if t is not output and isinstance(t, em.Tensor) and id(t) in self.names and \
+                    t._shares_storage(output):
+                raise UnsupportedOperatorError(
+                    f"ember.onnx.export: op '{op}_' writes in place into a tensor that "
+                    f"shares its memory with another traced tensor (a view or its base); "
+                    f"the exported graph would not see the write: use the out-of-place "
+                    f"'{op}'")
+
+
+class _Traced:
+    """The grad_fn of the tensors the trace made: they are not leaves (so in-place ops
+    on them are allowed, as on any intermediate result) and require grad (so the ops
+    that use them are recorded)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<ember.onnx traced value>"
+
+
+TRACED = _Traced()
+
+
+def _np_dtype(dtype):
+    import numpy as np
+    return np.dtype(dtype.name)
+
+
+def _onnx_dtype(dtype):
+    import numpy as np
+
+    from onnx import helper
+    if dtype.name == "bool":
+        return helper.np_dtype_to_tensor_dtype(np.dtype(bool))
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype.name))
+
+
+def _to_numpy(t):
+    return t.detach().cpu().numpy().copy()
+
+
+def _split_args(args, kwargs):
+    if isinstance(args, em.Tensor):
+        args = (args,)
+    elif isinstance(args, list):
+        args = tuple(args)
+    elif not isinstance(args, tuple):
+        raise TypeError(f"ember.onnx.export: args must be a tensor or a tuple of "
+                        f"arguments, got {type(args).__name__}")
+    kw = dict(kwargs or {})
+    if args and isinstance(args[-1], dict):
+        kw.update(args[-1])
+        args = args[:-1]
+    return args, kw
+
+
+def _patch_rnns(model, tracer):
+    from ember.nn.modules.rnn import RNNBase
+    from ember.onnx._symbolic import rnn_module
+    patched = []
+    if not isinstance(model, em.nn.Module):
+        return patched
+    for qual, m in model.named_modules():
+        if isinstance(m, RNNBase) and "forward" not in m.__dict__:
+            original = m.forward
+
+            def forward(input, hx=None, _m=m, _orig=original, _qual=qual):
+                return rnn_module(tracer, _m, _qual, _orig, input, hx)
+            object.__setattr__(m, "forward", forward)
+            patched.append(m)
+    return patched
+
+
+def run_export(model, args, f, *, kwargs, export_params, verbose, training, input_names,
+               output_names, operator_export_type, opset_version, do_constant_folding,
+               dynamic_axes, keep_initializers_as_inputs, custom_opsets,
+               export_modules_as_functions, autograd_inlining, dynamo, external_data,
+               dynamo_only, optimize, artifacts_dir):
+    onnx = _need_onnx()
+    from ember import nn
+    if not isinstance(model, nn.Module) and not callable(model):
+        raise TypeError(f"ember.onnx.export: model must be an nn.Module or a callable, got "
+                        f"{type(model).__name__}")
+    for k, (v, default) in dynamo_only.items():
+        if v is not default and v != default:
+            raise ValueError(f"ember.onnx.export: {k}= is an option of PyTorch's dynamo "
+                             f"exporter, which ember does not have (ember traces the model "
+                             f"as torch.onnx.export(..., dynamo=False) does)")
+    if f is None:
+        raise TypeError("ember.onnx.export: f must be a path or a binary file object (ember "
+                        "has no ONNXProgram to return)")
+    if operator_export_type not in (OperatorExportTypes.ONNX, 0):
+        raise ValueError(f"ember.onnx.export: operator_export_type={operator_export_type!r}: "
+                         f"ember exports plain ONNX only (OperatorExportTypes.ONNX)")
+    if custom_opsets:
+        raise ValueError("ember.onnx.export: custom_opsets: ember exports standard ONNX ops "
+                         "only (the ai.onnx domain)")
+    if export_modules_as_functions:
+        raise ValueError("ember.onnx.export: export_modules_as_functions=True is not "
+                         "supported: ember inlines every module")
+    try:
+        training = TrainingMode(training)
+    except ValueError:
+        raise ValueError(f"ember.onnx.export: training must be a TrainingMode (EVAL, "
+                         f"PRESERVE, TRAINING), got {training!r}") from None
+    newest = onnx.defs.onnx_opset_version()
+    if opset_version is None:
+        opset_version = _DEFAULT_OPSET
+    if isinstance(opset_version, bool) or not isinstance(opset_version, int) or \
+            not _MIN_OPSET <= opset_version <= newest:
+        raise ValueError(f"ember.onnx.export: opset_version must be an int from {_MIN_OPSET} "
+                         f"to {newest} (the newest the installed onnx knows), got "
+                         f"{opset_version!r}")
+    input_names = _check_names("input_names", input_names)
+    output_names = _check_names("output_names", output_names)
+    args, kw = _split_args(args, kwargs)
+
+    tracer = Tracer(onnx, opset_version, bool(do_constant_folding), bool(export_params))
+    modes = []
+    flags = []
+    if isinstance(model, nn.Module):
+        modes = [(m, m.training) for m in model.modules()]
+        if training == TrainingMode.EVAL:
+            model.eval()
+        elif training == TrainingMode.TRAINING:
+            model.train()
+        seen = set()
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if id(t) not in seen:
+                seen.add(id(t))
+                tracer.param_names[id(t)] = name
+        for p in model.parameters():
+            if not p.requires_grad and p.dtype.is_floating_point:
+                flags.append(p)
+                p.requires_grad_(True)
+
+    # graph inputs: the tensors among args and kwargs, in order
+    import numpy as np
+    graph_inputs = []        # (name, tensor)
+    n_tensors = sum(isinstance(a, em.Tensor) for a in list(args) + list(kw.values()))
+    if len(input_names) > n_tensors:
+        raise ValueError(f"ember.onnx.export: {len(input_names)} input_names for "
+                         f"{n_tensors} tensor inputs")
+
+    def as_input(a):
+        if not isinstance(a, em.Tensor):
+            return a
+        t = a.detach()
+        k = len(graph_inputs)
+        name = input_names[k] if k < len(input_names) else f"input_{k}"
+        graph_inputs.append((name, t))
+        tracer.bind(t, name, True)
+        t._set_autograd(TRACED, True)
+        return t
+    targs = tuple(as_input(a) for a in args)
+    tkw = {k: as_input(v) for k, v in kw.items()}
+    if not export_params and isinstance(model, nn.Module):
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if id(t) in tracer.param_names and id(t) not in tracer.names:
+                graph_inputs.append((name, t))
+                tracer.bind(t, name, True)
+
+    patched = _patch_rnns(model, tracer)
+    prev = _core.set_recorder(tracer.record)
+    prev_grad = _core._set_grad_enabled(True)
+    prev_inf = _core._set_inference_mode(False)
+    _EXPORTING[0] = True
+    try:
+        out = model(*targs, **tkw)
+    finally:
+        _EXPORTING[0] = False
+        _core._set_inference_mode(prev_inf)
+        _core._set_grad_enabled(prev_grad)
+        _core.set_recorder(prev)
+        for m in patched:
+            object.__delattr__(m, "forward")
+        for p in flags:
+            p.requires_grad_(False)
+        for m, mode in modes:
+            m.training = mode
+        for t in tracer.keep:
+            if t._grad_fn is TRACED:
+                t._set_autograd(None, False)
+
+    outs = _flatten(out)
+    if len(output_names) > len(outs):
+        raise ValueError(f"ember.onnx.export: {len(output_names)} output_names for "
+                         f"{len(outs)} outputs")
+    axes = _check_dynamic_axes(dynamic_axes, set(input_names) | set(output_names) |
+                               {n for n, _ in graph_inputs})
+    helper = onnx.helper
+
+    def info(name, t):
+        dims = list(t.shape)
+        for a, dn in axes.get(name, {}).items():
+            if not -len(dims) <= a < len(dims):
+                raise ValueError(f"ember.onnx.export: dynamic_axes[{name!r}] names axis {a} "
+                                 f"of a {len(dims)}-d tensor")
+            dims[a] = dn
+        return helper.make_tensor_value_info(name, _onnx_dtype(t.dtype), dims)
+
+    out_infos = []
+    for k, t in enumerate(outs):
+        name = output_names[k] if k < len(output_names) else f"output_{k}"
+        tracer.nodes.append(helper.make_node("Identity", [tracer.value(t)], [name],
+                                             name=tracer.fresh("nOutput")))
+        out_infos.append(info(name, t))
+    in_infos = [info(n, t) for n, t in graph_inputs]
+
+    # keep only the initializers some node reads
+    read = {i for n in tracer.nodes for i in n.input}
+    inits = [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
+             for name, a in tracer.initializers.items() if name in read]
+    if keep_initializers_as_inputs:
+        in_infos += [helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
+                     for i in inits]
+    graph = helper.make_graph(tracer.nodes, type(model).__name__ if isinstance(
+        model, nn.Module) else getattr(model, "__name__", "graph"), in_infos, out_infos,
+        initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset_version)],
+                              producer_name="ember", producer_version=_version())
+    proto.ir_version = min(proto.ir_version, _ir_version(onnx, opset_version))
+    onnx.checker.check_model(proto)
+    if verbose:
+        print(onnx.printer.to_text(proto.graph))
+    _write(proto.SerializeToString(), f)
+    return None
+
+
+def _version():
+    try:
+        from ember.nn._version import __version__
+        return __version__
+    except ImportError:         # pragma: no cover
+        return ""
+
+
+def _ir_version(onnx, opset):
+    """The IR version that goes with the opset (onnxruntime refuses IR versions newer
+    than it knows)."""
+    table = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 11}
+    return table.get(opset, onnx.IR_VERSION)
+
+
+def _write(data, f):
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".onnx-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return
+    if isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
+        raise TypeError(f"ember.onnx.export: f must be a path or a binary file object, got "
+                        f"{type(f).__name__}")
+    f.write(data)
