@@ -368,6 +368,48 @@ def test_dynamic_batch_transformer():
     _dynamic(m, (randn(2, 3, 8),), ["x"], {"x": {0: "b"}, "out": {0: "b"}}, (randn(5, 3, 8),))
 
 
+def test_dynamic_sequence_and_batch_attention():
+    m = nn.MultiheadAttention(8, 2)
+
+    class Self(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x, x, x)[0]
+    _dynamic(Self(), (randn(3, 2, 8),), ["x"], {"x": {0: "L", 1: "B"}, "out": {0: "L", 1: "B"}},
+             (randn(5, 4, 8),))
+
+
+def test_dynamic_reduction_over_a_static_axis():
+    class Mean(nn.Module):
+        def forward(self, x):
+            return x.mean(1) + x.sum(1)
+    _dynamic(Mean(), (randn(2, 4),), ["x"], {"x": [0], "out": [0]}, (randn(6, 4),))
+
+
+def test_values_frozen_from_a_dynamic_size_are_refused():
+    # the positions em.arange(T) are a constant of the trace: T cannot be dynamic
+    with pytest.raises(em.onnx.OnnxExporterError, match="'embedding'.*dynamic axis"):
+        export_bytes(TinyGPT(), (em.tensor([[1, 2, 3]] * 2),), input_names=["idx"],
+                     dynamic_axes={"idx": {0: "b", 1: "t"}})
+    # a mean over the dynamic axis divides by its traced length
+    with pytest.raises(em.onnx.OnnxExporterError, match="'div'"):
+        export_bytes(lambda x: x.mean(0), (randn(2, 4),), input_names=["x"],
+                     dynamic_axes={"x": [0]})
+    with pytest.raises(em.onnx.OnnxExporterError, match="'mul'"):
+        export_bytes(lambda x: x * x.shape[1], (randn(2, 4),), input_names=["x"],
+                     dynamic_axes={"x": [1]})
+
+
+def test_dynamic_axes_that_cannot_be_checked_warn():
+    def fixed(x):                     # only runs at batch 2
+        return x.reshape(2, 2, 2)
+    with pytest.warns(UserWarning, match="could not check the dynamic axes"):
+        export_bytes(fixed, (randn(2, 4),), input_names=["x"], dynamic_axes={"x": [0]})
+
+
 # the op table and reductions --------------------------------------------------------------
 
 _NO_ONNX = {"bitwise_left_shift", "bitwise_right_shift"}   # ONNX BitShift is unsigned only

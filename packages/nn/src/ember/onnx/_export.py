@@ -106,6 +106,9 @@ class Tracer:
         self.counter = 0
         self.suppress = 0         # > 0 inside a module exported whole (RNN, LSTM, GRU)
         self.current_op = None
+        self.op_log = []          # (op, None) per recorded op, to compare two traces
+        self.origin = {}          # value or initializer name -> the op that made it
+        self.reshapes = []        # (target initializer, input shape, output shape)
 
     # names ---------------------------------------------------------------------------
     def fresh(self, base):
@@ -124,6 +127,7 @@ class Tracer:
     def const(self, array, base="const"):
         name = self.fresh(base)
         self.initializers[name] = array
+        self.origin[name] = self.current_op
         return name
 
     def value(self, x, dtype=None):
@@ -157,6 +161,8 @@ class Tracer:
 
     def node(self, op_type, inputs, n_out=1, base=None, **attrs):
         outs = [self.fresh(base or op_type) for _ in range(n_out)]
+        for o in outs:
+            self.origin[o] = self.current_op
         self.nodes.append(self.helper.make_node(op_type, list(inputs), outs,
                                                 name=self.fresh("n" + op_type), **attrs))
         return outs[0] if n_out == 1 else outs
@@ -183,6 +189,8 @@ class Tracer:
         if self.suppress:
             return None
         from ember.onnx._symbolic import SYMBOLICS
+        self.current_op = op
+        self.op_log.append((op, None))
         if attrs is not None and attrs.get("inplace"):
             self._check_inplace(op, output)
         attrs = attrs or {}
@@ -201,7 +209,6 @@ class Tracer:
             raise UnsupportedOperatorError(
                 f"ember.onnx.export: op '{op}' has no ONNX translation (ember.onnx exports "
                 f"{', '.join(sorted(SYMBOLICS))})")
-        self.current_op = op
         name = fn(self, inputs, output, attrs)
         self.bind(output, name, dyn)
         output._set_autograd(TRACED, True)
@@ -328,6 +335,73 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
     output_names = _check_names("output_names", output_names)
     args, kw = _split_args(args, kwargs)
 
+    n_tensors = sum(isinstance(a, em.Tensor) for a in list(args) + list(kw.values()))
+    if len(input_names) > n_tensors:
+        raise ValueError(f"ember.onnx.export: {len(input_names)} input_names for "
+                         f"{n_tensors} tensor inputs")
+
+    import numpy as np
+
+    def trace(args, kw):
+        return _trace(onnx, model, args, kw, input_names, opset_version, do_constant_folding,
+                      export_params, training)
+    tracer, graph_inputs, out = trace(args, kw)
+    outs = _flatten(out)
+    if len(output_names) > len(outs):
+        raise ValueError(f"ember.onnx.export: {len(output_names)} output_names for "
+                         f"{len(outs)} outputs")
+    axes = _check_dynamic_axes(dynamic_axes, set(input_names) | set(output_names) |
+                               {n for n, _ in graph_inputs})
+    for name, t in graph_inputs:
+        for a in axes.get(name, {}):
+            if not -t.ndim <= a < t.ndim:
+                raise ValueError(f"ember.onnx.export: dynamic_axes[{name!r}] names axis {a} "
+                                 f"of a {t.ndim}-d tensor")
+    if any(name in axes for name, _ in graph_inputs):
+        _check_dynamic(tracer, trace, args, kw, graph_inputs, axes)
+    helper = onnx.helper
+
+    def info(name, t):
+        dims = list(t.shape)
+        for a, dn in axes.get(name, {}).items():
+            if not -len(dims) <= a < len(dims):
+                raise ValueError(f"ember.onnx.export: dynamic_axes[{name!r}] names axis {a} "
+                                 f"of a {len(dims)}-d tensor")
+            dims[a] = dn
+        return helper.make_tensor_value_info(name, _onnx_dtype(t.dtype), dims)
+
+    out_infos = []
+    for k, t in enumerate(outs):
+        name = output_names[k] if k < len(output_names) else f"output_{k}"
+        tracer.nodes.append(helper.make_node("Identity", [tracer.value(t)], [name],
+                                             name=tracer.fresh("nOutput")))
+        out_infos.append(info(name, t))
+    in_infos = [info(n, t) for n, t in graph_inputs]
+
+    # keep only the initializers some node reads
+    read = {i for n in tracer.nodes for i in n.input}
+    inits = [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
+             for name, a in tracer.initializers.items() if name in read]
+    if keep_initializers_as_inputs:
+        in_infos += [helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
+                     for i in inits]
+    graph = helper.make_graph(tracer.nodes, type(model).__name__ if isinstance(
+        model, nn.Module) else getattr(model, "__name__", "graph"), in_infos, out_infos,
+        initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset_version)],
+                              producer_name="ember", producer_version=_version())
+    proto.ir_version = min(proto.ir_version, _ir_version(onnx, opset_version))
+    onnx.checker.check_model(proto)
+    if verbose:
+        print(onnx.printer.to_text(proto.graph))
+    _write(proto.SerializeToString(), f)
+    return None
+
+
+def _trace(onnx, model, args, kw, input_names, opset_version, do_constant_folding,
+           export_params, training):
+    """Run model(*args, **kw) once under a Tracer: (tracer, graph inputs, output)."""
+    from ember import nn
     tracer = Tracer(onnx, opset_version, bool(do_constant_folding), bool(export_params))
     modes = []
     flags = []
@@ -348,12 +422,7 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
                 p.requires_grad_(True)
 
     # graph inputs: the tensors among args and kwargs, in order
-    import numpy as np
     graph_inputs = []        # (name, tensor)
-    n_tensors = sum(isinstance(a, em.Tensor) for a in list(args) + list(kw.values()))
-    if len(input_names) > n_tensors:
-        raise ValueError(f"ember.onnx.export: {len(input_names)} input_names for "
-                         f"{n_tensors} tensor inputs")
 
     def as_input(a):
         if not isinstance(a, em.Tensor):
@@ -394,50 +463,112 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
         for t in tracer.keep:
             if t._grad_fn is TRACED:
                 t._set_autograd(None, False)
+    return tracer, graph_inputs, out
 
-    outs = _flatten(out)
-    if len(output_names) > len(outs):
-        raise ValueError(f"ember.onnx.export: {len(output_names)} output_names for "
-                         f"{len(outs)} outputs")
-    axes = _check_dynamic_axes(dynamic_axes, set(input_names) | set(output_names) |
-                               {n for n, _ in graph_inputs})
-    helper = onnx.helper
 
-    def info(name, t):
-        dims = list(t.shape)
-        for a, dn in axes.get(name, {}).items():
-            if not -len(dims) <= a < len(dims):
-                raise ValueError(f"ember.onnx.export: dynamic_axes[{name!r}] names axis {a} "
-                                 f"of a {len(dims)}-d tensor")
-            dims[a] = dn
-        return helper.make_tensor_value_info(name, _onnx_dtype(t.dtype), dims)
+def _grown(t, dims, by):
+    """t with each of dims longer by `by` (> 0: its first entries repeated, so indices
+    stay valid) or shorter."""
+    for a in dims:
+        if by > 0:
+            t = em.cat([t, t.narrow(a, 0, by)], a)
+        else:
+            t = t.narrow(a, 0, t.shape[a] + by)
+    return t
 
-    out_infos = []
-    for k, t in enumerate(outs):
-        name = output_names[k] if k < len(output_names) else f"output_{k}"
-        tracer.nodes.append(helper.make_node("Identity", [tracer.value(t)], [name],
-                                             name=tracer.fresh("nOutput")))
-        out_infos.append(info(name, t))
-    in_infos = [info(n, t) for n, t in graph_inputs]
 
-    # keep only the initializers some node reads
-    read = {i for n in tracer.nodes for i in n.input}
-    inits = [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
-             for name, a in tracer.initializers.items() if name in read]
-    if keep_initializers_as_inputs:
-        in_infos += [helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
-                     for i in inits]
-    graph = helper.make_graph(tracer.nodes, type(model).__name__ if isinstance(
-        model, nn.Module) else getattr(model, "__name__", "graph"), in_infos, out_infos,
-        initializer=inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset_version)],
-                              producer_name="ember", producer_version=_version())
-    proto.ir_version = min(proto.ir_version, _ir_version(onnx, opset_version))
-    onnx.checker.check_model(proto)
-    if verbose:
-        print(onnx.printer.to_text(proto.graph))
-    _write(proto.SerializeToString(), f)
-    return None
+def _check_dynamic(tracer, trace, args, kw, graph_inputs, axes):
+    """Trace again with the dynamic axes one longer (or shorter) and compare the two
+    graphs: the Reshape targets are mended where a dim changed, and anything else that
+    differs (a slice end, a pooling window, a constant made from a size) is a value the
+    trace froze, refused by name."""
+    import warnings
+
+    import numpy as np
+    by_name = {n: a for n, a in axes.items()}
+    k = 0
+
+    def resized(by):
+        nonlocal k
+        k = 0
+
+        def grow(a):
+            nonlocal k
+            if not isinstance(a, em.Tensor):
+                return a
+            name = graph_inputs[k][0]
+            k += 1
+            dims = [d % a.ndim for d in by_name.get(name, {})]
+            if by < 0 and any(a.shape[d] < 2 for d in dims):
+                raise ValueError("too small to shrink")
+            return _grown(a.detach(), dims, by)
+        return tuple(grow(a) for a in args), {n: grow(v) for n, v in kw.items()}
+
+    other = None
+    errors = []
+    for by in (1, -1):
+        try:
+            a2, kw2 = resized(by)
+            other = trace(a2, kw2)[0]
+            break
+        except UnsupportedOperatorError:
+            raise
+        except Exception as e:     # the model refuses that size: try the other
+            errors.append(f"{type(e).__name__}: {e}")
+    if other is None:
+        warnings.warn("ember.onnx.export: could not check the dynamic axes (the model failed "
+                      "when they were one longer and one shorter: " + "; ".join(errors) +
+                      "); the graph's shapes were traced at the given sizes", stacklevel=3)
+        return
+    ops1 = [o for o, _ in tracer.op_log]
+    ops2 = [o for o, _ in other.op_log]
+    if ops1 != ops2:
+        raise OnnxExporterError(
+            "ember.onnx.export: with other sizes of the dynamic axes the model runs other "
+            "ops (Python control flow on a size?), so one trace cannot be exported with "
+            "dynamic_axes")
+    # Reshape targets: a dim that changed keeps its place (0) or is the one inferred (-1)
+    for (name, in1, out1), (_, in2, out2) in zip(tracer.reshapes, other.reshapes):
+        target = []
+        for i, (s1, s2) in enumerate(zip(out1, out2)):
+            if s1 == s2:
+                target.append(s1)
+            elif i < len(in1) and in1[i] == s1 and in2[i] == s2:
+                target.append(0)
+            else:
+                target.append(-1)
+        if target.count(-1) > 1:
+            op = tracer.origin.get(name, "view")
+            raise OnnxExporterError(
+                f"ember.onnx.export: op '{op}' reshapes {tuple(in1)} to {tuple(out1)}, and "
+                f"more than one of the new dims follows the dynamic axes; ember's tracer can "
+                f"keep one (mark fewer axes dynamic, or reshape with the dynamic dims in "
+                f"place)")
+        tracer.initializers[name] = np.array(target, dtype=np.int64)
+        other.initializers[name] = tracer.initializers[name]
+    # everything else must be the same in both graphs
+    if len(tracer.nodes) != len(other.nodes):
+        raise OnnxExporterError("ember.onnx.export: the graph traced at other sizes of the "
+                                "dynamic axes differs; cannot export dynamic_axes")
+    for n1, n2 in zip(tracer.nodes, other.nodes):
+        if n1.op_type != n2.op_type or \
+                [a.SerializeToString() for a in n1.attribute] != \
+                [a.SerializeToString() for a in n2.attribute]:
+            op = tracer.origin.get(n1.output[0], n1.op_type)
+            raise OnnxExporterError(
+                f"ember.onnx.export: op '{op}' ({n1.op_type}) has attributes that depend on "
+                f"the size of a dynamic axis, frozen by the trace; keep that axis static")
+    for name, a1 in tracer.initializers.items():
+        a2 = other.initializers.get(name)
+        if a2 is None or a1.shape != a2.shape or a1.dtype != a2.dtype or \
+                not np.array_equal(a1, a2, equal_nan=a1.dtype.kind == "f"):
+            op = tracer.origin.get(name, "a constant")
+            how = (f"shape {a1.shape}, {a2.shape} at the other size" if a2 is not None and
+                   a1.shape != a2.shape else "another value at the other size")
+            raise OnnxExporterError(
+                f"ember.onnx.export: op '{op}' uses a value that depends on the size of a "
+                f"dynamic axis (a tensor made inside forward, a slice bound or a count: {how}), "
+                f"which the trace freezes; compute it from the input, or keep that axis static")
 
 
 def _version():

@@ -364,8 +364,9 @@ def _reshape_dims(in_shape, out_shape):
 @symbolic("view")
 def _view(tr, inputs, out, attrs):
     x = inputs[0]
-    return tr.node("Reshape", [tr.value(x), tr.ints(_reshape_dims(tuple(x.shape),
-                                                                   tuple(out.shape)))])
+    target = tr.ints(_reshape_dims(tuple(x.shape), tuple(out.shape)))
+    tr.reshapes.append((target, tuple(x.shape), tuple(out.shape)))
+    return tr.node("Reshape", [tr.value(x), target])
 
 
 @symbolic("permute")
