@@ -581,7 +581,8 @@ def test_is_in_onnx_export():
             seen.append(em.onnx.is_in_onnx_export())
             return x + 1
     export_bytes(M(), (randn(2),))
-    assert seen == [True] and not em.onnx.is_in_onnx_export()
+    # the trace, and the check on shuffled inputs
+    assert seen == [True, True] and not em.onnx.is_in_onnx_export()
 
 
 def test_grad_mode_and_recorder_restored():
@@ -603,6 +604,44 @@ def test_unexportable_op_names_the_op():
         export_bytes(lambda x: em.erfinv(x), (randn(3) * 0.1,))
     with pytest.raises(UnsupportedOperatorError, match="'bitwise_left_shift'"):
         export_bytes(lambda x: x << 1, (em.tensor([1, 2]),))
+
+
+def test_values_the_recorder_does_not_see_are_refused():
+    # sort/topk pick their indices with ops nobody records: a second trace on the
+    # inputs' elements shuffled finds the frozen indices
+    with pytest.raises(em.onnx.OnnxExporterError, match="'gather'.*input values"):
+        export_bytes(lambda x: x.topk(2, dim=1)[0], (randn(3, 4),))
+    check(lambda x: x.argmax(1), randn(3, 4))           # composed of recorded ops
+
+
+def test_control_flow_on_the_data_is_refused():
+    def f(x):
+        return x * 2 if x.sum().item() > 0 else x - 1
+    x = em.tensor([[1.0, 2.0], [3.0, -7.0]])     # the shuffle flips no sign of the sum
+    check(f, x)
+    x = em.tensor([[5.0, -1.0, -1.0, -1.0]])
+
+    def g(x):
+        return x * 2 if x[0, 0].item() > 0 else x - 1
+    with pytest.raises(em.onnx.OnnxExporterError, match="other ops|input values"):
+        export_bytes(g, (x,))
+
+
+def test_models_that_fail_on_shuffled_inputs_warn():
+    def sorted_only(x):
+        if not bool((x[1:] >= x[:-1]).all()):
+            raise ValueError("x must be sorted")
+        return x + 1
+    with pytest.warns(UserWarning, match="could not check"):
+        export_bytes(sorted_only, (em.arange(5.0),))
+
+
+def test_inplace_copy_and_fill():
+    def f(x):
+        y = F.silu(x * 1, inplace=True)          # y.copy_(...)
+        z = em.empty(2, 3).fill_(0.5)
+        return y + z
+    check(f, randn(2, 3))
 
 
 def test_inplace_write_through_a_view_raises():

@@ -103,6 +103,7 @@ class Tracer:
         self.initializers = {}    # name -> numpy array
         self.const_ids = {}       # (id, version) -> initializer name of a captured tensor
         self.param_names = {}     # id(param or buffer) -> state_dict name
+        self.aliases = {}         # memory and layout -> value name (detach() is the value)
         self.counter = 0
         self.suppress = 0         # > 0 inside a module exported whole (RNN, LSTM, GRU)
         self.current_op = None
@@ -118,11 +119,20 @@ class Tracer:
     def bind(self, t, name, dyn):
         self.names[id(t)] = name
         self.keep.append(t)
+        self.aliases[_layout_key(t)] = name
         if dyn:
             self.dyn.add(name)
 
+    def lookup(self, x):
+        """The value name of a traced tensor, or of a tensor over the same memory with
+        the same layout (x.detach(), x.data: the same value)."""
+        name = self.names.get(id(x))
+        if name is None:
+            name = self.aliases.get(_layout_key(x))
+        return name
+
     def is_dyn(self, x):
-        return isinstance(x, em.Tensor) and self.names.get(id(x)) in self.dyn
+        return isinstance(x, em.Tensor) and self.lookup(x) in self.dyn
 
     def const(self, array, base="const"):
         name = self.fresh(base)
@@ -137,7 +147,7 @@ class Tracer:
         if x is None:
             return ""
         if isinstance(x, em.Tensor):
-            name = self.names.get(id(x))
+            name = self.lookup(x)
             if name is not None:
                 return name
             key = (id(x), x._version)
@@ -226,6 +236,11 @@ class Tracer:
                     f"shares its memory with another traced tensor (a view or its base); "
                     f"the exported graph would not see the write: use the out-of-place "
                     f"'{op}'")
+
+
+def _layout_key(t):
+    return (t.data_ptr(), tuple(t.shape), t.stride(), t.storage_offset(), t.dtype.name,
+            str(t.device))
 
 
 class _Traced:
@@ -357,6 +372,7 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
             if not -t.ndim <= a < t.ndim:
                 raise ValueError(f"ember.onnx.export: dynamic_axes[{name!r}] names axis {a} "
                                  f"of a {t.ndim}-d tensor")
+    _check_values(tracer, trace, args, kw)
     if any(name in axes for name, _ in graph_inputs):
         _check_dynamic(tracer, trace, args, kw, graph_inputs, axes)
     helper = onnx.helper
@@ -373,7 +389,7 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
     out_infos = []
     for k, t in enumerate(outs):
         name = output_names[k] if k < len(output_names) else f"output_{k}"
-        tracer.nodes.append(helper.make_node("Identity", [tracer.value(t)], [name],
+        tracer.nodes.append(helper.make_node("Identity", [tracer.output_values[k]], [name],
                                              name=tracer.fresh("nOutput")))
         out_infos.append(info(name, t))
     in_infos = [info(n, t) for n, t in graph_inputs]
@@ -463,6 +479,8 @@ def _trace(onnx, model, args, kw, input_names, opset_version, do_constant_foldin
         for t in tracer.keep:
             if t._grad_fn is TRACED:
                 t._set_autograd(None, False)
+    # the outputs' values (a constant for an output the trace did not see computed)
+    tracer.output_values = [tracer.value(t) for t in _flatten(out)]
     return tracer, graph_inputs, out
 
 
@@ -520,13 +538,7 @@ def _check_dynamic(tracer, trace, args, kw, graph_inputs, axes):
                       "when they were one longer and one shorter: " + "; ".join(errors) +
                       "); the graph's shapes were traced at the given sizes", stacklevel=3)
         return
-    ops1 = [o for o, _ in tracer.op_log]
-    ops2 = [o for o, _ in other.op_log]
-    if ops1 != ops2:
-        raise OnnxExporterError(
-            "ember.onnx.export: with other sizes of the dynamic axes the model runs other "
-            "ops (Python control flow on a size?), so one trace cannot be exported with "
-            "dynamic_axes")
+    _same_ops(tracer, other, "with other sizes of the dynamic axes")
     # Reshape targets: a dim that changed keeps its place (0) or is the one inferred (-1)
     for (name, in1, out1), (_, in2, out2) in zip(tracer.reshapes, other.reshapes):
         target = []
@@ -546,10 +558,23 @@ def _check_dynamic(tracer, trace, args, kw, graph_inputs, axes):
                 f"place)")
         tracer.initializers[name] = np.array(target, dtype=np.int64)
         other.initializers[name] = tracer.initializers[name]
-    # everything else must be the same in both graphs
+    _same_graph(tracer, other, "the size of a dynamic axis", "keep that axis static")
+
+
+def _same_ops(tracer, other, when):
+    if [o for o, _ in tracer.op_log] != [o for o, _ in other.op_log]:
+        raise OnnxExporterError(
+            f"ember.onnx.export: {when} the model runs other ops (Python control flow on "
+            f"the data or a size?), so one trace does not describe it")
+
+
+def _same_graph(tracer, other, what, advice):
+    """The two traces built the same graph: same nodes, attributes and initializers
+    (what differs is a value the trace froze although it depends on `what`)."""
+    import numpy as np
     if len(tracer.nodes) != len(other.nodes):
-        raise OnnxExporterError("ember.onnx.export: the graph traced at other sizes of the "
-                                "dynamic axes differs; cannot export dynamic_axes")
+        raise OnnxExporterError(f"ember.onnx.export: the graph traced with another {what} "
+                                f"differs, so one trace does not describe the model")
     for n1, n2 in zip(tracer.nodes, other.nodes):
         if n1.op_type != n2.op_type or \
                 [a.SerializeToString() for a in n1.attribute] != \
@@ -557,19 +582,52 @@ def _check_dynamic(tracer, trace, args, kw, graph_inputs, axes):
             op = tracer.origin.get(n1.output[0], n1.op_type)
             raise OnnxExporterError(
                 f"ember.onnx.export: op '{op}' ({n1.op_type}) has attributes that depend on "
-                f"the size of a dynamic axis, frozen by the trace; keep that axis static")
+                f"{what}, which the trace freezes; {advice}")
     for name, a1 in tracer.initializers.items():
         a2 = other.initializers.get(name)
         if a2 is None or a1.shape != a2.shape or a1.dtype != a2.dtype or \
                 not np.array_equal(a1, a2, equal_nan=a1.dtype.kind == "f"):
             op = tracer.origin.get(name, "a constant")
-            how = (f"shape {a1.shape}, {a2.shape} at the other size" if a2 is not None and
-                   a1.shape != a2.shape else "another value at the other size")
+            how = (f"shape {a1.shape}, {a2.shape} in the other trace" if a2 is not None and
+                   a1.shape != a2.shape else "another value in the other trace")
             raise OnnxExporterError(
-                f"ember.onnx.export: op '{op}' uses a value that depends on the size of a "
-                f"dynamic axis (a tensor made inside forward, a slice bound or a count: {how}), "
-                f"which the trace freezes; compute it from the input, or keep that axis static")
+                f"ember.onnx.export: op '{op}' uses a value that depends on {what} ({how}): "
+                f"a tensor the recorder did not see being computed (made inside forward, "
+                f"random, or the result of an op ember records for no one, such as argmax or "
+                f"sort's indices), a slice bound or a count, which the trace freezes; "
+                f"{advice}")
 
+
+def _permuted(t, rng):
+    """t with its elements shuffled (the same values, so indices stay valid)."""
+    n = t.numel()
+    if n < 2:
+        return t
+    idx = em.tensor(rng.permutation(n).astype("int64"), device=t.device)
+    return t.detach().reshape(-1)[idx].reshape(tuple(t.shape))
+
+
+def _check_values(tracer, trace, args, kw):
+    """Trace again with the inputs' elements shuffled: a value that changes is one the
+    trace froze although it depends on the input (refused by name)."""
+    import warnings
+
+    import numpy as np
+    rng = np.random.default_rng(20240518)
+
+    def shuffle(a):
+        return _permuted(a, rng) if isinstance(a, em.Tensor) else a
+    try:
+        other = trace(tuple(shuffle(a) for a in args), {n: shuffle(v) for n, v in kw.items()})[0]
+    except UnsupportedOperatorError:
+        raise
+    except Exception as e:          # the model refuses shuffled inputs
+        warnings.warn(f"ember.onnx.export: could not check that the graph does not freeze "
+                      f"values computed from the inputs (the model failed on the inputs' "
+                      f"elements shuffled: {type(e).__name__}: {e})", stacklevel=3)
+        return
+    _same_ops(tracer, other, "on other input values")
+    _same_graph(tracer, other, "the input values", "export an op ember records instead")
 
 def _version():
     try:

@@ -485,6 +485,23 @@ def _identity(tr, inputs, out, attrs):
     return tr.node("Identity", [tr.value(inputs[0])])
 
 
+@symbolic("copy_")
+def _copy(tr, inputs, out, attrs):
+    # dst.copy_(src) over the whole of dst (a write through a view was refused)
+    dst, src = inputs
+    v = tr.operand(src, dst.dtype)
+    if tuple(src.shape) != tuple(dst.shape) if isinstance(src, em.Tensor) else dst.ndim:
+        v = tr.node("Expand", [v, tr.ints(list(dst.shape))])
+    return v
+
+
+@symbolic("fill_")
+def _fill(tr, inputs, out, attrs):
+    # the filled tensor holds one value (recorded after the fill): a constant
+    from ember.onnx._export import _to_numpy
+    return tr.const(_to_numpy(out), "filled")
+
+
 @symbolic("to")
 def _to(tr, inputs, out, attrs):
     x = inputs[0]
