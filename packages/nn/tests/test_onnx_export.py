@@ -121,6 +121,12 @@ def test_pool1d(layer):
     check(layer, randn(2, 3, 8))
 
 
+@pytest.mark.parametrize("layer", [nn.Conv3d(2, 3, 2, padding=1), nn.MaxPool3d(2),
+                                   nn.AvgPool3d(2), nn.AdaptiveAvgPool3d(1)], ids=repr)
+def test_3d_layers(layer):
+    check(layer, randn(1, 2, 4, 4, 4))          # composed of 2-d kernels and unfold
+
+
 def test_pool_unbatched_input():
     check(nn.MaxPool2d(2), randn(3, 8, 8))
 
@@ -486,7 +492,8 @@ def test_views_indexing_and_shapes():
         d = x[idx] - x.index_select(0, idx).sum(1, keepdim=True) + x[:, idx].sum()
         e = em.stack([x, x.abs()], -1).permute(2, 0, 1).narrow(1, 1, 2)
         g = x.gather(1, em.tensor([[0], [3], [1]])).cumsum(0)
-        return a, b, c, d, e, g, x.to(em.float64), x[-1], x.chunk(2, 1)[1].clone()
+        return (a, b, c, d, e, g, x.to(em.float64), x[-1], x.chunk(2, 1)[1].clone(),
+                x.unfold(1, 2, 1), x.detach() * 2)
     check(f, randn(3, 4))
 
 
@@ -642,6 +649,14 @@ def test_inplace_copy_and_fill():
         z = em.empty(2, 3).fill_(0.5)
         return y + z
     check(f, randn(2, 3))
+
+
+def test_detach_is_the_value():
+    def straight_through(x):            # VQ-style: forward value of q, gradient of x
+        q = em.round(x * 2) / 2
+        return x + (q - x).detach(), x.detach() * 2
+    check(straight_through, randn(3, 4))
+    assert "detach" not in em.Tensor.__dict__
 
 
 def test_inplace_write_through_a_view_raises():

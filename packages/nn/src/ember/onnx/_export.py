@@ -459,6 +459,18 @@ def _trace(onnx, model, args, kw, input_names, opset_version, do_constant_foldin
                 tracer.bind(t, name, True)
 
     patched = _patch_rnns(model, tracer)
+    had_detach = "detach" in em.Tensor.__dict__
+
+    def detach(self):
+        # x.detach() in a trace is the value of x, and the ops on it are recorded
+        r = _core.TensorBase.detach(self)
+        name = tracer.lookup(self)
+        if name is not None and not tracer.suppress:
+            tracer.bind(r, name, name in tracer.dyn)
+            r._set_autograd(TRACED, True)
+        return r
+    if not had_detach:
+        em.Tensor.detach = detach
     prev = _core.set_recorder(tracer.record)
     prev_grad = _core._set_grad_enabled(True)
     prev_inf = _core._set_inference_mode(False)
@@ -470,6 +482,8 @@ def _trace(onnx, model, args, kw, input_names, opset_version, do_constant_foldin
         _core._set_inference_mode(prev_inf)
         _core._set_grad_enabled(prev_grad)
         _core.set_recorder(prev)
+        if not had_detach:
+            del em.Tensor.detach
         for m in patched:
             object.__delattr__(m, "forward")
         for p in flags:
@@ -480,6 +494,7 @@ def _trace(onnx, model, args, kw, input_names, opset_version, do_constant_foldin
             if t._grad_fn is TRACED:
                 t._set_autograd(None, False)
     # the outputs' values (a constant for an output the trace did not see computed)
+    tracer.current_op = None
     tracer.output_values = [tracer.value(t) for t in _flatten(out)]
     return tracer, graph_inputs, out
 
@@ -587,11 +602,12 @@ def _same_graph(tracer, other, what, advice):
         a2 = other.initializers.get(name)
         if a2 is None or a1.shape != a2.shape or a1.dtype != a2.dtype or \
                 not np.array_equal(a1, a2, equal_nan=a1.dtype.kind == "f"):
-            op = tracer.origin.get(name, "a constant")
+            op = tracer.origin.get(name)
+            what_uses = f"op '{op}' uses a value" if op else "an output of the model is a value"
             how = (f"shape {a1.shape}, {a2.shape} in the other trace" if a2 is not None and
                    a1.shape != a2.shape else "another value in the other trace")
             raise OnnxExporterError(
-                f"ember.onnx.export: op '{op}' uses a value that depends on {what} ({how}): "
+                f"ember.onnx.export: {what_uses} that depends on {what} ({how}): "
                 f"a tensor the recorder did not see being computed (made inside forward, "
                 f"random, or the result of an op ember records for no one, such as argmax or "
                 f"sort's indices), a slice bound or a count, which the trace freezes; "

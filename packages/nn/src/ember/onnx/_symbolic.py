@@ -392,6 +392,21 @@ def _narrow(tr, inputs, out, attrs):
                              tr.ints([attrs["dim"]])])
 
 
+@symbolic("unfold")
+def _unfold(tr, inputs, out, attrs):
+    # x.unfold(dim, size, step): the windows gathered along dim, their elements last
+    import numpy as np
+    x = inputs[0]
+    d, size, step = attrs["dim"], attrs["size"], attrs["step"]
+    if x.ndim == 0:
+        return tr.node("Unsqueeze", [tr.value(x), tr.ints([0])])
+    n = out.shape[d]
+    idx = (np.arange(n)[:, None] * step + np.arange(size)[None, :]).astype(np.int64)
+    g = tr.node("Gather", [tr.value(x), tr.const(idx, "windows")], axis=d)
+    perm = [i for i in range(x.ndim + 1) if i != d + 1] + [d + 1]
+    return tr.node("Transpose", [g], perm=perm)
+
+
 @symbolic("index_view")
 def _index_view(tr, inputs, out, attrs):
     x = inputs[0]
