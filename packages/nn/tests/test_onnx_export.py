@@ -549,10 +549,11 @@ def test_keep_initializers_as_inputs():
 
 
 def test_opset_versions_and_verbose(capsys):
-    for opset in (17, 18):
-        proto = check(nn.Sequential(nn.Linear(3, 2), nn.ReLU()), randn(1, 3),
+    for opset in (17, 18, 20):
+        proto = check(nn.Sequential(nn.Linear(3, 2), nn.GELU()), randn(1, 3),
                       opset_version=opset)
         assert proto.opset_import[0].version == opset
+        assert ("Gelu" in op_types(proto)) == (opset >= 20)
     export_bytes(nn.Linear(3, 2), (randn(1, 3),), verbose=True)
     assert "MatMul" in capsys.readouterr().out
 

@@ -74,6 +74,14 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
     export time; training: ``TrainingMode`` (EVAL switches the model to eval mode for
     the trace and back after). verbose prints the graph.
 
+    The model runs once more on the inputs' elements shuffled, and with dynamic_axes
+    once more with those axes one longer (or shorter): a value the trace froze although
+    it depends on the input (the result of an op nobody records, such as sort's indices;
+    control flow on the data; with dynamic_axes a slice bound, a count or a tensor made
+    from a size) makes the graphs differ and raises OnnxExporterError naming the op;
+    Reshape targets follow the dynamic dims. If the model cannot run on those inputs, a
+    UserWarning says the check was not done.
+
     dynamo: ember has one exporter, this tracer, whichever value is given; the options
     only dynamo has (dynamic_shapes, custom_translation_table, report, verify,
     profile, dump_exported_program, fallback) and operator_export_type other than ONNX,
