@@ -323,6 +323,19 @@ def test_small_cnn():
     assert "Dropout" not in op_types(p)
 
 
+_DEVICES = ["cpu"] + [d for d in ("opencl", "cuda") if getattr(em, d).is_available()]
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+def test_model_on_any_device(device):
+    m = SmallCNN().to(device)
+    m.eval()
+    x = randn(2, 1, 8, 8).to(device)
+    data = export_bytes(m, (x,))
+    got = run_onnx(data, [x.cpu().numpy()])
+    np.testing.assert_allclose(got[0], m(x).detach().cpu().numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_tiny_gpt():
     check(TinyGPT(), em.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]), rtol=1e-4, atol=1e-5)
 
