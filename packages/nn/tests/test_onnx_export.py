@@ -705,6 +705,7 @@ def test_inplace_ops_on_whole_tensors_are_exported():
      "operator_export_type"),
     (dict(custom_opsets={"x": 1}), ValueError, "custom_opsets"),
     (dict(export_modules_as_functions=True), ValueError, "export_modules_as_functions"),
+    (dict(autograd_inlining=False), ValueError, "autograd_inlining"),
     (dict(training=7), ValueError, "TrainingMode"),
 ])
 def test_bad_arguments(kw, err, match):
@@ -723,6 +724,13 @@ def test_bad_f_model_and_args():
         em.onnx.export(nn.Linear(3, 2), 5, io.BytesIO())
     with pytest.raises(em.onnx.OnnxExporterError, match="str"):
         em.onnx.export(lambda x: "no", (randn(1),), io.BytesIO())
+
+
+def test_models_over_two_gib_are_refused(monkeypatch):
+    from ember.onnx import _export
+    monkeypatch.setattr(_export, "_PROTOBUF_LIMIT", 100)
+    with pytest.raises(em.onnx.OnnxExporterError, match="external data"):
+        export_bytes(nn.Linear(30, 30), (randn(1, 30),))
 
 
 def test_without_onnx_installed(monkeypatch):

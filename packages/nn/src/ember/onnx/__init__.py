@@ -85,7 +85,10 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
     dynamo: ember has one exporter, this tracer, whichever value is given; the options
     only dynamo has (dynamic_shapes, custom_translation_table, report, verify,
     profile, dump_exported_program, fallback) and operator_export_type other than ONNX,
-    custom_opsets, export_modules_as_functions raise ValueError. An op with no ONNX
+    custom_opsets, export_modules_as_functions, autograd_inlining=False raise ValueError.
+    optimize, external_data and artifacts_dir are options of the dynamo exporter that
+    PyTorch's dynamo=False exporter ignores, and so does ember's (it writes one file and
+    refuses models of 2 GiB or more, which would need external data). An op with no ONNX
     translation raises UnsupportedOperatorError naming it. Returns None.
     """
     from ember.onnx._export import run_export

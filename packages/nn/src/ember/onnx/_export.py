@@ -19,6 +19,7 @@ from ember.onnx import (
 
 _MIN_OPSET = 17
 _DEFAULT_OPSET = 17
+_PROTOBUF_LIMIT = 2**31 - 2**24      # a protobuf message is at most 2 GiB (with the graph)
 
 
 def _need_onnx():
@@ -330,6 +331,9 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
     if custom_opsets:
         raise ValueError("ember.onnx.export: custom_opsets: ember exports standard ONNX ops "
                          "only (the ai.onnx domain)")
+    if not autograd_inlining:
+        raise ValueError("ember.onnx.export: autograd_inlining=False is not supported: the "
+                         "ops of an autograd.Function's forward are exported inline")
     if export_modules_as_functions:
         raise ValueError("ember.onnx.export: export_modules_as_functions=True is not "
                          "supported: ember inlines every module")
@@ -396,6 +400,12 @@ def run_export(model, args, f, *, kwargs, export_params, verbose, training, inpu
 
     # keep only the initializers some node reads
     read = {i for n in tracer.nodes for i in n.input}
+    size = sum(a.nbytes for name, a in tracer.initializers.items() if name in read)
+    if size >= _PROTOBUF_LIMIT:
+        raise OnnxExporterError(
+            f"ember.onnx.export: the initializers hold {size / 2**30:.1f} GiB; a model file "
+            f"of 2 GiB or more needs ONNX's external data, which ember does not write "
+            f"(export_params=False makes the parameters graph inputs instead)")
     inits = [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
              for name, a in tracer.initializers.items() if name in read]
     if keep_initializers_as_inputs:
