@@ -48,7 +48,8 @@ def test_import_works_when_numpy_is_missing():
 
 @pytest.mark.parametrize("name,dist", sorted({
     "autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
-    "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp"}.items()))
+    "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp",
+    "onnx": "ember-nn"}.items()))
 def test_missing_components_name_their_package(name, dist):
     if any((Path(p) / name).is_dir() for p in em.__path__):
         pytest.skip(f"ember.{name} is installed here")

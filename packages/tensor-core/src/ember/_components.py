@@ -24,7 +24,8 @@ import sys
 
 # top-level component -> the distribution that installs it
 PACKAGES = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
-            "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp"}
+            "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp",
+            "onnx": "ember-nn"}
 
 # PyTorch's module path -> ember's module (and their submodules alike)
 ALIASES = {"ember.utils.data": "ember.data",

@@ -29,7 +29,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     (indices first). padding_idx (negative counts from the end) gets no gradient;
     max_norm renormalises, in place in weight, the rows it looks up whose norm_type
     norm exceeds it (as PyTorch). Records "embedding" with attrs indices,
-    num_weights, padding_idx and scale_grad_by_freq."""
+    num_weights, padding_idx, scale_grad_by_freq and input (the indices as given)."""
     op = "embedding"
     _tensor(input, op, "indices")
     _float_tensor(weight, op, "weight")
@@ -57,6 +57,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         out = index_select(weight, 0, idx).reshape(tuple(input.shape) + (dim,))
     return _core.record(op, (weight,), out,
                         {"indices": idx.reshape(tuple(input.shape)), "num_weights": num,
+                         "input": input,       # the indices as given, for ember.onnx
                          "padding_idx": padding_idx,
                          "scale_grad_by_freq": bool(scale_grad_by_freq)})
 

@@ -460,7 +460,8 @@ def _getitem(x, key, op="getitem"):
     indices = [None] * len(pl.vshape)
     for t, vd in zip(pl.indices, pl.vdims):
         indices[vd] = t
-    return _record("index", (view,), out, {"indices": tuple(indices)})
+    # key: the subscript as given (ember.onnx traces its tensors)
+    return _record("index", (view,), out, {"indices": tuple(indices), "key": key})
 
 
 def _take_rows(x, index, op):
@@ -473,7 +474,7 @@ def _take_rows(x, index, op):
     rest = len(shape) - 1
     _run("gather", op, out, x, (0,) * len(ishape) + strides[1:],
                  [(idx, tuple(contiguous_strides(ishape)) + (0,) * rest, strides[0], shape[0])])
-    return _record("index", (x,), out, {"indices": (idx,) + (None,) * rest})
+    return _record("index", (x,), out, {"indices": (idx,) + (None,) * rest, "key": index})
 
 
 def _value_tensor(value, x, op):
@@ -621,7 +622,9 @@ def _gather(input, d, index, op, allow_negative=False):
          [(idx, tuple(contiguous_strides(ix.shape)), x.stride(d), n)])
     if index.ndim == 0:
         out = out.reshape(())
-    return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape))})
+    # index_arg: the index as given (ember.onnx traces it; the backward uses index)
+    return _record("gather", (input,), out, {"dim": d, "index": idx.reshape(tuple(index.shape)),
+                                             "index_arg": index})
 
 
 @tensor_method
@@ -844,7 +847,7 @@ def index_select(input, dim, index):
     _run("gather", "index_select", out, x, strides, args)
     if input.ndim == 0 and out.numel() == 1:
         out = out.reshape(())
-    return _record("index_select", (input,), out, {"dim": d, "index": idx})
+    return _record("index_select", (input,), out, {"dim": d, "index": idx, "index_arg": index})
 
 
 def _index_write(input, d, idx, source, reduce, op):

@@ -79,8 +79,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     and running_var are given, update them in place:
     running = (1 - momentum) * running + momentum * batch statistic, with the
     unbiased variance for running_var (as PyTorch). training=False: with the running
-    statistics. Records "batch_norm" with attrs training, momentum, eps and the saved
-    per-channel mean and invstd (1 / sqrt(var + eps)) that were used."""
+    statistics. Records "batch_norm" with attrs training, momentum, eps, the saved
+    per-channel mean and invstd (1 / sqrt(var + eps)) that were used, and the
+    running_mean and running_var tensors (for ember.onnx)."""
     op = "batch_norm"
     _float_tensor(input, op)
     if input.ndim < 2:
@@ -121,7 +122,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         y = _cast_back(y, input.dtype)
     return _core.record(op, (input, weight, bias), y,
                         {"training": training, "momentum": momentum, "eps": eps,
-                         "mean": mean, "invstd": invstd})
+                         "mean": mean, "invstd": invstd,
+                         # for ember.onnx (the backward needs mean and invstd only)
+                         "running_mean": running_mean, "running_var": running_var})
 
 
 def batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training=True,

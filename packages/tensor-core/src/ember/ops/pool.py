@@ -190,7 +190,9 @@ def _max_pool(op, input, sd, kernel_size, stride, padding, dilation, ceil_mode,
         y = _finish(y, lead, sd, input.dtype)
         if ix is not None:
             ix = _finish(ix, lead, sd, int64)
-    y = _core.record(op, (input,), y, {"indices": ix})
+    # the window geometry is for ember.onnx (the backward needs only the indices)
+    y = _core.record(op, (input,), y, {"indices": ix, "kernel_size": k, "stride": s,
+                                       "padding": p, "dilation": d, "ceil_mode": bool(ceil_mode)})
     return (y, ix) if return_indices else y
 
 
