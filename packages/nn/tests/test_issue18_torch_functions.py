@@ -316,3 +316,30 @@ def test_gumbel_softmax():
     assert lg.grad is not None and abs(sum(lg.grad.reshape(-1).tolist())) < 1e-9
     with pytest.raises(ValueError, match="gumbel_softmax: tau must be positive"):
         F.gumbel_softmax(logits, tau=0.0)
+
+
+def test_native_group_norm_pytorch_values():
+    x = em.arange(12.0).reshape(2, 2, 3)
+    out, mean, rstd = em.native_group_norm(x, None, None, 2, 2, 3, 1, 1e-5)
+    assert mean.shape == (2, 1) and mean.tolist() == [[2.5], [8.5]]
+    close(rstd, [[0.58553904], [0.58553904]])
+    close(out, F.group_norm(x, 1))
+    with pytest.raises(ValueError, match="native_group_norm: input of shape"):
+        em.native_group_norm(x, None, None, 3, 2, 3, 1, 1e-5)
+
+
+def test_affine_grid_generator_and_distributions_attribute():
+    g = em.affine_grid_generator(em.eye(2, 3).unsqueeze(0), [1, 1, 2, 2], False)
+    assert g.tolist() == [[[[-0.5, -0.5], [0.5, -0.5]], [[-0.5, 0.5], [0.5, 0.5]]]]
+    import ember.distributions
+    assert em.distributions is ember.distributions
+
+
+def test_volatile_and_reinforce_as_pytorch():
+    x = em.ones(2)
+    with pytest.warns(UserWarning, match="volatile was removed"):
+        assert x.volatile is False
+    with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+        x.volatile = True
+    with pytest.raises(RuntimeError, match="reinforce\\(\\) was removed"):
+        x.reinforce(1.0)

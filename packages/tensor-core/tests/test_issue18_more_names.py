@@ -761,3 +761,53 @@ def test_grad_dtype():
     assert z.grad_dtype == em.float16
     with pytest.raises(TypeError, match="grad_dtype: expected an ember dtype"):
         z.grad_dtype = "nope"
+
+
+def test_cond_and_while_loop_pytorch_examples():
+    assert em.cond(em.tensor(True), lambda x: x + 1, lambda x: x - 1, (em.ones(2),)).tolist() \
+        == [2.0, 2.0]
+    assert em.cond(False, lambda x: x + 1, lambda x: x - 1, [em.ones(2)]).tolist() == [0.0, 0.0]
+    i, x = em.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2),
+                         (em.tensor(0), em.ones(2)))
+    assert i.item() == 3 and x.tolist() == [8.0, 8.0]
+    n, y = em.func.while_loop(lambda n, x: 2 * n < x.shape[0], lambda n, x: (n + 1, x + n),
+                              (0, em.zeros(3, 4)))
+    assert n == 2 and y[0, 0].item() == 1.0
+    with pytest.raises(ValueError, match="cond: the predicate must be a single-element"):
+        em.cond(em.ones(2), lambda: 1, lambda: 2)
+    with pytest.raises(ValueError, match="while_loop: body_fn must return tensors of the"):
+        em.while_loop(lambda x: x.numel() < 4, lambda x: (em.cat([x, x]),), (em.ones(1),))
+    with pytest.raises(TypeError, match="while_loop: carried_inputs must be a tuple"):
+        em.while_loop(lambda x: False, lambda x: x, em.ones(1))
+
+
+def test_native_dropout_layer_norm_batch_norm():
+    em.manual_seed(0)
+    out, mask = em.native_dropout(em.ones(1000), 0.5, True)
+    assert mask.dtype == em.bool and (out == mask.float() * 2).all().item()
+    assert 400 < mask.sum().item() < 600
+    out, mask = em.native_dropout(em.ones(3), 0.5, False)
+    assert out.tolist() == [1.0, 1.0, 1.0] and mask.tolist() == [True, True, True]
+    assert em.native_dropout(em.ones(20), 0.5, None)[1].sum().item() < 20   # None trains
+    x = em.arange(12.0).reshape(2, 2, 3)
+    out, mean, rstd = em.native_layer_norm(x, [3], None, None, 1e-5)
+    # PyTorch's values
+    assert mean.shape == (2, 2, 1) and mean.reshape(-1).tolist() == [1.0, 4.0, 7.0, 10.0]
+    assert_close(rstd.reshape(-1), np.full(4, 1.2247356, np.float32), em.float32, rtol=1e-5,
+                 atol=1e-5)
+    assert_close(out, to_numpy(em.layer_norm(x, [3])), em.float32)
+    out, m, r = em.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    assert m.tolist() == [4.0, 7.0]
+    assert_close(r, np.full(2, 0.32163358, np.float32), em.float32, rtol=1e-5, atol=1e-5)
+    rm, rv = em.zeros(2), em.ones(2)
+    out, m, r = em.native_batch_norm(x, None, None, rm, rv, False, 0.1, 1e-5)
+    assert m.shape == (0,) and r.shape == (0,)
+    xg = em.randn(2, 4, dtype=em.float64, requires_grad=True)
+    assert em.autograd.gradcheck(lambda t: em.native_layer_norm(t, [4], None, None, 1e-5)[2],
+                                 (xg,))
+    with pytest.raises(TypeError, match="native_batch_norm: training must be a bool"):
+        em.native_batch_norm(x, None, None, None, None, 1, 0.1, 1e-5)
+
+
+def test_is_maia():
+    assert em.ones(1).is_maia is False

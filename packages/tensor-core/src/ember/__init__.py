@@ -67,7 +67,7 @@ from ember.array_api import astype, isdtype  # noqa: E402,F401
 from ember.serialization import save, load  # noqa: E402,F401
 from ember._runtime import *  # noqa: E402,F401,F403  (default device, settings, errors)
 from ember import func  # noqa: E402,F401
-from ember.func import vmap  # noqa: E402,F401
+from ember.func import cond, vmap, while_loop  # noqa: E402,F401
 from ember import _default_device  # noqa: E402
 
 _default_device.install(globals())   # factories honour set_default_device / with device

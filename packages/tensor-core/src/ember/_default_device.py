@@ -10,6 +10,8 @@ from ember._C import core as _core
 
 _state = threading.local()      # the `with device` stack is per thread, as PyTorch's modes
 _global = [None]                # set_default_device: every thread
+_active = [0]                   # `with device` blocks open in any thread, + 1 when _global is
+#                                 set: 0 lets a factory call skip the lookup altogether
 
 
 def _stack():
@@ -21,10 +23,12 @@ def _stack():
 
 def _push(device):
     _stack().append(device)
+    _active[0] += 1
 
 
 def _pop():
     _stack().pop()
+    _active[0] -= 1
 
 
 def current():
@@ -55,6 +59,8 @@ def set_default_device(device):
     Like PyTorch's, this costs a check per factory call and is not used by ember's own
     kernels for their temporaries."""
     if device is None:
+        if _global[0] is not None:
+            _active[0] -= 1
         _global[0] = None
         return
     if isinstance(device, int) and not isinstance(device, bool):
@@ -65,13 +71,17 @@ def set_default_device(device):
                                f"device, but none is available")
         device = f"{acc.type}:{device}"
     d = _core.as_device(device)
-    _global[0] = None if (d.type == "cpu") else d
+    new = None if d.type == "cpu" else d
+    _active[0] += (new is not None) - (_global[0] is not None)
+    _global[0] = new
 
 
 def wrap_factory(fn, device_pos=None):
     """fn with `device` defaulting to the current default device."""
     @functools.wraps(fn)
     def factory(*args, **kwargs):
+        if not _active[0]:
+            return fn(*args, **kwargs)                  # no default set: the plain call
         if kwargs.get("device") is None:
             d = current()
             if d is not None and (device_pos is None or len(args) <= device_pos):

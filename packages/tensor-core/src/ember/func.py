@@ -24,7 +24,8 @@ import importlib
 
 from ember._C import core as _core
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "cond",
+           "while_loop"]
 
 _TB = _core.TensorBase
 
@@ -398,3 +399,59 @@ def hessian(func, argnums=0):
     """The Hessian of a scalar function: jacfwd(jacrev(func)) (both reverse mode in
     ember)."""
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+# control flow (torch.cond, torch.while_loop) -------------------------------------------------
+
+def _truth(pred, op):
+    if isinstance(pred, _TB):
+        if pred.numel() != 1:
+            raise ValueError(f"{op}: the predicate must be a single-element tensor, got shape "
+                             f"{tuple(pred.shape)}")
+        return bool(pred.item())
+    if isinstance(pred, (bool, int, float)):
+        return bool(pred)
+    raise TypeError(f"{op}: the predicate must be a bool, a number or a one-element tensor, "
+                    f"got {type(pred).__name__}")
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """true_fn(*operands) if pred else false_fn(*operands) (torch.cond), run eagerly:
+    ember has no graph capture, so this is the operator's defined meaning, with its
+    argument checks."""
+    if not (callable(true_fn) and callable(false_fn)):
+        raise TypeError("cond: true_fn and false_fn must be callables")
+    if not isinstance(operands, (tuple, list)):
+        raise TypeError(f"cond: operands must be a tuple or list, got "
+                        f"{type(operands).__name__}")
+    return (true_fn if _truth(pred, "cond") else false_fn)(*operands)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs):
+    """Run body_fn(*carried) while cond_fn(*carried) is true and return the carried
+    values (torch.while_loop), eagerly. As PyTorch requires, body_fn must return as many
+    values as it takes, tensors of the same shape and dtype as the ones carried in."""
+    if not (callable(cond_fn) and callable(body_fn)):
+        raise TypeError("while_loop: cond_fn and body_fn must be callables")
+    if not isinstance(carried_inputs, (tuple, list)):
+        raise TypeError(f"while_loop: carried_inputs must be a tuple, got "
+                        f"{type(carried_inputs).__name__}")
+    val = tuple(carried_inputs)
+    leaves0, spec0 = _flatten(val)
+    while _truth(cond_fn(*val), "while_loop"):
+        new = body_fn(*val)
+        if not isinstance(new, (tuple, list)):
+            new = (new,)
+        new = tuple(new)
+        leaves, spec = _flatten(new)
+        if spec != spec0:
+            raise ValueError(f"while_loop: body_fn must return the structure it takes "
+                             f"({len(val)} values), got {len(new)}")
+        for a, b in zip(leaves0, leaves):
+            if isinstance(a, _TB) and (not isinstance(b, _TB) or tuple(a.shape) != tuple(
+                    b.shape) or a.dtype != b.dtype):
+                raise ValueError(f"while_loop: body_fn must return tensors of the shapes "
+                                 f"and dtypes it takes: {tuple(a.shape)} {a.dtype!r} became "
+                                 f"{b!r:.60}")
+        val = new
+    return val

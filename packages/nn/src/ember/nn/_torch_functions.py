@@ -130,6 +130,23 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """ATen's native_group_norm: (output, mean, rstd) for an input of N * C * HxW
+    elements (N, C, *); mean and rstd = 1 / sqrt(biased var + eps) of shape (N, group).
+    The output is F.group_norm's."""
+    op = "native_group_norm"
+    if not isinstance(input, em.Tensor):
+        raise TypeError(f"{op}: input must be a tensor, got {type(input).__name__}")
+    if input.numel() != N * C * HxW or input.ndim < 2 or input.shape[0] != N or \
+            input.shape[1] != C:
+        raise ValueError(f"{op}: input of shape {tuple(input.shape)} does not match N={N}, "
+                         f"C={C}, HxW={HxW}")
+    out = F.group_norm(input, group, weight, bias, eps)
+    x = input.reshape(N, group, -1)
+    x = x.float() if x.dtype == em.float16 else x
+    return out, x.mean(-1), (x.var(-1, correction=0) + eps).rsqrt()
+
+
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
                   eps, cudnn_enabled):
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
@@ -150,6 +167,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def pdist(input, p=2):
     return F.pdist(input, p)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """ATen's affine_grid_generator: F.affine_grid(theta, size, align_corners)."""
+    return F.affine_grid(theta, size, align_corners)
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -274,8 +296,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_",
            "feature_dropout", "feature_dropout_", "celu", "celu_", "selu", "selu_",
            "threshold", "threshold_", "rrelu", "rrelu_", "bilinear", "constant_pad_nd",
-           "group_norm", "instance_norm", "rms_norm", "cosine_similarity",
+           "group_norm", "native_group_norm", "instance_norm", "rms_norm", "cosine_similarity",
            "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "embedding_bag",
-           "binary_cross_entropy_with_logits", "kl_div",
+           "affine_grid_generator", "binary_cross_entropy_with_logits", "kl_div",
            "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
            "poisson_nll_loss", "triplet_margin_loss", "ctc_loss"]

@@ -310,10 +310,34 @@ def _set_grad_dtype(self, value):
     st.has_grad_dtype = True
 
 
+def _get_volatile(self):
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                  stacklevel=2)
+    return False
+
+
+def _set_volatile(self, value):
+    warnings.warn("volatile was removed and now has no effect. Use `with ember.no_grad():` "
+                  "instead.", UserWarning, stacklevel=2)
+
+
+@tensor_method
+def reinforce(self, reward):
+    """Removed from PyTorch (it raises there too): use ember.distributions and a
+    log-prob loss instead."""
+    raise RuntimeError("reinforce() was removed.\nUse ember.distributions instead: "
+                       "m = ember.distributions.Categorical(probs); action = m.sample(); "
+                       "loss = -m.log_prob(action) * reward; loss.backward()")
+
+
 def _install_properties(cls):
     cls.output_nr = property(_output_nr, doc="Which output of its grad_fn this tensor is "
                              "(0 for leaves and single-output ops).")
     cls.is_meta = property(_is_meta, doc="False: ember has no meta tensors.")
+    cls.is_maia = property(_is_meta, doc="False: ember has no MAIA devices.")
+    cls.volatile = property(_get_volatile, _set_volatile, doc=(
+        "Removed in PyTorch: always False, with PyTorch's warning; setting it only warns "
+        "(use ember.no_grad())."))
     cls.grad_dtype = property(_get_grad_dtype, _set_grad_dtype, doc=(
         "The dtype autograd casts this leaf's incoming gradients to before accumulating "
         "them in .grad: its own dtype unless set; None accepts any dtype (PyTorch's "
