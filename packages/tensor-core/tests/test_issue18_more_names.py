@@ -811,3 +811,27 @@ def test_native_dropout_layer_norm_batch_norm():
 
 def test_is_maia():
     assert em.ones(1).is_maia is False
+
+
+def test_tensor_core_alone_names_the_package_for_nn_functions():
+    code = """
+import sys
+class Block:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "ember.nn" or name.startswith("ember.nn."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block)
+import ember as em
+assert em.hardshrink(em.tensor([0.2, 1.0])).tolist() == [0.0, 1.0]
+assert em.vmap(lambda t: t * 2)(em.ones(2, 2)).tolist() == [[2.0, 2.0]] * 2
+assert not hasattr(em, "celu")
+try:
+    em.kl_div
+except AttributeError as e:
+    print(e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "ember.kl_div needs the ember-nn package: pip install ember-nn" in r.stdout

@@ -137,6 +137,9 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     op = "native_group_norm"
     if not isinstance(input, em.Tensor):
         raise TypeError(f"{op}: input must be a tensor, got {type(input).__name__}")
+    for name, v in (("N", N), ("C", C), ("HxW", HxW), ("group", group)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}")
     if input.numel() != N * C * HxW or input.ndim < 2 or input.shape[0] != N or \
             input.shape[1] != C:
         raise ValueError(f"{op}: input of shape {tuple(input.shape)} does not match N={N}, "

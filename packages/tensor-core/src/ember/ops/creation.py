@@ -535,6 +535,9 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     size = _shape_arg((size,), "empty_permuted")
     if isinstance(physical_layout, numbers.Integral):
         physical_layout = (physical_layout,)
+    if not isinstance(physical_layout, (list, tuple)):
+        raise TypeError(f"empty_permuted: physical_layout must be a sequence of dims, got "
+                        f"{type(physical_layout).__name__}")
     order = sizes_arg(physical_layout, "empty_permuted", "physical_layout")
     if sorted(order) != list(_builtins.range(len(size))):
         raise ValueError(f"empty_permuted: physical_layout {tuple(order)} must be a "
