@@ -133,7 +133,8 @@ LAYERS = {
     "LazyLinear": ({"out_features": 3}, ["out_features"]),
     **{name: ({"out_channels": 4, "kernel_size": 3},
               ["out_channels", "kernel_size", "stride", "padding", "dilation", "groups"])
-       for name in ("LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d")},
+       for name in ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+                    "LazyConvTranspose2d", "LazyConvTranspose3d")},
     **{f"LazyBatchNorm{n}d": ({}, ["eps", "momentum"]) for n in (1, 2, 3)},
     **{f"LazyInstanceNorm{n}d": ({}, ["eps", "momentum"]) for n in (1, 2, 3)},
     "LPPool1d": ({"norm_type": 2, "kernel_size": 2}, ["norm_type", "kernel_size", "stride"]),
@@ -299,7 +300,7 @@ def _param():
 
 def test_issue16_item20_every_optimizer_is_enumerated():
     assert _optimizers() == ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
-                             "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"]
+                             "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"]
 
 
 @pytest.mark.parametrize("name", _optimizers())

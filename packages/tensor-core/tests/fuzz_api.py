@@ -72,12 +72,15 @@ INTERNAL = re.compile(
 # Left out, with the reason. Everything else that enumeration finds is called.
 DENY = {
     # files, processes and the outside world
-    "ember.save", "ember.load", "ember.serialization", "ember.from_dlpack",
+    "ember.save", "ember.load", "ember.serialization", "ember.from_dlpack", "ember.from_file",
     "Tensor.share_memory_",  # shared memory segments outlive the child
     # global state that would change the meaning of later calls
     "ember.set_default_dtype", "ember.set_num_threads", "ember.manual_seed", "ember.seed",
     "ember.set_rng_state", "ember.set_printoptions", "ember.set_grad_enabled",
     "autograd.set_grad_enabled", "autograd.set_detect_anomaly",
+    "ember.set_default_device", "ember.set_default_tensor_type", "ember.set_flush_denormal",
+    "ember.set_num_interop_threads", "ember.set_anomaly_enabled",
+    "ember.set_float32_matmul_precision",
     "ember.printoptions",  # a context manager; as a call it is set_printoptions
     # device management
     "ember.empty_cache", "ember.cuda", "ember.opencl", "ember.backends",

@@ -48,11 +48,13 @@ from ember.ops.dropout import *  # noqa: F401,F403
 from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.conv import *  # noqa: F401,F403
 from ember.ops.pool import *  # noqa: F401,F403
+from ember.ops.legacy import *  # noqa: F401,F403
 from ember import _registry, _interop, _components
-from ember.ops import views as _views, creation as _creation
+from ember.ops import views as _views, creation as _creation, legacy as _legacy_methods
 
 _core._set_python_types(Size, _creation.as_tensor)
 _views._install_properties(Tensor)
+_legacy_methods._install_properties(Tensor)
 _interop._install_dunders(Tensor)
 _registry.install(Tensor)
 
@@ -63,6 +65,12 @@ from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTen
 from ember._deterministic import *  # noqa: E402,F401,F403
 from ember.array_api import astype, isdtype  # noqa: E402,F401
 from ember.serialization import save, load  # noqa: E402,F401
+from ember._runtime import *  # noqa: E402,F401,F403  (default device, settings, errors)
+from ember import func  # noqa: E402,F401
+from ember.func import cond, vmap, while_loop  # noqa: E402,F401
+from ember import _default_device  # noqa: E402
+
+_default_device.install(globals())   # factories honour set_default_device / with device
 
 empty_cache = _core.empty_cache
 e = 2.718281828459045
@@ -82,7 +90,14 @@ def __getattr__(name):
     if name in _components.PACKAGES:
         import importlib
         return importlib.import_module(f"ember.{name}")
+    if name in _components.NN_FUNCTIONS:     # torch.celu & co: ember-nn's code
+        fn = globals()[name] = _components.nn_function(name)
+        return fn
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _components.NN_FUNCTIONS)
 
 
 try:        # the tape records from the first op on, so it is installed at import

@@ -24,8 +24,36 @@ import sys
 
 # top-level component -> the distribution that installs it
 PACKAGES = {"autograd": "ember-autograd", "nn": "ember-nn", "optim": "ember-nn",
-            "data": "ember-data", "multiprocessing": "ember-mp", "distributed": "ember-mp",
-            "onnx": "ember-nn"}
+            "distributions": "ember-nn", "onnx": "ember-nn", "data": "ember-data",
+            "multiprocessing": "ember-mp", "distributed": "ember-mp"}
+
+# torch.<name> functions whose code is ember.nn.functional's: `ember.<name>` finds them
+# in ember.nn._torch_functions (ember-nn) on first use (ember.__getattr__), and names
+# the package to install where it is absent. ember-nn's tests check the two lists agree.
+NN_FUNCTIONS = frozenset((
+    "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_",
+    "feature_dropout", "feature_dropout_", "celu", "celu_", "selu", "selu_", "threshold",
+    "threshold_", "rrelu", "rrelu_", "bilinear", "constant_pad_nd", "group_norm",
+    "native_group_norm",
+    "instance_norm", "rms_norm", "cosine_similarity", "pairwise_distance", "pdist",
+    "pixel_shuffle", "pixel_unshuffle", "embedding_bag", "affine_grid_generator",
+    "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss",
+    "triplet_margin_loss", "ctc_loss"))
+
+
+def nn_function(name):
+    """ember.<name> for a name of NN_FUNCTIONS (AttributeError naming ember-nn when it
+    is not installed)."""
+    try:
+        module = importlib.import_module("ember.nn._torch_functions")
+    except ModuleNotFoundError as e:
+        if e.name is not None and e.name.split(".")[:2] == ["ember", "nn"]:
+            raise AttributeError(f"ember.{name} needs the ember-nn package: pip install "
+                                 f"ember-nn") from None
+        raise
+    return getattr(module, name)
+
 
 # PyTorch's module path -> ember's module (and their submodules alike)
 ALIASES = {"ember.utils.data": "ember.data",

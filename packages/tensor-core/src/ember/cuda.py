@@ -40,11 +40,12 @@ import ember.backends.cuda  # noqa: E402,F401  (em.backends.cuda.matmul.allow_tf
 if BUILD_CONFIG.get("cuda"):
     from ember._C.cuda import CudaError, OutOfMemoryError  # noqa: F401
 else:
+    from ember._errors import (
+        AcceleratorError as _AcceleratorError,
+        OutOfMemoryError,  # noqa: F401
+    )
 
-    class OutOfMemoryError(RuntimeError, MemoryError):
-        """The CUDA caching allocator could not get memory (raised on CUDA builds)."""
-
-    class CudaError(RuntimeError):
+    class CudaError(_AcceleratorError):
         """An error reported by the CUDA runtime (raised on CUDA builds)."""
 
 

@@ -53,6 +53,8 @@ cdef class TensorState:
     cdef public bint retains_grad
     cdef public int output_nr
     cdef public object base                   # views: the tensor whose storage they view
+    cdef public bint has_grad_dtype           # Tensor.grad_dtype was set (leaves)
+    cdef public object grad_dtype             # then: the dtype .grad gets (None: any)
 
 
 def state(t):
@@ -730,7 +732,11 @@ cdef void _accumulate(TensorBase t, object grad, bint create_graph) except *:
     if not same_shape(<TensorBase>g, shape_of(t)):
         raise RuntimeError(f"AccumulateGrad: gradient of shape {tuple(g.shape)} for a leaf of "
                            f"shape {tuple(t.shape)}")
-    if (<TensorBase>g)._dtype != t._dtype:
+    if s is not None and (<TensorState>s).has_grad_dtype:
+        want = (<TensorState>s).grad_dtype           # Tensor.grad_dtype: None keeps g's
+        if want is not None and g.dtype != want:
+            g = g.to(want)
+    elif (<TensorBase>g)._dtype != t._dtype:
         g = g.to(t.dtype)
     old = t._grad
     if old is None:

@@ -53,7 +53,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 def selu(input, inplace=False):
     alpha, scale = 1.6732632423543772, 1.0507009873554805
-    return scale * elu(input, alpha, inplace)
+    out = scale * elu(input, alpha)
+    return input.copy_(out) if inplace else out
 
 
 @_checked(alpha=_number)
@@ -125,10 +126,9 @@ def tanhshrink(input):
     return input - em.tanh(input)
 
 
-@_checked(lambd=_number)
 def hardshrink(input, lambd=0.5):
-    """input where |input| > lambd, else 0."""
-    return em.where(em.abs(input) > lambd, input, 0.0)
+    """input where |input| > lambd, else 0 (ember.hardshrink)."""
+    return em.hardshrink(input, lambd)
 
 
 @_checked(lambd=_number)
@@ -141,19 +141,8 @@ def softshrink(input, lambd=0.5):
 
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight of one value or one per channel (dim 1;
-    an input of fewer than 2 dims has one channel)."""
-    if weight.ndim > 1:
-        raise ValueError(f"prelu: weight must be 1-D or 0-d, got shape {tuple(weight.shape)}")
-    n = weight.numel()
-    if n != 1:
-        c = input.shape[1] if input.ndim >= 2 else 1
-        if n != c:
-            raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: "
-                             f"weight has {n} values, input shape {tuple(input.shape)}")
-        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
-    elif weight.ndim:
-        weight = weight.reshape(())
-    return em.where(input >= 0, input, weight * input)
+    an input of fewer than 2 dims has one channel): ember.prelu."""
+    return em.prelu(input, weight)
 
 
 @_checked(lower=_number, upper=_number)
@@ -742,6 +731,41 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # linear --------------------------------------------------------------------------------
+
+@_checked(p=_number)
+def pdist(input, p=2):
+    """The p-norm distances between every pair of rows of an (N, M) input, i < j in
+    row-major order (the upper triangle of cdist(input, input), flattened): N (N - 1) / 2
+    values. Composed of triu_indices, indexing and vector_norm, so it is differentiable
+    (zero distances get a zero gradient, as PyTorch)."""
+    op = "pdist"
+    if not isinstance(input, em.Tensor) or input.ndim != 2:
+        raise ValueError(f"{op}: expected a 2-d (N, M) tensor, got "
+                         f"{tuple(input.shape) if isinstance(input, em.Tensor) else input!r}")
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: needs a floating point tensor, got {input.dtype!r}")
+    p = float(p)
+    if p < 0:
+        raise ValueError(f"{op}: p must be non-negative, got {p}")
+    n = input.shape[0]
+    i, j = em.triu_indices(n, n, 1, device=input.device)
+    diff = input[i] - input[j]
+    if p == 0:
+        return (diff != 0).sum(1).to(input.dtype) + diff.sum(1) * 0
+    if p == math.inf:
+        return diff.abs().amax(1)
+    a = diff.abs()
+    if p == 1:
+        return a.sum(1)
+    # PyTorch's backward of the p-norm at a zero distance is zero: scale by the max so
+    # the root never sees 0 for nonzero rows, and mask the zero rows.
+    m = a.amax(1, keepdim=True)
+    zero = m == 0
+    safe = em.where(zero, 1.0, m)
+    scaled = em.where(zero, 1.0, a / safe)
+    r = (scaled ** p).sum(1) ** (1.0 / p) * safe.squeeze(1)
+    return em.where(zero.squeeze(1), 0.0, r)
+
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
@@ -1635,6 +1659,91 @@ def adaptive_avg_pool3d(input, output_size):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return em.adaptive_max_pool3d(input, output_size, return_indices)
+
+
+# PyTorch's in-place and *_with_indices spellings -----------------------------------------
+
+def relu_(input):
+    """relu in place (F.relu_)."""
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """max_pool1d returning (output, indices) (PyTorch's F.max_pool1d_with_indices)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+@_checked(tau=_number, dim=_index_arg)
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """Samples of the Gumbel-softmax distribution (Jang et al. 2016), as PyTorch:
+    softmax((logits + g) / tau) with g = -log(Exponential(1)) noise; hard=True returns
+    the one-hot of the argmax with the soft sample's gradient (straight-through)."""
+    if not isinstance(logits, em.Tensor):
+        raise TypeError(f"gumbel_softmax: logits must be a tensor, got "
+                        f"{type(logits).__name__}")
+    if not tau > 0:
+        raise ValueError(f"gumbel_softmax: tau must be positive, got {tau}")
+    gumbels = -em.empty_like(logits).exponential_().log()
+    y_soft = em.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = em.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 # Every function here: a clear TypeError naming it when a tensor parameter gets
 # something else (not `'float' object has no attribute 'shape'` from inside). `value`

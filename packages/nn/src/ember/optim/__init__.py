@@ -1,5 +1,5 @@
 """ember.optim: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam,
-RAdam, ASGD, Rprop, LBFGS) and learning-rate
+RAdam, ASGD, Rprop, LBFGS, SparseAdam) and learning-rate
 schedulers (ember.optim.lr_scheduler), with PyTorch's signatures and state_dict format.
 
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -18,3 +18,4 @@ from ember.optim.radam import RAdam  # noqa: F401
 from ember.optim.rmsprop import RMSprop  # noqa: F401
 from ember.optim.rprop import Rprop  # noqa: F401
 from ember.optim.sgd import SGD  # noqa: F401
+from ember.optim.sparse_adam import SparseAdam  # noqa: F401

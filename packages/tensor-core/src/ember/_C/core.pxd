@@ -36,6 +36,7 @@ cdef class Storage:
     cdef readonly object owner    # keeps borrowed memory alive (numpy, dlpack, shm)
     cdef public int64_t version   # bumped by every in-place write
     cdef bint owns_data
+    cdef readonly bint inference  # allocated under inference_mode (Tensor.is_inference)
     cdef object __weakref__
 
 cdef class TensorBase:

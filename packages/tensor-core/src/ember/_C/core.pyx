@@ -40,3 +40,18 @@ include "core/scalars.pxi"
 include "core/elementwise.pxi"
 include "core/copy.pxi"
 include "core/reduce.pxi"
+
+
+cdef extern from "threads.h" nogil:
+    int em_set_flush_denormal(int on)
+    int em_get_flush_denormal()
+
+
+def _set_flush_denormal(bint mode):
+    """Set x86's MXCSR FTZ+DAZ on this thread and ember's CPU pool; False (nothing
+    changed) where the CPU has no such control."""
+    return bool(em_set_flush_denormal(1 if mode else 0))
+
+
+def _get_flush_denormal():
+    return bool(em_get_flush_denormal())

@@ -114,13 +114,11 @@ DEF MAXDEV = 64
 DEF MAXARGS = 64
 
 
-class CudaError(RuntimeError):
+from ember._errors import AcceleratorError, OutOfMemoryError  # one class for every device
+
+
+class CudaError(AcceleratorError):
     """An error reported by the CUDA runtime (the message names the call and the error)."""
-
-
-class OutOfMemoryError(RuntimeError, MemoryError):
-    """The caching allocator could not get memory, even after emptying its cache (a
-    RuntimeError as in PyTorch, and a MemoryError as the CPU's)."""
 
 
 def format_bytes(n):

@@ -483,3 +483,31 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if bias is not None:
         acc = acc + bias.reshape(oc, 1, 1, 1)
     return acc if batched else acc.squeeze(0)
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """ATen's generic convolution (torch.convolution): conv1d/2d/3d, or with transposed
+    conv_transpose1d/2d/3d, chosen by weight's dims (3, 4 or 5), every argument given
+    (stride, padding, dilation and output_padding as ints or one per spatial dim)."""
+    op = "convolution"
+    if not isinstance(weight, _core.TensorBase):
+        raise TypeError(f"{op}: weight must be a tensor, got {type(weight).__name__}")
+    nd = weight.ndim - 2
+    if nd not in (1, 2, 3):
+        raise ValueError(f"{op}: expected a weight of 3, 4 or 5 dims (1-d, 2-d or 3-d "
+                         f"convolution), got shape {tuple(weight.shape)}")
+    if not isinstance(transposed, bool):
+        raise TypeError(f"{op}: transposed must be a bool, got {type(transposed).__name__}")
+    if transposed:
+        fn = (conv_transpose1d, conv_transpose2d, conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    if any(int(v) for v in ((output_padding,) if isinstance(output_padding, int)
+                           else output_padding)):
+        raise ValueError(f"{op}: output_padding {output_padding!r} is only used by a "
+                         f"transposed convolution")
+    fn = (conv1d, conv2d, conv3d)[nd - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+__all__ += ["convolution"]

@@ -9,7 +9,7 @@ import math
 import numbers
 import struct
 
-from ember._args import int_arg, shape_arg, tensor_arg
+from ember._args import int_arg, shape_arg, sizes_arg, tensor_arg
 from ember._C import core as _core
 from ember._dtypes import as_dtype, bool as bool_, float64, int64
 
@@ -523,3 +523,183 @@ def is_complex(input):
 
 
 __all__ += ["range", "detach", "detach_", "fill", "fill_", "zero_", "get_device", "is_complex"]
+
+
+# memory layouts and external memory ---------------------------------------------------
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of `size` whose dims lie in memory in the order
+    physical_layout (torch.empty_permuted): physical_layout[0] outermost, the last
+    innermost, so (0, 2, 3, 1) of an (N, C, H, W) size is channels-last."""
+    size = _shape_arg((size,), "empty_permuted")
+    if isinstance(physical_layout, numbers.Integral):
+        physical_layout = (physical_layout,)
+    if not isinstance(physical_layout, (list, tuple)):
+        raise TypeError(f"empty_permuted: physical_layout must be a sequence of dims, got "
+                        f"{type(physical_layout).__name__}")
+    order = sizes_arg(physical_layout, "empty_permuted", "physical_layout")
+    if sorted(order) != list(_builtins.range(len(size))):
+        raise ValueError(f"empty_permuted: physical_layout {tuple(order)} must be a "
+                         f"permutation of the {len(size)} dims of size {tuple(size)}")
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    t = _core.empty(tuple(size[d] for d in order), _dtype_arg(dtype), device)
+    t = t.permute(*inverse) if inverse else t
+    return t.requires_grad_() if requires_grad else t
+
+
+class _BufferOwner:
+    """Holds a buffer export (PyObject_GetBuffer) open while a tensor views it."""
+
+    obj = None
+
+    def __init__(self, obj, op):
+        import ctypes
+        self._view = _PyBuffer()
+        self._byref = ctypes.byref
+        self._release = ctypes.pythonapi.PyBuffer_Release
+        try:
+            ctypes.pythonapi.PyObject_GetBuffer(ctypes.py_object(obj), ctypes.byref(self._view),
+                                                0)    # PyBUF_SIMPLE
+        except (TypeError, BufferError, ValueError):
+            raise TypeError(f"{op}: expected an object that implements the buffer protocol, "
+                            f"got {type(obj).__name__}") from None
+        self.obj = obj
+
+    @property
+    def address(self):
+        return self._view.buf or 0
+
+    @property
+    def nbytes(self):
+        return self._view.len
+
+    @property
+    def readonly(self):
+        return bool(self._view.readonly)
+
+    def __del__(self):
+        if self.obj is not None:
+            self._release(self._byref(self._view))
+            self.obj = None
+
+
+def _buffer_struct():
+    import ctypes
+
+    class Py_buffer(ctypes.Structure):
+        _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object),
+                    ("len", ctypes.c_ssize_t), ("itemsize", ctypes.c_ssize_t),
+                    ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                    ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p),
+                    ("strides", ctypes.c_void_p), ("suboffsets", ctypes.c_void_p),
+                    ("internal", ctypes.c_void_p)]
+    ctypes.pythonapi.PyObject_GetBuffer.argtypes = [ctypes.py_object, ctypes.c_void_p,
+                                                    ctypes.c_int]
+    ctypes.pythonapi.PyBuffer_Release.argtypes = [ctypes.c_void_p]
+    return Py_buffer
+
+
+class _LazyBuffer:
+    cls = None
+
+    def __call__(self):
+        if _LazyBuffer.cls is None:
+            _LazyBuffer.cls = _buffer_struct()
+        return _LazyBuffer.cls()
+
+
+_PyBuffer = _LazyBuffer()
+_readonly_warned = [False]
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d CPU tensor sharing the memory of a Python buffer (torch.frombuffer): count
+    elements of dtype (-1: all that follow offset) starting `offset` bytes in. Writes
+    through the tensor are seen by the buffer; a read-only buffer (bytes) is shared too,
+    with PyTorch's warning."""
+    import warnings
+
+    from ember._interop import _wrap_memory
+    dt = as_dtype(dtype)
+    count = int_arg(count, "count", "frombuffer")
+    offset = int_arg(offset, "offset", "frombuffer")
+    owner = _BufferOwner(buffer, "frombuffer")
+    n, item = owner.nbytes, dt.itemsize
+    if n <= 0 or count == 0:
+        raise ValueError(f"frombuffer: both buffer length ({n}) and count ({count}) must not "
+                         f"be 0")
+    if not 0 <= offset < n:
+        raise ValueError(f"frombuffer: offset ({offset} bytes) must be non-negative and no "
+                         f"greater than buffer length ({n} bytes) minus 1")
+    if count < 0:
+        if (n - offset) % item:
+            raise ValueError(f"frombuffer: buffer length ({n - offset} bytes) after offset "
+                             f"({offset} bytes) must be a multiple of element size ({item})")
+        count = (n - offset) // item
+    elif offset + count * item > n:
+        raise ValueError(f"frombuffer: requested buffer length ({count} * {item} bytes) after "
+                         f"offset ({offset} bytes) must not be greater than actual buffer "
+                         f"length ({n} bytes)")
+    if owner.readonly and not _readonly_warned[0]:
+        _readonly_warned[0] = True
+        warnings.warn("frombuffer: the given buffer is not writable, and ember does not "
+                      "support non-writable tensors: writes through the tensor change the "
+                      "(supposedly read-only) buffer; copy it first to protect its data. "
+                      "This warning is shown once.", UserWarning, stacklevel=2)
+    t = _wrap_memory(owner.address + offset, dt, (count,), None, owner, None, "frombuffer")
+    return t.requires_grad_() if requires_grad else t
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False):
+    """A 1-d tensor of `size` elements memory-mapped from a file (torch.from_file).
+    shared=True maps it shared: writes go to the file, which is created or grown to
+    size * itemsize bytes; otherwise (False/None) the file is opened read-only and
+    mapped copy-on-write, so changes stay in this process, and it must hold
+    size * itemsize bytes. device= other than the CPU copies the mapped data there."""
+    import ctypes
+    import mmap
+    import os
+
+    from ember._interop import _wrap_memory
+    dt = as_dtype(dtype) if dtype is not None else _core.get_default_dtype()
+    size = int_arg(size, "size", "from_file")
+    if size < 0:
+        raise ValueError(f"from_file: size must be non-negative, got {size}")
+    nbytes = size * dt.itemsize
+    path = os.fspath(filename)
+    flags = os.O_RDWR | os.O_CREAT if shared else os.O_RDONLY
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        mode = "read-write" if shared else "read-only"
+        raise RuntimeError(f"from_file: unable to open file <{path}> in {mode} mode: "
+                           f"{e.strerror} ({e.errno})") from None
+    try:
+        have = os.fstat(fd).st_size
+        if have < nbytes:
+            if not shared:
+                raise RuntimeError(f"from_file: file <{path}> size <{have}> is smaller than "
+                                   f"the required mapping size <{nbytes}>")
+            os.ftruncate(fd, nbytes)
+        if nbytes == 0:
+            t = _core.empty((0,), dt, None)
+        else:
+            if shared:
+                mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED,
+                               prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            else:
+                mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE,
+                               prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            owner = (ctypes.c_char * nbytes).from_buffer(mm)
+            t = _wrap_memory(ctypes.addressof(owner), dt, (size,), None, owner, None,
+                             "from_file")
+    finally:
+        os.close(fd)
+    return t if device is None else t.to(device)
+
+
+__all__ += ["empty_permuted", "frombuffer", "from_file"]

@@ -68,3 +68,23 @@ def dropout_backward(grad, mask, p):
     with _core._no_record():
         dx = kernel("dropout_backward", op, grad)(_work(grad, work), mask.contiguous(), scale)
         return _cast_back(dx, grad.dtype)
+
+
+def native_dropout(input, p, train):
+    """ATen's native_dropout: (output, mask), mask the bool tensor of kept elements;
+    train=None counts as True (as PyTorch); with train=False (or p=0) the output is a
+    copy of input and the mask is all True. The output is dropout's (recorded for
+    autograd the same way)."""
+    op = "native_dropout"
+    p = _dropout_args(input, p, op)
+    if train is not None and not isinstance(train, bool):
+        raise TypeError(f"{op}: train must be a bool or None, got {type(train).__name__}")
+    if train is False or p == 0:
+        keep = _core.empty(tuple(input.shape), _core._dtype_by_name("bool"),
+                           input.device).fill_(True)
+        return input.clone(), keep
+    y, mask = _dropout(input, p, None, op)
+    return _core.record("dropout", (input,), y, {"p": p, "mask": mask}), mask
+
+
+__all__ += ["native_dropout"]

@@ -741,3 +741,36 @@ def nextafter(input, other, *, out=None):
 METHODS["nextafter_"] = lambda self, other: nextafter(self, other, out=self)
 _name_lambdas(["nextafter_"])
 __all__ += ["isposinf", "isneginf", "isreal", "angle", "nextafter"]
+
+
+@tensor_method
+@tensor_input
+def hardshrink(input, lambd=0.5):
+    """input where |input| > lambd, else 0 (torch.hardshrink), composed of abs, gt and
+    where (so every device, and autograd through where)."""
+    lambd = number_arg(lambd, "lambd", "hardshrink")
+    return _ew("where", _ew("gt", _ew("abs", input), lambd), input, 0.0)
+
+
+@tensor_method
+@tensor_input
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x) (torch.prelu): weight of one value or one per
+    channel (dim 1; an input of fewer than 2 dims has one channel). Composed of where
+    and mul."""
+    weight = tensor_arg(weight, "prelu", "weight")
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: weight must be 1-D or 0-d, got shape {tuple(weight.shape)}")
+    n = weight.numel()
+    if n != 1:
+        c = input.shape[1] if input.ndim >= 2 else 1
+        if n != c:
+            raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: "
+                             f"weight has {n} values, input shape {tuple(input.shape)}")
+        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return _ew("where", _ew("ge", input, 0), input, _ew("mul", weight, input))
+
+
+__all__ += ["hardshrink", "prelu"]

@@ -93,3 +93,29 @@ def embedding_backward(grad, indices, num_weights, padding_idx=None, scale_grad_
         if padding_idx is not None:
             out[padding_idx] = 0
         return _cast_back(out, grad.dtype)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """In place, the rows of weight that `indices` names whose norm_type-norm exceeds
+    max_norm are scaled by max_norm / (norm + 1e-7) (torch.embedding_renorm_, what
+    embedding(max_norm=) does before its lookup); returns weight. Not recorded for
+    autograd (PyTorch runs it under no_grad too)."""
+    op = "embedding_renorm_"
+    _float_tensor(weight, op, "weight")
+    _tensor(indices, op, "indices")
+    if indices.dtype.kind != "int":
+        raise TypeError(f"{op}: indices must be an integer tensor, got {indices.dtype!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be 2-d, got shape {tuple(weight.shape)}")
+    _same_device(op, weight, indices)
+    from ember.ops.index import _prep
+    with _core._no_record():
+        idx = _prep(indices.reshape(-1), weight.shape[0], op, "dim 0 of the weight",
+                    allow_negative=False)
+        if idx.numel():
+            _renorm_rows_(weight, idx, _number(max_norm, op, "max_norm"),
+                          _number(norm_type, op, "norm_type"))
+    return weight
+
+
+__all__ += ["embedding_renorm_"]

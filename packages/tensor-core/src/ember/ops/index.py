@@ -1109,6 +1109,8 @@ def put_(input, index, source, accumulate=False):
 @tensor_method
 @tensor_input
 def put(input, index, source, accumulate=False):
+    """Out of place put_: a copy of input whose flattened elements at index take
+    source's (accumulate=True adds them, repeated indices summed), as torch.put."""
     return put_(input.clone(), index, source, accumulate)
 
 
@@ -1271,3 +1273,28 @@ def fill_diagonal_(input, fill_value, wrap=False):
     return input
 
 
+
+
+@tensor_method
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero(input) as a (size, input.ndim) int64 tensor of a fixed number of rows
+    (torch.nonzero_static): the first `size` coordinates in row-major order, rows past
+    the count filled with fill_value."""
+    if not isinstance(input, _TB):
+        raise TypeError(f"nonzero_static: input must be a tensor, got {type(input).__name__}")
+    size = int_arg(size, "size", "nonzero_static")
+    if size < 0:
+        raise ValueError(f"nonzero_static: size must be non-negative, got {size}")
+    fill_value = int_arg(fill_value, "fill_value", "nonzero_static")
+    coords = nonzero(input)
+    ndim = coords.shape[1]
+    count = coords.shape[0]
+    if count >= size:
+        return _core.contiguous_copy(coords[:size])
+    out = _core.empty((size, ndim), coords.dtype, coords.device).fill_(fill_value)
+    if count:
+        out[:count] = coords
+    return out
+
+
+__all__ += ["put", "nonzero_static"]

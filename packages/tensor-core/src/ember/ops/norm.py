@@ -161,3 +161,40 @@ def batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, trainin
         if need_b:
             db = _cast_back(sum_g, input.dtype if weight is None else weight.dtype)
     return dx, dw, db
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """ATen's native_layer_norm: (output, mean, rstd), output layer_norm's, mean and
+    rstd = 1 / sqrt(biased var + eps) over the normalised dims, of shape
+    input.shape[:-k] + (1,) * k (composed ops, differentiable)."""
+    op = "native_layer_norm"
+    out = layer_norm(input, normalized_shape, weight, bias, eps)
+    k = len(_normalized_shape(normalized_shape, input, op))
+    dims = list(range(input.ndim - k, input.ndim))
+    x = input if input.dtype.name != "float16" else input.float()
+    mean = x.mean(dims, keepdim=True)
+    var = x.var(dims, correction=0, keepdim=True)
+    return out, mean, (var + _number(eps, op, "eps")).rsqrt()
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                      eps):
+    """ATen's native_batch_norm: (output, save_mean, save_invstd): output batch_norm's
+    (running statistics updated in training, as batch_norm); in training the batch's
+    per-channel mean and 1 / sqrt(biased var + eps), in evaluation two empty tensors
+    (as PyTorch's CPU kernel)."""
+    op = "native_batch_norm"
+    if not isinstance(training, bool):
+        raise TypeError(f"{op}: training must be a bool, got {type(training).__name__}")
+    out = batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        empty = _core.empty((0,), input.dtype, input.device)
+        return out, empty, empty.clone()
+    dims = [0] + list(range(2, input.ndim))
+    x = input if input.dtype.name != "float16" else input.float()
+    mean = x.mean(dims)
+    var = x.var(dims, correction=0)
+    return out, mean, (var + _number(eps, op, "eps")).rsqrt()
+
+
+__all__ += ["native_layer_norm", "native_batch_norm"]

@@ -200,7 +200,13 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
+# ember.vmap(randomness="error") sets this to a message: random ops then refuse to run
+_RANDOM_GUARD = [None]
+
+
 def _generator(generator, device, op):
+    if _RANDOM_GUARD[0] is not None:
+        raise RuntimeError(f"{op}: {_RANDOM_GUARD[0]}")
     if generator is None:
         return _default_for(device)
     if not isinstance(generator, Generator):
@@ -641,3 +647,191 @@ def geometric_(self, p, *, generator=None):
         ew = _core.elementwise
         k = ew("maximum", ew("ceil", ew("div", ew("log1p", ew("neg", u)), math.log1p(-p))), 1)
     return _sample_into(self, k, "geometric_")
+
+
+# Poisson and binomial samplers -------------------------------------------------------
+# Composed of ember ops over whole tensors (so they run on every device): each step of
+# a sampler's loop is elementwise, and the loop ends when no element is left to draw.
+# The uniforms come from the generator (reproducible with manual_seed and generator=).
+
+_LOG_SQRT_2PI = 0.9189385332046727
+
+
+def _lgamma_ge1(x):
+    """log Gamma(x) for x >= 1 (float64 tensors): Stirling's series at x + 6, shifted
+    back by the recurrence (absolute error below 1e-9)."""
+    ew = _core.elementwise
+    z = ew("add", x, 6.0)
+    zi = ew("reciprocal", z)
+    zi2 = ew("mul", zi, zi)
+    series = ew("mul", zi, ew("sub", 1.0 / 12, ew("mul", zi2, ew("sub", 1.0 / 360,
+                                                                  ew("mul", zi2, 1.0 / 1260)))))
+    lg = ew("add", ew("sub", ew("mul", ew("sub", z, 0.5), ew("log", z)), z),
+            ew("add", series, _LOG_SQRT_2PI))
+    prod = x
+    for i in (1.0, 2.0, 3.0, 4.0, 5.0):
+        prod = ew("mul", prod, ew("add", x, i))
+    return ew("sub", lg, ew("log", prod))
+
+
+def _uniforms(shape, device, generator, op):
+    return _run("uniform", _core.empty(shape, float64, device), generator, op, 0.0, 1.0)
+
+
+def _any(mask):
+    return bool(_core.reduce("any", mask, None).item())
+
+
+def poisson(input, generator=None):
+    """Samples of Poisson(input[i]) (torch.poisson): rates >= 0, a float result of
+    input's dtype. Rates below 10 by inversion (sequential search), larger ones by
+    Hörmann's transformed rejection PTRS (as NumPy and PyTorch), in float64."""
+    op = "poisson"
+    tensor_arg(input, op)
+    if input.dtype.kind != "float":
+        raise TypeError(f"{op}: rates must be a floating point tensor, got {input.dtype!r}")
+    ew = _core.elementwise
+    with _core._no_record():
+        lam = _core.astype(input.detach(), float64, False)
+        ok = ew("logical_and", ew("ge", lam, 0), ew("isfinite", lam))
+        if lam.numel() and not bool(_core.reduce("all", ok, None).item()):
+            raise ValueError(f"{op}: rates must be finite and non-negative, got values "
+                             f"outside [0, inf) (or NaN)")
+        shape, dev = tuple(lam.shape), lam.device
+        out = _core.empty(shape, float64, dev).fill_(0)
+        if not lam.numel():
+            return _core.astype(out, input.dtype, False)
+        small = ew("lt", lam, 10.0)
+        if _any(small):
+            u = _uniforms(shape, dev, generator, op)
+            p = ew("exp", ew("neg", lam))
+            cdf = p
+            k = out
+            for _ in range(400):
+                active = ew("logical_and", small, ew("gt", u, cdf))
+                if not _any(active):
+                    break
+                k = ew("add", k, _core.astype(active, float64, False))
+                p = ew("where", active, ew("div", ew("mul", p, lam), k), p)
+                cdf = ew("where", active, ew("add", cdf, p), cdf)
+            out = ew("where", small, k, out)
+        todo = ew("logical_not", small)
+        if _any(todo):
+            big = ew("where", todo, lam, 10.0)          # keeps the formulas finite
+            slam, loglam = ew("sqrt", big), ew("log", big)
+            b = ew("add", ew("mul", slam, 2.53), 0.931)
+            a = ew("add", ew("mul", b, 0.02483), -0.059)
+            log_invalpha = ew("log", ew("add", ew("div", 1.1328, ew("sub", b, 3.4)), 1.1239))
+            vr = ew("sub", 0.9277, ew("div", 3.6224, ew("sub", b, 2.0)))
+            while _any(todo):
+                U = ew("sub", _uniforms(shape, dev, generator, op), 0.5)
+                V = _uniforms(shape, dev, generator, op)
+                us = ew("sub", 0.5, ew("abs", U))
+                k = ew("floor", ew("add", ew("mul", ew("add", ew("div", ew("mul", a, 2.0), us),
+                                                          b), U), ew("add", big, 0.43)))
+                quick = ew("logical_and", ew("ge", us, 0.07), ew("le", V, vr))
+                reject = ew("logical_or", ew("lt", k, 0),
+                            ew("logical_and", ew("lt", us, 0.013), ew("gt", V, us)))
+                kc = ew("where", ew("lt", k, 0), 0.0, k)
+                lhs = ew("sub", ew("add", ew("log", V), log_invalpha),
+                         ew("log", ew("add", ew("div", a, ew("mul", us, us)), b)))
+                rhs = ew("sub", ew("sub", ew("mul", kc, loglam), big),
+                         _lgamma_ge1(ew("add", kc, 1.0)))
+                good = ew("logical_or", quick, ew("logical_and", ew("logical_not", reject),
+                                                  ew("le", lhs, rhs)))
+                acc = ew("logical_and", todo, good)
+                out = ew("where", acc, kc, out)
+                todo = ew("logical_and", todo, ew("logical_not", acc))
+        return _core.astype(out, input.dtype, False)
+
+
+def binomial(count, prob, generator=None):
+    """Samples of Binomial(count[i], prob[i]) (torch.binomial): float tensors of one
+    shape and dtype (counts >= 0, whole numbers; probabilities in [0, 1]), a result of
+    that dtype. Mean count * prob below 10 by inversion, larger by Hörmann's BTRS (as
+    PyTorch), in float64, using p <= 1/2 by symmetry."""
+    op = "binomial"
+    tensor_arg(count, op, "count")
+    tensor_arg(prob, op, "prob")
+    if count.dtype.kind != "float" or prob.dtype.kind != "float":
+        raise TypeError(f"{op}: count and prob must be floating point tensors, got "
+                        f"{count.dtype!r} and {prob.dtype!r}")
+    if tuple(count.shape) != tuple(prob.shape):
+        raise ValueError(f"{op}: count and prob must have one shape, got "
+                         f"{tuple(count.shape)} and {tuple(prob.shape)}")
+    if count.device != prob.device:
+        raise ValueError(f"{op}: count is on {count.device}, prob on {prob.device}")
+    ew = _core.elementwise
+    with _core._no_record():
+        n = _core.astype(count.detach(), float64, False)
+        p = _core.astype(prob.detach(), float64, False)
+        shape, dev = tuple(n.shape), n.device
+        out = _core.empty(shape, float64, dev).fill_(0)
+        if not n.numel():
+            return _core.astype(out, count.dtype, False)
+        okn = ew("logical_and", ew("ge", n, 0), ew("eq", ew("floor", n), n))
+        if not bool(_core.reduce("all", ew("logical_and", okn, ew("isfinite", n)), None).item()):
+            raise ValueError(f"{op}: count must hold finite non-negative whole numbers")
+        if not bool(_core.reduce("all", ew("logical_and", ew("ge", p, 0), ew("le", p, 1)),
+                                 None).item()):
+            raise ValueError(f"{op}: prob must be in [0, 1] (and not NaN)")
+        flip = ew("gt", p, 0.5)
+        pp = ew("where", flip, ew("sub", 1.0, p), p)         # <= 1/2
+        q = ew("sub", 1.0, pp)
+        mean = ew("mul", n, pp)
+        small = ew("lt", mean, 10.0)
+        x = out
+        if _any(small):
+            u = _uniforms(shape, dev, generator, op)
+            s = ew("div", pp, q)
+            a = ew("mul", ew("add", n, 1.0), s)
+            r = ew("pow", q, ew("where", small, n, 0.0))
+            for _ in range(500):
+                active = ew("logical_and", ew("logical_and", small, ew("gt", u, r)),
+                            ew("lt", x, n))
+                if not _any(active):
+                    break
+                u = ew("where", active, ew("sub", u, r), u)
+                x = ew("add", x, _core.astype(active, float64, False))
+                ratio = ew("sub", ew("div", a, ew("where", active, x, 1.0)), s)
+                r = ew("where", active, ew("mul", r, ratio), r)
+        todo = ew("logical_not", small)
+        if _any(todo):
+            nb = ew("where", todo, n, 40.0)                  # keeps the formulas finite
+            pb = ew("where", todo, pp, 0.5)
+            qb = ew("sub", 1.0, pb)
+            spq = ew("sqrt", ew("mul", ew("mul", nb, pb), qb))
+            b = ew("add", ew("mul", spq, 2.53), 1.15)
+            a = ew("add", ew("add", ew("mul", b, 0.0248), ew("mul", pb, 0.01)), -0.0873)
+            c = ew("add", ew("mul", nb, pb), 0.5)
+            alpha = ew("mul", ew("add", ew("div", 5.1, b), 2.83), spq)
+            vr = ew("sub", 0.92, ew("div", 4.2, b))
+            lpq = ew("log", ew("div", pb, qb))
+            m = ew("floor", ew("mul", ew("add", nb, 1.0), pb))
+            h = ew("add", _lgamma_ge1(ew("add", m, 1.0)),
+                   _lgamma_ge1(ew("add", ew("sub", nb, m), 1.0)))
+            while _any(todo):
+                U = ew("sub", _uniforms(shape, dev, generator, op), 0.5)
+                V = _uniforms(shape, dev, generator, op)
+                us = ew("sub", 0.5, ew("abs", U))
+                k = ew("floor", ew("add", ew("mul", ew("add", ew("div", ew("mul", a, 2.0), us),
+                                                          b), U), c))
+                reject = ew("logical_or", ew("lt", k, 0), ew("gt", k, nb))
+                kc = ew("where", ew("lt", k, 0), 0.0, k)
+                kc = ew("minimum", kc, nb)
+                quick = ew("logical_and", ew("ge", us, 0.07), ew("le", V, vr))
+                vl = ew("log", ew("div", ew("mul", V, alpha),
+                                  ew("add", ew("div", a, ew("mul", us, us)), b)))
+                ub = ew("add", ew("sub", ew("sub", h, _lgamma_ge1(ew("add", kc, 1.0))),
+                                  _lgamma_ge1(ew("add", ew("sub", nb, kc), 1.0))),
+                        ew("mul", ew("sub", kc, m), lpq))
+                good = ew("logical_and", ew("logical_not", reject),
+                          ew("logical_or", quick, ew("le", vl, ub)))
+                acc = ew("logical_and", todo, good)
+                x = ew("where", acc, kc, x)
+                todo = ew("logical_and", todo, ew("logical_not", acc))
+        x = ew("where", flip, ew("sub", n, x), x)
+        return _core.astype(x, count.dtype, False)
+
+
+__all__ += ["poisson", "binomial"]

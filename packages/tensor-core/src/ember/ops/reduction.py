@@ -810,3 +810,263 @@ for _name in __all__:
     globals()[_name] = tensor_input(globals()[_name])
 
 METHODS["renorm_"] = _renorm_
+
+
+# numerical gradients, n-d histograms, legacy norms --------------------------------------
+
+def _coords_along(spacing, dims, input, op):
+    """Per dim: a float h (uniform spacing) or a 1-d coordinate tensor."""
+    if isinstance(spacing, (numbers.Real, _core.TensorBase)) and not (
+            isinstance(spacing, _core.TensorBase) and spacing.ndim == 1):
+        if isinstance(spacing, _core.TensorBase):
+            if spacing.ndim != 0:
+                raise ValueError(f"{op}: a tensor spacing must be 0-d or a list of 1-d "
+                                 f"coordinate tensors, got shape {tuple(spacing.shape)}")
+            spacing = spacing.item()
+        return [float(spacing)] * len(dims)
+    if isinstance(spacing, _core.TensorBase):
+        spacing = [spacing]
+    if not isinstance(spacing, (list, tuple)):
+        raise TypeError(f"{op}: spacing must be a number, a list of numbers or a list of "
+                        f"1-d tensors, got {type(spacing).__name__}")
+    spacing = list(spacing)
+    if len(spacing) != len(dims):
+        raise ValueError(f"{op}: expected spacing to be unspecified, a scalar or a list of "
+                         f"length {len(dims)} (one per dim), got a list of length "
+                         f"{len(spacing)}")
+    out = []
+    for d, s in zip(dims, spacing):
+        if isinstance(s, _core.TensorBase):
+            if s.ndim == 0:
+                out.append(float(s.item()))
+                continue
+            if s.ndim != 1 or s.shape[0] != input.shape[d]:
+                raise ValueError(f"{op}: the coordinates of dim {d} must be a 1-d tensor of "
+                                 f"its size {input.shape[d]}, got shape {tuple(s.shape)}")
+            if s.device != input.device:
+                raise ValueError(f"{op}: coordinates on {s.device}, input on {input.device}")
+            out.append(s)
+        elif isinstance(s, numbers.Real):
+            out.append(float(s))
+        else:
+            raise TypeError(f"{op}: spacing entries must be numbers or 1-d tensors, got "
+                            f"{type(s).__name__}")
+    return out
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The gradient of input sampled on a grid, one tensor per dim (torch.gradient,
+    numpy.gradient's method): second-order central differences inside and one-sided
+    differences of `edge_order` (1 or 2) at the boundaries. spacing is one number for
+    every dim, a list of numbers (one per dim), or a list of 1-d coordinate tensors;
+    dim an int, a list of dims or None (all). Composed of slices and arithmetic, so it
+    runs on every device and is differentiable; integer input gives float results."""
+    op = "gradient"
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"{op}: input must be a tensor, got {type(input).__name__}")
+    if edge_order not in (1, 2) or isinstance(edge_order, bool):
+        raise ValueError(f"{op}: edge_order must be 1 or 2, got {edge_order!r}")
+    if dim is None:
+        dims = list(_builtins.range(input.ndim))
+    elif isinstance(dim, (list, tuple)):
+        dims = [_core.normalize_dim(d, input.ndim, op) for d in dim]
+    else:
+        dims = [_core.normalize_dim(dim, input.ndim, op)]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{op}: dim {dim} has repeated dims")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise ValueError(f"{op}: torch.gradient expected each dimension size to be at "
+                             f"least edge_order+1, dim {d} of shape {tuple(input.shape)} "
+                             f"has {input.shape[d]} (edge_order={edge_order})")
+    coords = _coords_along(spacing, dims, input, op)
+    f = input if input.dtype.kind == "float" else input.to(_core.get_default_dtype())
+    return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, coords))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f.shape[d]
+    shape = [1] * f.ndim
+    shape[d] = -1
+
+    def sl(start, length):
+        return f.narrow(d, start, length)
+
+    parts = []
+    if isinstance(h, float):
+        if n > 2:
+            parts_inner = (sl(2, n - 2) - sl(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first = (sl(1, 1) - sl(0, 1)) / h
+            last = (sl(n - 1, 1) - sl(n - 2, 1)) / h
+        else:
+            first = (-1.5 * sl(0, 1) + 2.0 * sl(1, 1) - 0.5 * sl(2, 1)) / h
+            last = (0.5 * sl(n - 3, 1) - 2.0 * sl(n - 2, 1) + 1.5 * sl(n - 1, 1)) / h
+    else:
+        x = h.to(f.dtype)
+        dx = x.narrow(0, 1, n - 1) - x.narrow(0, 0, n - 1)        # spacing between points
+        if n > 2:
+            hl = dx.narrow(0, 0, n - 2).reshape(shape)             # x[i] - x[i-1]
+            hr = dx.narrow(0, 1, n - 2).reshape(shape)             # x[i+1] - x[i]
+            a = -hr / (hl * (hl + hr))
+            b = (hr - hl) / (hl * hr)
+            c = hl / (hr * (hl + hr))
+            parts_inner = a * sl(0, n - 2) + b * sl(1, n - 2) + c * sl(2, n - 2)
+        if edge_order == 1:
+            first = (sl(1, 1) - sl(0, 1)) / dx.narrow(0, 0, 1).reshape(shape)
+            last = (sl(n - 1, 1) - sl(n - 2, 1)) / dx.narrow(0, n - 2, 1).reshape(shape)
+        else:
+            h1, h2 = dx[0], dx[1]
+            a = -(2.0 * h1 + h2) / (h1 * (h1 + h2))
+            b = (h1 + h2) / (h1 * h2)
+            c = -h1 / (h2 * (h1 + h2))
+            first = a * sl(0, 1) + b * sl(1, 1) + c * sl(2, 1)
+            h1, h2 = dx[n - 3], dx[n - 2]
+            a = h2 / (h1 * (h1 + h2))
+            b = -(h2 + h1) / (h1 * h2)
+            c = (2.0 * h2 + h1) / (h2 * (h1 + h2))
+            last = a * sl(n - 3, 1) + b * sl(n - 2, 1) + c * sl(n - 1, 1)
+    parts = [first] + ([parts_inner] if n > 2 else []) + [last]
+    from ember.ops.shape import cat
+    return cat(parts, d)
+
+
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+    """(hist, bin_edges) of the points in input's last dim (torch.histogramdd, as
+    numpy.histogramdd): input of shape (..., D); bins an int (every dim), a list of D
+    ints, or a list of D 1-d tensors of increasing edges; range a flat list
+    [min0, max0, min1, max1, ...]; each bin holds [edge_i, edge_i+1), the last its right
+    edge too; points outside are not counted. weight (input.shape[:-1]) sums weights;
+    density normalises by the total and the bin volumes. Floating point only."""
+    from ember.ops.creation import linspace, zeros
+    from ember.ops.sort import searchsorted
+    op = "histogramdd"
+    if not isinstance(input, _core.TensorBase) or input.dtype.kind != "float":
+        raise TypeError(f"{op}: needs a floating point tensor, got {input!r:.60}")
+    if input.ndim < 1:
+        raise ValueError(f"{op}: input must have at least 1 dim (..., D), got a 0-d tensor")
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported by ember (use the returned tensors)")
+    D = input.shape[-1]
+    with _core._no_record():
+        pts = input.detach().reshape(-1, D)
+        npts = pts.shape[0]
+        if weight is not None:
+            if not isinstance(weight, _core.TensorBase) or \
+                    tuple(weight.shape) != tuple(input.shape[:-1]):
+                raise ValueError(f"{op}: weight must be a tensor of shape "
+                                 f"{tuple(input.shape[:-1])}, got {weight!r:.80}")
+            w = weight.detach().reshape(-1).to(pts.dtype)
+        if isinstance(bins, numbers.Integral):
+            bins = [int(bins)] * D
+        bins = list(bins)
+        if len(bins) != D:
+            raise ValueError(f"{op}: expected {D} bins (one per dim of the points), got "
+                             f"{len(bins)}")
+        if range is not None:
+            range = [float(v) for v in range]
+            if len(range) != 2 * D:
+                raise ValueError(f"{op}: range must have 2 * {D} values (min, max per dim), "
+                                 f"got {len(range)}")
+        edges = []
+        for k, b in enumerate(bins):
+            if isinstance(b, _core.TensorBase):
+                if b.ndim != 1 or b.numel() < 2:
+                    raise ValueError(f"{op}: bins[{k}] must be a 1-d tensor of at least 2 "
+                                     f"edges, got shape {tuple(b.shape)}")
+                e = b.to(pts.dtype)
+                if bool(_reduce("any", _ew("gt", e[:-1], e[1:]), None)):
+                    raise ValueError(f"{op}: bins[{k}] edges must be non-decreasing")
+                edges.append(e)
+                continue
+            nb = _int_arg(b, "bins", op)
+            if nb <= 0:
+                raise ValueError(f"{op}: bins must be > 0, got {nb} for dim {k}")
+            if range is not None:
+                lo, hi = range[2 * k], range[2 * k + 1]
+            elif npts:
+                col = pts[:, k]
+                lo, hi = float(_reduce("amin", col, None)), float(_reduce("amax", col, None))
+            else:
+                lo, hi = 0.0, 0.0
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ValueError(f"{op}: range [{lo}, {hi}] of dim {k} is not finite")
+            if lo > hi:
+                raise ValueError(f"{op}: range of dim {k} must have min <= max, got "
+                                 f"[{lo}, {hi}]")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges.append(linspace(lo, hi, nb + 1, dtype=pts.dtype, device=pts.device))
+        nbins = [e.numel() - 1 for e in edges]
+        total = 1
+        for nb in nbins:
+            total *= nb
+        hist = zeros(total + 1, dtype=pts.dtype, device=pts.device)
+        if npts and total:
+            flat = _core.empty((npts,), _int64, pts.device).fill_(0)
+            inside = None
+            for k, e in enumerate(edges):
+                x = pts[:, k]
+                nb = nbins[k]
+                b = _ew("sub", searchsorted(e, x.contiguous(), right=True), 1)
+                b = _ew("where", _ew("eq", x, e[nb]), nb - 1, b)
+                ok = _ew("logical_and", _ew("ge", x, e[0]), _ew("le", x, e[nb]))
+                inside = ok if inside is None else _ew("logical_and", inside, ok)
+                b = _ew("clamp", b, 0, _builtins.max(nb - 1, 0))
+                flat = _ew("add", _ew("mul", flat, nb), b)
+            flat = _ew("where", inside, flat, total)
+            vals = w if weight is not None else _core.empty((npts,), pts.dtype,
+                                                             pts.device).fill_(1)
+            hist.index_add_(0, flat, vals)
+        hist = hist[:total].reshape(nbins)
+        if density and total:
+            vol = None
+            for k, e in enumerate(edges):
+                widths = _ew("sub", e[1:], e[:-1]).reshape(
+                    [-1 if j == k else 1 for j in _builtins.range(D)])
+                vol = widths if vol is None else _ew("mul", vol, widths)
+            hist = _ew("div", hist, _ew("mul", _reduce("sum", hist, None), vol))
+    return histogramdd_result(hist, [e.clone() for e in edges])
+
+
+def frobenius_norm(input, dim=(), keepdim=False, *, out=None):
+    """sqrt(sum(input ** 2)) over dim (PyTorch's deprecated torch.frobenius_norm; use
+    ember.linalg.vector_norm(input, 2, dim, keepdim)); dim () or None is every dim."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"frobenius_norm: input must be a tensor, got {type(input).__name__}")
+    if isinstance(dim, numbers.Integral):
+        dim = (dim,)
+    if dim is not None and not (isinstance(dim, (list, tuple)) and _builtins.all(
+            isinstance(d, numbers.Integral) for d in dim)):
+        raise TypeError(f"frobenius_norm: dim must be an int or a list of ints, got "
+                        f"{dim!r:.60}")
+    dims = None if dim is None or len(dim) == 0 else list(dim)
+    r = _ew("sqrt", input.mul(input).sum(dims, keepdim=keepdim) if dims is not None
+            else input.mul(input).sum())
+    if keepdim and dims is None:
+        r = r.reshape((1,) * input.ndim)
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's names
+    """The `pow`-norm of v over every dim but `dim`, kept as size-1 dims
+    (torch.norm_except_dim, the norm of weight_norm); dim=-1 is the norm of all of v
+    (0-d)."""
+    if not isinstance(v, _core.TensorBase):
+        raise TypeError(f"norm_except_dim: v must be a tensor, got {type(v).__name__}")
+    dim = _int_arg(dim, "dim", "norm_except_dim")
+    if dim == -1:
+        return norm(v, pow)
+    d = _core.normalize_dim(dim, v.ndim, "norm_except_dim")
+    others = [i for i in _builtins.range(v.ndim) if i != d]
+    if not others:
+        return _ew("abs", v) if pow != 0 else _ew("ne", v, 0).to(v.dtype)
+    return norm(v, pow, others, keepdim=True)
+
+
+__all__ += ["gradient", "histogramdd", "frobenius_norm", "norm_except_dim"]

@@ -572,6 +572,145 @@ def adjoint(input):
 __all__ += ["adjoint"]
 
 
+# the *_copy forms --------------------------------------------------------------------
+# PyTorch's functionalization names (torch.view_copy, ...): the view op, its result
+# copied into new contiguous memory, so no output shares storage with the input.
+# Composed of the view and a copy: autograd differentiates them through both.
+
+def _fresh(view, op, out=None):
+    result = view.clone()
+    if out is None:
+        return result
+    if not isinstance(out, _core.TensorBase):
+        raise TypeError(f"{op}: out must be a tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
+def _copies(views, op, out=None):
+    results = [v.clone() for v in views]
+    if out is None:
+        return results
+    if len(out) != len(results):
+        raise ValueError(f"{op}: out has {len(out)} tensors, the result {len(results)}")
+    for o, r in zip(out, results):
+        if tuple(o.shape) != tuple(r.shape):
+            raise ValueError(f"{op}: an out tensor has shape {tuple(o.shape)}, its result "
+                             f"{tuple(r.shape)}")
+        o.copy_(r)
+    return None
+
+
+def alias_copy(input, *, out=None):
+    """A copy of input (torch.alias_copy: the alias, copied)."""
+    return _fresh(tensor_arg(input, "alias_copy"), "alias_copy", out)
+
+
+def detach_copy(input, *, out=None):
+    """input.detach(), copied: a new tensor outside the graph."""
+    return _fresh(tensor_arg(input, "detach_copy").detach(), "detach_copy", out)
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
+    return _fresh(diagonal(tensor_arg(input, "diagonal_copy"), offset, dim1, dim2),
+                  "diagonal_copy", out)
+
+
+def expand_copy(input, size, *, implicit=False, out=None):
+    """input.expand(size), copied (the repeated values materialised)."""
+    return _fresh(expand(tensor_arg(input, "expand_copy"), size), "expand_copy", out)
+
+
+def narrow_copy(input, dim, start, length, *, out=None):
+    """input.narrow(dim, start, length), copied."""
+    return _fresh(narrow(tensor_arg(input, "narrow_copy"), dim, start, length),
+                  "narrow_copy", out)
+
+
+def permute_copy(input, dims, *, out=None):
+    return _fresh(permute(tensor_arg(input, "permute_copy"), dims), "permute_copy", out)
+
+
+def select_copy(input, dim, index, *, out=None):
+    return _fresh(tensor_arg(input, "select_copy").select(dim, index), "select_copy", out)
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None):
+    """input[..., start:end:step, ...] along dim (torch.slice_copy), copied; step > 0."""
+    input = tensor_arg(input, "slice_copy")
+    d = _norm(int_arg(dim, "dim", "slice_copy"), input.ndim)
+    step = int_arg(step, "step", "slice_copy")
+    if step <= 0:
+        raise ValueError(f"slice_copy: step must be positive, got {step}")
+    index = (slice(None),) * d + (slice(start, end, step),)
+    return _fresh(input[index], "slice_copy", out)
+
+
+def split_copy(input, split_size, dim=0, *, out=None):
+    """input.split(split_size, dim) (an int size), each piece copied."""
+    return _copies(tensor_arg(input, "split_copy").split(split_size, dim), "split_copy", out)
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0, *, out=None):
+    return _copies(tensor_arg(input, "split_with_sizes_copy").split_with_sizes(split_sizes, dim),
+                   "split_with_sizes_copy", out)
+
+
+def squeeze_copy(input, dim=None, *, out=None):
+    return _fresh(squeeze(tensor_arg(input, "squeeze_copy"), dim), "squeeze_copy", out)
+
+
+def t_copy(input, *, out=None):
+    return _fresh(t(tensor_arg(input, "t_copy")), "t_copy", out)
+
+
+def transpose_copy(input, dim0, dim1, *, out=None):
+    return _fresh(transpose(tensor_arg(input, "transpose_copy"), dim0, dim1),
+                  "transpose_copy", out)
+
+
+def unbind_copy(input, dim=0, *, out=None):
+    return _copies(tensor_arg(input, "unbind_copy").unbind(dim), "unbind_copy", out)
+
+
+def unfold_copy(input, dimension, size, step, *, out=None):
+    return _fresh(unfold(tensor_arg(input, "unfold_copy"), dimension, size, step),
+                  "unfold_copy", out)
+
+
+def unsqueeze_copy(input, dim, *, out=None):
+    return _fresh(unsqueeze(tensor_arg(input, "unsqueeze_copy"), dim), "unsqueeze_copy", out)
+
+
+def view_copy(input, size, *, out=None):
+    """input.view(size) (a shape, or a dtype of the same item size), copied."""
+    input = tensor_arg(input, "view_copy")
+    if isinstance(size, (_core.DType, str)):
+        return _fresh(input.view(size), "view_copy", out)
+    return _fresh(view(input, size), "view_copy", out)
+
+
+tensor_method(narrow_copy)
+
+
+@tensor_method
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """The inverse of slicing (torch.slice_inverse): a view of input's storage with
+    src's sizes, strides and storage offset, i.e. the base that `input` was sliced from
+    when src is that base's geometry; dim/start/end/step are what the slice was
+    (PyTorch takes them for its tracing and does not use them either)."""
+    input = tensor_arg(input, "slice_inverse")
+    src = tensor_arg(src, "slice_inverse", "src")
+    return as_strided(input, tuple(src.shape), src.stride(), src.storage_offset())
+
+
+__all__ += ["alias_copy", "detach_copy", "diagonal_copy", "expand_copy", "narrow_copy",
+            "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
+            "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
+            "unsqueeze_copy", "view_copy", "slice_inverse"]
+
+
 def _install_properties(cls):
     cls.T = property(_T, doc="All dims reversed (a view).")
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")

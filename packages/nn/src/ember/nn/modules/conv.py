@@ -13,7 +13,7 @@ from ember.nn.parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d"]
+           "LazyConvTranspose2d", "LazyConv3d", "LazyConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -29,9 +29,11 @@ class _ConvNd(Module):
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: groups={groups} must be positive and divide both "
                              f"in_channels={in_channels} and out_channels={out_channels}")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not "
-                                      f"supported (only 'zeros')")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {list(_PADDING_MODES)}, "
+                             f"but got padding_mode={padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f'{name}: Only "zeros" padding mode is supported for {name}')
         self.in_channels, self.out_channels = in_channels, out_channels
         if isinstance(padding, str) and padding not in ("same", "valid"):
             raise ValueError(f"{name}: padding must be 'same', 'valid', {n} ints or an int, "
@@ -46,6 +48,17 @@ class _ConvNd(Module):
         self.output_padding = int_tuple(name, "output_padding", output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
         self.transposed = self._transposed
+        if isinstance(self.padding, str):
+            if self.padding == "same" and any(st != 1 for st in self.stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided "
+                                 f"convolutions")
+            pads = [(0, 0)] * n if self.padding == "valid" else [
+                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for d, k in zip(self.dilation, self.kernel_size)]
+        else:
+            pads = [(p, p) for p in self.padding]
+        # F.pad's order (last dim first), for the non-zeros padding modes
+        self._reversed_padding_repeated_twice = [a for pair in reversed(pads) for a in pair]
         shape = (in_channels, out_channels // groups) if self._transposed else \
             (out_channels, in_channels // groups)
         self.weight = Parameter(em.empty(shape + self.kernel_size, device=device, dtype=dtype))
@@ -76,21 +89,38 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":       # PyTorch's repr leaves the mode unquoted
+            s += f", padding_mode={self.padding_mode}"
         return s
+
+    def _conv_forward(self, conv, input, weight, bias):
+        """conv over input, padded first by F.pad in the 'reflect', 'replicate' or
+        'circular' padding_mode (then convolved unpadded), as PyTorch."""
+        if self.padding_mode != "zeros":
+            return conv(F.pad(input, self._reversed_padding_repeated_twice,
+                              mode=self.padding_mode),
+                        weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation,
+                    self.groups)
+
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class Conv1d(_ConvNd):
+    """1-d convolution over F.conv1d; padding_mode 'reflect', 'replicate' or
+    'circular' pads with F.pad first, as PyTorch."""
     _dims = 1
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._conv_forward(F.conv1d, input, self.weight, self.bias)
 
 
 class Conv2d(_ConvNd):
+    """2-d convolution over F.conv2d; padding_mode as Conv1d's."""
+
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._conv_forward(F.conv2d, input, self.weight, self.bias)
 
 
 class ConvTranspose1d(_ConvNd):
@@ -186,48 +216,12 @@ class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
                          groups, bias, dilation, padding_mode, device, dtype)
 
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
 class Conv3d(_ConvNd):
-    """3-d convolution over F.conv3d; padding_mode 'reflect', 'replicate' or 'circular'
-    pads with F.pad first (then convolves unpadded), as PyTorch."""
+    """3-d convolution over F.conv3d; padding_mode as Conv1d's."""
     _dims = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
-        if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"Conv3d: padding_mode must be one of {list(_PADDING_MODES)}, "
-                             f"got {padding_mode!r}")
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, "zeros", device, dtype)
-        self.padding_mode = padding_mode
-        if isinstance(self.padding, str):
-            if self.padding == "same" and any(s != 1 for s in self.stride):
-                raise ValueError("Conv3d: padding='same' is not supported for strided "
-                                 "convolutions")
-            pads = [(0, 0)] * 3 if self.padding == "valid" else [
-                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
-                for d, k in zip(self.dilation, self.kernel_size)]
-        else:
-            pads = [(p, p) for p in self.padding]
-        # F.pad's order: last dim first
-        self._reversed_padding_repeated_twice = [a for pair in reversed(pads) for a in pair]
-
     def forward(self, input):
-        if self.padding_mode != "zeros":
-            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice,
-                                  mode=self.padding_mode),
-                            self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
-    def extra_repr(self):
-        s = super().extra_repr()
-        # PyTorch's repr leaves the mode unquoted
-        return s + f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" \
-            else s
+        return self._conv_forward(F.conv3d, input, self.weight, self.bias)
 
 
 class ConvTranspose3d(ConvTranspose1d):
@@ -237,3 +231,26 @@ class ConvTranspose3d(ConvTranspose1d):
     def forward(self, input):
         return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self.output_padding, self.groups, self.dilation)
+
+
+class LazyConv3d(_LazyConvMixin, Conv3d):
+    """Conv3d with in_channels inferred from the first input."""
+    cls_to_become = Conv3d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvMixin, ConvTranspose3d):
+    """ConvTranspose3d with in_channels inferred from the first input."""
+    cls_to_become = ConvTranspose3d
+
+    @checked(out_channels=size, groups=positive)
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(0, out_channels, kernel_size, stride, padding, output_padding,
+                         groups, bias, dilation, padding_mode, device, dtype)

@@ -54,7 +54,17 @@ cdef class Device:
     def __reduce__(self):
         return (Device, (self.type, None if self.index < 0 else self.index))
 
-    # `with ember.device("opencl"):` would need a default-device stack: a later issue.
+    def __enter__(self):
+        """`with ember.device("opencl"):` makes this the default device of the factory
+        functions inside the block (ember.set_default_device's stack)."""
+        from ember._default_device import _push
+        _push(self)
+        return self
+
+    def __exit__(self, *exc):
+        from ember._default_device import _pop
+        _pop()
+        return False
 
 
 cdef Device CPU = Device("cpu")

@@ -6,6 +6,8 @@ cdef class Storage:
 
     def __cinit__(self):
         self.device = CPU     # em.Storage() is an empty CPU storage, not one on no device
+        self.inference = em_inference_on != 0   # made under inference_mode: its tensors
+        #                                         (and their views) are inference tensors
 
     def __dealloc__(self):
         if self.owns_data and self.data != NULL and self.device is not None \

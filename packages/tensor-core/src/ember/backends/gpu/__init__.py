@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 
 from ember._C import core as _core
+from ember._errors import OutOfMemoryError  # noqa: F401  (backends raise it)
 from ember.backends.base import Backend
 from ember.backends.gpu.conv import ConvKernels
 from ember.backends.gpu.dropout import DropoutKernels
@@ -44,12 +45,6 @@ from ember.backends.gpu.sort import SortKernels
 from ember.ops import render, table
 
 REDUCE_GROUP = render.GPU_REDUCE_GROUP   # work-items per row of the row-wise kernels
-
-
-class OutOfMemoryError(RuntimeError, MemoryError):
-    """A device allocation failed; the message says how much was asked for, is in use
-    and is cached. A RuntimeError as PyTorch's torch.OutOfMemoryError, and a
-    MemoryError as the CPU's, so one except clause catches both."""
 
 
 class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,

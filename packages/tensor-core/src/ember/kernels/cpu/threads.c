@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "threads.h"
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define EM_HAVE_MXCSR 1
+#endif
 
 typedef struct {
     pthread_cond_t cv;
@@ -106,6 +110,32 @@ void em_set_num_threads(int n) {
 
 int em_in_parallel(void) { return tls_in_pool; }
 
+static int flush_denormal;                 /* the setting (0/1), read by each worker */
+
+#ifdef EM_HAVE_MXCSR
+#define EM_FTZ_DAZ 0x8040u                 /* MXCSR bits 15 (FTZ) and 6 (DAZ) */
+static void apply_flush_denormal(int on) {
+    unsigned int csr = _mm_getcsr();
+    unsigned int want = on ? (csr | EM_FTZ_DAZ) : (csr & ~EM_FTZ_DAZ);
+    if (want != csr) _mm_setcsr(want);
+}
+#else
+static void apply_flush_denormal(int on) { (void)on; }
+#endif
+
+int em_set_flush_denormal(int on) {
+#ifdef EM_HAVE_MXCSR
+    __atomic_store_n(&flush_denormal, on ? 1 : 0, __ATOMIC_RELAXED);
+    apply_flush_denormal(on);
+    return 1;
+#else
+    (void)on;
+    return 0;
+#endif
+}
+
+int em_get_flush_denormal(void) { return __atomic_load_n(&flush_denormal, __ATOMIC_RELAXED); }
+
 static void *worker_main(void *arg) {
     int id = (int)(intptr_t)arg;
     tls_in_pool = 1;
@@ -121,6 +151,7 @@ static void *worker_main(void *arg) {
         void *ctx = job.ctx;
         int nt = job.nt;
         pthread_mutex_unlock(&mu);
+        apply_flush_denormal(__atomic_load_n(&flush_denormal, __ATOMIC_RELAXED));
         fn(ctx, id, nt);
         pthread_mutex_lock(&mu);
         if (--job.running == 0 && !job.open)

@@ -33,6 +33,11 @@ int em_parallel_run(int nthreads, void (*fn)(void *ctx, int tid, int nthreads), 
 
 int em_get_num_threads(void);
 void em_set_num_threads(int n);   /* n >= 1; clamped to EM_MAX_THREADS */
+/* Flush denormals (x86 MXCSR FTZ + DAZ) on the calling thread and on every pool
+ * worker (each applies the setting before its next job). Returns 1 where supported
+ * (x86 with SSE), else 0 and changes nothing. */
+int em_set_flush_denormal(int on);
+int em_get_flush_denormal(void);
 /* Nonzero on a pool worker or inside a parallel region (nested calls run inline). */
 int em_in_parallel(void);
 #endif
