@@ -124,9 +124,21 @@ class Tensor(_core.TensorBase):
 
     __array_priority__ = 1000   # NumPy defers binary ops to ember (ndarray + tensor -> tensor)
 
-    def __array_namespace__(self, *, api_version=None):
+    def __array_namespace__(self, /, *, api_version=None):
+        """ember.array_api, the Array API standard's namespace; api_version (None for
+        the newest) must be one it serves, else ValueError."""
         from ember import array_api
+        if api_version is not None and api_version not in array_api.SUPPORTED_VERSIONS:
+            raise ValueError(f"__array_namespace__: api_version {api_version!r} is not one "
+                             f"ember.array_api serves ({', '.join(array_api.SUPPORTED_VERSIONS)})")
         return array_api
+
+    def to_device(self, device, /, *, stream=None):
+        """The Array API's form of .to(device): this tensor on `device` (itself when
+        already there). stream must be None (ember's copies are synchronous)."""
+        if stream is not None:
+            raise ValueError(f"to_device: stream must be None, got {stream!r}")
+        return self.to(device)
 
     item = _core.item
     tolist = _core.tolist

@@ -65,8 +65,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001
     float sums are pairwise: float32 lanes within leaves of 1024 elements, float64
     across leaves (error O(log n), like NumPy)."""
     dim = axis if dim is None else dim
-    x = _cast_for(input, _resolve(dtype))
-    return _reduce("sum", x, dims_of(dim, x.ndim, "sum"), keepdim)
+    dtype = _resolve(dtype)
+    x = _cast_for(input, dtype)
+    # integer sums accumulate in int64; a narrower dtype= wraps as its own arithmetic would
+    return _narrow_to(_reduce("sum", x, dims_of(dim, x.ndim, "sum"), keepdim), dtype)
 
 
 @tensor_method
@@ -78,8 +80,13 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 @tensor_method
 def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None):
     dim = axis if dim is None else dim
-    x = _cast_for(input, _resolve(dtype))
-    return _reduce("prod", x, dims_of(dim, x.ndim, "prod"), keepdim)
+    dtype = _resolve(dtype)
+    x = _cast_for(input, dtype)
+    return _narrow_to(_reduce("prod", x, dims_of(dim, x.ndim, "prod"), keepdim), dtype)
+
+
+def _narrow_to(r, dtype):
+    return r if dtype is None else _narrow(r, dtype)
 
 
 def _resolve(dtype):

@@ -149,7 +149,7 @@ EM_INLINE float em_tanh_float32(float x) {
                     + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
     float big = 1.0f - 2.0f / (em_exp_float32(2.0f * ax) + 1.0f);
     big = x < 0 ? -big : big;
-    return ax < 0.625f ? small : big;
+    return x == 0.0f ? x : (ax < 0.625f ? small : big);  /* tanh(-0) is -0 */
 }
 
 EM_INLINE float em_log_float32(float x) {
