@@ -17,7 +17,8 @@ from ember._C import core as _core
 __array_api_version__ = "2023.12"
 
 _SAME = """
-bool uint8 int8 int16 int32 int64 float16 float32 float64 e inf nan pi newaxis
+bool uint8 int8 int16 int32 int64 float16 float32 float64 complex64 complex128 e inf nan pi
+newaxis conj real imag
 arange asarray empty empty_like eye from_dlpack full full_like linspace ones
 ones_like tril triu zeros zeros_like finfo iinfo result_type
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
@@ -93,8 +94,8 @@ def isdtype(dtype, kind):
         "unsigned integer": dtype.kind == "int" and not dtype.is_signed,
         "integral": dtype.kind == "int",
         "real floating": dtype.kind == "float",
-        "complex floating": False,
-        "numeric": dtype.kind in ("int", "float"),
+        "complex floating": dtype.kind == "complex",
+        "numeric": dtype.kind in ("int", "float", "complex"),
     }
     if kind not in kinds:
         raise ValueError(f"isdtype: unknown kind {kind!r}")
