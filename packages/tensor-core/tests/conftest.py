@@ -74,10 +74,12 @@ def other_devices(current):
 
 DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
                "float64")
-DTYPES = tuple(getattr(em, n) for n in DTYPE_NAMES)
+DTYPES = tuple(getattr(em, n) for n in DTYPE_NAMES)     # the real dtypes
 INT_DTYPES = tuple(d for d in DTYPES if d.kind == "int")
 FLOAT_DTYPES = tuple(d for d in DTYPES if d.kind == "float")
-KIND_ORDER = {"bool": 0, "int": 1, "float": 2}
+COMPLEX_DTYPES = (em.complex64, em.complex128)
+ALL_DTYPES = DTYPES + COMPLEX_DTYPES
+KIND_ORDER = {"bool": 0, "int": 1, "float": 2, "complex": 3}
 
 
 def np_dtype(d):
@@ -102,6 +104,11 @@ def expected_promote(a, b):
         return b
     if b.kind == "bool":
         return a
+    if a.kind == "complex" or b.kind == "complex":
+        # the complex dtype whose parts hold both; integers join as that complex
+        part = max(x.itemsize // (2 if x.kind == "complex" else 1)
+                   for x in (a, b) if x.kind in ("float", "complex"))
+        return em.complex128 if part == 8 else em.complex64
     if a.kind == "float" and b.kind == "float":
         return a if a.itemsize >= b.itemsize else b
     if a.kind == "float" or b.kind == "float":
@@ -119,6 +126,8 @@ def scalar_kind(s):
         return "bool"
     if isinstance(s, int):
         return "int"
+    if isinstance(s, complex):
+        return "complex"
     return "float"
 
 
@@ -128,6 +137,9 @@ def expected_weak(dtype, scalar):
     k = scalar_kind(scalar)
     if KIND_ORDER[k] <= KIND_ORDER[dtype.kind]:
         return dtype
+    if k == "complex":   # float32 * 1j is complex64, float64 * 1j complex128, int * 1j
+        return em.complex128 if dtype is em.float64 or (   # the default complex
+            dtype.kind != "float" and em.get_default_dtype() is em.float64) else em.complex64
     return em.int64 if k == "int" else em.get_default_dtype()
 
 
@@ -139,8 +151,9 @@ def row_compute_dtype(row, dtypes, scalars=()):
         d = x if d is None else expected_promote(d, x)
     for s in scalars:
         d = expected_weak(d, s) if d is not None else {
-            "bool": em.bool, "int": em.int64, "float": em.get_default_dtype()}[scalar_kind(s)]
-    if row.promote == "float" and d.kind != "float":
+            "bool": em.bool, "int": em.int64, "float": em.get_default_dtype(),
+            "complex": em.complex64}[scalar_kind(s)]
+    if row.promote == "float" and d.kind in ("bool", "int"):
         d = em.get_default_dtype()
     return d
 
@@ -150,15 +163,19 @@ def row_supports(row, compute):
 
 
 def row_out_dtype(row, compute):
-    return em.bool if row.out == "bool" else compute
+    if row.out == "bool":
+        return em.bool
+    if row.out == "real" and compute.kind == "complex":
+        return em.float32 if compute is em.complex64 else em.float64
+    return compute
 
 
 def row_input_dtypes(row):
     """Every dtype a row accepts as input on its own: the kinds it has a body for, and
     for promote="float" rows also bool and ints (computed in the default float)."""
     if row.promote == "float":
-        return DTYPES
-    return tuple(d for d in DTYPES if d.kind in row.body)
+        return DTYPES + (COMPLEX_DTYPES if "complex" in row.body else ())
+    return tuple(d for d in ALL_DTYPES if d.kind in row.body)
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -252,6 +269,14 @@ def random_values(rng, d, shape, domain="all", small=False):
     round / floor / remainder), zeros, and for integers also the dtype's full range
     and extremes (unless `small`)."""
     npd = np_dtype(d)
+    if d.kind == "complex":
+        # re + i im, each drawn as a real of the part's dtype: complex functions are
+        # defined on the whole plane, so only a divisor's domain ("nonzero") holds
+        part = em.float32 if d is em.complex64 else em.float64
+        dom = "nonzero" if domain == "nonzero" else "all"
+        re = random_values(rng, part, shape, dom, small)
+        im = random_values(rng, part, shape, "all", small)
+        return np.asarray(re + 1j * im.astype(np.float64), npd)
     if d.kind == "bool":
         if domain in ("positive", "ge1", "nonzero"):
             return np.ones(shape, bool)
@@ -370,6 +395,8 @@ TOLERANCES = {  # dtype name -> (rtol, atol)
     "float16": (4e-3, 4e-3),
     "float32": (2e-5, 2e-6),
     "float64": (1e-12, 1e-13),
+    "complex64": (2e-5, 2e-6),      # norm-wise, of the complex difference
+    "complex128": (1e-12, 1e-13),
 }
 
 
@@ -385,6 +412,19 @@ def assert_close(actual, expected, dtype=None, *, rtol=None, atol=None, msg=""):
     a = to_numpy(actual)
     with np.errstate(all="ignore"):   # float64 -> float16 overflow is inf, on purpose
         e = np.asarray(expected).astype(np_dtype(d))
+    if d.kind == "complex":   # norm-wise: |a - e| <= atol + rtol |e| (inf, NaN by part)
+        r, at = TOLERANCES[d.name]
+        for part in (np.real, np.imag):
+            pa, pe = part(a).astype(np.float64), part(e).astype(np.float64)
+            np.testing.assert_array_equal(np.isnan(pa), np.isnan(pe), err_msg=f"{msg} (NaN)")
+            inf = np.isinf(pe)
+            np.testing.assert_array_equal(pa[inf], pe[inf], err_msg=f"{msg} (inf)")
+        fin = np.isfinite(e)
+        np.testing.assert_array_less(
+            np.abs(a[fin].astype(np.complex128) - e[fin].astype(np.complex128)),
+            (at if atol is None else atol) + (r if rtol is None else rtol)
+            * np.abs(e[fin].astype(np.complex128)) + 1e-300, err_msg=msg)
+        return
     if d.kind != "float":
         if not np.array_equal(a, e):
             bad = np.argwhere(a != e)[:5].tolist()

@@ -288,7 +288,8 @@ def test_tensor_from_lists_checks_ranges_and_raggedness():
     with pytest.raises(ValueError, match="tensor: cannot convert nan to ember.int32"):
         em.tensor([1.0, float("nan")], dtype=em.int32)
     with pytest.raises(TypeError, match="tensor: unsupported element"):
-        em.tensor([1, 2j])
+        em.tensor([1, __import__("decimal").Decimal(2)])   # a Number, not a complex one
+    assert em.tensor([1, 2j]).dtype is em.complex64            # issue 19
     assert em.tensor([(1, 2), [3, 4]]).tolist() == [[1, 2], [3, 4]]
     assert em.tensor([em.tensor([1.5, 2.0]), [3, 4]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
     assert em.tensor([[np.int8(1), 2], [3, 4]]).dtype is em.int64

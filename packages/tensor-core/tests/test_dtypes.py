@@ -111,7 +111,7 @@ def test_result_type_of_scalars_alone_and_errors():
     with pytest.raises(ValueError, match="result_type"):
         em.result_type()
     with pytest.raises(TypeError):
-        em.result_type("complex64")
+        em.result_type("bfloat16")
 
 
 _KIND = {"bool": 0, "int": 1, "float": 2}
@@ -147,12 +147,13 @@ _KINDS = {  # the standard's kind names -> the dtypes of each, written out
     "unsigned integer": {"uint8"},
     "integral": {"uint8", "int8", "int16", "int32", "int64"},
     "real floating": {"float16", "float32", "float64"},
-    "complex floating": set(),
-    "numeric": {"uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"},
+    "complex floating": {"complex64", "complex128"},
+    "numeric": {"uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                "complex64", "complex128"},
 }
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", DTYPES + (em.complex64, em.complex128), ids=lambda d: d.name)
 def test_issue16_item13_isdtype_every_kind_and_tuples(dtype):
     import itertools
     xp = pytest.importorskip("ember.array_api")

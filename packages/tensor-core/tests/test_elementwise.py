@@ -22,6 +22,7 @@ from hypothesis import given, settings, strategies as st
 import ember as em
 from ember.ops import table
 from ember_testing import (
+    ALL_DTYPES,
     DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -50,6 +51,8 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 # the compute dtype.
 REFERENCE = {
     "rsqrt": lambda a: 1 / np.sqrt(a),
+    # 1 / a: for complex 0 PyTorch's inf+nanj (NumPy's reciprocal loop says nan+nanj)
+    "reciprocal": lambda a: np.divide(np.ones((), a.dtype), a),
     "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
     "relu": lambda a: np.where(np.isnan(a) | (a > 0), a, np.zeros_like(a)),
     "erf": lambda a: _erf(a.astype(np.float64)),
@@ -59,6 +62,13 @@ REFERENCE = {
     # gives max, and NaN anywhere propagates
     "clamp": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),
     "lerp": lambda a, b, w: a + w * (b - a),
+    # torch.sgn: sign for real numbers, z / |z| (0 at 0) for complex ones
+    "sgn": lambda a: np.sign(a) if a.dtype.kind != "c" else
+    np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a))),
+    # torch.angle: of a real number 0 or pi (-0.0 gives 0, where NumPy says pi), NaN
+    # stays NaN; of a complex number atan2(im, re)
+    "angle": lambda a: np.angle(a) if a.dtype.kind == "c" else
+    np.where(np.isnan(a), a, np.where(a < 0, np.pi, 0.0)).astype(a.dtype),
 }
 
 BY_NAME = {row.name: row for row in table.ELEMENTWISE}
@@ -89,7 +99,10 @@ def oracle(row, operands, compute):
     the compute dtype (float16 in float32, as ember does) and returned in the row's
     output dtype."""
     out = row_out_dtype(row, compute)
-    work = np.float32 if compute.name == "float16" else np_dtype(compute)
+    # float16 computes in float32 (as ember); complex64 is checked against NumPy's
+    # complex128 (NumPy's own complex64 loops are no more exact than ember's)
+    work = {"float16": np.float32, "complex64": np.complex128}.get(compute.name,
+                                                                    np_dtype(compute))
     fn = REFERENCE[row.name] if row.numpy is None else getattr(np, row.numpy)
     with np.errstate(all="ignore"):
         args = []
@@ -107,7 +120,7 @@ def oracle(row, operands, compute):
                 raise
             r = fn(*[x.astype(np.int8) for x in args])
         r = np.asarray(r)
-        if compute.kind != "float" and r.dtype.kind == "f" and out.kind != "bool":
+        if compute.kind in ("bool", "int") and r.dtype.kind == "f" and out.kind != "bool":
             # NumPy answers in float where ember stays integral (e.g. round of bools)
             r = np.rint(r)
         return r.astype(np_dtype(out))
@@ -134,7 +147,7 @@ def row_operands(draw, row, device, inplace=False):
     in_shapes = list(bs.input_shapes)
     if inplace:          # operand 0 has the result's shape
         in_shapes[0] = bs.result_shape
-    choices = DTYPES if row.name == "where" else row_input_dtypes(row)
+    choices = ALL_DTYPES if row.name == "where" else row_input_dtypes(row)
     if draw(st.booleans()):
         one = draw(st.sampled_from(choices))
         dts = [one] * row.arity
@@ -185,9 +198,9 @@ def test_row_is_exposed(row):
 def test_table_row_domains_and_kinds_are_known():
     for row in table.ELEMENTWISE:
         assert row.domain in ("all", "positive", "unit", "ge1", "nonzero", "shift"), row
-        assert set(row.body) <= {"bool", "int", "float"}, row
+        assert set(row.body) <= {"bool", "int", "float", "complex"}, row
         assert row.promote in ("common", "float"), row
-        assert row.out in ("same", "bool"), row
+        assert row.out in ("same", "bool", "real"), row
 
 
 # ----------------------------------------------------------------------------- properties
@@ -217,7 +230,7 @@ def test_python_scalar_operand(row, data, device):
     unless of a higher kind), on either side, as functions and as operators."""
     dt = data.draw(st.sampled_from(row_input_dtypes(row)))
     side = data.draw(st.sampled_from([0, 1]))           # where the scalar goes
-    kind = data.draw(st.sampled_from(["bool", "int", "float"]))
+    kind = data.draw(st.sampled_from(["bool", "int", "float", "complex"]))
     t_domain, s_domain = operand_domain(row, 1 - side), operand_domain(row, side)
     vals = data.draw(arrays(dt, data.draw(broadcastable_shapes(1)).input_shapes[0], t_domain))
     t, v = realize(vals, data.draw(layouts), device)
@@ -225,8 +238,11 @@ def test_python_scalar_operand(row, data, device):
         s = data.draw(elements(em.bool, s_domain))
     elif kind == "int":
         s = int(data.draw(elements(dt if dt.kind == "int" else em.int64, s_domain, small=True)))
-    else:
+    elif kind == "float":
         s = float(data.draw(elements(em.float64, s_domain)))
+    else:
+        s = complex(data.draw(elements(em.float64, s_domain)),
+                    data.draw(elements(em.float64, "all")))
     args = [t, s] if side == 1 else [s, t]
     compute = row_compute_dtype(row, [dt], [s])
     use_op = row.name in OPERATORS and data.draw(st.booleans())
@@ -235,7 +251,10 @@ def test_python_scalar_operand(row, data, device):
         return OPERATORS[row.name][0](*args) if use_op else getattr(em, row.name)(*args)
 
     if not row_supports(row, compute):
-        with pytest.raises(TypeError, match=row.name):
+        # 2j < x is answered by x > 2j: the error names the mirrored comparison
+        mirrored = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
+        name = mirrored.get(row.name, row.name) if use_op and side == 0 else row.name
+        with pytest.raises(TypeError, match=name):
             run()
         return
     expected = oracle(row, [v, np.array(s)] if side == 1 else [np.array(s), v], compute)
@@ -259,13 +278,14 @@ def test_python_scalar_operand(row, data, device):
                              **_tolerance_of(out, dt))
 
 
-_KIND = {"bool": 0, "int": 1, "float": 2}
+_KIND = {"bool": 0, "int": 1, "float": 2, "complex": 3}
 
 
 def _tolerance_of(computed, stored):
     """A result computed in `computed` and stored in `stored` is only as exact as the
     narrower float of the two."""
-    if computed.kind == "float" and stored.kind == "float" and computed.itemsize < stored.itemsize:
+    if computed.kind == stored.kind and computed.kind in ("float", "complex") and \
+            computed.itemsize < stored.itemsize:
         return dict(zip(("rtol", "atol"), TOLERANCES[computed.name]))
     return {}
 
@@ -284,7 +304,7 @@ def test_inplace_and_out(row, data, device):
     if form == "operator" and (row.name not in OPERATORS or OPERATORS[row.name][1] is None):
         form = "method"
     if form == "out":
-        dest_dt = data.draw(st.sampled_from(DTYPES))
+        dest_dt = data.draw(st.sampled_from(ALL_DTYPES))
         dest, _ = realize(np.zeros(shape, np_dtype(dest_dt)), data.draw(layouts), device)
         if any(s == 0 for s in dest.stride()) and dest.numel() > 1:
             dest = dest.contiguous().clone()   # an expanded tensor is not a valid output
@@ -368,6 +388,9 @@ def special_values(d):
         vals = [0, 1, -1, 2, -2, 3, 7, -7, int(info.min), int(info.max), int(info.min) + 1,
                 int(info.max) - 1]
         return sorted({v for v in vals if info.min <= v <= info.max})
+    if d.kind == "complex":   # a grid of finite parts with signed zeros (the branch cuts)
+        parts = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0]
+        return [complex(r, i) for r in parts for i in parts]
     return _FLOAT_SPECIAL + [float(np.finfo(np_dtype(d)).max)]
 
 
@@ -387,10 +410,12 @@ def test_row_edge_values(row, dtype, device):
     vals = special_values(dtype)
     if row.arity == 3 and dtype.kind == "float":
         vals = [-1.0, 0.0, 0.5, 2.0, math.inf, -math.inf, math.nan]
+    elif row.arity == 3 and dtype.kind == "complex":
+        vals = [0j, complex(-0.0, 0.0), 1 - 1j, -0.5 + 2j, 1j, -3 + 0j]
     elif row.arity == 3 and dtype.kind == "int":
         vals = [v for v in vals if abs(v) <= 7]
     combos = list(itertools.product(vals, repeat=row.arity))
-    if row.name == "pow" and dtype.kind != "float":
+    if row.name == "pow" and dtype.kind in ("bool", "int"):
         combos = [c for c in combos if c[1] >= 0]   # NumPy refuses negative int powers
     cols = [np.array([c[k] for c in combos], np_dtype(dtype)) for k in range(row.arity)]
     ems = [em.from_numpy(c.copy()).to(device) for c in cols]
@@ -402,12 +427,15 @@ def test_row_edge_values(row, dtype, device):
         assert_close(got, expected, out, msg=f"{row.name} on {dtype.name} edge values")
     except AssertionError:
         a, e = to_numpy(got), expected
-        def same(x, y):
-            if out.kind != "float":
-                return x == y
+        def same_real(x, y):
             x, y = float(x), float(y)
             return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-2,
                                                                      abs_tol=1e-3)
+
+        def same(x, y):
+            if out.kind == "complex":
+                return same_real(x.real, y.real) and same_real(x.imag, y.imag)
+            return same_real(x, y) if out.kind == "float" else x == y
 
         bad = [i for i in range(len(combos)) if not same(a[i], e[i])]
         raise AssertionError(

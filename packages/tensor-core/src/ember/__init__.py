@@ -18,7 +18,8 @@ from ember._version import __version__  # noqa: F401
 from ember._C import core as _core
 from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
 from ember._dtypes import (  # noqa: F401
-    bool, uint8, int8, int16, int32, int64, float16, float32, float64,
+    bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128,
+    cfloat, cdouble,
     half, float, double, short, int, long,
     finfo, iinfo, result_type, can_cast, promote_types, get_default_dtype, set_default_dtype,
 )
@@ -33,6 +34,7 @@ from ember.ops.reduction import *  # noqa: F401,F403
 from ember.ops.creation import *  # noqa: F401,F403
 from ember.ops.views import *  # noqa: F401,F403
 from ember.ops.conversion import *  # noqa: F401,F403
+from ember.ops.complex import *  # noqa: F401,F403
 from ember._interop import *  # noqa: F401,F403
 from ember.ops.shape import *  # noqa: F401,F403
 from ember.ops.index import *  # noqa: F401,F403

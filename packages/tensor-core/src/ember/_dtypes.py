@@ -16,11 +16,15 @@ int64 = _core._dtype_by_name("int64")
 float16 = _core._dtype_by_name("float16")
 float32 = _core._dtype_by_name("float32")
 float64 = _core._dtype_by_name("float64")
+complex64 = _core._dtype_by_name("complex64")
+complex128 = _core._dtype_by_name("complex128")
 # PyTorch's other spellings
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
-ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64,
+              complex128)
 
 get_default_dtype = _core.get_default_dtype
 set_default_dtype = _core.set_default_dtype
@@ -47,16 +51,18 @@ def as_dtype(d):
 def result_type(*arrays_and_dtypes):
     """The dtype an op over these tensors / dtypes / Python scalars computes in."""
     args = [a if isinstance(a, (_core.TensorBase, _core.DType, builtins.bool, builtins.int,
-                                builtins.float)) else as_dtype(a) for a in arrays_and_dtypes]
+                                builtins.float, builtins.complex)) else as_dtype(a)
+            for a in arrays_and_dtypes]
     return _core.weak_result_type(*args)
 
 
-_KIND_ORDER = {"bool": 0, "int": 1, "float": 2}
+_KIND_ORDER = {"bool": 0, "int": 1, "float": 2, "complex": 3}
 
 
 def can_cast(from_, to, casting="same_kind"):
     """Whether from_ (a dtype or tensor) converts to `to` under the Array API rules:
-    never to a lower kind (float -> int, int -> bool)."""
+    never to a lower kind (bool < int < float < complex: complex -> float, float ->
+    int, int -> bool are refused)."""
     src = from_.dtype if isinstance(from_, _core.TensorBase) else as_dtype(from_)
     dst = as_dtype(to)
     if casting == "unsafe":
@@ -67,7 +73,9 @@ def can_cast(from_, to, casting="same_kind"):
 
 
 class finfo:
-    """Machine limits of a floating point dtype (like numpy.finfo / torch.finfo)."""
+    """Machine limits of a floating point dtype (like numpy.finfo / torch.finfo); of a
+    complex dtype, those of its real part (finfo(complex64) is finfo(float32)'s
+    numbers), as NumPy and PyTorch."""
 
     _TABLE = {
         "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 2.0 ** -24, 1e-3, 3),
@@ -78,6 +86,8 @@ class finfo:
     def __init__(self, dtype=None):
         d = get_default_dtype() if dtype is None else as_dtype(
             dtype.dtype if isinstance(dtype, _core.TensorBase) else dtype)
+        if d.kind == "complex":
+            d = d.to_real()
         if d.kind != "float":
             raise TypeError(f"finfo: {d!r} is not a floating point dtype; use iinfo")
         self.dtype = d

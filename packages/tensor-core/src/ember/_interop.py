@@ -19,7 +19,8 @@ __all__ = ["from_numpy", "from_dlpack"]
 
 _NP_TO_EMBER = {"bool": "bool", "uint8": "uint8", "int8": "int8", "int16": "int16",
                 "int32": "int32", "int64": "int64", "float16": "float16",
-                "float32": "float32", "float64": "float64"}
+                "float32": "float32", "float64": "float64", "complex64": "complex64",
+                "complex128": "complex128"}
 
 
 def _wrap_memory(ptr, dtype, shape, strides, owner, device, op):

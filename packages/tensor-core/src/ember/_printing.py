@@ -183,6 +183,21 @@ class _Formatter:
         return (self.max_width - len(s)) * " " + s
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: the real parts formatted (and padded) as a float
+    tensor of them, then the imaginary parts' own format, signed, unpadded, with 'j':
+    tensor([  1.2346+1.j, 100.5000-2.j])."""
+
+    def __init__(self, values):
+        self.re = _Formatter([v.real for v in values], True)
+        self.im = _Formatter([v.imag for v in values], True)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, v):
+        imag = (self.im.format(v.imag) + "j").lstrip()
+        return self.re.format(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _vector_str(values, indent, fmt):
     """One row, wrapped at linewidth."""
     per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / (fmt.max_width + 2)))
@@ -211,7 +226,9 @@ def _tensor_str(t, indent):
     if summarize and not edge:
         return "[...]"                   # (the size= suffix says what was left out)
     values = _values(t, summarize, edge)
-    fmt = _Formatter(_leaves(values, t.ndim, []), t.dtype.kind == "float")
+    leaves = _leaves(values, t.ndim, [])
+    fmt = _ComplexFormatter(leaves) if t.dtype.kind == "complex" else \
+        _Formatter(leaves, t.dtype.kind == "float")
     return _nested_str(values, t.ndim, indent, fmt)
 
 
@@ -256,16 +273,17 @@ def _repr(self, *, tensor_contents=None):
         suffixes.append(f"device='{_device_str(device)}'")
     dtype = self.dtype
     default_float = _core.get_default_dtype()
+    default_complex = default_float.to_complex()
     if self.numel() == 0:
         if self.ndim != 1:
             suffixes.append(f"size={tuple(self.shape)}")
-        if dtype is not default_float:
+        if dtype is not default_float and dtype is not default_complex:
             suffixes.append(f"dtype={dtype!r}")
         body = "[]"
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(self.shape)}")
-        if dtype not in (default_float, _core._dtype_by_name("int64"),
+        if dtype not in (default_float, default_complex, _core._dtype_by_name("int64"),
                          _core._dtype_by_name("bool")):
             suffixes.append(f"dtype={dtype!r}")
         body = None

@@ -96,7 +96,7 @@ def _(n, g):
     return g, (-g * em.trunc(a / b) if n.needs[1] else None)
 
 
-@formula("floor_divide", "floor", "ceil", "trunc", "round", "sign")
+@formula("floor_divide", "floor", "ceil", "trunc", "round", "sign", "sgn", "angle")
 def _(n, g):
     # piecewise constant: zero almost everywhere (PyTorch's convention too)
     return tuple(em.zeros_like(g) if need else None for need in n.needs)
@@ -189,6 +189,11 @@ def _(n, g):
 @formula("positive")
 def _(n, g):
     return g,
+
+
+@formula("conj_physical")
+def _(n, g):
+    return em.conj(g),
 
 
 @formula("abs", inputs=(0,))

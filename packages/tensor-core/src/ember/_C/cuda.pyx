@@ -746,6 +746,8 @@ cdef int _pack(Kernel k, args, uint64_t *slots, void **ptrs, list keep) except -
         if code == b'p':
             slots[i] = _pointer(a, name, i)
         elif code == b'B':
+            if isinstance(a, complex):   # an em_complex64 / em_complex128 by value
+                a = struct.pack("<2f" if k.sizes[i] == 8 else "<2d", a.real, a.imag)
             blob = a
             if blob.shape[0] != k.sizes[i]:
                 raise TypeError(f"cuda launch {name}: argument {i} is a struct of "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ember._args import tensor_arg, tensor_input
 from ember._C import core as _core
-from ember._registry import METHODS as _METHODS, tensor_method
+from ember._registry import tensor_method
 
 __all__ = ["clone", "contiguous"]
 
@@ -139,44 +139,5 @@ def type_as(input, other):
     return to(input, _other(other, "type_as").dtype)
 
 
-# the complex-number names, for ember's real tensors (issue 18): PyTorch defines them on
-# real tensors as below -------------------------------------------------------------------
-
-@tensor_method(names=("conj", "resolve_conj", "resolve_neg"))
-def conj(input):
-    """input itself: the conjugate of a real tensor (ember has no complex dtypes), as
-    torch.conj / resolve_conj / resolve_neg return for real tensors."""
-    return input
-
-
-resolve_conj = resolve_neg = conj
-
-
-@tensor_method
-def conj_physical(input):
-    """A copy of input (the conjugate of a real tensor, materialised)."""
-    return clone(input)
-
-
-def _conj_physical_(self):
-    return self
-
-
-def real(input):
-    """input itself: the real part of a real tensor (torch.real)."""
-    return input
-
-
-def _imag(self):
-    raise RuntimeError("imag: not implemented for tensors with non-complex dtypes (ember "
-                       "has no complex dtypes)")
-
-
-_METHODS["conj_physical_"] = _conj_physical_
-
-conj_physical_ = _conj_physical_
-__all__ += ["conj", "resolve_conj", "resolve_neg", "conj_physical", "real"]
-
 for _name in __all__:
     globals()[_name] = tensor_input(globals()[_name])
-__all__ += ["conj_physical_"]

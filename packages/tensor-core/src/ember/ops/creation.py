@@ -18,7 +18,8 @@ __all__ = ["tensor", "as_tensor", "asarray", "zeros", "ones", "full", "empty", "
            "empty_like", "scalar_tensor", "empty_strided"]
 
 _STRUCT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-           "float16": "e", "float32": "f", "float64": "d"}
+           "float16": "e", "float32": "f", "float64": "d", "complex64": "f",
+           "complex128": "d"}     # complex: the (re, im) pairs, interleaved
 
 
 # zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)
@@ -128,7 +129,7 @@ def _flatten(data, op, dtypes):
             dtypes.add(dtype)
             return (), [data]
     if isinstance(data, numbers.Number):
-        if not isinstance(data, numbers.Real):
+        if not isinstance(data, numbers.Complex):
             raise TypeError(f"{op}: unsupported element {data!r} of type "
                             f"{type(data).__name__}")
         dtypes.add(_number_dtype(type(data)))
@@ -162,14 +163,19 @@ def _is_numpy_scalar(x):
 
 
 # the fast path's exact types (subclasses such as numpy.float64 take the slow one)
-_PLAIN_NUMBERS = {bool, int, float}
+_PLAIN_NUMBERS = {bool, int, float, complex}
 
 
 def _number_dtype(kind):
-    """bool, int64 or the default float for a type of real Python number."""
+    """bool, int64, the default float or the default complex (the complex of the
+    default float: complex64, as PyTorch) for a type of Python number."""
     if issubclass(kind, bool):
         return bool_
-    return int64 if issubclass(kind, numbers.Integral) else _core.get_default_dtype()
+    if issubclass(kind, numbers.Integral):
+        return int64
+    if issubclass(kind, numbers.Real):
+        return _core.get_default_dtype()
+    return _core.get_default_dtype().to_complex()
 
 
 def _infer_dtype(dtypes):
@@ -215,6 +221,12 @@ def _from_python(data, dtype, op):
         flat = _as_ints(flat, kinds, dtype, op)
     elif dtype.kind == "bool":
         flat = [bool(v) for v in flat]
+    elif dtype.kind == "complex":
+        flat = [p for v in flat for p in (complex(v).real, complex(v).imag)]
+    elif complex in kinds or (not kinds <= _PLAIN_NUMBERS and any(
+            isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in flat)):
+        raise TypeError(f"{op}: cannot store complex numbers in a {dtype!r} tensor (PyTorch: "
+                        f"must be real number, not complex)")
     elif not kinds <= {float, int, bool}:       # struct packs these as they are
         flat = [float(v) for v in flat]
     t = _core.empty(shape, dtype)
@@ -447,22 +459,10 @@ def is_nonzero(input):
     return bool(input.item())
 
 
-def is_conj(input):
-    """False: ember has no complex dtypes, so no tensor has its conjugate bit set."""
-    tensor_arg(input, "is_conj")
-    return False
-
-
-def is_neg(input):
-    """False: ember has no lazily negated (complex) views."""
-    tensor_arg(input, "is_neg")
-    return False
-
-
-for _f in (is_signed, is_same_size, is_nonzero, is_conj, is_neg):
+for _f in (is_signed, is_same_size, is_nonzero):
     tensor_method(_f)
 
-__all__ += ["is_signed", "is_same_size", "is_nonzero", "is_conj", "is_neg"]
+__all__ += ["is_signed", "is_same_size", "is_nonzero"]
 
 
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
@@ -517,12 +517,7 @@ def zero_(input):
     return tensor_arg(input, "zero_").zero_()
 
 
-def is_complex(input):
-    """False: ember has no complex dtypes."""
-    return tensor_arg(input, "is_complex").is_complex()
-
-
-__all__ += ["range", "detach", "detach_", "fill", "fill_", "zero_", "get_device", "is_complex"]
+__all__ += ["range", "detach", "detach_", "fill", "fill_", "zero_", "get_device"]
 
 
 # memory layouts and external memory ---------------------------------------------------

@@ -557,16 +557,6 @@ METHODS["logit_"] = lambda self, eps=None: logit(_float_input(self, "logit_"), e
 
 
 @tensor_method
-def sgn(input, *, out=None):
-    """sign(x) for real tensors (x / |x| for complex ones, which ember does not have)."""
-    tensor_arg(input, "sgn")
-    return _ew("sign", input, out=out)
-
-
-METHODS["sgn_"] = lambda self: _ew("sign", self, out=self)
-
-
-@tensor_method
 def ldexp(input, other, *, out=None):
     """input * 2 ** other (a floating point result)."""
     tensor_arg(input, "ldexp")
@@ -599,10 +589,10 @@ def _name_lambdas(names):
 
 
 _name_lambdas(["addcmul_", "addcdiv_", "frac_", "xlogy_", "gcd_", "lcm_", "heaviside_",
-               "deg2rad_", "rad2deg_", "sinc_", "logit_", "sgn_", "ldexp_"])
+               "deg2rad_", "rad2deg_", "sinc_", "logit_", "ldexp_"])
 
 __all__ += ["addcmul", "addcdiv", "frac", "xlogy", "logaddexp2", "gcd", "lcm", "heaviside",
-            "deg2rad", "rad2deg", "sinc", "logit", "sgn", "ldexp"]
+            "deg2rad", "rad2deg", "sinc", "logit", "ldexp"]
 
 
 @tensor_method
@@ -690,20 +680,13 @@ def isneginf(input, *, out=None):
 
 @tensor_method
 def isreal(input):
-    """True everywhere: ember's tensors are real (no complex dtypes)."""
+    """Whether each element is real: a complex element whose imaginary part is 0 (NaN
+    real parts included); every element of a real tensor."""
     tensor_arg(input, "isreal")
+    if input.dtype.kind == "complex":
+        return _ew("eq", input.imag, 0)
     return _ew("eq", input, input) if input.dtype.kind != "float" else \
         _ew("logical_or", _ew("eq", input, input), _ew("isnan", input))
-
-
-@tensor_method
-def angle(input, *, out=None):
-    """The argument of each (real) element: pi for negatives, 0 otherwise, NaN for NaN
-    (integers give the default float dtype), as torch.angle."""
-    tensor_arg(input, "angle")
-    x = _to_float(input)
-    r = _ew("where", _ew("lt", x, 0), math.pi, 0.0).to(x.dtype)
-    return _write(_ew("where", _ew("isnan", x), x, r), out, "angle")
 
 
 # the integer dtype of each float's size, and its smallest subnormal
@@ -740,7 +723,7 @@ def nextafter(input, other, *, out=None):
 
 METHODS["nextafter_"] = lambda self, other: nextafter(self, other, out=self)
 _name_lambdas(["nextafter_"])
-__all__ += ["isposinf", "isneginf", "isreal", "angle", "nextafter"]
+__all__ += ["isposinf", "isneginf", "isreal", "nextafter"]
 
 
 @tensor_method

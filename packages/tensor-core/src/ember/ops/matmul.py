@@ -23,6 +23,30 @@ set_num_threads = _lin.set_num_threads
 get_num_threads = _lin.get_num_threads
 
 
+def _mm(a, b, op="matmul"):
+    """ember._C.matmul.matmul, and for complex operands the 4M method on it: with a =
+    ar + i ai and b = br + i bi (the parts as strided views, no copies), a @ b =
+    (ar @ br - ai @ bi) + i (ar @ bi + ai @ br), four real GEMMs (ember's own) into the
+    interleaved result. A first implementation: 3M (Gauss) would save a GEMM."""
+    if not (isinstance(a, _TensorBase) and isinstance(b, _TensorBase)) or not (
+            a.is_complex() or b.is_complex()):
+        return _lin.matmul(a, b, op)
+    from ember.ops.complex import complex as make_complex, imag as im, real as re
+    ct = _core.promote_types(a.dtype, b.dtype)
+    rt = ct.to_real()
+    a = a if a.dtype is ct or a.is_complex() is False else a.to(ct)
+    b = b if b.dtype is ct or b.is_complex() is False else b.to(ct)
+    ar, br = re(a).to(rt), re(b).to(rt)
+    if not a.is_complex():      # real @ complex: two GEMMs
+        return make_complex(_lin.matmul(ar, br, op), _lin.matmul(ar, im(b), op))
+    if not b.is_complex():
+        return make_complex(_lin.matmul(ar, br, op), _lin.matmul(im(a), br, op))
+    ai, bi = im(a), im(b)
+    real_part = _core.elementwise("sub", _lin.matmul(ar, br, op), _lin.matmul(ai, bi, op))
+    imag_part = _core.elementwise("add", _lin.matmul(ar, bi, op), _lin.matmul(ai, br, op))
+    return make_complex(real_part, imag_part)
+
+
 def _tensor(x, op):
     if isinstance(x, _TensorBase):
         return x
@@ -57,7 +81,7 @@ def matmul(input, other, *, out=None):
     """Matrix product with NumPy's rules: 1-d @ 1-d is a dot product (0-d); a 1-d
     left operand is a row and a 1-d right operand a column (that dim is removed
     from the result); dims before the last two are batch dims and broadcast."""
-    r = _lin.matmul(input, other)
+    r = _mm(input, other)
     return r if out is None else _write_out(r, out, "matmul")
 
 
@@ -68,7 +92,7 @@ def mm(input, mat2, *, out=None):
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"mm: expected 2-d tensors, got shapes {tuple(a.shape)} and "
                          f"{tuple(b.shape)}")
-    return matmul(a, b, out=out) if out is not None else _lin.matmul(a, b, "mm")
+    return matmul(a, b, out=out) if out is not None else _mm(a, b, "mm")
 
 
 @tensor_method
@@ -81,7 +105,7 @@ def bmm(input, mat2, *, out=None):
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"bmm: batch sizes {a.shape[0]} and {b.shape[0]} differ (shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)})")
-    r = _lin.matmul(a, b, "bmm")
+    r = _mm(a, b, "bmm")
     return r if out is None else _write_out(r, out, "bmm")
 
 
@@ -92,7 +116,7 @@ def mv(input, vec, *, out=None):
     if a.ndim != 2 or v.ndim != 1:
         raise ValueError(f"mv: expected a 2-d matrix and a 1-d vector, got shapes "
                          f"{tuple(a.shape)} and {tuple(v.shape)}")
-    r = _lin.matmul(a, v, "mv")
+    r = _mm(a, v, "mv")
     return r if out is None else _write_out(r, out, "mv")
 
 
@@ -106,11 +130,11 @@ def dot(input, other, *, out=None):
         if a.shape[0] != b.shape[0]:
             raise ValueError(f"dot: 1-d tensors of sizes {a.shape[0]} and {b.shape[0]} "
                              f"differ")
-        r = _lin.matmul(a, b, "dot")
+        r = _mm(a, b, "dot")
     elif a.ndim == 0 or b.ndim == 0:
         r = _core.elementwise("mul", a, b)
     elif b.ndim <= 2 and a.ndim <= 2 or b.ndim == 1:
-        r = _lin.matmul(a, b, "dot")
+        r = _mm(a, b, "dot")
     else:
         r = tensordot(a, b, ([a.ndim - 1], [b.ndim - 2]))
     return r if out is None else _write_out(r, out, "dot")
@@ -118,12 +142,15 @@ def dot(input, other, *, out=None):
 
 @tensor_method
 def vdot(input, other, *, out=None):
-    """The dot product of the two tensors flattened (real dtypes: no conjugation)."""
+    """The dot product of the two tensors flattened, the first conjugated: sum of
+    conj(input) * other (no conjugation for real dtypes)."""
     a, b = _tensor(input, "vdot"), _tensor(other, "vdot")
     if a.numel() != b.numel():
         raise ValueError(f"vdot: tensors of {a.numel()} and {b.numel()} elements differ "
                          f"in size")
-    r = _lin.matmul(a.reshape(-1), b.reshape(-1), "vdot")
+    if a.is_complex():
+        a = _core.elementwise("conj_physical", a)
+    r = _mm(a.reshape(-1), b.reshape(-1), "vdot")
     return r if out is None else _write_out(r, out, "vdot")
 
 
@@ -197,7 +224,7 @@ def tensordot(a, b, dims=2, *, axes=None, out=None):
     k = _prod(sa[d] for d in da)
     a2 = _permute_reshape(a, fa + da, [m, k])
     b2 = _permute_reshape(b, db + fb, [k, n])
-    r = _lin.matmul(a2, b2, "tensordot").reshape([sa[d] for d in fa] + [sb[d] for d in fb])
+    r = _mm(a2, b2, "tensordot").reshape([sa[d] for d in fa] + [sb[d] for d in fb])
     return r if out is None else _write_out(r, out, "tensordot")
 
 
@@ -245,7 +272,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         b = b if b.dtype is dt else b.to(dt)
         r = _lin.gemm_(c, a, b, float(alpha), float(beta))
     else:
-        prod = _lin.matmul(a, b, "addmm")
+        prod = _mm(a, b, "addmm")
         if alpha != 1:
             prod = _core.elementwise("mul", prod, alpha)
         if beta == 0:
@@ -486,9 +513,9 @@ def _contract(a, la, b, lb, keep, size):
     b_sizes = list(b.shape[len(batch) + len(summed):])
     m, n, k, nb = _prod(a_sizes), _prod(b_sizes), _prod(size[s] for s in summed), _prod(full)
     if nb == 1:
-        r = _lin.matmul(a.reshape([m, k]), b.reshape([k, n]), "einsum")
+        r = _mm(a.reshape([m, k]), b.reshape([k, n]), "einsum")
     else:
-        r = _lin.matmul(a.reshape([nb, m, k]), b.reshape([nb, k, n]), "einsum")
+        r = _mm(a.reshape([nb, m, k]), b.reshape([nb, k, n]), "einsum")
     return r.reshape(full + a_sizes + b_sizes), batch + a_only + b_only
 
 

@@ -99,9 +99,9 @@ def _resolve(dtype):
 def _float_only(x, op, dtype=None):
     if dtype is not None:
         return x.to(_resolve(dtype))
-    if x.dtype.kind != "float":
-        raise TypeError(f"{op}: needs a floating point tensor, got dtype {x.dtype!r}; "
-                        f"pass dtype=ember.float32 or convert with .float()")
+    if x.dtype.kind not in ("float", "complex"):
+        raise TypeError(f"{op}: needs a floating point or complex tensor, got dtype "
+                        f"{x.dtype!r}; pass dtype=ember.float32 or convert with .float()")
     return x
 
 
@@ -227,7 +227,8 @@ def _var(input, dim, correction, keepdim, unbiased, name):
     m = _ew("div", _reduce("sum", w, dims, True), _count(x, dims))
     d = _ew("sub", w, m)
     denom = _count(x, dims) - correction
-    return _ew("div", _reduce("sum", _ew("mul", d, d), dims, keepdim), denom if denom > 0 else 0.0)
+    sq = _ew("mul", d, d) if d.dtype.kind != "complex" else _ew("square", _ew("abs", d))
+    return _ew("div", _reduce("sum", sq, dims, keepdim), denom if denom > 0 else 0.0)
 
 
 @tensor_method
@@ -235,7 +236,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
     """Variance over dim with `correction` (1: Bessel's, the default; 0: population)."""
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
         dim, unbiased = unbiased, None
-    return _narrow(_var(input, dim, correction, keepdim, unbiased, "var"), input.dtype)
+    return _narrow(_var(input, dim, correction, keepdim, unbiased, "var"),
+                   input.dtype.to_real())
 
 
 @tensor_method
@@ -243,7 +245,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=1):
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and dim is None:
         dim, unbiased = unbiased, None
     return _narrow(_ew("sqrt", _var(input, dim, correction, keepdim, unbiased, "std")),
-                   input.dtype)
+                   input.dtype.to_real())
 
 
 def var_mean(input, dim=None, *, correction=1, keepdim=False):

@@ -23,11 +23,17 @@ except ImportError:  # loaded by path from setup.py
 @dataclass(frozen=True)
 class DTypeInfo:
     name: str
-    kind: str         # "bool" | "int" | "float"
+    kind: str         # "bool" | "int" | "float" | "complex"
     storage: str      # C type of one element in memory
     compute: str      # C type the bodies compute in
     itemsize: int
     signed: bool = True
+    real: str | None = None   # complex: the dtype of its parts (float32 / float64)
+
+    @property
+    def is_struct(self):
+        """A complex dtype's C type is a struct: no C casts to or from it."""
+        return self.kind == "complex"
 
 
 # Order = ember's dtype number = em_dtype in include/ember/tensor.h.
@@ -41,6 +47,8 @@ DTYPES = [
     DTypeInfo("float16", "float", "em_float16", "float", 2),
     DTypeInfo("float32", "float", "em_float32", "float", 4),
     DTypeInfo("float64", "float", "em_float64", "double", 8),
+    DTypeInfo("complex64", "complex", "em_complex64", "em_complex64", 8, real="float32"),
+    DTypeInfo("complex128", "complex", "em_complex128", "em_complex128", 16, real="float64"),
 ]
 BY_NAME = {d.name: d for d in DTYPES}
 INT64 = BY_NAME["int64"]
@@ -58,6 +66,48 @@ def _expr(body: str, dt: DTypeInfo) -> str:
     return body.replace("{T}", dt.name).replace("{CT}", dt.compute)
 
 
+def real_of(dt: DTypeInfo) -> DTypeInfo:
+    """The dtype of a complex dtype's parts; a real dtype itself."""
+    return BY_NAME[dt.real] if dt.real else dt
+
+
+def out_dtype_of(row, dt: DTypeInfo) -> DTypeInfo:
+    """The output dtype of elementwise row `row` computed in dt."""
+    if row.out == "bool" or dt.kind == "bool":
+        return BOOL
+    if row.out == "real":
+        return real_of(dt)
+    return dt
+
+
+def _cv(ctype: str, expr: str) -> str:
+    """expr converted to C type ctype: a cast, except to a complex struct (a value of
+    that type already: C has no struct casts)."""
+    return expr if ctype.startswith("em_complex") else f"({ctype})({expr})"
+
+
+def _convert(src: DTypeInfo, dst: DTypeInfo, x: str) -> str:
+    """The C expression converting one src element x (its storage value) to dst's
+    compute type: complex -> real keeps the real part (PyTorch, NumPy: the caller
+    warns), real -> complex has imaginary part 0."""
+    if dst.kind == "bool":
+        return f"em_cnz_{src.name}({x})" if src.is_struct else f"({x} != 0)"
+    if src.is_struct and dst.is_struct:
+        if src.name == dst.name:
+            return x
+        r = real_of(dst).compute
+        return f"em_cmake_{dst.name}(({r})({x}).re, ({r})({x}).im)"
+    if src.is_struct:
+        x = f"({x}).re"
+        src = real_of(src)
+    if dst.is_struct:
+        return f"em_cmake_{dst.name}(({real_of(dst).compute})({src.compute})({x}), 0)"
+    if src.kind == "float" and dst.kind == "int":
+        # via int64, so negative floats wrap into unsigned types as NumPy does on x86
+        return f"({dst.storage})(em_int64)({x})"
+    return f"({dst.compute})({src.compute})({x})"
+
+
 def compute_dtypes(row) -> list[DTypeInfo]:
     """The dtypes a row has a loop for."""
     return [d for d in DTYPES if d.kind in row.body]
@@ -65,9 +115,10 @@ def compute_dtypes(row) -> list[DTypeInfo]:
 
 def _store(row, dt: DTypeInfo, expr: str) -> tuple[str, str]:
     """(output C type, C expression that converts the body's value for storing)."""
-    if row.out == "bool" or dt.kind == "bool":
+    out = out_dtype_of(row, dt)
+    if out is BOOL:
         return "em_bool", f"(em_bool)(({expr}) != 0)"
-    return dt.storage, f"({dt.storage})({expr})"
+    return out.storage, _cv(out.storage, expr)
 
 
 def _elementwise_loop(row, dt: DTypeInfo) -> str:
@@ -87,13 +138,13 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
         for k, name in enumerate(names):
             ptr = f"(const {in_types[k]} *)p[{k + 1}]"
             if scalar[k]:
-                lines.append(f"        const {in_compute[k]} {name} = ({in_compute[k]})*{ptr};")
+                lines.append(f"        const {in_compute[k]} {name} = {_cv(in_compute[k], '*' + ptr)};")
             else:
                 lines.append(f"        const {in_types[k]} *X{k} = {ptr};")
         lines.append("        for (int64_t i = 0; i < n; i++) {")
         for k, name in enumerate(names):
             if not scalar[k]:
-                lines.append(f"            const {in_compute[k]} {name} = ({in_compute[k]})X{k}[i];")
+                lines.append(f"            const {in_compute[k]} {name} = {_cv(in_compute[k], f'X{k}[i]')};")
         lines.append(f"            O[i] = {store};")
         lines.append("        }")
         return "\n".join(lines)
@@ -117,8 +168,8 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     out.append("    else {")
     out.append("        for (int64_t i = 0; i < n; i++) {")
     for k, name in enumerate(names):
-        out.append(f"            const {in_compute[k]} {name} = ({in_compute[k]})"
-                   f"*(const {in_types[k]} *)(p[{k + 1}] + i * s[{k + 1}]);")
+        load = f"*(const {in_types[k]} *)(p[{k + 1}] + i * s[{k + 1}])"
+        out.append(f"            const {in_compute[k]} {name} = {_cv(in_compute[k], load)};")
     out.append(f"            *({out_t} *)(p[0] + i * s[0]) = {store};")
     out.append("        }")
     out.append("    }")
@@ -127,13 +178,7 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
 
 
 def _cast_loop(src: DTypeInfo, dst: DTypeInfo) -> str:
-    if dst.kind == "bool":
-        conv = "X[i] != 0"
-    elif src.kind == "float" and dst.kind == "int":
-        # via int64, so negative floats wrap into unsigned types as NumPy does on x86
-        conv = f"({dst.storage})(em_int64)X[i]"
-    else:
-        conv = f"({dst.storage})({src.compute})X[i]"
+    conv = _cv(dst.storage, _convert(src, dst, "X[i]"))
     gen = conv.replace("X[i]", f"*(const {src.storage} *)(p[1] + i * s[1])")
     return f"""EM_LOOP void em_cast_{src.name}_{dst.name}(char **p, const int64_t *s, int64_t n) {{
     if (s[0] == sizeof({dst.storage}) && s[1] == sizeof({src.storage})) {{
@@ -150,6 +195,8 @@ def reduction_types(row, dt: DTypeInfo) -> tuple[str, str]:
     """(accumulator C type, output dtype name) of a reduction over dtype dt."""
     if row.out == "bool":
         return "int", "bool"
+    if dt.kind == "complex":
+        return dt.compute, dt.name   # complex sums add pairwise in their own precision
     if row.out == "int64_if_int" and dt.kind != "float":
         return "em_int64", "int64"
     if row.out == "int64_if_int" and dt.kind == "float":
@@ -157,7 +204,48 @@ def reduction_types(row, dt: DTypeInfo) -> tuple[str, str]:
     return dt.compute, dt.name
 
 
+def _reduction_complex(row, dt: DTypeInfo) -> str:
+    """A complex sum or product: pairwise above 1024 elements, 4 accumulators below,
+    in the dtype's own precision (the error grows like log n)."""
+    ct = dt.compute
+    ident = _expr(row.identity["complex"], dt)
+    name = f"{row.name}_{dt.name}"
+    return f"""#define COMBINE(acc, x) ({_expr(row.complex_combine, dt)})
+EM_LOOP {ct} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
+    if (n > 1024) {{
+        int64_t h = (n / 2) & ~(int64_t)3;
+        {ct} l = em_red_run_{name}(in, s, h), r = em_red_run_{name}(in + h * s, s, n - h);
+        return COMBINE(l, r);
+    }}
+    {ct} a[4];
+    for (int k = 0; k < 4; k++) a[k] = {ident};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) {{ {ct} x = *(const {ct} *)(in + (i + k) * s); a[k] = COMBINE(a[k], x); }}
+    for (; i < n; i++) {{ {ct} x = *(const {ct} *)(in + i * s); a[0] = COMBINE(a[0], x); }}
+    a[0] = COMBINE(a[0], a[2]);
+    a[1] = COMBINE(a[1], a[3]);
+    return COMBINE(a[0], a[1]);
+}}
+static void em_red_inner_{name}(char *out, const char *in, int64_t s, int64_t n) {{
+    {ct} acc0 = *({ct} *)out, x = em_red_run_{name}(in, s, n);
+    *({ct} *)out = COMBINE(acc0, x);
+}}
+EM_LOOP void em_red_outer_{name}(char *out, int64_t os, const char *in, int64_t is, int64_t n) {{
+    for (int64_t i = 0; i < n; i++) {{
+        {ct} acc = *({ct} *)(out + i * os), x = *(const {ct} *)(in + i * is);
+        *({ct} *)(out + i * os) = COMBINE(acc, x);
+    }}
+}}
+static void em_red_init_{name}(char *out, int64_t n) {{
+    for (int64_t i = 0; i < n; i++) (({ct} *)out)[i] = {ident};
+}}
+#undef COMBINE"""
+
+
 def _reduction(row, dt: DTypeInfo) -> str:
+    if dt.kind == "complex" and row.out != "bool":
+        return _reduction_complex(row, dt)
     acc, out_name = reduction_types(row, dt)
     ot = BY_NAME[out_name].storage
     st = dt.storage
@@ -173,8 +261,9 @@ def _reduction(row, dt: DTypeInfo) -> str:
     name = f"{row.name}_{dt.name}"
     store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
     # predicates (all/any) test each element in its own type, before any conversion
-    oload = (lambda v: f"({oacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({oacc}){v}")
-    lload = (lambda v: f"({lacc})({v} != 0)") if row.out == "bool" else (lambda v: f"({lacc}){v}")
+    nz = (lambda v: f"em_cnz_{dt.name}({v})") if dt.is_struct else (lambda v: f"({v} != 0)")
+    oload = (lambda v: f"({oacc}){nz(v)}") if row.out == "bool" else (lambda v: f"({oacc}){v}")
+    lload = (lambda v: f"({lacc}){nz(v)}") if row.out == "bool" else (lambda v: f"({lacc}){v}")
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -293,7 +382,7 @@ def gpu_prelude(dt: DTypeInfo | None) -> str:
     if dt is not None:
         lines += [f"#define EM_DT {dt.name}", f"#define EM_DT_{dt.name} 1",
                   f"#define EM_T {dt.storage}", f"#define EM_CT {dt.compute}"]
-    if dt is not None and dt.name == "float64":
+    if dt is not None and dt.name in ("float64", "complex128"):
         lines.append("#define EM_NEEDS_FP64 1")
     return "\n".join(lines + list(GPU_HEADER_LINES)) + "\n"
 
@@ -301,7 +390,8 @@ def gpu_prelude(dt: DTypeInfo | None) -> str:
 def _gpu_operand(k: int, name: str, ptype: str, ctype: str, dname: str) -> str:
     """`const CT a = ...` reading operand k (a buffer, or its by-value scalar)."""
     load = f"EM_LD_{dname}(x{k}, off[{k + 1}])"
-    return f"        const {ctype} {name} = (L.scalar & {1 << (k + 1)}) ? ({ctype})s{k} : ({ctype}){load};"
+    return (f"        const {ctype} {name} = (L.scalar & {1 << (k + 1)}) ? {_cv(ctype, f's{k}')} : "
+            f"{_cv(ctype, load)};")
 
 
 def _gpu_elementwise(row, dt: DTypeInfo) -> str:
@@ -311,11 +401,11 @@ def _gpu_elementwise(row, dt: DTypeInfo) -> str:
         is_cond = row.name == "where" and k == 0
         ops.append(BOOL if is_cond else dt)
     expr = _expr(row.body[dt.kind], dt)
-    out_dt = BOOL if (row.out == "bool" or dt.kind == "bool") else dt
+    out_dt = out_dtype_of(row, dt)
     if out_dt is BOOL:
         value = f"(em_bool)(({expr}) != 0)"
     else:
-        value = f"({dt.compute})({expr})"
+        value = _cv(out_dt.compute, expr)
     nops = row.arity + 1
     params = ["em_int64 n", f"EM_GLOBAL {out_dt.storage} *o"]
     params += [f"EM_GLOBAL const {o.storage} *x{k}" for k, o in enumerate(ops)]
@@ -334,13 +424,7 @@ def _gpu_elementwise(row, dt: DTypeInfo) -> str:
 
 
 def _gpu_cast(src: DTypeInfo, dst: DTypeInfo) -> str:
-    x = f"EM_LD_{src.name}(x, off[1])"
-    if dst.kind == "bool":
-        conv = f"({x} != 0)"
-    elif src.kind == "float" and dst.kind == "int":
-        conv = f"({dst.storage})(em_int64){x}"   # as the CPU loop: via int64
-    else:
-        conv = f"({dst.compute})({src.compute}){x}"
+    conv = _convert(src, dst, f"EM_LD_{src.name}(x, off[1])")
     return f"""EM_KERNEL void cast_{src.name}_{dst.name}(em_int64 n, EM_GLOBAL {dst.storage} *o, EM_GLOBAL const {src.storage} *x, em_layout L) {{
     for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {{
         em_int64 off[2];
@@ -371,15 +455,21 @@ def _gpu_reduction(row, dt: DTypeInfo) -> str:
     acc = "em_wide" if acc == "double" and dt.name != "float64" else acc
     out_dt = BY_NAME[out_name]
     ident = _expr(row.identity[dt.kind], dt)
-    load = (lambda v: f"({acc})({v} != 0)") if row.out == "bool" else (lambda v: f"({acc}){v}")
-    store = "(em_bool)(r != 0)" if out_name == "bool" else f"({out_dt.compute})r"
+    combine = row.combine
+    def load(v):
+        if row.out != "bool":
+            return _cv(acc, v)
+        return f"({acc})em_cnz_{dt.name}({v})" if dt.is_struct else f"({acc})({v} != 0)"
+    if dt.is_struct and row.out != "bool":
+        combine = _expr(row.complex_combine, dt)
+    store = "(em_bool)(r != 0)" if out_name == "bool" else _cv(out_dt.compute, "r")
     name = f"reduce_{row.name}_{dt.name}"
     # One work-group per output and part (grid-stride over them): its work-items stride
     # over the part's share of the reduced elements, then combine through local memory
     # as a tree. With parts > 1, output m's parts land in o[m * parts + p], for a
     # second pass to combine (few outputs of many elements: one group each would
     # leave most of a GPU idle).
-    return f"""#define COMBINE(acc, x) ({row.combine})
+    return f"""#define COMBINE(acc, x) ({combine})
 EM_KERNEL void {name}(em_int64 M, em_int64 K, em_int64 parts, EM_GLOBAL {out_dt.storage} *o, EM_GLOBAL const {dt.storage} *x, em_layout L) {{
     EM_LOCAL {acc} part[{GPU_REDUCE_GROUP}];
     const int lid = EM_LID(), ls = EM_LSIZE();
@@ -389,7 +479,7 @@ EM_KERNEL void {name}(em_int64 M, em_int64 K, em_int64 parts, EM_GLOBAL {out_dt.
         const em_int64 k1 = k0 + chunk < K ? k0 + chunk : K;
         em_int64 base[2] = {{0, L.offset[1]}};
         em_layout_offsets(&L, 0, (int)L.split, m, 2, base);
-        {acc} a = ({acc})({ident});
+        {acc} a = {_cv(acc, ident)};
         /* one reduced dim after merging (the common case): a plain stride instead of a
            64-bit division per element */
         const int one = L.nd - L.split == 1;
@@ -417,7 +507,8 @@ def gpu_fp64_guard(text: str) -> str:
     """A kernel over float64 compiles only where the device has it (OpenCL's
     cl_khr_fp64); elsewhere the host raises a clear error instead of launching it."""
     m = re.search(r"EM_KERNEL void (\w+)", text)
-    return f"#ifdef EM_HAS_FP64\n{text}\n#endif" if m and "float64" in m.group(1) else text
+    fp64 = m and ("float64" in m.group(1) or "complex128" in m.group(1))
+    return f"#ifdef EM_HAS_FP64\n{text}\n#endif" if fp64 else text
 
 
 def render_gpu_program(name: str) -> str:

@@ -562,11 +562,11 @@ __all__ += ["resize_as_", "as_strided_"]
 @tensor_method
 @tensor_input
 def adjoint(input):
-    """The conjugate transpose of the last two dims: transpose(-2, -1) for ember's real
-    tensors (a view)."""
+    """The conjugate transpose of the last two dims: transpose(-2, -1), a view for real
+    tensors, conjugated (a new tensor: ember conjugates eagerly) for complex ones."""
     if input.ndim < 2:
         raise ValueError(f"adjoint: needs at least 2 dims, got shape {tuple(input.shape)}")
-    return transpose(input, -2, -1)
+    return _conj(transpose(input, -2, -1))
 
 
 __all__ += ["adjoint"]
@@ -714,13 +714,17 @@ __all__ += ["alias_copy", "detach_copy", "diagonal_copy", "expand_copy", "narrow
 def _install_properties(cls):
     cls.T = property(_T, doc="All dims reversed (a view).")
     cls.mT = property(_mT, doc="The last two dims swapped (a view).")
-    cls.H = cls.T
-    cls.mH = cls.mT
-    from ember.ops.conversion import _imag
-    cls.real = property(lambda self: self, doc="The real part: the tensor itself (ember's "
-                        "tensors are real).")
-    cls.imag = property(_imag, doc="Not defined for real tensors (a RuntimeError, as "
-                        "PyTorch).")
+    cls.H = property(lambda self: _conj(_T(self)),
+                     doc="The conjugate transpose (complex: a new tensor; real: a view).")
+    cls.mH = property(lambda self: _conj(_mT(self)),
+                      doc="The conjugate of the last two dims swapped.")
+    from ember.ops.complex import _install_properties as complex_properties
+    complex_properties(cls)
+
+
+def _conj(x):
+    from ember.ops.complex import conj
+    return conj(x)
 
 
 for _name in __all__:

@@ -110,10 +110,13 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
 
 # ember dtype name <-> safetensors dtype code
 _CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
-          "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
+          "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64",
+          "complex64": "C64"}
+# safetensors defines C64 but no complex128: a complex128 tensor is stored as its
+# view_as_real (F64, a last dim of 2), marked "complex" in the structure
 _DTYPES = {code: name for name, code in _CODES.items()}
 _LACKING = {"BF16": "bfloat16", "U16": "uint16", "U32": "uint32", "U64": "uint64",
-            "C64": "complex64", "C128": "complex128", "F8_E4M3": "float8_e4m3fn",
+            "C128": "complex128", "F8_E4M3": "float8_e4m3fn",
             "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu", "F4": "float4",
             "F6_E2M3": "float6_e2m3", "F6_E3M2": "float6_e3m2"}
 _MAX_HEADER = 100_000_000   # the safetensors library's limit
@@ -196,9 +199,14 @@ class _Encoder:
                 data = data.cpu()
             if not data.is_contiguous():
                 data = _core.contiguous_copy(data)
+            if data.dtype.name == "complex128":
+                from ember.ops.complex import view_as_real
+                data = view_as_real(data)
             self.tensors[name] = data
             self.by_id[id(t)] = name
         ref = {"tensor": name}
+        if t.dtype.name == "complex128":
+            ref["complex"] = True
         if t.requires_grad:
             ref["requires_grad"] = True
         if t.device.type != "cpu":
@@ -669,7 +677,7 @@ class _Decoder:
 
     def _tensor(self, v):
         name = v["tensor"]
-        extra = set(v) - {"tensor", "requires_grad", "device"}
+        extra = set(v) - {"tensor", "requires_grad", "device", "complex"}
         if type(name) is not str or extra:
             raise _Corrupt(f"unexpected tensor reference {v!r:.100}")
         if name in self.used:
@@ -678,6 +686,12 @@ class _Decoder:
             raise _Corrupt(f"the structure refers to tensor {name!r}, which the file does "
                              f"not hold")
         t = self.tensors[name]
+        if v.get("complex", False) is True:
+            if t.dtype.name != "float64" or not t.ndim or t.shape[-1] != 2:
+                raise _Corrupt(f"tensor {name!r} is marked complex but is {t.dtype.name} of "
+                               f"shape {tuple(t.shape)}")
+            from ember.ops.complex import view_as_complex
+            t = view_as_complex(t)
         grad = v.get("requires_grad", False)
         if type(grad) is not bool or type(v.get("device", "cpu")) is not str:
             raise _Corrupt(f"unexpected tensor reference {v!r:.100}")

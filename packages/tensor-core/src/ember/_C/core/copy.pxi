@@ -22,6 +22,8 @@ cpdef TensorBase copy_into(TensorBase dst, TensorBase src):
         if src._shape[d] != dst._shape[j] and src._shape[d] != 1:
             raise ValueError(f"copy_: shape {tuple(src.shape)} cannot be broadcast to "
                              f"{tuple(dst.shape)}")
+    if KIND[src._dtype] == KIND_COMPLEX and KIND[dst._dtype] not in (KIND_COMPLEX, KIND_BOOL):
+        warn_complex_to_real()
     if dst._storage.device.type_id != 0 or src._storage.device.type_id != 0:
         return _device_copy(dst, src)
     if src._storage is dst._storage and not same_layout(src, dst):
@@ -44,6 +46,14 @@ cpdef TensorBase copy_into(TensorBase dst, TensorBase src):
     else:
         em_iterate_sized(loop, 2, ptrs, nd, dst._shape, strides, sizes)
     return dst
+
+
+cdef warn_complex_to_real():
+    """PyTorch's warning where a complex value is converted to a real dtype (the
+    imaginary part is dropped: .to(float32), .float(), copy_ into a real tensor)."""
+    import warnings
+    warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                  stacklevel=2)
 
 
 cdef TensorBase _device_copy(TensorBase dst, TensorBase src):
@@ -124,6 +134,10 @@ def fill_(TensorBase x not None, value):
     if scalar_kind(value) < 0:
         raise TypeError(f"fill_: expected a number, got {value!r}")
     check_write(x, "fill_", overlap=False)
+    if isinstance(value, complex) and KIND[x._dtype] != KIND_COMPLEX:
+        # PyTorch: "value cannot be converted to type float without overflow"
+        raise RuntimeError(f"fill_: the complex value {value!r} cannot be converted to "
+                           f"{DTYPE_LIST[x._dtype]!r}")
     if KIND[x._dtype] == KIND_INT and isinstance(value, float):
         if not isfinite(value):   # PyTorch: "cannot be converted ... without overflow"
             raise OverflowError(f"fill_: value {value} cannot be converted to "

@@ -1,5 +1,5 @@
-"""dtypes: the nine element types (DType), their promotion table and the default
-float dtype."""
+"""dtypes: the eleven element types (DType), their promotion table and the default
+float dtype. complex64 / complex128 are stored interleaved (re, im), as C99 and NumPy."""
 
 cdef enum:
     BOOL = 0
@@ -11,17 +11,31 @@ cdef enum:
     FLOAT16 = 6
     FLOAT32 = 7
     FLOAT64 = 8
-    NDTYPES = 9
+    COMPLEX64 = 9
+    COMPLEX128 = 10
+    NDTYPES = 11
 
 cdef enum:
     KIND_BOOL = 0
     KIND_INT = 1
     KIND_FLOAT = 2
+    KIND_COMPLEX = 3
 
 cdef int KIND[NDTYPES]
 cdef int ITEMSIZE[NDTYPES]
 cdef int PROMOTE[NDTYPES][NDTYPES]
+cdef int REAL_OF[NDTYPES]        # a complex dtype's parts (complex64 -> float32); else itself
 cdef int DEFAULT_FLOAT = FLOAT32
+
+
+cdef inline int complex_of(int dtype) noexcept:
+    """The complex dtype over real dtype `dtype` (float16 -> complex64, as ember has no
+    complex32); of a bool or integer dtype, the complex of the default float."""
+    if KIND[dtype] == KIND_COMPLEX:
+        return dtype
+    if dtype == FLOAT64 or (KIND[dtype] != KIND_FLOAT and DEFAULT_FLOAT == FLOAT64):
+        return COMPLEX128
+    return COMPLEX64
 
 cdef class DType:
     """An element type: ember.float32, ember.int64, ... (singletons; compare with ==)."""
@@ -38,7 +52,19 @@ cdef class DType:
 
     @property
     def is_complex(self):
-        return False
+        return self.kind == "complex"
+
+    def to_real(self):
+        """The dtype of a complex dtype's parts (complex64 -> float32); a real dtype
+        itself (PyTorch's dtype.to_real)."""
+        return DTYPE_LIST[REAL_OF[self.num]]
+
+    def to_complex(self):
+        """The complex dtype over this float dtype (float64 -> complex128; float16 ->
+        complex64: ember has no complex32)."""
+        if KIND[self.num] not in (KIND_FLOAT, KIND_COMPLEX):
+            raise TypeError(f"to_complex: expected a floating point dtype, got {self!r}")
+        return DTYPE_LIST[complex_of(self.num)]
 
     @property
     def bits(self):
@@ -58,7 +84,7 @@ def _dtype_by_name(str name):
 
 cdef _make_dtypes():
     from ember.ops.render import DTYPES
-    kinds = {"bool": KIND_BOOL, "int": KIND_INT, "float": KIND_FLOAT}
+    kinds = {"bool": KIND_BOOL, "int": KIND_INT, "float": KIND_FLOAT, "complex": KIND_COMPLEX}
     cdef DType d
     for i, info in enumerate(DTYPES):
         d = DType.__new__(DType)
@@ -71,6 +97,8 @@ cdef _make_dtypes():
         _DTYPE_NAMES[info.name] = d
         KIND[i] = kinds[info.kind]
         ITEMSIZE[i] = info.itemsize
+    for i, info in enumerate(DTYPES):
+        REAL_OF[i] = _DTYPE_NAMES[info.real].num if info.real else i
     # Array API promotion; mixed int/float takes the float (PyTorch's choice where
     # the standard leaves it open); bool joins any other dtype as that dtype.
     order_int = {UINT8: (8, False), INT8: (8, True), INT16: (16, True), INT32: (32, True),
@@ -82,6 +110,12 @@ cdef _make_dtypes():
                 r = a
             elif a == BOOL or b == BOOL:
                 r = b if a == BOOL else a
+            elif KIND[a] == KIND_COMPLEX or KIND[b] == KIND_COMPLEX:
+                # the complex dtype whose parts hold both (complex64 + float64 =
+                # complex128); an integer joins a complex dtype as that dtype
+                pa = ITEMSIZE[REAL_OF[a]] if KIND[a] >= KIND_FLOAT else 0
+                pb = ITEMSIZE[REAL_OF[b]] if KIND[b] >= KIND_FLOAT else 0
+                r = COMPLEX128 if max(pa, pb) == 8 else COMPLEX64
             elif KIND[a] == KIND_FLOAT and KIND[b] == KIND_FLOAT:
                 r = a if ITEMSIZE[a] >= ITEMSIZE[b] else b
             elif KIND[a] == KIND_FLOAT or KIND[b] == KIND_FLOAT:
@@ -134,11 +168,14 @@ def _resolve_dtype(d):
         return DTYPE_LIST[INT64]
     if d is float:
         return DTYPE_LIST[DEFAULT_FLOAT]
+    if d is complex:
+        return DTYPE_LIST[complex_of(DEFAULT_FLOAT)]
     name = getattr(d, "name", None) if not isinstance(d, str) else d
     if name is None:
         name = getattr(getattr(d, "dtype", None), "name", None)  # numpy scalar types
     if isinstance(name, str):
         name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
-                "int": "int32", "short": "int16", "bool_": "bool"}.get(name, name)
+                "int": "int32", "short": "int16", "bool_": "bool", "cfloat": "complex64",
+                "cdouble": "complex128", "complex": "complex64"}.get(name, name)
         return _DTYPE_NAMES.get(name)
     return None

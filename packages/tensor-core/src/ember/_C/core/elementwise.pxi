@@ -2,10 +2,16 @@
 (promotion, broadcasting, out=, autograd recording); the Python entry points over it."""
 
 cdef inline int result_kind_dtype(int cur, int kind) noexcept:
-    """Promote dtype `cur` (-1: none yet) with a weak Python scalar of `kind`."""
+    """Promote dtype `cur` (-1: none yet) with a weak Python scalar of `kind`: a
+    complex scalar makes a float tensor the complex of its dtype (float32 * 1j is
+    complex64), an integer one the complex of the default float."""
     if cur < 0:
+        if kind == KIND_COMPLEX:
+            return complex_of(DEFAULT_FLOAT)
         return BOOL if kind == KIND_BOOL else (INT64 if kind == KIND_INT else DEFAULT_FLOAT)
     if kind > KIND[cur]:
+        if kind == KIND_COMPLEX:
+            return complex_of(cur)
         return INT64 if kind == KIND_INT else DEFAULT_FLOAT
     return cur
 
@@ -69,11 +75,11 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
                            f"(a {DTYPE_LIST[ref._dtype]!r} tensor to the power {x1})")
     if scalar_kinds >= 0:
         compute = result_kind_dtype(compute, scalar_kinds)
-    if info.promote_float and KIND[compute] != KIND_FLOAT:
+    if info.promote_float and KIND[compute] < KIND_FLOAT:
         compute = DEFAULT_FLOAT
     if not (info.kinds >> KIND[compute]) & 1:
         raise TypeError(_unsupported(op, compute))
-    cdef int out_dtype = BOOL if info.out_bool else compute
+    cdef int out_dtype = BOOL if info.out_bool else (REAL_OF[compute] if info.out_real else compute)
 
     # 2. broadcast
     cdef int64_t shape[MAXD]
@@ -239,8 +245,11 @@ cdef str _unsupported(int op, int dtype):
     hint = ""
     if dtype == BOOL and name in ("sub", "neg"):
         hint = "; for bool tensors use logical_xor / logical_not (~) instead"
-    elif KIND[dtype] == KIND_FLOAT and name.startswith("bitwise"):
+    elif KIND[dtype] >= KIND_FLOAT and name.startswith("bitwise"):
         hint = "; bitwise ops need bool or integer tensors"
+    elif KIND[dtype] == KIND_COMPLEX:
+        hint = ("; Unlike NumPy, sign is not intended to support complex numbers: use sgn "
+                "instead" if name == "sign" else "; it is not defined for complex numbers")
     return f"{name}: not supported for dtype {DTYPE_LIST[dtype]!r}{hint}"
 
 
@@ -297,7 +306,7 @@ def result_dtype(str name, *args):
                 kinds = sk
     if kinds >= 0:
         compute = result_kind_dtype(compute, kinds)
-    if OPS[op].promote_float and KIND[compute] != KIND_FLOAT:
+    if OPS[op].promote_float and KIND[compute] < KIND_FLOAT:
         compute = DEFAULT_FLOAT
     return DTYPE_LIST[compute]
 

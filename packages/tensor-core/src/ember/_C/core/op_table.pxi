@@ -5,6 +5,7 @@ cdef struct OpInfo:
     int arity
     bint out_bool
     bint promote_float
+    bint out_real        # the result is the compute dtype's real part (abs, angle)
     int kinds            # bit k set: the row has a body for kind k
     bint is_where
 
@@ -30,11 +31,12 @@ cdef _load_table():
         raise ImportError("ember: the compiled kernels do not match ember/ops/table.py; "
                           "rebuild the package")
     OPS = <OpInfo *>calloc(n, sizeof(OpInfo))
-    bits = {"bool": 1, "int": 2, "float": 4}
+    bits = {"bool": 1, "int": 2, "float": 4, "complex": 8}
     for i, row in enumerate(table.ELEMENTWISE):
         OPS[i].arity = row.arity
         OPS[i].out_bool = row.out == "bool"
         OPS[i].promote_float = row.promote == "float"
+        OPS[i].out_real = row.out == "real"
         OPS[i].kinds = sum(bits[k] for k in row.body)
         OPS[i].is_where = row.name == "where"
         OP_NAMES.append(row.name)

@@ -4,7 +4,7 @@ or read from one element of a dtype."""
 cdef union ScalarSlot:
     double f64
     int64_t i64
-    char bytes[8]
+    char bytes[16]      # a complex128
 
 
 cdef int scalar_kind(object x):
@@ -15,6 +15,8 @@ cdef int scalar_kind(object x):
         return KIND_INT
     if isinstance(x, float):
         return KIND_FLOAT
+    if isinstance(x, complex):
+        return KIND_COMPLEX
     return -1
 
 
@@ -23,6 +25,18 @@ cdef int write_scalar(char *dst, object value, int dtype, str op) except -1:
     cdef int k = KIND[dtype]
     cdef double f
     cdef int64_t i
+    if isinstance(value, complex) and k != KIND_COMPLEX:
+        raise TypeError(f"{op}: cannot store the complex number {value!r} in a "
+                        f"{DTYPE_LIST[dtype]!r} operand")
+    if k == KIND_COMPLEX:
+        z = complex(value)
+        if dtype == COMPLEX64:
+            (<float *>dst)[0] = <float>z.real
+            (<float *>dst)[1] = <float>z.imag
+        else:
+            (<double *>dst)[0] = z.real
+            (<double *>dst)[1] = z.imag
+        return 0
     if k == KIND_FLOAT:
         f = value
         if dtype == FLOAT32:
@@ -67,6 +81,10 @@ cdef object read_scalar(const char *src, int dtype):
         return (<const double *>src)[0]
     if dtype == FLOAT16:
         return em_load_f16(src)
+    if dtype == COMPLEX64:
+        return complex((<const float *>src)[0], (<const float *>src)[1])
+    if dtype == COMPLEX128:
+        return complex((<const double *>src)[0], (<const double *>src)[1])
     if dtype == BOOL:
         return (<const uint8_t *>src)[0] != 0
     if dtype == INT64:

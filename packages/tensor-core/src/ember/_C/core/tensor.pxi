@@ -230,7 +230,7 @@ cdef class TensorBase:
         return KIND[self._dtype] == KIND_FLOAT
 
     def is_complex(self):
-        return False
+        return KIND[self._dtype] == KIND_COMPLEX
 
     cdef bint contiguous_c(self):
         cdef int64_t expected = 1
@@ -430,7 +430,7 @@ cdef class TensorBase:
 
     def __richcmp__(self, other, int cmp):
         # 0 <, 1 <=, 2 ==, 3 !=, 4 >, 5 >=
-        if other is None or not (isinstance(other, (TensorBase, int, float, bool))):
+        if other is None or not (isinstance(other, (TensorBase, int, float, bool, complex))):
             try:
                 other = ASTENSOR(other)
             except Exception:
@@ -475,7 +475,7 @@ cdef class TensorBase:
 
 
 cdef const char *BUFFER_FORMATS[NDTYPES]
-BUFFER_FORMATS[:] = [b"?", b"B", b"b", b"h", b"i", b"q", b"e", b"f", b"d"]
+BUFFER_FORMATS[:] = [b"?", b"B", b"b", b"h", b"i", b"q", b"e", b"f", b"d", b"Zf", b"Zd"]
 
 SIZE_TYPE = tuple        # replaced by ember.Size
 ASTENSOR = None          # replaced by ember.as_tensor

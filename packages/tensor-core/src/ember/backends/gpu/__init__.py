@@ -111,9 +111,10 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
 
     # helpers ---------------------------------------------------------------------------
     def _check_dtype(self, dtype, device, op):
-        if dtype.name == "float64" and not self.has_fp64(device):
-            raise TypeError(f"{op}: float64 is not supported on {device} (the device lacks "
-                            f"cl_khr_fp64); use float32")
+        if dtype.name in ("float64", "complex128") and not self.has_fp64(device):
+            narrow = "float32" if dtype.name == "float64" else "complex64"
+            raise TypeError(f"{op}: {dtype.name} is not supported on {device} (the device "
+                            f"lacks cl_khr_fp64); use {narrow}")
 
     def run(self, device, kernel, n, args, group=GROUP):
         """A 1-d grid-stride launch over n items."""
@@ -323,6 +324,11 @@ _FORMATS = {"bool": "B", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", 
 def _scalar_for(value, dt, op):
     """A Python scalar as the value of a parameter of dt's compute type, range-checked
     like the CPU's scalars."""
+    if dt.kind == "complex":
+        return complex(value)   # the struct's bytes: OpenCL packs it, CUDA's launcher too
+    if isinstance(value, complex):
+        raise TypeError(f"{op}: cannot store the complex number {value!r} in a {dt.name} "
+                        f"operand")
     if dt.kind == "float":
         return float(value)
     if dt.kind == "bool":

@@ -26,7 +26,9 @@ typedef enum {
     EM_FLOAT16 = 6,
     EM_FLOAT32 = 7,
     EM_FLOAT64 = 8,
-    EM_NUM_DTYPES = 9
+    EM_COMPLEX64 = 9,        /* interleaved (re, im) float32 pairs, as C99 float _Complex */
+    EM_COMPLEX128 = 10,      /* interleaved (re, im) float64 pairs */
+    EM_NUM_DTYPES = 11
 } em_dtype;
 
 typedef enum { EM_CPU = 0, EM_CUDA = 1, EM_OPENCL = 2 } em_device_type;

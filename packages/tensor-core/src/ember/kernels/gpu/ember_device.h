@@ -136,6 +136,12 @@ typedef double em_float64;
 #define EM_ST_int64(p, i, v) ((p)[i] = (em_int64)(v))
 #define EM_ST_float32(p, i, v) ((p)[i] = (float)(v))
 #define EM_ST_float64(p, i, v) ((p)[i] = (double)(v))
+/* complex64 / complex128: the structs of kernels/common/ember_complex.h (values of
+   that type already: no conversion on the way) */
+#define EM_LD_complex64(p, i) ((p)[i])
+#define EM_LD_complex128(p, i) ((p)[i])
+#define EM_ST_complex64(p, i, v) ((p)[i] = (v))
+#define EM_ST_complex128(p, i, v) ((p)[i] = (v))
 
 #define EM_CAT_(a, b) a##_##b
 #define EM_CAT(a, b) EM_CAT_(a, b)
