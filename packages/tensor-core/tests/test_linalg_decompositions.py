@@ -228,6 +228,9 @@ def test_lu_solve_left_right_adjoint():
                                np.swapaxes(np.linalg.solve(at, np.swapaxes(c, -1, -2)), -1, -2),
                                rtol=1e-11)
     np.testing.assert_allclose(N(em.lu_solve(T(b), LU, piv)), np.linalg.solve(a, b), rtol=1e-11)
+    LU1, piv1 = LA.lu_factor(T(a[0]))          # one factorization, a batch of B
+    np.testing.assert_allclose(N(LA.lu_solve(LU1, piv1, T(b))), np.linalg.solve(a[0], b),
+                               rtol=1e-11)
     LU2, piv2 = em.lu(T(a))
     assert np.array_equal(N(LU2), N(LU)) and np.array_equal(N(piv2), N(piv))
 

@@ -383,7 +383,11 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
                          f"{tuple(B.shape)}")
     grad = _core.any_requires_grad((LU, B))
     if not grad:
-        _, _, batch = _rhs(LU, B, op)
+        try:
+            batch = tuple(_em().broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
+        except (RuntimeError, ValueError):
+            raise ValueError(f"{op}: the batch dimensions of LU {tuple(LU.shape)} and B "
+                             f"{tuple(B.shape)} do not broadcast") from None
         X = _copy(B, batch + tuple(B.shape[-2:]))
         piv = _copy(pivots, batch + (n,))
         lu = _copy(LU, batch + (n, n))
