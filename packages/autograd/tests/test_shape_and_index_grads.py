@@ -97,6 +97,27 @@ EXTRA_CASES = {
     # test_dtype_conversion_gradient_has_the_input_dtype
     "to": (lambda x: x.to(em.float32), [(3,)]),
 }
+# ember.linalg's formula rows (tensor-core's test_linalg_decompositions.py gradchecks
+# them over more shapes and options); well-conditioned inputs, gauge-invariant outputs
+_I3 = em.eye(3, dtype=em.float64)
+LINALG_CASES = {
+    "linalg_solve": (lambda a, b: em.linalg.solve(a + 4 * _I3, b), [(3, 3), (3, 2)]),
+    "linalg_inv": (lambda a: em.linalg.inv(a + 4 * _I3), [(3, 3)]),
+    "linalg_det": (lambda a: em.linalg.det(a + 4 * _I3), [(3, 3)]),
+    "linalg_slogdet": (lambda a: em.linalg.slogdet(a + 4 * _I3).logabsdet, [(3, 3)]),
+    "linalg_cholesky": (lambda a: em.linalg.cholesky(a @ a.mT + _I3), [(3, 3)]),
+    "linalg_solve_triangular": (lambda a, b: em.linalg.solve_triangular(
+        a + 4 * _I3, b, upper=True), [(3, 3), (3, 2)]),
+    "linalg_lu_factor": (lambda a: em.linalg.lu_factor(a + 4 * _I3).LU, [(3, 3)]),
+    "linalg_qr": (lambda a: em.linalg.qr(a).R, [(4, 3)]),
+    "linalg_eigh": (lambda a: (lambda w, V: w.sum() + (V * V).sum(-1))(
+        *em.linalg.eigh(a + a.mT)), [(3, 3)]),
+    "linalg_svd": (lambda a: (lambda U, S, Vh: (U * S.unsqueeze(-2)) @ Vh)(
+        *em.linalg.svd(a, full_matrices=False)), [(4, 3)]),
+}
+EXTRA_CASES.update(LINALG_CASES)
+# recorded so that its backward can say why it has none (PyTorch's error)
+EXTRA_CASES["linalg_qr_r"] = (lambda a: em.linalg.qr(a, "r").R, [(4, 3)])
 # a round trip through a second device, where one exists (opencl, else cuda)
 _OTHER = next((d for d in ("opencl", "cuda") if getattr(em, d).is_available()), None)
 if _OTHER is not None:
@@ -111,6 +132,13 @@ def test_gradcheck_extra(name):
     em.manual_seed(0)
     # the same random numbers on every call, so finite differences see a fixed function
     check(lambda *a: (em.manual_seed(0), fn(*a))[1], *inputs, twice=False)
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_CASES))
+def test_gradcheck_linalg(name):
+    fn, shapes = LINALG_CASES[name]
+    check(fn, *[leaf(*s, seed=i) for i, s in enumerate(shapes)],
+          twice=name not in ("linalg_lu_factor", "linalg_eigh"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

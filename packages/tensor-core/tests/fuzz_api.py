@@ -50,8 +50,10 @@ ALLOWED = (ValueError, TypeError, IndexError, RuntimeError, OverflowError,
 
 # ember's own exception types that are ALLOWED ones: the devices' OutOfMemoryError
 # (ember.cuda.OutOfMemoryError and the OpenCL backend's) subclasses RuntimeError and
-# MemoryError, as torch.cuda.OutOfMemoryError does
-EMBER_ALLOWED = {"OutOfMemoryError"}
+# MemoryError, as torch.cuda.OutOfMemoryError does; ember.linalg.LinAlgError (a singular,
+# non-positive-definite or non-finite matrix) subclasses RuntimeError, as
+# torch.linalg.LinAlgError does
+EMBER_ALLOWED = {"OutOfMemoryError", "LinAlgError"}
 
 # Messages that show an argument reached internal code unchecked: Python's own wording
 # for an operation on a value of the wrong type. A clean error says which op and which

@@ -553,10 +553,12 @@ def test_linalg_namespace():
     np.testing.assert_allclose(to_numpy(em.linalg.diagonal(em.from_numpy(b3))),
                                np.diagonal(b3, 0, -2, -1))
     np.testing.assert_allclose(em.linalg.trace(em.from_numpy(a[:, :4])).item(), np.trace(a[:, :4]))
-    with pytest.raises(NotImplementedError, match="svd"):
-        em.linalg.svd(ta)
-    with pytest.raises(NotImplementedError):
-        em.linalg.matrix_norm(ta, "nuc")
+    # the decompositions exist (test_linalg_decompositions.py tests them): 'nuc' is the
+    # sum of the singular values
+    np.testing.assert_allclose(em.linalg.matrix_norm(ta, "nuc").item(), np.linalg.norm(a, "nuc"),
+                               rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(em.linalg.svdvals(ta)), np.linalg.svd(a, compute_uv=False),
+                               rtol=1e-12)
     with pytest.raises(AttributeError):
         _ = em.linalg.does_not_exist
 

@@ -51,6 +51,10 @@ from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.conv import *  # noqa: F401,F403
 from ember.ops.pool import *  # noqa: F401,F403
 from ember.ops.legacy import *  # noqa: F401,F403
+from ember.ops.linalg import *  # noqa: F401,F403
+from ember.ops.linalg import (  # noqa: F401  (PyTorch's legacy forms, see ops/linalg.py)
+    cholesky_legacy as cholesky, lu_legacy as lu, lu_solve_legacy as lu_solve, qr_legacy as qr,
+    svd_legacy as svd)
 from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation, legacy as _legacy_methods
 

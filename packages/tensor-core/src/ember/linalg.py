@@ -1,10 +1,12 @@
 """ember.linalg: the linear-algebra namespace of PyTorch (torch.linalg) and the
-Array API's linalg extension, as far as ember has kernels: products (matmul,
-vecdot, tensordot, outer, multi_dot), norms written with the existing reductions,
-and views (matrix_transpose, diagonal).
+Array API's linalg extension: products (matmul, vecdot, tensordot, outer,
+multi_dot), norms written with the reductions (the spectral and nuclear norms with
+svdvals), views (matrix_transpose, diagonal), and the decompositions, solvers and
+matrix functions of ember/ops/linalg.py (solve, inv, det, cholesky, qr, eigh, svd,
+lstsq, pinv, matrix_exp, ...) over the `linalg` kernel family.
 
-Decompositions (solve, inv, svd, eigh, ...) are not here yet; calling one raises
-NotImplementedError naming it.
+eig and eigvals need complex results: the kernel computes them (Hessenberg + Francis
+QR), and the functions raise a TypeError saying so until ember has complex dtypes.
 """
 from __future__ import annotations
 
@@ -13,26 +15,50 @@ import numbers
 
 from ember._args import tensors_arg as _tensors_arg
 from ember._C import core as _core
+from ember.ops.linalg import (  # noqa: F401
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    cond,
+    det,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    householder_product,
+    inv,
+    inv_ex,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matrix_exp,
+    matrix_power,
+    matrix_rank,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_ex,
+    solve_triangular,
+    svd,
+    svdvals,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from ember.ops.matmul import _tensor, matmul, outer, tensordot, vecdot  # noqa: F401
 from ember.ops.reduction import amax as _amax, amin as _amin, norm as _norm_reduce, sum as _sum
 from ember.ops.views import diagonal as _diagonal, matrix_transpose
 
 __all__ = ["matmul", "vecdot", "tensordot", "outer", "multi_dot", "matrix_transpose", "cross",
-           "diagonal", "norm", "vector_norm", "matrix_norm", "trace"]
-
-_NOT_YET = {"solve", "inv", "pinv", "det", "slogdet", "svd", "svdvals", "eig", "eigh",
-            "eigvals", "eigvalsh", "qr", "cholesky", "lstsq", "matrix_rank", "matrix_power",
-            "matrix_exp", "cond", "lu", "lu_factor"}
-
-
-def __getattr__(name):
-    if name in _NOT_YET:
-        def missing(*_, **__):
-            raise NotImplementedError(f"ember.linalg.{name}: not implemented yet (ember has no "
-                                      f"matrix decompositions so far)")
-        missing.__name__ = name
-        return missing
-    raise AttributeError(f"module 'ember.linalg' has no attribute {name!r}")
+           "diagonal", "norm", "vector_norm", "matrix_norm", "trace", "LinAlgError",
+           "cholesky", "cholesky_ex", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh",
+           "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex",
+           "lu_solve", "matrix_exp", "matrix_power", "matrix_rank", "pinv", "qr", "slogdet",
+           "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
+           "tensorsolve", "vander"]
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -114,8 +140,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """Norm of the matrices over the two dims `dim`: 'fro', 1, -1, inf, -inf. ('nuc'
-    and 2 / -2 need singular values, which ember cannot compute yet.)"""
+    """Norm of the matrices over the two dims `dim`: 'fro', 1, -1, inf, -inf, and from
+    the singular values 'nuc' (their sum), 2 (the largest) and -2 (the smallest)."""
     A = _tensor(A, "matrix_norm")
     if A.ndim < 2:
         raise ValueError(f"linalg.matrix_norm: expected at least 2 dims, got shape "
@@ -136,8 +162,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if ord == "fro":
         return _norm_reduce(A, "fro", (r, c), keepdim)
     if ord == "nuc" or ord in (2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which ember does not compute yet")
+        lo, hi = min(r, c), max(r, c)
+        M = A.movedim((r, c), (-2, -1)) if (r, c) != (A.ndim - 2, A.ndim - 1) else A
+        s = svdvals(M)
+        out = _sum(s, -1) if ord == "nuc" else (_amax if ord == 2 else _amin)(s, -1)
+        if keepdim:
+            out = out.unsqueeze(lo).unsqueeze(hi)
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise ValueError(f"linalg.matrix_norm: unsupported ord {ord!r}")
     a = _core.elementwise("abs", A)

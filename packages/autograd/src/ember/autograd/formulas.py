@@ -25,7 +25,7 @@ import math
 import ember as em
 from ember._C import core as _core
 from ember.autograd.graph import Formula
-from ember.ops import pool as P
+from ember.ops import linalg as LA, pool as P
 from ember.ops.conv import conv2d_backward, conv_transpose2d_backward
 from ember.ops.dropout import dropout_backward
 from ember.ops.embedding import embedding_backward
@@ -1035,3 +1035,102 @@ def _not_differentiable():
 NOT_DIFFERENTIABLE = tuple(_not_differentiable())
 for _name in NOT_DIFFERENTIABLE:
     FORMULAS[_name] = None
+
+
+# ------------------------------------------------------------------------------------
+# linear algebra (ember/ops/linalg.py): each row recomputes the op's result from its
+# saved input when the backward itself is being recorded (create_graph=True), so the
+# second derivative sees the result's dependence on the input
+# ------------------------------------------------------------------------------------
+
+def _result(n, recompute):
+    return recompute() if em.is_grad_enabled() else n.output
+
+
+@formula("linalg_solve", inputs=(0, 1), output=True)
+def _(n, g):
+    A, B = n.inputs
+    X = _result(n, lambda: em.linalg.solve(A, B))
+    return LA.solve_backward(A, X, g, n.needs)
+
+
+@formula("linalg_inv", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    return LA.inv_backward(_result(n, lambda: em.linalg.inv(A)), g),
+
+
+@formula("linalg_det", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    return LA.det_backward(A, _result(n, lambda: em.linalg.det(A)), g),
+
+
+@formula("linalg_slogdet", inputs=(0,))
+def _(n, g):
+    A, = n.inputs
+    return LA.slogdet_backward(A, g),
+
+
+@formula("linalg_cholesky", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    return LA.cholesky_backward(_result(n, lambda: em.linalg.cholesky(A)), g),
+
+
+@formula("linalg_solve_triangular", inputs=(0, 1), output=True)
+def _(n, g):
+    A, B = n.inputs
+    a = n.attrs
+    X = _result(n, lambda: em.linalg.solve_triangular(
+        A, B, upper=a["upper"], left=a["left"], unitriangular=a["unitriangular"]))
+    return LA.solve_triangular_backward(A, X, g, a, n.needs)
+
+
+@formula("linalg_lu_factor", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    LU = _result(n, lambda: em.linalg.lu_factor_ex(A).LU)
+    return LA.lu_factor_backward(A, LU, n.attrs["pivots"], g),
+
+
+@formula("linalg_qr", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    mode = n.attrs["mode"]
+    if em.is_grad_enabled():
+        Q, R = em.linalg.qr(A, mode)
+    else:
+        Q, R = LA.unpack_grad(n.output, n.attrs["shapes"])
+    gQ, gR = LA.unpack_grad(g, n.attrs["shapes"])
+    return LA.qr_backward(A, Q, R, gQ, gR, mode),
+
+
+@formula("linalg_qr_r")
+def _(n, g):
+    raise RuntimeError("linalg.qr: the derivative of linalg.qr depends on Q, which is not "
+                       "computed when mode='r'; use linalg.qr(A, mode='reduced') if you are "
+                       "going to differentiate through linalg.qr")
+
+
+@formula("linalg_eigh", inputs=(0,), output=True)
+def _(n, g):
+    S, = n.inputs
+    if em.is_grad_enabled():
+        w, V = em.linalg.eigh(S)
+        packed = em.cat([w.unsqueeze(-2), V], -2)
+    else:
+        packed = n.output
+    return LA.eigh_backward(packed, g),
+
+
+@formula("linalg_svd", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    if em.is_grad_enabled():
+        U, S, Vh = em.linalg.svd(A, full_matrices=False)
+        batch = tuple(A.shape[:-2])
+        packed = em.cat([U.reshape(*batch, -1), S, Vh.reshape(*batch, -1)], -1)
+    else:
+        packed = n.output
+    return LA.svd_backward(packed, g, n.attrs),

@@ -125,9 +125,33 @@ HAND_WRITTEN_KERNELS = {
     # for kind in uniform/normal/integers/randperm/exponential, and
     # random("multinomial", weights, out, seed, offset, replacement)
     "random": "random",
+    # dense linear algebra (batches of row-major matrices, in place; info: int32 per
+    # matrix): LU with partial pivoting and the solve with it, triangular solves,
+    # Cholesky, Householder QR and applying its Q, the symmetric and nonsymmetric
+    # eigensolvers, the SVD
+    "linalg_lu_factor": "linalg",
+    "linalg_lu_solve": "linalg",
+    "linalg_trsm": "linalg",
+    "linalg_cholesky": "linalg",
+    "linalg_geqrf": "linalg",
+    "linalg_ormqr": "linalg",
+    "linalg_syev": "linalg",
+    "linalg_svd": "linalg",
+    "linalg_geev": "linalg",
 }
+
+# Families no device backend implements yet: on OpenCL and CUDA their ops raise the
+# dispatch's "<op>: no kernel for <device> (<dtype>)" (never a silent copy to the host).
+HOST_ONLY_FAMILIES = frozenset({"linalg"})
 
 
 def missing_kernels(backend):
     """The hand-written kernels a backend does not provide yet."""
     return [name for name in HAND_WRITTEN_KERNELS if not callable(getattr(backend, name, None))]
+
+
+def device_kernels():
+    """The hand-written kernels every device backend must provide (all but those of
+    HOST_ONLY_FAMILIES)."""
+    return [name for name, family in HAND_WRITTEN_KERNELS.items()
+            if family not in HOST_ONLY_FAMILIES]

@@ -1,0 +1,129 @@
+"""Dense linear algebra: ember.linalg beside NumPy (OpenBLAS's LAPACK) and PyTorch (when
+installed), at 1 thread by default.
+
+    python benchmarks/bench_linalg.py                         # n = 64, 512; float64, float32
+    python benchmarks/bench_linalg.py --sizes 64,512,2048 --ops solve,qr
+    python benchmarks/bench_linalg.py --quick --json out.json
+
+What it times (benchmarks/harness.py: interleaved rounds, medians):
+- solve (A x = b, one right-hand side), inv,
+  cholesky, qr (reduced, Q and R), eigh (values and vectors), svd (reduced, U S Vh) of
+  random n x n matrices (symmetric positive-definite for cholesky and eigh);
+- the same on a batch of 4096 8 x 8 matrices.
+Every result is checked against NumPy's first (a wrong result is reported, not timed).
+
+Targets (issue 20): ember's time at most 1.5x NumPy's at n = 512 for solve, inv,
+cholesky and qr; at most 2.5x for eigh and svd; below NumPy's on the batch of small
+matrices. `np/em` > 1 means ember is faster; the target column is the least np/em
+that meets the target. Nothing asserts: FAIL marks a target not met in this run.
+"""
+from __future__ import annotations
+
+import sys
+
+import harness
+
+OPS = ("solve", "inv", "cholesky", "qr", "eigh", "svd")
+TARGET = {"solve": 1 / 1.5, "inv": 1 / 1.5, "cholesky": 1 / 1.5, "qr": 1 / 1.5,
+          "eigh": 1 / 2.5, "svd": 1 / 2.5}
+
+
+def calls(lib, m):
+    """op -> f(A, B) for library module m."""
+    if lib == "numpy":
+        la = m.linalg
+        return {"solve": lambda a, b: la.solve(a, b), "inv": lambda a, b: la.inv(a),
+                "cholesky": lambda a, b: la.cholesky(a), "qr": lambda a, b: la.qr(a),
+                "eigh": lambda a, b: la.eigh(a), "svd": lambda a, b: la.svd(a, False)}
+    la = m.linalg
+    return {"solve": lambda a, b: la.solve(a, b), "inv": lambda a, b: la.inv(a),
+            "cholesky": lambda a, b: la.cholesky(a), "qr": lambda a, b: la.qr(a),
+            "eigh": lambda a, b: la.eigh(a), "svd": lambda a, b: la.svd(a, full_matrices=False)}
+
+
+def check(op, out, a, b, np):
+    """The backward error of a result (any library), as a float."""
+    def arr(x):
+        return np.asarray(x.numpy() if hasattr(x, "numpy") else x, np.float64)
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    scale = np.abs(A).max()
+    if op == "solve":
+        return np.abs(A @ arr(out) - B).max() / (scale * np.abs(arr(out)).max())
+    if op == "inv":
+        n = A.shape[-1]
+        return np.abs(A @ arr(out) - np.eye(n)).max() / (scale * np.abs(arr(out)).max())
+    if op == "cholesky":
+        L = arr(out)
+        return np.abs(L @ np.swapaxes(L, -1, -2) - A).max() / scale
+    if op == "qr":
+        return np.abs(arr(out[0]) @ arr(out[1]) - A).max() / scale
+    if op == "eigh":
+        w, V = arr(out[0]), arr(out[1])
+        return np.abs(A @ V - V * w[..., None, :]).max() / scale
+    U, S, Vh = (arr(x) for x in out)
+    return np.abs((U * S[..., None, :]) @ Vh - A).max() / scale
+
+
+def main():
+    p = harness.parser(__doc__, threads="1")
+    p.add_argument("--sizes", default="64,512", help="matrix orders (2048 is slow here)")
+    p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--dtypes", default="float64,float32")
+    p.add_argument("--batch", type=int, default=4096, help="small matrices in the batch")
+    args = p.parse_args()
+    harness.pin_threads(args.threads)
+    import numpy as np
+    mods, info = harness.libs(args.threads)
+    rng = np.random.default_rng(0)
+    ops = [o for o in args.ops.split(",") if o]
+    cases = [(int(n), 1) for n in args.sizes.split(",") if n] + [(8, args.batch)]
+    rows, results = [], []
+    libs = [k for k in ("ember", "numpy", "torch") if k in mods]
+    for dt in args.dtypes.split(","):
+        for n, batch in cases:
+            shape = (n, n) if batch == 1 else (batch, n, n)
+            g = rng.standard_normal(shape)
+            general = (g + np.sqrt(n) * np.eye(n)).astype(dt)
+            sym = (g @ np.swapaxes(g, -1, -2) / n + np.eye(n)).astype(dt)
+            b = rng.standard_normal(shape[:-1] + (1,)).astype(dt)
+            for op in ops:
+                a = sym if op in ("cholesky", "eigh") else general
+                contenders, wrong = {}, {}
+                for lib in libs:
+                    m = mods[lib]
+                    f = calls(lib, m)[op]
+                    x = a.copy() if lib == "numpy" else m.from_numpy(a.copy())
+                    y = b.copy() if lib == "numpy" else m.from_numpy(b.copy())
+                    err = check(op, f(x, y), a, b, np)
+                    if not err < (1e-3 if dt == "float32" else 1e-9):
+                        wrong[lib] = err
+                        continue
+                    contenders[lib] = ("f(x, y)", {"f": f, "x": x, "y": y})
+                st = harness.measure(contenders, args.quick, budget=1.0 if not args.quick
+                                     else 0.3, rounds=(3, 9) if not args.quick else (2, 5))
+                r_np = harness.ratio(st, "numpy")
+                r_pt = harness.ratio(st, "torch")
+                small = batch > 1
+                tg = 1.0 if small else (TARGET[op] if n >= 512 else None)
+                row = [op, dt, f"{batch}x{n}x{n}" if small else n] + \
+                    [harness.fmt_time(st[k]["median"]) if k in st else
+                     ("WRONG" if k in wrong else "-") for k in libs] + \
+                    [harness.fmt_ratio(r_np)] + \
+                    ([harness.fmt_ratio(r_pt)] if "torch" in mods else []) + \
+                    [f">={tg:.2f}" if tg else "-",
+                     harness.verdict(r_np, tg) if tg else "-"]
+                rows.append(row)
+                results.append({"op": op, "dtype": dt, "n": n, "batch": batch,
+                                "wrong": wrong,
+                                **{k: st[k]["median"] for k in st}})
+    head = ["op", "dtype", "n"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
+        ["target", "result"]
+    print(harness.describe(info))
+    print("median seconds per call (interleaved rounds); np/em > 1: ember is faster")
+    print(harness.table(head, rows, left={"op", "dtype", "target", "result"}))
+    print(f"command: {' '.join(sys.argv)}")
+    harness.save(args, rows=results)
+
+
+if __name__ == "__main__":
+    main()

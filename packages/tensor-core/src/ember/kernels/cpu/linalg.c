@@ -1,0 +1,1092 @@
+/* Dense linear algebra for ember.linalg (declarations and conventions: linalg.h).
+ *
+ * LU, triangular solves, Cholesky and QR are LAPACK's blocked right-looking
+ * algorithms over ember's GEMM, written once over the element type in linalg_impl.h
+ * and included here per dtype. The eigensolvers and the SVD (symmetric: Householder
+ * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2;
+ * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc;
+ * nonsymmetric: Householder reduction to Hessenberg form + Francis double-shift QR
+ * and back-substitution for the eigenvectors, EISPACK's orthes/hqr2) work in double
+ * for both real dtypes: float32 inputs are widened into the double workspace, so
+ * their results are as accurate as float32 can hold.
+ *
+ * Batches: matrices below BATCH_ALONE rows are shared out over the thread pool by
+ * batch entry (nested GEMMs then run on their own thread); larger ones run one after
+ * the other with the pool inside their GEMMs. */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tgmath.h>
+#include "gemm.h"
+#include "linalg.h"
+#include "threads.h"
+
+#define LU_LEAF 16   /* columns of the unblocked leaves of the recursive LU */
+#define TRSM_NB 64
+#define CHOL_NB 64
+#define QR_NB 32
+#define BATCH_ALONE 96   /* matrices this large run alone (their GEMMs use the pool) */
+#define MAXIT 60         /* QR/QL sweeps per eigenvalue or singular value */
+
+#define T float
+#define SFX f32
+#define DT 7
+#include "linalg_impl.h"
+#undef T
+#undef SFX
+#undef DT
+
+#define T double
+#define SFX f64
+#define DT 8
+#include "linalg_impl.h"
+#undef T
+#undef SFX
+#undef DT
+
+static const double EPS = 0x1p-52, TINY = 0x1p-966;
+
+/* The double-precision cores are compiled for AVX2 (FMA) and the baseline, picked at
+ * load time (GCC function multi-versioning, as the op table's loops). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES
+#endif
+
+/* x . y in four partial sums: a reduction the compiler may vectorise without
+ * reassociating (no -ffast-math). */
+static inline double dot(const double *x, const double *y, int64_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += x[i] * y[i];
+        s1 += x[i + 1] * y[i + 1];
+        s2 += x[i + 2] * y[i + 2];
+        s3 += x[i + 3] * y[i + 3];
+    }
+    for (; i < n; i++) s0 += x[i] * y[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------- symmetric eigensolver -- */
+
+/* Eigenvalues d (ascending) and eigenvectors of a symmetric n x n matrix held in z,
+ * where z[c * n + r] is element (r, c) of the matrix (on exit: of the eigenvector
+ * matrix, column c the vector of d[c], so each vector is contiguous). e is n
+ * elements of workspace. Returns 0 or 1 (no convergence). */
+#define V(r, c) z[(c) * n + (r)]
+CLONES static void tred2(double *z, double *d, double *e, int64_t n, int vectors)
+{
+    for (int64_t j = 0; j < n; j++) d[j] = V(n - 1, j);
+    for (int64_t i = n - 1; i > 0; i--) {
+        double scale = 0, h = 0;
+        for (int64_t k = 0; k < i; k++) scale += fabs(d[k]);
+        if (scale == 0) {
+            e[i] = d[i - 1];
+            for (int64_t j = 0; j < i; j++) {
+                d[j] = V(i - 1, j);
+                V(i, j) = 0;
+                V(j, i) = 0;
+            }
+        } else {
+            for (int64_t k = 0; k < i; k++) { d[k] /= scale; h += d[k] * d[k]; }
+            double f = d[i - 1], g = sqrt(h);
+            if (f > 0) g = -g;
+            e[i] = scale * g;
+            h -= f * g;
+            d[i - 1] = f - g;
+            for (int64_t j = 0; j < i; j++) e[j] = 0;
+            for (int64_t j = 0; j < i; j++) {
+                f = d[j];
+                V(j, i) = f;
+                g = e[j] + V(j, j) * f;
+                double *col = &V(0, j);
+                g += dot(col + j + 1, d + j + 1, i - 1 - j);
+                for (int64_t k = j + 1; k <= i - 1; k++) e[k] += col[k] * f;
+                e[j] = g;
+            }
+            f = 0;
+            for (int64_t j = 0; j < i; j++) { e[j] /= h; f += e[j] * d[j]; }
+            double hh = f / (h + h);
+            for (int64_t j = 0; j < i; j++) e[j] -= hh * d[j];
+            for (int64_t j = 0; j < i; j++) {
+                f = d[j];
+                g = e[j];
+                double *col = &V(0, j);
+                for (int64_t k = j; k <= i - 1; k++) col[k] -= f * e[k] + g * d[k];
+                d[j] = V(i - 1, j);
+                V(i, j) = 0;
+            }
+        }
+        d[i] = h;
+    }
+    if (vectors) {
+        for (int64_t i = 0; i < n - 1; i++) {
+            V(n - 1, i) = V(i, i);
+            V(i, i) = 1;
+            double h = d[i + 1];
+            double *ci1 = &V(0, i + 1);
+            if (h != 0) {
+                for (int64_t k = 0; k <= i; k++) d[k] = ci1[k] / h;
+                for (int64_t j = 0; j <= i; j++) {
+                    double *cj = &V(0, j);
+                    double g = dot(ci1, cj, i + 1);
+                    for (int64_t k = 0; k <= i; k++) cj[k] -= g * d[k];
+                }
+            }
+            for (int64_t k = 0; k <= i; k++) ci1[k] = 0;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            d[j] = V(n - 1, j);
+            V(n - 1, j) = 0;
+        }
+    } else {
+        for (int64_t j = 0; j < n; j++) d[j] = V(j, j);
+    }
+    V(n - 1, n - 1) = 1;
+    e[0] = 0;
+}
+
+CLONES static int tql2(double *z, double *d, double *e, int64_t n, int vectors)
+{
+    for (int64_t i = 1; i < n; i++) e[i - 1] = e[i];
+    e[n - 1] = 0;
+    double f = 0, tst1 = 0;
+    for (int64_t l = 0; l < n; l++) {
+        tst1 = dmax(tst1, fabs(d[l]) + fabs(e[l]));
+        int64_t m = l;
+        while (m < n) {
+            if (fabs(e[m]) <= EPS * tst1) break;
+            m++;
+        }
+        if (m == n) m = n - 1;   /* e[n-1] is 0: not reached */
+        if (m > l) {
+            int iter = 0;
+            do {
+                if (++iter > MAXIT) return 1;
+                double g = d[l];
+                double p = (d[l + 1] - g) / (2 * e[l]);
+                double r = hypot(p, 1.0);
+                if (p < 0) r = -r;
+                d[l] = e[l] / (p + r);
+                d[l + 1] = e[l] * (p + r);
+                double dl1 = d[l + 1];
+                double h = g - d[l];
+                for (int64_t i = l + 2; i < n; i++) d[i] -= h;
+                f += h;
+                p = d[m];
+                double c = 1, c2 = 1, c3 = 1, el1 = e[l + 1], s = 0, s2 = 0;
+                for (int64_t i = m - 1; i >= l; i--) {
+                    c3 = c2;
+                    c2 = c;
+                    s2 = s;
+                    g = c * e[i];
+                    h = c * p;
+                    r = hypot(p, e[i]);
+                    e[i + 1] = s * r;
+                    s = e[i] / r;
+                    c = p / r;
+                    p = c * d[i] - s * g;
+                    d[i + 1] = h + s * (c * g + s * d[i]);
+                    if (vectors) {
+                        double *vi = &V(0, i), *vi1 = &V(0, i + 1);
+                        for (int64_t k = 0; k < n; k++) {
+                            h = vi1[k];
+                            vi1[k] = s * vi[k] + c * h;
+                            vi[k] = c * vi[k] - s * h;
+                        }
+                    }
+                }
+                p = -s * s2 * c3 * el1 * e[l] / dl1;
+                e[l] = s * p;
+                d[l] = c * p;
+            } while (fabs(e[l]) > EPS * tst1);
+        }
+        d[l] += f;
+        e[l] = 0;
+    }
+    /* ascending, the vectors along (selection sort: n swaps of contiguous columns) */
+    for (int64_t i = 0; i < n - 1; i++) {
+        int64_t k = i;
+        double p = d[i];
+        for (int64_t j = i + 1; j < n; j++)
+            if (d[j] < p) { k = j; p = d[j]; }
+        if (k != i) {
+            d[k] = d[i];
+            d[i] = p;
+            if (vectors) {
+                double *vi = &V(0, i), *vk = &V(0, k);
+                for (int64_t j = 0; j < n; j++) { double t = vi[j]; vi[j] = vk[j]; vk[j] = t; }
+            }
+        }
+    }
+    return 0;
+}
+#undef V
+
+/* ------------------------------------------------------------------------- SVD -- */
+
+/* A (m x n, m >= n >= 1, column-major: a[j * m + i]) = U diag(s) V^T, s descending
+ * (n values), U m x n and V n x n column-major. a is destroyed; e is n and work m
+ * elements. Returns 0 or 1 (no convergence). */
+CLONES static int svd_core(double *a, int64_t m, int64_t n, double *s, double *u, double *v,
+                    int want, double *e, double *work)
+{
+#define A(i, j) a[(j) * m + (i)]
+#define U(i, j) u[(j) * m + (i)]
+#define Vm(i, j) v[(j) * n + (i)]
+    int64_t nu = n;
+    int64_t nct = imin(m - 1, n), nrt = imax(0, imin(n - 2, m));
+    for (int64_t k = 0; k < imax(nct, nrt); k++) {
+        if (k < nct) {
+            /* the k-th column's reflector; s[k] its diagonal */
+            double *ak = &A(0, k);
+            s[k] = 0;
+            for (int64_t i = k; i < m; i++) s[k] = hypot(s[k], ak[i]);
+            if (s[k] != 0) {
+                if (ak[k] < 0) s[k] = -s[k];
+                for (int64_t i = k; i < m; i++) ak[i] /= s[k];
+                ak[k] += 1;
+            }
+            s[k] = -s[k];
+        }
+        for (int64_t j = k + 1; j < n; j++) {
+            double *aj = &A(0, j);
+            if (k < nct && s[k] != 0) {
+                double *ak = &A(0, k);
+                double t = -dot(ak + k, aj + k, m - k) / ak[k];
+                for (int64_t i = k; i < m; i++) aj[i] += t * ak[i];
+            }
+            e[j] = aj[k];
+        }
+        if (want && k < nct)
+            for (int64_t i = k; i < m; i++) U(i, k) = A(i, k);
+        if (k < nrt) {
+            /* the k-th row's reflector; e[k] the superdiagonal */
+            e[k] = 0;
+            for (int64_t i = k + 1; i < n; i++) e[k] = hypot(e[k], e[i]);
+            if (e[k] != 0) {
+                if (e[k + 1] < 0) e[k] = -e[k];
+                for (int64_t i = k + 1; i < n; i++) e[i] /= e[k];
+                e[k + 1] += 1;
+            }
+            e[k] = -e[k];
+            if (k + 1 < m && e[k] != 0) {
+                for (int64_t i = k + 1; i < m; i++) work[i] = 0;
+                for (int64_t j = k + 1; j < n; j++) {
+                    const double *aj = &A(0, j);
+                    double ej = e[j];
+                    for (int64_t i = k + 1; i < m; i++) work[i] += ej * aj[i];
+                }
+                for (int64_t j = k + 1; j < n; j++) {
+                    double *aj = &A(0, j);
+                    double t = -e[j] / e[k + 1];
+                    for (int64_t i = k + 1; i < m; i++) aj[i] += t * work[i];
+                }
+            }
+            if (want)
+                for (int64_t i = k + 1; i < n; i++) Vm(i, k) = e[i];
+        }
+    }
+    int64_t p = imin(n, m + 1);
+    if (nct < n) s[nct] = A(nct, nct);
+    if (m < p) s[p - 1] = 0;
+    if (nrt + 1 < p) e[nrt] = A(nrt, p - 1);
+    e[p - 1] = 0;
+    if (want) {
+        for (int64_t j = nct; j < nu; j++) {
+            for (int64_t i = 0; i < m; i++) U(i, j) = 0;
+            U(j, j) = 1;
+        }
+        for (int64_t k = nct - 1; k >= 0; k--) {
+            double *uk = &U(0, k);
+            if (s[k] != 0) {
+                for (int64_t j = k + 1; j < nu; j++) {
+                    double *uj = &U(0, j);
+                    double t = -dot(uk + k, uj + k, m - k) / uk[k];
+                    for (int64_t i = k; i < m; i++) uj[i] += t * uk[i];
+                }
+                for (int64_t i = k; i < m; i++) uk[i] = -uk[i];
+                uk[k] = 1 + uk[k];
+                for (int64_t i = 0; i < k - 1; i++) uk[i] = 0;
+            } else {
+                for (int64_t i = 0; i < m; i++) uk[i] = 0;
+                uk[k] = 1;
+            }
+        }
+        for (int64_t k = n - 1; k >= 0; k--) {
+            double *vk = &Vm(0, k);
+            if (k < nrt && e[k] != 0) {
+                for (int64_t j = k + 1; j < nu; j++) {
+                    double *vj = &Vm(0, j);
+                    double t = -dot(vk + k + 1, vj + k + 1, n - k - 1) / vk[k + 1];
+                    for (int64_t i = k + 1; i < n; i++) vj[i] += t * vk[i];
+                }
+            }
+            for (int64_t i = 0; i < n; i++) vk[i] = 0;
+            vk[k] = 1;
+        }
+    }
+    /* the implicit-shift QR iteration on the bidiagonal (s, e) */
+    int64_t pp = p - 1;
+    int iter = 0;
+    while (p > 0) {
+        int64_t k, kase;
+        if (iter > MAXIT) return 1;
+        for (k = p - 2; k >= -1; k--) {
+            if (k == -1) break;
+            if (fabs(e[k]) <= TINY + EPS * (fabs(s[k]) + fabs(s[k + 1]))) {
+                e[k] = 0;
+                break;
+            }
+        }
+        if (k == p - 2) {
+            kase = 4;
+        } else {
+            int64_t ks;
+            for (ks = p - 1; ks >= k; ks--) {
+                if (ks == k) break;
+                double t = (ks != p ? fabs(e[ks]) : 0.) + (ks != k + 1 ? fabs(e[ks - 1]) : 0.);
+                if (fabs(s[ks]) <= TINY + EPS * t) {
+                    s[ks] = 0;
+                    break;
+                }
+            }
+            if (ks == k) kase = 3;
+            else if (ks == p - 1) kase = 1;
+            else { kase = 2; k = ks; }
+        }
+        k++;
+        switch (kase) {
+        case 1: {          /* deflate a negligible s[p-1] */
+            double f = e[p - 2];
+            e[p - 2] = 0;
+            for (int64_t j = p - 2; j >= k; j--) {
+                double t = hypot(s[j], f), cs = s[j] / t, sn = f / t;
+                s[j] = t;
+                if (j != k) {
+                    f = -sn * e[j - 1];
+                    e[j - 1] = cs * e[j - 1];
+                }
+                if (want) {
+                    double *vj = &Vm(0, j), *vp = &Vm(0, p - 1);
+                    for (int64_t i = 0; i < n; i++) {
+                        t = cs * vj[i] + sn * vp[i];
+                        vp[i] = -sn * vj[i] + cs * vp[i];
+                        vj[i] = t;
+                    }
+                }
+            }
+        } break;
+        case 2: {          /* split at a negligible s[k] */
+            double f = e[k - 1];
+            e[k - 1] = 0;
+            for (int64_t j = k; j < p; j++) {
+                double t = hypot(s[j], f), cs = s[j] / t, sn = f / t;
+                s[j] = t;
+                f = -sn * e[j];
+                e[j] = cs * e[j];
+                if (want) {
+                    double *uj = &U(0, j), *uk = &U(0, k - 1);
+                    for (int64_t i = 0; i < m; i++) {
+                        t = cs * uj[i] + sn * uk[i];
+                        uk[i] = -sn * uj[i] + cs * uk[i];
+                        uj[i] = t;
+                    }
+                }
+            }
+        } break;
+        case 3: {          /* one QR step, shifted by the trailing 2 x 2's eigenvalue */
+            double scale = dmax(dmax(dmax(dmax(fabs(s[p - 1]), fabs(s[p - 2])),
+                                          fabs(e[p - 2])), fabs(s[k])), fabs(e[k]));
+            double sp = s[p - 1] / scale, spm1 = s[p - 2] / scale, epm1 = e[p - 2] / scale;
+            double sk = s[k] / scale, ek = e[k] / scale;
+            double b = ((spm1 + sp) * (spm1 - sp) + epm1 * epm1) / 2.0;
+            double c = (sp * epm1) * (sp * epm1), shift = 0;
+            if (b != 0 || c != 0) {
+                shift = sqrt(b * b + c);
+                if (b < 0) shift = -shift;
+                shift = c / (b + shift);
+            }
+            double f = (sk + sp) * (sk - sp) + shift, g = sk * ek;
+            for (int64_t j = k; j < p - 1; j++) {
+                double t = hypot(f, g), cs = f / t, sn = g / t;
+                if (j != k) e[j - 1] = t;
+                f = cs * s[j] + sn * e[j];
+                e[j] = cs * e[j] - sn * s[j];
+                g = sn * s[j + 1];
+                s[j + 1] = cs * s[j + 1];
+                if (want) {
+                    double *vj = &Vm(0, j), *vj1 = &Vm(0, j + 1);
+                    for (int64_t i = 0; i < n; i++) {
+                        t = cs * vj[i] + sn * vj1[i];
+                        vj1[i] = -sn * vj[i] + cs * vj1[i];
+                        vj[i] = t;
+                    }
+                }
+                t = hypot(f, g);
+                cs = f / t;
+                sn = g / t;
+                s[j] = t;
+                f = cs * e[j] + sn * s[j + 1];
+                s[j + 1] = -sn * e[j] + cs * s[j + 1];
+                g = sn * e[j + 1];
+                e[j + 1] = cs * e[j + 1];
+                if (want && j < m - 1) {
+                    double *uj = &U(0, j), *uj1 = &U(0, j + 1);
+                    for (int64_t i = 0; i < m; i++) {
+                        t = cs * uj[i] + sn * uj1[i];
+                        uj1[i] = -sn * uj[i] + cs * uj1[i];
+                        uj[i] = t;
+                    }
+                }
+            }
+            e[p - 2] = f;
+            iter++;
+        } break;
+        case 4: {          /* convergence: make s[k] positive, order it */
+            if (s[k] <= 0) {
+                s[k] = s[k] < 0 ? -s[k] : 0;
+                if (want)
+                    for (int64_t i = 0; i <= pp; i++) Vm(i, k) = -Vm(i, k);
+            }
+            while (k < pp) {
+                if (s[k] >= s[k + 1]) break;
+                double t = s[k];
+                s[k] = s[k + 1];
+                s[k + 1] = t;
+                if (want && k < n - 1) {
+                    double *a1 = &Vm(0, k), *a2 = &Vm(0, k + 1);
+                    for (int64_t i = 0; i < n; i++) { t = a1[i]; a1[i] = a2[i]; a2[i] = t; }
+                }
+                if (want && k < m - 1) {
+                    double *a1 = &U(0, k), *a2 = &U(0, k + 1);
+                    for (int64_t i = 0; i < m; i++) { t = a1[i]; a1[i] = a2[i]; a2[i] = t; }
+                }
+                k++;
+            }
+            iter = 0;
+            p--;
+        } break;
+        }
+    }
+    return 0;
+#undef A
+#undef U
+#undef Vm
+}
+
+/* -------------------------------------------------- nonsymmetric eigensolver -- */
+
+static inline void cdiv(double xr, double xi, double yr, double yi, double *cr, double *ci)
+{
+    double r, d;
+    if (fabs(yr) > fabs(yi)) {
+        r = yi / yr;
+        d = yr + r * yi;
+        *cr = (xr + r * xi) / d;
+        *ci = (xi - r * xr) / d;
+    } else {
+        r = yr / yi;
+        d = yi + r * yr;
+        *cr = (r * xr + xi) / d;
+        *ci = (r * xi - xr) / d;
+    }
+}
+
+/* H (n x n row-major, h[i * n + j]) is reduced to Hessenberg form by Householder
+ * similarities accumulated in V (row-major), then to real Schur form by the Francis
+ * double-shift QR; the eigenvalues are d + i e, and (when vectors) V's columns the
+ * eigenvectors in LAPACK's real form (unnormalised). ort: n of workspace. */
+CLONES static int hqr_core(double *h, double *vv, double *d, double *e, double *ort, int64_t nn,
+                    int vectors)
+{
+#define H(i, j) h[(i) * nn + (j)]
+#define V(i, j) vv[(i) * nn + (j)]
+    int64_t low = 0, high = nn - 1;
+    for (int64_t m = low + 1; m <= high - 1; m++) {        /* orthes */
+        double scale = 0;
+        for (int64_t i = m; i <= high; i++) scale += fabs(H(i, m - 1));
+        if (scale != 0) {
+            double hh = 0;
+            for (int64_t i = high; i >= m; i--) {
+                ort[i] = H(i, m - 1) / scale;
+                hh += ort[i] * ort[i];
+            }
+            double g = sqrt(hh);
+            if (ort[m] > 0) g = -g;
+            hh -= ort[m] * g;
+            ort[m] -= g;
+            for (int64_t j = m; j < nn; j++) {
+                double f = 0;
+                for (int64_t i = high; i >= m; i--) f += ort[i] * H(i, j);
+                f /= hh;
+                for (int64_t i = m; i <= high; i++) H(i, j) -= f * ort[i];
+            }
+            for (int64_t i = 0; i <= high; i++) {
+                double f = 0;
+                for (int64_t j = high; j >= m; j--) f += ort[j] * H(i, j);
+                f /= hh;
+                for (int64_t j = m; j <= high; j++) H(i, j) -= f * ort[j];
+            }
+            ort[m] *= scale;
+            H(m, m - 1) = scale * g;
+        }
+    }
+    for (int64_t i = 0; i < nn; i++)
+        for (int64_t j = 0; j < nn; j++) V(i, j) = i == j;
+    if (vectors) {
+        for (int64_t m = high - 1; m >= low + 1; m--) {
+            if (H(m, m - 1) != 0) {
+                for (int64_t i = m + 1; i <= high; i++) ort[i] = H(i, m - 1);
+                for (int64_t j = m; j <= high; j++) {
+                    double g = 0;
+                    for (int64_t i = m; i <= high; i++) g += ort[i] * V(i, j);
+                    g = (g / ort[m]) / H(m, m - 1);
+                    for (int64_t i = m; i <= high; i++) V(i, j) += g * ort[i];
+                }
+            }
+        }
+    }
+    /* hqr2 */
+    int64_t n = nn - 1;
+    double exshift = 0, p = 0, q = 0, r = 0, s = 0, z = 0, t, w, x, y;
+    double norm = 0;
+    for (int64_t i = 0; i < nn; i++)
+        for (int64_t j = imax(i - 1, 0); j < nn; j++) norm += fabs(H(i, j));
+    int iter = 0;
+    while (n >= low) {
+        int64_t l = n;
+        while (l > low) {
+            s = fabs(H(l - 1, l - 1)) + fabs(H(l, l));
+            if (s == 0) s = norm;
+            if (fabs(H(l, l - 1)) < EPS * s) break;
+            l--;
+        }
+        if (l == n) {
+            H(n, n) += exshift;
+            d[n] = H(n, n);
+            e[n] = 0;
+            n--;
+            iter = 0;
+        } else if (l == n - 1) {
+            w = H(n, n - 1) * H(n - 1, n);
+            p = (H(n - 1, n - 1) - H(n, n)) / 2.0;
+            q = p * p + w;
+            z = sqrt(fabs(q));
+            H(n, n) += exshift;
+            H(n - 1, n - 1) += exshift;
+            x = H(n, n);
+            if (q >= 0) {
+                z = p >= 0 ? p + z : p - z;
+                d[n - 1] = x + z;
+                d[n] = d[n - 1];
+                if (z != 0) d[n] = x - w / z;
+                e[n - 1] = 0;
+                e[n] = 0;
+                x = H(n, n - 1);
+                s = fabs(x) + fabs(z);
+                p = x / s;
+                q = z / s;
+                r = sqrt(p * p + q * q);
+                p /= r;
+                q /= r;
+                for (int64_t j = n - 1; j < nn; j++) {
+                    z = H(n - 1, j);
+                    H(n - 1, j) = q * z + p * H(n, j);
+                    H(n, j) = q * H(n, j) - p * z;
+                }
+                for (int64_t i = 0; i <= n; i++) {
+                    z = H(i, n - 1);
+                    H(i, n - 1) = q * z + p * H(i, n);
+                    H(i, n) = q * H(i, n) - p * z;
+                }
+                for (int64_t i = low; i <= high; i++) {
+                    z = V(i, n - 1);
+                    V(i, n - 1) = q * z + p * V(i, n);
+                    V(i, n) = q * V(i, n) - p * z;
+                }
+            } else {
+                d[n - 1] = x + p;
+                d[n] = x + p;
+                e[n - 1] = z;
+                e[n] = -z;
+            }
+            n -= 2;
+            iter = 0;
+        } else {
+            x = H(n, n);
+            y = 0;
+            w = 0;
+            if (l < n) {
+                y = H(n - 1, n - 1);
+                w = H(n, n - 1) * H(n - 1, n);
+            }
+            if (iter == 10) {          /* Wilkinson's exceptional shift */
+                exshift += x;
+                for (int64_t i = low; i <= n; i++) H(i, i) -= x;
+                s = fabs(H(n, n - 1)) + fabs(H(n - 1, n - 2));
+                x = y = 0.75 * s;
+                w = -0.4375 * s * s;
+            }
+            if (iter == 30) {          /* MATLAB's */
+                s = (y - x) / 2.0;
+                s = s * s + w;
+                if (s > 0) {
+                    s = sqrt(s);
+                    if (y < x) s = -s;
+                    s = x - w / ((y - x) / 2.0 + s);
+                    for (int64_t i = low; i <= n; i++) H(i, i) -= s;
+                    exshift += s;
+                    x = y = w = 0.964;
+                }
+            }
+            if (++iter > 10 * MAXIT) return 1;
+            int64_t m = n - 2;
+            while (m >= l) {
+                z = H(m, m);
+                r = x - z;
+                s = y - z;
+                p = (r * s - w) / H(m + 1, m) + H(m, m + 1);
+                q = H(m + 1, m + 1) - z - r - s;
+                r = H(m + 2, m + 1);
+                s = fabs(p) + fabs(q) + fabs(r);
+                p /= s;
+                q /= s;
+                r /= s;
+                if (m == l) break;
+                if (fabs(H(m, m - 1)) * (fabs(q) + fabs(r)) <
+                    EPS * (fabs(p) * (fabs(H(m - 1, m - 1)) + fabs(z) + fabs(H(m + 1, m + 1)))))
+                    break;
+                m--;
+            }
+            for (int64_t i = m + 2; i <= n; i++) {
+                H(i, i - 2) = 0;
+                if (i > m + 2) H(i, i - 3) = 0;
+            }
+            for (int64_t k = m; k <= n - 1; k++) {
+                int notlast = k != n - 1;
+                if (k != m) {
+                    p = H(k, k - 1);
+                    q = H(k + 1, k - 1);
+                    r = notlast ? H(k + 2, k - 1) : 0;
+                    x = fabs(p) + fabs(q) + fabs(r);
+                    if (x == 0) continue;
+                    p /= x;
+                    q /= x;
+                    r /= x;
+                }
+                s = sqrt(p * p + q * q + r * r);
+                if (p < 0) s = -s;
+                if (s != 0) {
+                    if (k != m) H(k, k - 1) = -s * x;
+                    else if (l != m) H(k, k - 1) = -H(k, k - 1);
+                    p += s;
+                    x = p / s;
+                    y = q / s;
+                    z = r / s;
+                    q /= p;
+                    r /= p;
+                    for (int64_t j = k; j < nn; j++) {
+                        p = H(k, j) + q * H(k + 1, j);
+                        if (notlast) {
+                            p += r * H(k + 2, j);
+                            H(k + 2, j) -= p * z;
+                        }
+                        H(k, j) -= p * x;
+                        H(k + 1, j) -= p * y;
+                    }
+                    for (int64_t i = 0; i <= imin(n, k + 3); i++) {
+                        p = x * H(i, k) + y * H(i, k + 1);
+                        if (notlast) {
+                            p += z * H(i, k + 2);
+                            H(i, k + 2) -= p * r;
+                        }
+                        H(i, k) -= p;
+                        H(i, k + 1) -= p * q;
+                    }
+                    for (int64_t i = low; i <= high; i++) {
+                        p = x * V(i, k) + y * V(i, k + 1);
+                        if (notlast) {
+                            p += z * V(i, k + 2);
+                            V(i, k + 2) -= p * r;
+                        }
+                        V(i, k) -= p;
+                        V(i, k + 1) -= p * q;
+                    }
+                }
+            }
+        }
+    }
+    if (!vectors || norm == 0)
+        return 0;
+    /* back-substitution for the eigenvectors of the quasi-triangular form */
+    for (n = nn - 1; n >= 0; n--) {
+        p = d[n];
+        q = e[n];
+        if (q == 0) {
+            int64_t l = n;
+            H(n, n) = 1.0;
+            for (int64_t i = n - 1; i >= 0; i--) {
+                w = H(i, i) - p;
+                r = 0;
+                for (int64_t j = l; j <= n; j++) r += H(i, j) * H(j, n);
+                if (e[i] < 0) {
+                    z = w;
+                    s = r;
+                } else {
+                    l = i;
+                    if (e[i] == 0) {
+                        H(i, n) = w != 0 ? -r / w : -r / (EPS * norm);
+                    } else {
+                        x = H(i, i + 1);
+                        y = H(i + 1, i);
+                        q = (d[i] - p) * (d[i] - p) + e[i] * e[i];
+                        t = (x * s - z * r) / q;
+                        H(i, n) = t;
+                        H(i + 1, n) = fabs(x) > fabs(z) ? (-r - w * t) / x : (-s - y * t) / z;
+                    }
+                    t = fabs(H(i, n));
+                    if ((EPS * t) * t > 1)
+                        for (int64_t j = i; j <= n; j++) H(j, n) /= t;
+                }
+            }
+        } else if (q < 0) {
+            int64_t l = n - 1;
+            double cr, ci;
+            if (fabs(H(n, n - 1)) > fabs(H(n - 1, n))) {
+                H(n - 1, n - 1) = q / H(n, n - 1);
+                H(n - 1, n) = -(H(n, n) - p) / H(n, n - 1);
+            } else {
+                cdiv(0.0, -H(n - 1, n), H(n - 1, n - 1) - p, q, &cr, &ci);
+                H(n - 1, n - 1) = cr;
+                H(n - 1, n) = ci;
+            }
+            H(n, n - 1) = 0.0;
+            H(n, n) = 1.0;
+            for (int64_t i = n - 2; i >= 0; i--) {
+                double ra = 0, sa = 0, vr, vi;
+                for (int64_t j = l; j <= n; j++) {
+                    ra += H(i, j) * H(j, n - 1);
+                    sa += H(i, j) * H(j, n);
+                }
+                w = H(i, i) - p;
+                if (e[i] < 0) {
+                    z = w;
+                    r = ra;
+                    s = sa;
+                } else {
+                    l = i;
+                    if (e[i] == 0) {
+                        cdiv(-ra, -sa, w, q, &cr, &ci);
+                        H(i, n - 1) = cr;
+                        H(i, n) = ci;
+                    } else {
+                        x = H(i, i + 1);
+                        y = H(i + 1, i);
+                        vr = (d[i] - p) * (d[i] - p) + e[i] * e[i] - q * q;
+                        vi = (d[i] - p) * 2.0 * q;
+                        if (vr == 0 && vi == 0)
+                            vr = EPS * norm * (fabs(w) + fabs(q) + fabs(x) + fabs(y) + fabs(z));
+                        cdiv(x * r - z * ra + q * sa, x * s - z * sa - q * ra, vr, vi, &cr, &ci);
+                        H(i, n - 1) = cr;
+                        H(i, n) = ci;
+                        if (fabs(x) > fabs(z) + fabs(q)) {
+                            H(i + 1, n - 1) = (-ra - w * H(i, n - 1) + q * H(i, n)) / x;
+                            H(i + 1, n) = (-sa - w * H(i, n) - q * H(i, n - 1)) / x;
+                        } else {
+                            cdiv(-r - y * H(i, n - 1), -s - y * H(i, n), z, q, &cr, &ci);
+                            H(i + 1, n - 1) = cr;
+                            H(i + 1, n) = ci;
+                        }
+                    }
+                    t = dmax(fabs(H(i, n - 1)), fabs(H(i, n)));
+                    if ((EPS * t) * t > 1)
+                        for (int64_t j = i; j <= n; j++) {
+                            H(j, n - 1) /= t;
+                            H(j, n) /= t;
+                        }
+                }
+            }
+        }
+    }
+    for (int64_t j = nn - 1; j >= low; j--)
+        for (int64_t i = low; i <= high; i++) {
+            z = 0;
+            for (int64_t k = low; k <= imin(j, high); k++) z += V(i, k) * H(k, j);
+            V(i, j) = z;
+        }
+    return 0;
+#undef H
+#undef V
+}
+
+/* ------------------------------------------------------------ batched drivers -- */
+
+enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD, OP_GEEV };
+
+typedef struct {
+    int op, dtype, f1, f2, f3;
+    int64_t m, n, k, p;
+    char *a, *b, *c, *d, *e;
+    int32_t *piv, *info;
+    volatile int rc;
+} job;
+
+/* The double-precision cores (syev, svd, geev) for one entry of either real dtype:
+ * the operands are converted to double on the way in and out. */
+static int all_finite(const double *x, int64_t n)
+{
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += x[i] * 0;   /* NaN iff some x is inf or NaN */
+    return acc == 0;
+}
+
+static int eig_svd_entry(job *J, int64_t i)
+{
+    int64_t m = J->m, n = J->n;
+    int f32 = J->dtype == 7;
+    size_t el = f32 ? 4 : 8;
+#define LOAD(dst, src, cnt) do { if (f32) { const float *s_ = (const float *)(src);       \
+        for (int64_t q_ = 0; q_ < (cnt); q_++) (dst)[q_] = s_[q_]; }                    \
+        else memcpy((dst), (src), (size_t)(cnt) * 8); } while (0)
+#define STORE(dst, src, cnt) do { if (f32) { float *d_ = (float *)(dst);                 \
+        for (int64_t q_ = 0; q_ < (cnt); q_++) d_[q_] = (float)(src)[q_]; }             \
+        else memcpy((dst), (src), (size_t)(cnt) * 8); } while (0)
+    if (J->op == OP_SYEV) {
+        double *ws = (double *)malloc((size_t)(n * n + 2 * n) * sizeof(double));
+        if (!ws) return EM_LINALG_ENOMEM;
+        double *z = ws, *d = z + n * n, *e = d + n;
+        char *a = J->a + (size_t)i * n * n * el;
+        LOAD(z, a, n * n);     /* symmetric: z[c * n + r] = A[r][c] either way */
+        int info = all_finite(z, n * n) ? 0 : -1;
+        if (n && !info) {
+            tred2(z, d, e, n, J->f1);
+            info = tql2(z, d, e, n, J->f1);
+        }
+        J->info[i] = info;
+        STORE(J->b + (size_t)i * n * el, d, n);
+        if (J->f1) {
+            /* z[c * n + r] is V[r][c]: transpose into the row-major output */
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t c = 0; c < n; c++) {
+                    if (f32) ((float *)a)[r * n + c] = (float)z[c * n + r];
+                    else ((double *)a)[r * n + c] = z[c * n + r];
+                }
+        }
+        free(ws);
+        return 0;
+    }
+    if (J->op == OP_SVD) {
+        /* m' x n' with m' >= n' column-major: A itself (transposed copy) when m >= n,
+         * else A^T, whose column-major form is A's row-major buffer */
+        int tr = m < n;
+        int64_t mm = tr ? n : m, nn = tr ? m : n, k = nn;
+        int want = J->f1;
+        double *ws = (double *)malloc((size_t)(mm * nn * 2 + nn * nn + 2 * nn + mm) *
+                                      sizeof(double));
+        if (!ws) return EM_LINALG_ENOMEM;
+        double *a = ws, *u = a + mm * nn, *v = u + mm * nn, *s = v + nn * nn, *e = s + nn,
+               *work = e + nn;
+        memset(u, 0, (size_t)(mm * nn + nn * nn) * sizeof(double));   /* dsvdc reads zeros */
+        const char *src = J->a + (size_t)i * m * n * el;
+        if (tr) {
+            LOAD(a, src, m * n);
+        } else {
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < n; c++)
+                    a[c * m + r] = f32 ? ((const float *)src)[r * n + c]
+                                       : ((const double *)src)[r * n + c];
+        }
+        J->info[i] = all_finite(a, mm * nn) ? svd_core(a, mm, nn, s, u, v, want, e, work) : -1;
+        STORE(J->b + (size_t)i * k * el, s, k);
+        if (want) {
+            char *uo = J->c + (size_t)i * m * k * el, *vo = J->d + (size_t)i * k * n * el;
+            /* A = U S V^T (m >= n): U[r][c] = u[c*m + r], Vh = V^T = v's buffer.
+             * A = V' S U'^T (m < n): U = V' (m x m): U[r][c] = v[c*m + r], Vh = U'^T:
+             * the buffer of u (n x m column-major) read row-major as m x n. */
+            const double *uu = tr ? v : u, *vh = tr ? u : v;
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < k; c++) {
+                    double x = uu[c * m + r];
+                    if (f32) ((float *)uo)[r * k + c] = (float)x;
+                    else ((double *)uo)[r * k + c] = x;
+                }
+            STORE(vo, vh, k * n);
+        }
+        free(ws);
+        return 0;
+    }
+    /* OP_GEEV */
+    double *ws = (double *)malloc((size_t)(2 * n * n + 3 * n) * sizeof(double));
+    if (!ws) return EM_LINALG_ENOMEM;
+    double *h = ws, *v = h + n * n, *d = v + n * n, *e = d + n, *ort = e + n;
+    LOAD(h, J->a + (size_t)i * n * n * el, n * n);
+    J->info[i] = !all_finite(h, n * n) ? -1 : n ? hqr_core(h, v, d, e, ort, n, J->f1) : 0;
+    STORE(J->b + (size_t)i * n * el, d, n);
+    STORE(J->c + (size_t)i * n * el, e, n);
+    if (J->f1) {
+        /* unit 2-norm columns; a complex pair (columns j, j+1) as one vector whose
+         * largest component is real (LAPACK's normalisation) */
+        for (int64_t j = 0; j < n; j++) {
+            if (e[j] == 0) {
+                double nr = 0;
+                for (int64_t r = 0; r < n; r++) nr = hypot(nr, v[r * n + j]);
+                if (nr > 0) for (int64_t r = 0; r < n; r++) v[r * n + j] /= nr;
+            } else if (e[j] > 0 && j + 1 < n) {
+                double nr = 0, big = -1, cr = 1, ci = 0;
+                for (int64_t r = 0; r < n; r++) {
+                    double re = v[r * n + j], im = v[r * n + j + 1], mag = hypot(re, im);
+                    nr = hypot(nr, mag);
+                    if (mag > big) { big = mag; cr = re; ci = im; }
+                }
+                double mag = hypot(cr, ci);
+                if (nr > 0 && mag > 0) {
+                    cr /= mag; ci /= mag;        /* multiply by conj(cr + i ci) / nr */
+                    for (int64_t r = 0; r < n; r++) {
+                        double re = v[r * n + j], im = v[r * n + j + 1];
+                        v[r * n + j] = (re * cr + im * ci) / nr;
+                        v[r * n + j + 1] = (im * cr - re * ci) / nr;
+                    }
+                }
+                j++;
+            }
+        }
+        STORE(J->d + (size_t)i * n * n * el, v, n * n);
+    }
+    free(ws);
+    return 0;
+#undef LOAD
+#undef STORE
+}
+
+#define RUN_ONE(SFX, T)                                                                   \
+static int run_##SFX(job *J, int64_t i)                                                   \
+{                                                                                         \
+    int64_t m = J->m, n = J->n, k = J->k, p = J->p;                                       \
+    switch (J->op) {                                                                      \
+    case OP_LU: {                                                                         \
+        int64_t mn = m < n ? m : n;                                                       \
+        return getrf_##SFX((T *)J->a + i * m * n, m, n, n, J->piv + i * mn, J->info + i); \
+    }                                                                                     \
+    case OP_LU_SOLVE:                                                                     \
+        return getrs_##SFX((const T *)J->a + i * n * n, n, J->piv + i * n,                \
+                           (T *)J->b + i * n * k, k, J->f1);                              \
+    case OP_TRSM: {                                                                       \
+        const T *a = (const T *)J->a + i * n * n;                                         \
+        int lower = !J->f1 ^ J->f2;   /* op(A) lower: lower A, or upper A transposed */   \
+        return J->f2 ? trsm_##SFX(a, 1, n, (T *)J->b + i * n * k, n, k, k, lower, J->f3)  \
+                     : trsm_##SFX(a, n, 1, (T *)J->b + i * n * k, n, k, k, lower, J->f3); \
+    }                                                                                     \
+    case OP_CHOL:                                                                         \
+        return potrf_##SFX((T *)J->a + i * n * n, n, n, J->info + i);                     \
+    case OP_GEQRF: {                                                                      \
+        int64_t mn = m < n ? m : n;                                                       \
+        return geqrf_##SFX((T *)J->a + i * m * n, m, n, n, (T *)J->b + i * mn);           \
+    }                                                                                     \
+    case OP_ORMQR:                                                                        \
+        return ormqr_##SFX((const T *)J->a + i * m * n, m, n, k, (const T *)J->b + i * k, \
+                           (T *)J->c + i * m * p, p, J->f1);                              \
+    default:                                                                              \
+        return eig_svd_entry(J, i);                                                       \
+    }                                                                                     \
+}
+RUN_ONE(f32, float)
+RUN_ONE(f64, double)
+
+static void run_range(void *ctx, int64_t begin, int64_t end)
+{
+    job *J = (job *)ctx;
+    for (int64_t i = begin; i < end; i++) {
+        int rc = J->dtype == 7 ? run_f32(J, i) : run_f64(J, i);
+        if (rc) J->rc = rc;
+    }
+}
+
+static int run_batch(job *J, int64_t batch, int64_t size)
+{
+    if (J->dtype != 7 && J->dtype != 8) return EM_LINALG_EDTYPE;
+    J->rc = 0;
+    if (batch <= 0) return 0;
+    if (batch == 1 || size >= BATCH_ALONE) {
+        run_range(J, 0, batch);
+    } else {
+        int64_t work = size * size * size;
+        em_parallel_for(batch, work >= 32768 ? 1 : 32768 / (work + 1), run_range, J);
+    }
+    return J->rc;
+}
+
+int em_lu_factor(int dtype, int64_t batch, int64_t m, int64_t n, void *a, int32_t *piv,
+                 int32_t *info)
+{
+    job J = {.op = OP_LU, .dtype = dtype, .m = m, .n = n, .a = a, .piv = piv, .info = info};
+    return run_batch(&J, batch, imax(m, n));
+}
+
+int em_lu_solve(int dtype, int64_t batch, int64_t n, int64_t k, const void *lu,
+                const int32_t *piv, void *b, int adjoint)
+{
+    job J = {.op = OP_LU_SOLVE, .dtype = dtype, .n = n, .k = k, .a = (char *)lu,
+             .piv = (int32_t *)piv, .b = b, .f1 = adjoint};
+    return run_batch(&J, batch, imax(n, k));
+}
+
+int em_trsm(int dtype, int64_t batch, int64_t n, int64_t k, const void *a, void *b,
+            int upper, int trans, int unit)
+{
+    job J = {.op = OP_TRSM, .dtype = dtype, .n = n, .k = k, .a = (char *)a, .b = b,
+             .f1 = upper, .f2 = trans, .f3 = unit};
+    return run_batch(&J, batch, imax(n, k));
+}
+
+int em_cholesky(int dtype, int64_t batch, int64_t n, void *a, int32_t *info)
+{
+    job J = {.op = OP_CHOL, .dtype = dtype, .n = n, .a = a, .info = info};
+    return run_batch(&J, batch, n);
+}
+
+int em_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, void *a, void *tau)
+{
+    job J = {.op = OP_GEQRF, .dtype = dtype, .m = m, .n = n, .a = a, .b = tau};
+    return run_batch(&J, batch, imax(m, n));
+}
+
+int em_ormqr(int dtype, int64_t batch, int64_t m, int64_t nv, int64_t k, const void *v,
+             const void *tau, int64_t p, void *c, int trans)
+{
+    job J = {.op = OP_ORMQR, .dtype = dtype, .m = m, .n = nv, .k = k, .p = p,
+             .a = (char *)v, .b = (char *)tau, .c = c, .f1 = trans};
+    return run_batch(&J, batch, imax(m, p));
+}
+
+int em_syev(int dtype, int64_t batch, int64_t n, void *a, void *w, int vectors,
+            int32_t *info)
+{
+    job J = {.op = OP_SYEV, .dtype = dtype, .n = n, .a = a, .b = w, .f1 = vectors,
+             .info = info};
+    return run_batch(&J, batch, n);
+}
+
+int em_svd(int dtype, int64_t batch, int64_t m, int64_t n, const void *a, void *s,
+           void *u, void *vh, int vectors, int32_t *info)
+{
+    job J = {.op = OP_SVD, .dtype = dtype, .m = m, .n = n, .a = (char *)a, .b = s, .c = u,
+             .d = vh, .f1 = vectors, .info = info};
+    if (m == 0 || n == 0) return 0;
+    return run_batch(&J, batch, imax(m, n));
+}
+
+int em_geev(int dtype, int64_t batch, int64_t n, const void *a, void *wr, void *wi,
+            void *v, int vectors, int32_t *info)
+{
+    job J = {.op = OP_GEEV, .dtype = dtype, .n = n, .a = (char *)a, .b = wr, .c = wi,
+             .d = v, .f1 = vectors, .info = info};
+    return run_batch(&J, batch, n);
+}
