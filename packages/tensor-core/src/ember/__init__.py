@@ -48,6 +48,7 @@ from ember.ops.dropout import *  # noqa: F401,F403
 from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.conv import *  # noqa: F401,F403
 from ember.ops.pool import *  # noqa: F401,F403
+from ember.ops.special import *  # noqa: F401,F403
 from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation
 
@@ -58,6 +59,7 @@ _registry.install(Tensor)
 
 from ember import cuda, opencl  # noqa: E402,F401
 from ember import accelerator, jit  # noqa: E402,F401
+from ember import special  # noqa: E402,F401
 from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudnn)
 from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTensor, ...)
 from ember._deterministic import *  # noqa: E402,F401,F403

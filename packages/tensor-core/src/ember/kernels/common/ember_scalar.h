@@ -235,4 +235,7 @@ EM_INLINE float em_gelu_float32(float x) {
 #define em_erfc_float64(x) erfc(x)
 #define em_gelu_float64(x) (0.5 * (x) * erfc((x) * -0.70710678118654752440))
 
+/* special functions (digamma, zeta, Bessel, ...): their own header */
+#include "ember_special.h"
+
 #endif
