@@ -50,6 +50,22 @@ def _values(rng, shape, domain):
     return x
 
 
+# rows with an argument that is not differentiated (as in PyTorch: polygamma's integer n,
+# zeta's x, igamma's a) or a domain the op-table domains lack ((0, 1))
+_SPECIAL_ARGS = {
+    "special_polygamma": lambda rng, sa, sb, t: (int(rng.integers(0, 3)),
+                                         _leaf(rng.uniform(0.5, 3.0, size=sa), t)),
+    "special_zeta": lambda rng, sa, sb, t: (float(rng.uniform(2.0, 4.0)),
+                                            _leaf(rng.uniform(0.5, 2.0, size=sa), t)),
+    "igamma": lambda rng, sa, sb, t: (em.from_numpy(rng.uniform(0.5, 3.0, size=sb)),
+                                      _leaf(rng.uniform(0.5, 3.0, size=sa), t)),
+    "igammac": lambda rng, sa, sb, t: (em.from_numpy(rng.uniform(0.5, 3.0, size=sb)),
+                                       _leaf(rng.uniform(0.5, 3.0, size=sa), t)),
+    "special_ndtri": lambda rng, sa, sb, t: (_leaf(rng.uniform(0.1, 0.9, size=sa), t),),
+    "logit": lambda rng, sa, sb, t: (_leaf(rng.uniform(0.1, 0.9, size=sa), t),),
+}
+
+
 def _leaf(x, transposed):
     t = em.from_numpy(np.ascontiguousarray(x.T) if transposed else x.copy())
     if transposed:
@@ -89,6 +105,8 @@ def test_elementwise_gradcheck(row, shapes, seed, transposed, swap):
         lo = _leaf(rng.uniform(-1.5, -0.5, size=sb), False)
         hi = _leaf(rng.uniform(0.5, 1.5, size=sb), False)
         args = (x, lo, hi)
+    elif row.name in _SPECIAL_ARGS:
+        args = _SPECIAL_ARGS[row.name](rng, sa, sb, transposed)
     elif row.arity == 1:
         args = (_leaf(_values(rng, sa, domain), transposed),)
     elif row.arity == 2:

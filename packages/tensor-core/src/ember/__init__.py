@@ -55,6 +55,7 @@ from ember.ops.linalg import *  # noqa: F401,F403
 from ember.ops.linalg import (  # noqa: F401  (PyTorch's legacy forms, see ops/linalg.py)
     cholesky_legacy as cholesky, lu_legacy as lu, lu_solve_legacy as lu_solve, qr_legacy as qr,
     svd_legacy as svd)
+from ember.ops.special import *  # noqa: F401,F403
 from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation, legacy as _legacy_methods
 
@@ -66,6 +67,7 @@ _registry.install(Tensor)
 
 from ember import cuda, opencl  # noqa: E402,F401
 from ember import accelerator, jit  # noqa: E402,F401
+from ember import special  # noqa: E402,F401
 from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudnn)
 from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTensor, ...)
 from ember._deterministic import *  # noqa: E402,F401,F403

@@ -369,6 +369,187 @@ def _(n, g):
 
 
 # ------------------------------------------------------------------------------------
+# the special functions (ember.special; rows of kernels/common/ember_special.h)
+# ------------------------------------------------------------------------------------
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+def _not_implemented(op, what):
+    raise RuntimeError(f"the derivative of {op} with respect to {what} is not implemented "
+                       f"(as in PyTorch)")
+
+
+@formula("lgamma", inputs=(0,))
+def _(n, g):
+    return g * em.digamma(n.inputs[0]),
+
+
+@formula("digamma", inputs=(0,))
+def _(n, g):
+    return g * em.polygamma(1, n.inputs[0]),
+
+
+@formula("special_polygamma", inputs=(0, 1))
+def _(n, g):   # polygamma(n, x): n is an integer
+    k, x = n.inputs
+    if n.needs[0]:
+        _not_implemented("polygamma", "n")
+    return None, g * em.polygamma(k + 1, x)
+
+
+@formula("special_zeta", inputs=(0, 1))
+def _(n, g):   # d zeta(x, q) / dq = -x zeta(x + 1, q); x: not implemented
+    x, q = n.inputs
+    if n.needs[0]:
+        _not_implemented("zeta", "x (its first argument)")
+    return None, g * -x * em.special_zeta(x + 1, q)
+
+
+def _igamma_dx(n, g, sign):
+    # d P(a, x) / dx = x^(a-1) e^-x / Gamma(a) = -d Q(a, x) / dx; a: not implemented
+    a, x = n.inputs
+    if n.needs[0]:
+        _not_implemented(n.op, "a (its first argument)")
+    la = em.lgamma(a) if isinstance(a, _core.TensorBase) else math.lgamma(a)
+    return None, g * (sign * em.exp((a - 1) * em.log(x) - x - la))
+
+
+@formula("igamma", inputs=(0, 1))
+def _(n, g):
+    return _igamma_dx(n, g, 1.0)
+
+
+@formula("igammac", inputs=(0, 1))
+def _(n, g):
+    return _igamma_dx(n, g, -1.0)
+
+
+@formula("i0", inputs=(0,))
+def _(n, g):
+    return g * em.special_i1(n.inputs[0]),
+
+
+@formula("special_i1", inputs=(0,), output=True)
+def _(n, g):   # I1' = I0 - I1 / x (1/2 at 0)
+    x = n.inputs[0]
+    return g * _where(x == 0, 0.5, em.i0(x) - n.output / _where(x == 0, 1.0, x)),
+
+
+@formula("special_i0e", inputs=(0,), output=True)
+def _(n, g):   # (e^-|x| I0)' = i1e - sign(x) i0e
+    x = n.inputs[0]
+    return g * (em.special_i1e(x) - em.sign(x) * n.output),
+
+
+@formula("special_i1e", inputs=(0,), output=True)
+def _(n, g):   # (e^-|x| I1)' = i0e - i1e (sign(x) + 1 / x)
+    x = n.inputs[0]
+    safe = _where(x == 0, 1.0, x)
+    return g * _where(x == 0, 0.5, em.special_i0e(x) - n.output * (em.sign(x) + 1 / safe)),
+
+
+@formula("special_modified_bessel_k0", inputs=(0,))
+def _(n, g):
+    return g * -em.special_modified_bessel_k1(n.inputs[0]),
+
+
+@formula("special_modified_bessel_k1", inputs=(0,), output=True)
+def _(n, g):   # K1' = -K0 - K1 / x
+    x = n.inputs[0]
+    return g * (-em.special_modified_bessel_k0(x) - n.output / x),
+
+
+@formula("special_scaled_modified_bessel_k0", inputs=(0,), output=True)
+def _(n, g):   # (e^x K0)' = k0e - k1e
+    return g * (n.output - em.special_scaled_modified_bessel_k1(n.inputs[0])),
+
+
+@formula("special_scaled_modified_bessel_k1", inputs=(0,), output=True)
+def _(n, g):   # (e^x K1)' = k1e (1 - 1 / x) - k0e
+    x = n.inputs[0]
+    return g * (n.output * (1 - 1 / x) - em.special_scaled_modified_bessel_k0(x)),
+
+
+@formula("special_bessel_j0", inputs=(0,))
+def _(n, g):
+    return g * -em.special_bessel_j1(n.inputs[0]),
+
+
+@formula("special_bessel_j1", inputs=(0,), output=True)
+def _(n, g):   # J1' = J0 - J1 / x (1/2 at 0)
+    x = n.inputs[0]
+    return g * _where(x == 0, 0.5, em.special_bessel_j0(x) - n.output / _where(x == 0, 1.0, x)),
+
+
+@formula("special_bessel_y0", inputs=(0,))
+def _(n, g):
+    return g * -em.special_bessel_y1(n.inputs[0]),
+
+
+@formula("special_bessel_y1", inputs=(0,), output=True)
+def _(n, g):   # Y1' = Y0 - Y1 / x
+    x = n.inputs[0]
+    return g * (em.special_bessel_y0(x) - n.output / x),
+
+
+@formula("special_spherical_bessel_j0", inputs=(0,), output=True)
+def _(n, g):   # (sin x / x)' = (cos x - j0) / x, 0 at 0
+    x = n.inputs[0]
+    safe = _where(x == 0, 1.0, x)
+    return g * _where(x == 0, 0.0, (em.cos(x) - n.output) / safe),
+
+
+@formula("sinc", inputs=(0,), output=True)
+def _(n, g):   # (cos(pi x) - sinc(x)) / x, 0 at 0
+    x = n.inputs[0]
+    safe = _where(x == 0, 1.0, x)
+    return g * _where(x == 0, 0.0, (em.cos(x * math.pi) - n.output) / safe),
+
+
+@formula("logit", inputs=(0,))
+def _(n, g):
+    x = n.inputs[0]
+    return g / (x * (1 - x)),
+
+
+@formula("special_erfcx", inputs=(0,), output=True)
+def _(n, g):   # 2 x erfcx(x) - 2 / sqrt(pi)
+    return g * (2 * n.inputs[0] * n.output - _TWO_OVER_SQRT_PI),
+
+
+@formula("special_ndtr", inputs=(0,))
+def _(n, g):
+    x = n.inputs[0]
+    return g * em.exp(x * x * -0.5) * _INV_SQRT_2PI,
+
+
+@formula("special_ndtri", output=True)
+def _(n, g):   # 1 / ndtr'(ndtri(p)) = sqrt(2 pi) exp(y^2 / 2)
+    y = n.output
+    return g * _SQRT_2PI * em.exp(y * y * 0.5),
+
+
+@formula("special_log_ndtr", inputs=(0,), output=True)
+def _(n, g):   # ndtr' / ndtr = exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi)
+    x = n.inputs[0]
+    return g * em.exp(x * x * -0.5 - n.output) * _INV_SQRT_2PI,
+
+
+@formula("special_entr", inputs=(0,))
+def _(n, g):   # -(1 + log x)
+    return g * -(1 + em.log(n.inputs[0])),
+
+
+@formula("special_xlog1py", inputs=(0, 1))
+def _(n, g):
+    x, y = n.inputs
+    gx = g * em.special_xlog1py(x != 0, y) if n.needs[0] else None
+    gy = g * x / (1 + y) if n.needs[1] else None
+    return gx, gy
+
+
+# ------------------------------------------------------------------------------------
 # reductions (attrs: dim = the reduced dims of the input, keepdim)
 # ------------------------------------------------------------------------------------
 

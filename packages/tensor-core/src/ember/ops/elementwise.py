@@ -50,7 +50,7 @@ def _make_inplace(name):
     return fn
 
 
-_SPECIAL = {"add", "sub", "div", "clamp", "round", "where", "pow", "lerp"}
+_SPECIAL = {"add", "sub", "div", "clamp", "round", "where", "pow", "lerp", "logit"}
 
 for _row in table.ELEMENTWISE:
     if _row.name in _SPECIAL:
@@ -530,27 +530,15 @@ METHODS["rad2deg_"] = lambda self: rad2deg(_float_input(self, "rad2deg_"), out=s
 
 
 @tensor_method
-def sinc(input, *, out=None):
-    """sin(pi x) / (pi x), 1 at 0 (with the gradient 0 there)."""
-    tensor_arg(input, "sinc")
-    x = _to_float(input)
-    zero = _ew("eq", x, 0)
-    px = _ew("mul", _ew("where", zero, 1.0, x), math.pi)
-    return _ew("where", zero, 1.0, _ew("div", _ew("sin", px), px), out=out)
-
-
-METHODS["sinc_"] = lambda self: sinc(_float_input(self, "sinc_"), out=self)
-
-
-@tensor_method
 def logit(input, eps=None, *, out=None):
-    """log(p / (1 - p)); with eps, p is first clamped to [eps, 1 - eps]."""
+    """log(p / (1 - p)) (the op-table row; 2 atanh(2p - 1) on [1/4, 3/4], so it is
+    accurate around 1/2 too); with eps, p is first clamped to [eps, 1 - eps]."""
     tensor_arg(input, "logit")
-    x = _to_float(input)
+    x = input
     if eps is not None:
         eps = number_arg(eps, "eps", "logit")
-        x = _ew("clamp", x, eps, 1 - eps)
-    return _ew("log", _ew("div", x, _ew("sub", 1, x)), out=out)
+        x = _ew("clamp", _to_float(x), eps, 1 - eps)
+    return _ew("logit", x, out=out)
 
 
 METHODS["logit_"] = lambda self, eps=None: logit(_float_input(self, "logit_"), eps, out=self)
@@ -589,10 +577,10 @@ def _name_lambdas(names):
 
 
 _name_lambdas(["addcmul_", "addcdiv_", "frac_", "xlogy_", "gcd_", "lcm_", "heaviside_",
-               "deg2rad_", "rad2deg_", "sinc_", "logit_", "ldexp_"])
+               "deg2rad_", "rad2deg_", "logit_", "ldexp_"])
 
 __all__ += ["addcmul", "addcdiv", "frac", "xlogy", "logaddexp2", "gcd", "lcm", "heaviside",
-            "deg2rad", "rad2deg", "sinc", "logit", "ldexp"]
+            "deg2rad", "rad2deg", "logit", "ldexp"]
 
 
 @tensor_method
@@ -619,47 +607,6 @@ for _n in _INPLACE_FUNCTIONS:
 __all__ += ["rsub"] + _INPLACE_FUNCTIONS
 
 
-_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def _poly(coefs, w):
-    p = coefs[0]
-    for c in coefs[1:]:
-        p = _ew("add", _ew("mul", p, w), c)
-    return p
-
-
-@tensor_method
-def erfinv(input, *, out=None):
-    """The inverse error function: erf(erfinv(x)) = x on (-1, 1), +-inf at +-1, NaN
-    outside. Giles' approximation (2010) refined by two Newton steps on erf, computed
-    in float64 (so float32 results are correctly rounded to within an ulp and float64
-    ones to about 1e-15); recorded as "erfinv" (its derivative is
-    sqrt(pi) / 2 * exp(erfinv(x) ** 2))."""
-    tensor_arg(input, "erfinv")
-    dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
-    with _core._no_record():
-        x = input.detach().to(_core._dtype_by_name("float64"))
-        w = _ew("neg", _ew("log", _ew("mul", _ew("sub", 1, x), _ew("add", 1, x))))
-        central = _poly(_ERFINV_CENTRAL, _ew("sub", w, 2.5))
-        tail = _poly(_ERFINV_TAIL, _ew("sub", _ew("sqrt", w), 3))
-        y = _ew("mul", _ew("where", _ew("lt", w, 5), central, tail), x)
-        y = _ew("where", _ew("eq", _ew("abs", x), 1), _ew("mul", x, math.inf), y)
-        for _ in range(2):
-            step = _ew("div", _ew("sub", _ew("erf", y), x),
-                       _ew("mul", 2 / math.sqrt(math.pi), _ew("exp", _ew("neg", _ew("mul", y, y)))))
-            y = _ew("where", _ew("isfinite", step), _ew("sub", y, step), y)
-        y = y.to(dtype)
-    y = _core.record("erfinv", (input,), y, None)
-    return _write(y, out, "erfinv")
-
-
-METHODS["erfinv_"] = lambda self: erfinv(_float_input(self, "erfinv_"), out=self)
-_name_lambdas(["erfinv_"])
-__all__ += ["erfinv"]
 
 
 @tensor_method

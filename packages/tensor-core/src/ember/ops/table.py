@@ -238,6 +238,53 @@ ELEMENTWISE = [
                 method=False, inplace=False),
 ]
 
+
+# special functions (ember.special and the main namespace's lgamma, digamma, ...): C in
+# kernels/common/ember_special.h; the accuracy each reaches is in ops/special.py.
+# Rows that only ember.special names are called special_<name>, as ATen calls them.
+_SPECIAL_UNARY = [
+    # (row name, helper, domain the table tests draw, method / in-place form)
+    ("lgamma", "lgamma", "positive", True),
+    ("digamma", "digamma", "positive", True),
+    ("erfinv", "erfinv", "unit", True),
+    ("i0", "i0", "all", True),
+    ("special_i0e", "i0e", "all", False),
+    ("special_i1", "i1", "all", False),
+    ("special_i1e", "i1e", "all", False),
+    ("special_erfcx", "erfcx", "all", False),
+    ("special_ndtr", "ndtr", "all", False),
+    ("special_ndtri", "ndtri", "unit", False),
+    ("special_log_ndtr", "log_ndtr", "all", False),
+    ("special_entr", "entr", "positive", False),
+    ("special_bessel_j0", "j0", "all", False),
+    ("special_bessel_j1", "j1", "all", False),
+    ("special_bessel_y0", "y0", "positive", False),
+    ("special_bessel_y1", "y1", "positive", False),
+    ("special_modified_bessel_k0", "k0", "positive", False),
+    ("special_modified_bessel_k1", "k1", "positive", False),
+    ("special_scaled_modified_bessel_k0", "k0e", "positive", False),
+    ("special_scaled_modified_bessel_k1", "k1e", "positive", False),
+    ("special_spherical_bessel_j0", "sph_j0", "all", False),
+    ("sinc", "sinc", "all", True),
+    ("logit", "logit", "unit", True),   # logit(x, eps) clamps first: ops/elementwise.py
+]
+ELEMENTWISE += [
+    Elementwise(name, 1, {F: f"em_{helper}_{{T}}(a)"}, promote="float", domain=domain,
+                method=method, inplace=method)
+    for name, helper, domain, method in _SPECIAL_UNARY
+] + [
+    # polygamma(n, x): n is operand a (PyTorch's order), an integer (NaN otherwise);
+    # em.polygamma and Tensor.polygamma(_) are in ops/special.py
+    Elementwise("special_polygamma", 2, {F: "em_polygamma_{T}(b, a)"}, promote="float",
+                domain="positive", method=False, inplace=False),
+    Elementwise("igamma", 2, {F: "em_igamma_{T}(a, b)"}, promote="float", domain="positive"),
+    Elementwise("igammac", 2, {F: "em_igammac_{T}(a, b)"}, promote="float", domain="positive"),
+    Elementwise("special_zeta", 2, {F: "em_zeta_{T}(a, b)"}, promote="float",
+                domain="positive", method=False, inplace=False),
+    Elementwise("special_xlog1py", 2, {F: "em_xlog1py_{T}(a, b)"}, promote="float",
+                domain="positive", method=False, inplace=False),
+]
+
 REDUCTIONS = [
     Reduction("sum", {B: "0", I: "0", F: "0", C: "em_cmake_{T}(0, 0)"}, "acc + x",
               out="int64_if_int", numpy="sum", kinds=(B, I, F, C),

@@ -236,5 +236,7 @@ EM_INLINE float em_gelu_float32(float x) {
 #define em_gelu_float64(x) (0.5 * (x) * erfc((x) * -0.70710678118654752440))
 
 #include "ember_complex.h"
+/* special functions (digamma, zeta, Bessel, ...): their own header */
+#include "ember_special.h"
 
 #endif
