@@ -432,6 +432,14 @@ def test_dynamic_axes_that_cannot_be_checked_warn():
 # the op table and reductions --------------------------------------------------------------
 
 _NO_ONNX = {"bitwise_left_shift", "bitwise_right_shift"}   # ONNX BitShift is unsigned only
+# special functions ONNX has no operator for (and no short exact composition): refused by name
+_NO_ONNX |= {"lgamma", "digamma", "erfinv", "i0", "igamma", "igammac", "special_polygamma",
+             "special_zeta", "special_erfcx", "special_ndtr", "special_ndtri",
+             "special_log_ndtr", "special_i0e", "special_i1", "special_i1e",
+             "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+             "special_modified_bessel_k0", "special_modified_bessel_k1",
+             "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+             "special_spherical_bessel_j0"}
 
 
 def _row_inputs(row, kind, rng):
@@ -447,7 +455,11 @@ def _row_inputs(row, kind, rng):
             a = np.where(np.abs(a) < 0.1, 1.0, a)
         return em.tensor(a.astype(np.float32))
     low = 1 if row.name in ("floor_divide", "remainder", "fmod", "pow") else -5
+    if row.name in ("special_polygamma", "special_zeta"):
+        return [em.tensor(np.full((3, 4), 2.0, np.float32)),
+                em.tensor(rng.uniform(0.5, 3, (3, 4)).astype(np.float32))]
     make = {"float": floats,
+            "complex": lambda: em.complex(floats(), floats()),
             "int": lambda: em.tensor(rng.integers(low, 6, (3, 4))),
             "bool": lambda: em.tensor(rng.uniform(size=(3, 4)) > 0.5)}[kind]
     xs = [make() for _ in range(row.arity)]
@@ -462,6 +474,10 @@ def test_op_table_rows(row):
     fn = getattr(em, row.name)
     for kind in row.kinds:
         xs = _row_inputs(row, kind, rng)
+        if kind == "complex":        # ONNX Runtime has no complex kernels: refused by name
+            with pytest.raises(UnsupportedOperatorError, match=rf"'{row.name}' on a complex64"):
+                export_bytes(lambda *a: fn(*a), tuple(xs))
+            continue
         if row.name == "clamp":
             lo, hi = (-1, 2) if kind == "int" else (-1.0, 2.0)
             model, xs = (lambda a: fn(a, lo, hi)), xs[:1]

@@ -376,3 +376,12 @@ def test_array_api_compat_generic_path():
     assert not compat.is_lazy_array(x)
     assert compat.device(x) == x.device and compat.size(x) == 6
     assert compat.to_device(x, "cpu").device == em.device("cpu")
+
+
+def test_axes_arguments_are_checked_by_name():
+    # fuzz findings: a dtype as axes and a str axis reached Python's own errors
+    x = em.ones(2, 3)
+    with pytest.raises(TypeError, match="permute_dims: axes must be ints"):
+        xp.permute_dims(x, em.float32)
+    with pytest.raises(TypeError, match="expand_dims: axis must be an int"):
+        xp.expand_dims(x, axis="a")

@@ -835,3 +835,9 @@ except AttributeError as e:
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "ember.kl_div needs the ember-nn package: pip install ember-nn" in r.stdout
+
+
+def test_frobenius_norm_out_must_be_a_tensor():
+    # fuzz finding: out=object() reached object.copy_
+    with pytest.raises(TypeError, match="frobenius_norm: out must be a Tensor"):
+        em.frobenius_norm(em.ones(2, 2), out=object())

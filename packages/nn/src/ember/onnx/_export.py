@@ -215,6 +215,12 @@ class Tracer:
             self.bind(output, self._fold(output), False)
             output._set_autograd(TRACED, True)
             return None
+        for t in tensors + [output]:
+            if isinstance(t, em.Tensor) and t.dtype.is_complex:
+                raise UnsupportedOperatorError(
+                    f"ember.onnx.export: op '{op}' on a {t.dtype.name} tensor cannot be "
+                    f"exported: ember.onnx exports real dtypes (ONNX Runtime has no complex "
+                    f"kernels); work on view_as_real(x) instead")
         fn = SYMBOLICS.get(op)
         if fn is None:
             raise UnsupportedOperatorError(

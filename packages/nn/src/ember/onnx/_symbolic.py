@@ -276,6 +276,67 @@ def _isfinite(tr, inputs, out, attrs):
     return tr.node("Not", [tr.node("Or", [tr.node("IsNaN", [a]), tr.node("IsInf", [a])])])
 
 
+@symbolic("sgn")
+def _sgn(tr, inputs, out, attrs):
+    # real inputs only (complex ones are refused before): sgn is sign
+    return SYMBOLICS["sign"](tr, inputs, out, attrs)
+
+
+@symbolic("conj_physical")
+def _conj_physical(tr, inputs, out, attrs):
+    return tr.node("Identity", _operands(tr, inputs, out.dtype))
+
+
+@symbolic("angle")
+def _angle(tr, inputs, out, attrs):
+    # of a real number: pi where x < 0, else 0; NaN stays NaN
+    (a,) = _operands(tr, inputs, out.dtype)
+    zero, pi = _scalar(tr, 0.0, out.dtype), _scalar(tr, math.pi, out.dtype)
+    r = tr.node("Where", [tr.node("Less", [a, zero]), pi, zero])
+    return tr.node("Where", [tr.node("IsNaN", [a]), a, r])
+
+
+@symbolic("sinc")
+def _sinc(tr, inputs, out, attrs):
+    # sin(pi x) / (pi x), 1 at 0
+    (a,) = _operands(tr, inputs, out.dtype)
+    px = tr.node("Mul", [a, _scalar(tr, math.pi, out.dtype)])
+    zero = tr.node("Equal", [a, _scalar(tr, 0.0, out.dtype)])
+    safe = tr.node("Where", [zero, _scalar(tr, 1.0, out.dtype), px])
+    return tr.node("Where", [zero, _scalar(tr, 1.0, out.dtype),
+                             tr.node("Div", [tr.node("Sin", [safe]), safe])])
+
+
+@symbolic("logit")
+def _logit(tr, inputs, out, attrs):
+    # log(p / (1 - p)) (the eps clamp, when given, is recorded as its own clamp)
+    (a,) = _operands(tr, inputs, out.dtype)
+    return tr.node("Log", [tr.node("Div", [a, tr.node("Sub", [_scalar(tr, 1.0, out.dtype), a])])])
+
+
+@symbolic("special_xlog1py")
+def _xlog1py(tr, inputs, out, attrs):
+    # x * log1p(y), 0 where x == 0 (unless y is NaN)
+    x, y = _operands(tr, inputs, out.dtype)
+    prod = tr.node("Mul", [x, tr.node("Log", [tr.node("Add", [y, _scalar(tr, 1.0, out.dtype)])])])
+    keep = tr.node("Or", [tr.node("Not", [tr.node("Equal", [x, _scalar(tr, 0.0, out.dtype)])]),
+                          tr.node("IsNaN", [y])])
+    return tr.node("Where", [keep, prod, _scalar(tr, 0.0, out.dtype)])
+
+
+@symbolic("special_entr")
+def _entr(tr, inputs, out, attrs):
+    # -x log x for x > 0, 0 at 0, -inf below; NaN stays NaN
+    (a,) = _operands(tr, inputs, out.dtype)
+    zero = _scalar(tr, 0.0, out.dtype)
+    pos = tr.node("Greater", [a, zero])
+    safe = tr.node("Where", [pos, a, _scalar(tr, 1.0, out.dtype)])
+    v = tr.node("Neg", [tr.node("Mul", [safe, tr.node("Log", [safe])])])
+    r = tr.node("Where", [pos, v, tr.node("Where", [tr.node("Equal", [a, zero]), zero,
+                                                    _scalar(tr, -math.inf, out.dtype)])])
+    return tr.node("Where", [tr.node("IsNaN", [a]), a, r])
+
+
 @symbolic("clamp")
 def _clamp(tr, inputs, out, attrs):
     a, lo, hi = _operands(tr, inputs, out.dtype)

@@ -112,6 +112,7 @@ def broadcast_shapes(*shapes):
 
 
 def expand_dims(x, /, axis=0):
+    axis = _int_arg(axis, "axis", "expand_dims")
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise IndexError(f"expand_dims: axis {axis} is out of range for a result of "
                          f"{x.ndim + 1} dims")
@@ -119,7 +120,7 @@ def expand_dims(x, /, axis=0):
 
 
 def permute_dims(x, /, axes):
-    return _em.permute(x, tuple(axes))
+    return _em.permute(x, tuple(_sizes_arg((axes,), "permute_dims", "axes")))
 
 
 def reshape(x, /, shape, *, copy=None):

@@ -9,7 +9,7 @@ import math
 import numbers
 from collections import namedtuple
 
-from ember._args import int_arg as _int_arg, number_arg, tensor_input
+from ember._args import int_arg as _int_arg, number_arg, tensor_arg, tensor_input
 from ember._C import core as _core
 from ember._dtypes import float32 as _float32, int64 as _int64
 from ember._registry import METHODS, tensor_method
@@ -1058,7 +1058,7 @@ def frobenius_norm(input, dim=(), keepdim=False, *, out=None):
     if keepdim and dims is None:
         r = r.reshape((1,) * input.ndim)
     if out is not None:
-        return out.copy_(r)
+        return tensor_arg(out, "frobenius_norm", "out").copy_(r)
     return r
 
 
