@@ -48,6 +48,7 @@ from ember.ops.dropout import *  # noqa: F401,F403
 from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.conv import *  # noqa: F401,F403
 from ember.ops.pool import *  # noqa: F401,F403
+from ember.ops.fft import *  # noqa: F401,F403
 from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation
 
@@ -62,6 +63,7 @@ from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudn
 from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTensor, ...)
 from ember._deterministic import *  # noqa: E402,F401,F403
 from ember.array_api import astype, isdtype  # noqa: E402,F401
+from ember import fft  # noqa: E402,F401  (ember.fft, as torch.fft)
 from ember.serialization import save, load  # noqa: E402,F401
 
 empty_cache = _core.empty_cache

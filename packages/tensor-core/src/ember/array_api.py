@@ -34,11 +34,14 @@ expand_dims moveaxis permute_dims reshape stack tile searchsorted where
 def __getattr__(name):
     if name in _SAME:
         return getattr(_em, name)
+    if name == "fft":              # the fft extension (ember/_array_api_fft.py)
+        from ember import _array_api_fft
+        return _array_api_fft
     raise AttributeError(f"ember.array_api has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(_SAME) | {n for n in globals() if not n.startswith("_")})
+    return sorted(set(_SAME) | {"fft"} | {n for n in globals() if not n.startswith("_")})
 
 
 def broadcast_arrays(*arrays):

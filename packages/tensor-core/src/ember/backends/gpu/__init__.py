@@ -25,6 +25,7 @@ from ember._C import core as _core
 from ember.backends.base import Backend
 from ember.backends.gpu.conv import ConvKernels
 from ember.backends.gpu.dropout import DropoutKernels
+from ember.backends.gpu.fft import FFTKernels
 from ember.backends.gpu.index import IndexKernels
 from ember.backends.gpu.layout import (
     GROUP,
@@ -54,7 +55,7 @@ class OutOfMemoryError(RuntimeError, MemoryError):
 
 class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,
                  LossKernels, DropoutKernels, IndexKernels, SortKernels, ScanKernels,
-                 RandomKernels, Backend):
+                 RandomKernels, FFTKernels, Backend):
     """Backend over the primitives below; subclasses: OpenCLBackend, CUDABackend."""
 
     name = "gpu"
