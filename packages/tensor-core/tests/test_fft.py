@@ -181,6 +181,25 @@ def test_n_pads_and_trims():
     np.testing.assert_allclose(F.fft_c2r(x).numpy(), np.fft.irfft(z), atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_strided_lines_with_adjacent_neighbours(dtype):
+    """Lines along an outer dim whose neighbours are adjacent (the kernel gathers blocks of
+    them), padded, trimmed and scaled, beside lines far apart."""
+    z = _rand((20, 11, 13), 12)
+    if dtype is em.float32:
+        z = z.astype(np.complex64).astype(np.complex128)
+    x = _ri(z, dtype)
+    for d in (0, 1):
+        for n in (7, z.shape[d], 24):
+            for norm in ("backward", "ortho", "forward"):
+                _check(_cpx(F.fft_c2c(x, dim=d, n=n, norm=norm)),
+                       np.fft.fft(z, n=n, axis=d, norm=norm), np.linalg.norm(z), n, dtype,
+                       _nscale(norm, n, True), factor=20)
+    big = _rand((2, 4, 3), 13)
+    t = _ri(np.broadcast_to(big, (2, 4, 3)).copy(), dtype)
+    _check(_cpx(F.fft_c2c(t, dim=0)), np.fft.fft(big, axis=0), np.linalg.norm(big), 2, dtype)
+
+
 def test_batches_are_spread_over_threads_with_the_same_result():
     z = _rand((64, 300), 5)
     x = _ri(z)

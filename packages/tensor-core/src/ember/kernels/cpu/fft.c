@@ -20,6 +20,37 @@ static void *fft_alloc(size_t nbytes) {
 
 static void fft_free(void *p) { free(p); }
 
+/* The line buffers: each thread keeps its last one (up to FFT_KEEP bytes) for the next
+ * call, so a large transform does not fault in fresh pages every time. */
+#define FFT_KEEP ((size_t)64 << 20)
+static __thread void *tl_buf;
+static __thread size_t tl_cap;
+
+static void *scratch_get(size_t nbytes) {
+    if (tl_buf && tl_cap >= nbytes) {
+        void *p = tl_buf;
+        tl_buf = NULL;
+        return p;
+    }
+    return fft_alloc(nbytes);
+}
+
+static void scratch_put(void *p, size_t nbytes) {
+    if (nbytes > FFT_KEEP) {
+        fft_free(p);
+        return;
+    }
+    if (tl_buf) {
+        if (tl_cap >= nbytes) {
+            fft_free(p);
+            return;
+        }
+        fft_free(tl_buf);
+    }
+    tl_buf = p;
+    tl_cap = nbytes;
+}
+
 /* ------------------------------------------------------------------ plans */
 
 typedef struct fft_plan fft_plan;
@@ -77,24 +108,34 @@ static double *unit_roots(int64_t n) {
     return w;
 }
 
-/* [2], the odd primes ascending, then the 4s: the last pass (ido == 1) is a radix-4
- * one where it can be, which has a vectorised form. */
+/* [2], the odd primes ascending, the 8s, then a 4 (or two): the last pass (ido == 1)
+ * is a radix-4 one where it can be, which has a vectorised form; radix 8 saves passes
+ * over memory. */
 static int factorize(int64_t n, int64_t *fct) {
-    int nf = 0, fours = 0;
-    while (n % 4 == 0) {
-        fours++;
-        n /= 4;
-    }
-    if (n % 2 == 0) {
-        fct[nf++] = 2;
+    int nf = 0, twos = 0;
+    while (n % 2 == 0) {
+        twos++;
         n /= 2;
     }
+    int fours = 0, eights = 0, two = 0;
+    if (twos >= 2) {
+        fours = 1;
+        twos -= 2;
+        eights = twos / 3;
+        twos -= 3 * eights;
+        if (twos == 2) fours++;
+        else if (twos == 1) two = 1;
+    } else {
+        two = twos;
+    }
+    if (two) fct[nf++] = 2;
     for (int64_t p = 3; p * p <= n; p += 2)
         while (n % p == 0) {
             fct[nf++] = p;
             n /= p;
         }
     if (n > 1) fct[nf++] = n;
+    while (eights--) fct[nf++] = 8;
     while (fours--) fct[nf++] = 4;
     return nf;
 }
@@ -103,7 +144,8 @@ static double cost_guess(int64_t n) {
     int64_t f[64];
     int nf = factorize(n, f);
     double c = 0;
-    for (int i = 0; i < nf; i++) c += f[i] <= 5 ? (double)f[i] : 1.1 * (double)f[i];
+    for (int i = 0; i < nf; i++)
+        c += f[i] == 8 ? 6.0 : f[i] <= 5 ? (double)f[i] : 1.1 * (double)f[i];
     return c * (double)n;
 }
 
@@ -135,7 +177,7 @@ static int use_bluestein(int64_t n) {
     int nf = factorize(n, f);
     int64_t big = 0;
     for (int i = 0; i < nf; i++)
-        if (f[i] > big) big = f[i];
+        if (f[i] != 8 && f[i] > big) big = f[i];
     if (big <= 7) return 0;
     if (big > FFT_MAX_GENERIC) return 1;
     return 3.0 * cost_guess(good_size(2 * n - 1)) < cost_guess(n);
@@ -519,7 +561,7 @@ static fft_plan *build_complex(int64_t n, int dtype, int fwd) {
             free(t);
             if (!p->tw[f]) break;
         }
-        if (ip > 7 || ip == 6) {
+        if (ip > 8 || ip == 6) {
             double rt[2 * (FFT_MAX_GENERIC + 1)];
             for (int64_t m = 0; m < ip; m++) {
                 rt[2 * m] = w[2 * ((m * (n / ip)) % n)];

@@ -63,6 +63,7 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
             case 4: FD_PASS(pass4, ido, l1); break;
             case 5: FD_PASS(pass5, ido, l1); break;
             case 7: FD_PASS(pass7, ido, l1); break;
+            case 8: FD_PASS(pass8, ido, l1); break;
             default:
                 if (iv) PV(passg)(ip, ido, l1, 0, iv, p1, p2, tw, p->roots[f]);
                 if (iv < ido) PS(passg)(ip, ido, l1, iv, ido, p1, p2, tw, p->roots[f]);
@@ -159,14 +160,70 @@ static void DN(store)(T *y, int64_t s, const T *r, int64_t m, T scale) {
     }
 }
 
+/* c2c lines that are strided but whose neighbours (the innermost batch dim, stride 2
+ * in and out) are adjacent: up to FFT_BLOCK of them at a time, gathered and scattered
+ * a row of neighbours at a time (whole cache lines instead of one number per line).
+ * Only for line strides up to FFT_BLOCK_STRIDE bytes: measured slower for far-apart
+ * rows (many rows in one cache set). */
+#define FFT_BLOCK 8
+#define FFT_BLOCK_STRIDE 16384
+static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
+    const fft_plan *p = J->p;
+    const int64_t n = J->n, nb = n + 2, inner = J->bshape[J->bdims - 1];
+    const size_t nbytes = (size_t)(FFT_BLOCK * nb + p->work) * 2 * sizeof(T);
+    T *buf = scratch_get(nbytes);
+    if (!buf) {
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    T *work = buf + 2 * FFT_BLOCK * nb;
+    const int64_t si = J->s_in, so = J->s_out, m = J->n_in < n ? J->n_in : n;
+    for (int64_t li = b0; li < b1;) {
+        int64_t c = FFT_BLOCK, left = inner - li % inner;
+        if (c > left) c = left;
+        if (c > b1 - li) c = b1 - li;
+        int64_t oi, oo;
+        DN(offsets)(J, li, &oi, &oo);
+        const T *x = J->in + oi;
+        T *y = J->out + oo;
+        for (int64_t j = 0; j < m; j++)
+            for (int64_t q = 0; q < c; q++) {
+                buf[2 * (q * nb + j)] = x[j * si + 2 * q];
+                buf[2 * (q * nb + j) + 1] = x[j * si + 2 * q + 1];
+            }
+        for (int64_t q = 0; q < c; q++) {
+            T *line = buf + 2 * q * nb;
+            if (m < n) memset(line + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+            T *r = DN(exec)(p, line, work);
+            if (r != line) memcpy(line, r, (size_t)n * 2 * sizeof(T));
+        }
+        const T sc = J->scale;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t q = 0; q < c; q++) {
+                y[j * so + 2 * q] = buf[2 * (q * nb + j)] * sc;
+                y[j * so + 2 * q + 1] = buf[2 * (q * nb + j) + 1] * sc;
+            }
+        li += c;
+    }
+    scratch_put(buf, nbytes);
+}
+
 static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     DN(job_t) *J = ctx;
+    if (J->kind == 0 && J->bdims && J->s_in != 2 && J->bs_in[J->bdims - 1] == 2 &&
+        J->s_in > 0 && J->s_out > 0 && (size_t)J->s_in * sizeof(T) <= FFT_BLOCK_STRIDE &&
+        (size_t)J->s_out * sizeof(T) <= FFT_BLOCK_STRIDE &&
+        J->bs_out[J->bdims - 1] == 2 && J->bshape[J->bdims - 1] > 1) {
+        DN(block_lines)(J, b0, b1);
+        return;
+    }
     const fft_plan *p = J->p;
     const int64_t n = J->n, h = n / 2;
     /* the line buffer (n + 1 complex: c2r reads h + 1 entries into it) and the work */
     const fft_plan *cp = (p->kind & 1) ? p->half : p;
     const int64_t nb = cp->n + 2;
-    T *buf = fft_alloc((size_t)(nb + cp->work) * 2 * sizeof(T));
+    const size_t nbytes = (size_t)(nb + cp->work) * 2 * sizeof(T);
+    T *buf = scratch_get(nbytes);
     if (!buf) {
         __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
         return;
@@ -240,14 +297,30 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
             }
         }
     }
-    fft_free(buf);
+    scratch_put(buf, nbytes);
 }
 
 static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64_t n,
                    int64_t n_in, int64_t s_in, int64_t n_out, int64_t s_out, int bdims,
                    const int64_t *bshape, const int64_t *bs_in, const int64_t *bs_out,
                    double scale) {
-    DN(job_t) J = {p, in, out, n, n_in, s_in, n_out, s_out, bdims, bshape, bs_in, bs_out,
+    /* the batch dim of adjacent lines (stride 2 in and out) innermost, for block_lines */
+    int64_t sh[EM_FFT_MAXDIM], si[EM_FFT_MAXDIM], so[EM_FFT_MAXDIM];
+    int k = 0, adj = -1;
+    for (int d = 0; d < bdims; d++)
+        if (bs_in[d] == 2 && bs_out[d] == 2 && bshape[d] > 1) adj = d;
+    for (int d = 0; d < bdims; d++)
+        if (d != adj) {
+            sh[k] = bshape[d];
+            si[k] = bs_in[d];
+            so[k++] = bs_out[d];
+        }
+    if (adj >= 0) {
+        sh[k] = bshape[adj];
+        si[k] = bs_in[adj];
+        so[k++] = bs_out[adj];
+    }
+    DN(job_t) J = {p, in, out, n, n_in, s_in, n_out, s_out, bdims, sh, si, so,
                    (T)scale, kind, 0};
     int64_t lines = 1;
     for (int d = 0; d < bdims; d++) lines *= bshape[d];

@@ -55,6 +55,54 @@ static void KN(pass4)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
         }
 }
 
+/* radix 8: a radix-2 step (j, j + 4) with the eighth roots, then two radix-4 steps */
+static void KN(pass8)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+                      T *restrict ch, const T *restrict tw, int fwd) {
+    enum { IP = 8 };
+    const T h = (T)0.70710678118654752440;
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t i = i0; i < i1; i += VL) {
+            CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2)),
+               a3 = O(ld)(CC(i, 3)), a4 = O(ld)(CC(i, 4)), a5 = O(ld)(CC(i, 5)),
+               a6 = O(ld)(CC(i, 6)), a7 = O(ld)(CC(i, 7));
+            CV b0 = O(add)(a0, a4), b1 = O(add)(a1, a5), b2 = O(add)(a2, a6),
+               b3 = O(add)(a3, a7);
+            CV c0 = O(sub)(a0, a4), c1 = O(sub)(a1, a5), c2 = O(sub)(a2, a6),
+               c3 = O(sub)(a3, a7);
+            /* c_j times w8^j, w8 = exp(sign i pi / 4) = (1 + sign i) / sqrt 2 */
+            c1 = O(scale)(O(add)(c1, ROT(fwd, c1)), h);
+            c2 = ROT(fwd, c2);
+            c3 = O(scale)(O(sub)(ROT(fwd, c3), c3), h);
+            CV t1 = O(sub)(b0, b2), t2 = O(add)(b0, b2), t3 = O(add)(b1, b3),
+               t4 = ROT(fwd, O(sub)(b1, b3));
+            CV y0 = O(add)(t2, t3), y4 = O(sub)(t2, t3), y2 = O(add)(t1, t4),
+               y6 = O(sub)(t1, t4);
+            t1 = O(sub)(c0, c2);
+            t2 = O(add)(c0, c2);
+            t3 = O(add)(c1, c3);
+            t4 = ROT(fwd, O(sub)(c1, c3));
+            CV y1 = O(add)(t2, t3), y5 = O(sub)(t2, t3), y3 = O(add)(t1, t4),
+               y7 = O(sub)(t1, t4);
+            O(st)(CH(i, 0), y0);
+            if (tw) {
+                y1 = O(mul)(y1, O(ld)(TW(1, i)));
+                y2 = O(mul)(y2, O(ld)(TW(2, i)));
+                y3 = O(mul)(y3, O(ld)(TW(3, i)));
+                y4 = O(mul)(y4, O(ld)(TW(4, i)));
+                y5 = O(mul)(y5, O(ld)(TW(5, i)));
+                y6 = O(mul)(y6, O(ld)(TW(6, i)));
+                y7 = O(mul)(y7, O(ld)(TW(7, i)));
+            }
+            O(st)(CH(i, 1), y1);
+            O(st)(CH(i, 2), y2);
+            O(st)(CH(i, 3), y3);
+            O(st)(CH(i, 4), y4);
+            O(st)(CH(i, 5), y5);
+            O(st)(CH(i, 6), y6);
+            O(st)(CH(i, 7), y7);
+        }
+}
+
 static void KN(pass3)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 3 };
