@@ -141,6 +141,31 @@ def test_random_lengths_round_trip_and_match_numpy(n, seed):
     _check(rr.numpy(), z.real, np.linalg.norm(z.real), n, em.float64, 4)
 
 
+@settings(max_examples=fewer_examples(2), deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=3), st.data())
+def test_shapes_dims_lengths_norms_dtypes(shape, data):
+    nd = len(shape)
+    d = data.draw(st.integers(-nd, nd - 1), "dim")
+    n = data.draw(st.none() | st.integers(1, 12), "n")
+    norm = data.draw(st.sampled_from(NORMS), "norm")
+    dtype = data.draw(st.sampled_from([em.float32, em.float64]), "dtype")
+    transpose = data.draw(st.booleans(), "transposed") and nd > 1
+    z = _rand(shape, nd * 100 + (n or 0)).astype(np.complex64).astype(np.complex128)
+    x = _ri(z, dtype)
+    if transpose:           # the same values through a transposed view
+        x = _ri(z.swapaxes(0, -1).copy(), dtype).transpose(0, nd - 1)
+    m = n or z.shape[d]
+    xn = np.linalg.norm(z)
+    _check(_cpx(F.fft_c2c(x, d, n, norm)), np.fft.fft(z, n, d, norm), xn, m, dtype,
+           _nscale(norm, m, True), factor=12)
+    _check(_cpx(F.fft_r2c(x.select(-1, 0), d, n, norm)), np.fft.rfft(z.real, n, d, norm), xn,
+           m, dtype, _nscale(norm, m, True), factor=12)
+    nn = n or 2 * (z.shape[d] - 1)
+    if nn:
+        _check(F.fft_c2r(x, d, n, norm).numpy(), np.fft.irfft(z, n, d, norm), xn * 2, nn,
+               dtype, _nscale(norm, nn, False) * 2, factor=12)
+
+
 # ------------------------------------------------------------------ layouts
 
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
