@@ -529,6 +529,10 @@ def test_stft_gradcheck_and_errors():
                    center=False)
     with pytest.raises(RuntimeError, match="return_complex parameter"):
         em.stft(em.zeros(40), 8)
+    with pytest.raises(TypeError, match="stft: window must be a Tensor"):
+        em.zeros(40).stft(8, window=2)
+    with pytest.raises(TypeError, match="kaiser_window: beta must be a number"):
+        em.kaiser_window(8, beta="x")
 
 
 # ------------------------------------------------------------- every device

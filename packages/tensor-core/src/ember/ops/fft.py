@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from ember._args import int_arg, tensor_arg
+from ember._args import int_arg, number_arg, tensor_arg
 from ember._C import core as _core
 from ember._dtypes import as_dtype
 from ember._registry import tensor_method
@@ -356,7 +356,8 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
     from ember.ops.creation import arange
     k = arange(n, dtype=_float64)
     k = k - (k >= (n + 1) // 2).to(_float64) * n
-    return _finish(k / (float(d) * n) if n else k, dtype, device, requires_grad)
+    d = float(number_arg(d, "d", "fftfreq"))
+    return _finish(k / (d * n) if n else k, dtype, device, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
@@ -367,7 +368,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fa
         raise ValueError(f"rfftfreq: n must be >= 0, got {n}")
     from ember.ops.creation import arange
     k = arange(n // 2 + 1, dtype=_float64)
-    return _finish(k / (float(d) * n) if n else k * math.nan, dtype, device, requires_grad)
+    d = float(number_arg(d, "d", "rfftfreq"))
+    return _finish(k / (d * n) if n else k * math.nan, dtype, device, requires_grad)
 
 
 def _finish(t, dtype, device, requires_grad):
@@ -441,7 +443,8 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, requires_grad=False):
     """alpha - beta cos(2 pi k / (N - 1))."""
-    a, b = float(alpha), float(beta)
+    a = float(number_arg(alpha, "alpha", "hamming_window"))
+    b = float(number_arg(beta, "beta", "hamming_window"))
     return _window("hamming_window", window_length, periodic, dtype, layout, device,
                    requires_grad, lambda k, N: a - b * (k * (2 * math.pi / (N - 1))).cos())
 
@@ -482,7 +485,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
                   device=None, requires_grad=False):
     """I0(beta sqrt(1 - ((k - M/2) / (M/2))^2)) / I0(beta), M = N - 1 (the series of I0
     summed in float64)."""
-    b = float(beta)
+    b = float(number_arg(beta, "beta", "kaiser_window"))
     if b < 0:
         raise ValueError(f"kaiser_window: beta must be >= 0, got {b}")
 
@@ -715,6 +718,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     onesided (the default for real input and window) keeps n_fft // 2 + 1 frequencies."""
     op = "stft"
     tensor_arg(input, op)
+    if window is not None:
+        tensor_arg(window, op, "window")
     x_complex = _is_complex_tensor(input)
     if return_complex is None:
         if not x_complex and not (window is not None and _is_complex_tensor(window)):
@@ -741,6 +746,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     length when given."""
     op = "istft"
     tensor_arg(input, op)
+    if window is not None:
+        tensor_arg(window, op, "window")
     if not _is_complex_tensor(input):
         raise RuntimeError("istft requires a complex-valued input tensor")
     import ember as em
