@@ -89,8 +89,15 @@ def _copy_fill(x, row):
 
 
 # ops whose gradcheck needs a special setup: (function, input shapes, checked by)
+def _fft_chain(x):
+    from ember.ops import fft as F
+    return F.fft_c2r(F.fft_c2c(F.fft_r2c(x, n=7), n=5, norm="ortho"), n=6)
+
+
 EXTRA_CASES = {
     "random_fills": (_refill, [(8, 2)]),
+    # the fft family (r2c, c2c, c2r over [..., 2] tensors; more in tensor-core's test_fft.py)
+    "fft": (_fft_chain, [(2, 6)]),
     "erfinv": (lambda x: em.erfinv(x * 0.4), [(3, 4)]),
     "copy_fill": (_copy_fill, [(3, 4), (4,)]),
     # float32 rounding defeats finite differences: see

@@ -56,6 +56,7 @@ from ember.ops.linalg import (  # noqa: F401  (PyTorch's legacy forms, see ops/l
     cholesky_legacy as cholesky, lu_legacy as lu, lu_solve_legacy as lu_solve, qr_legacy as qr,
     svd_legacy as svd)
 from ember.ops.special import *  # noqa: F401,F403
+from ember.ops.fft import *  # noqa: F401,F403
 from ember import _registry, _interop, _components
 from ember.ops import views as _views, creation as _creation, legacy as _legacy_methods
 
@@ -72,6 +73,7 @@ from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudn
 from ember._legacy import *  # noqa: E402,F401,F403  (em.FloatTensor, em.LongTensor, ...)
 from ember._deterministic import *  # noqa: E402,F401,F403
 from ember.array_api import astype, isdtype  # noqa: E402,F401
+from ember import fft  # noqa: E402,F401  (ember.fft, as torch.fft)
 from ember.serialization import save, load  # noqa: E402,F401
 from ember._runtime import *  # noqa: E402,F401,F403  (default device, settings, errors)
 from ember import func  # noqa: E402,F401

@@ -29,6 +29,7 @@ from ember.ops import linalg as LA, pool as P
 from ember.ops.conv import conv2d_backward, conv_transpose2d_backward
 from ember.ops.dropout import dropout_backward
 from ember.ops.embedding import embedding_backward
+from ember.ops.fft import fft_c2c_backward, fft_c2r_backward, fft_r2c_backward
 from ember.ops.loss import cross_entropy_backward, cross_entropy_target_backward, nll_loss_backward
 from ember.ops.norm import batch_norm_backward, layer_norm_backward
 from ember.ops.softmax import softmax_backward
@@ -1184,6 +1185,27 @@ def _(n, g):
     if _core.is_grad_enabled():
         return _transposed(apply_t, lambda gg: forward(gg, tuple(g.shape[-sd:])), g),
     return apply_t(g),
+
+
+# the FFT family over [..., 2] (re, im) tensors: linear, so each backward is the
+# adjoint transform (PyTorch's _fft_c2c/_fft_r2c/_fft_c2r backward), made of the same
+# recorded ops (higher-order gradients come for free)
+@formula("fft_c2c")
+def _(n, g):
+    a = n.attrs
+    return fft_c2c_backward(g, a["dim"], a["m"], a["forward"], a["scale"]),
+
+
+@formula("fft_r2c")
+def _(n, g):
+    a = n.attrs
+    return fft_r2c_backward(g, a["dim"], a["n"], a["m"], a["scale"], a["onesided"]),
+
+
+@formula("fft_c2r")
+def _(n, g):
+    a = n.attrs
+    return fft_c2r_backward(g, a["dim"], a["n"], a["m"], a["scale"]),
 
 
 @formula("copy_")

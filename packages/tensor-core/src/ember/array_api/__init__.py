@@ -1,5 +1,5 @@
-"""ember as a Python Array API standard namespace (2024.12, with the linalg extension
-as `ember.array_api.linalg`).
+"""ember as a Python Array API standard namespace (2024.12, with the linalg and fft
+extensions as `ember.array_api.linalg` and `ember.array_api.fft`).
 
 `x.__array_namespace__()` returns this module. Most names are ember's own functions
 (the main namespace offers the standard's spellings beside PyTorch's); the ones
@@ -444,4 +444,4 @@ from ember._args import check_tensor_args as _check_tensor_args  # noqa: E402
 
 _check_tensor_args(globals(), {"x", "indices"})
 
-from ember.array_api import linalg  # noqa: E402,F401
+from ember.array_api import fft, linalg  # noqa: E402,F401

@@ -119,6 +119,11 @@ HAND_WRITTEN_KERNELS = {
     "sort_rows": "sort",
     "searchsorted": "sort",
     "scan": "scan",
+    # fft_c2c(x, out, dim, forward, scale), fft_r2c(x, out, dim, n, scale),
+    # fft_c2r(x, out, dim, scale): complex signals are float [..., 2] tensors
+    "fft_c2c": "fft",
+    "fft_r2c": "fft",
+    "fft_c2r": "fft",
     # int64 0 .. n-1 (arange's integer ranges; the CPU's is in ember._C.core)
     "iota": "creation",
     # Philox random numbers, one entry point: random(kind, out, seed, offset, *params)

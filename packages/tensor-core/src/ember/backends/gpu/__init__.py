@@ -26,6 +26,7 @@ from ember._errors import OutOfMemoryError  # noqa: F401  (backends raise it)
 from ember.backends.base import Backend
 from ember.backends.gpu.conv import ConvKernels
 from ember.backends.gpu.dropout import DropoutKernels
+from ember.backends.gpu.fft import FFTKernels
 from ember.backends.gpu.index import IndexKernels
 from ember.backends.gpu.layout import (
     GROUP,
@@ -49,7 +50,7 @@ REDUCE_GROUP = render.GPU_REDUCE_GROUP   # work-items per row of the row-wise ke
 
 class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,
                  LossKernels, DropoutKernels, IndexKernels, SortKernels, ScanKernels,
-                 RandomKernels, Backend):
+                 RandomKernels, FFTKernels, Backend):
     """Backend over the primitives below; subclasses: OpenCLBackend, CUDABackend."""
 
     name = "gpu"

@@ -1,0 +1,120 @@
+#!/usr/bin/env python
+"""FFTs: ember beside NumPy (pocketfft) and PyTorch (pocketfft/MKL, when installed), at 1
+thread.
+
+    python benchmarks/bench_fft.py [--threads 1] [--quick] [--rounds N] [--json PATH]
+
+Cases (issue 19; ratios are other_time / ember_time, > 1: ember faster):
+- fft_2^20_c64: a complex64 FFT of 2^20 points. Target np/em >= 1.0.
+- rfft_2^20_f32: the real-input FFT of 2^20 float32 points. Target >= 1.0.
+- fft_prime_99991_c64: 99991 (a prime: Bluestein) complex64 points. Target >= 0.5
+  (ember at most 2x NumPy's time).
+- fft2_64x256x256_c64: a batched 2-D FFT over the last two dims. Target >= 1.0.
+
+ember runs `ember.fft` on complex tensors when ember has complex dtypes, else the
+real layer underneath it (`ember.ops.fft.fft_c2c` / `fft_r2c` on float [..., 2] tensors,
+the same kernels). Each library transforms its own copy of the same data; results are
+checked against NumPy in float64 first (a wrong result is reported, not timed).
+Interleaved rounds (benchmarks/harness.py), medians. Nothing asserts; FAIL marks a
+missed target.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import harness
+
+PRIME = 99991
+
+
+def _data(shape, cplx, rng):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if not cplx:
+        return x
+    return (x + 1j * rng.standard_normal(shape).astype(np.float32)).astype(np.complex64)
+
+
+def contenders(case, mods, rng):
+    """lib -> (callable, result as a complex128 NumPy array), and the float64 reference."""
+    import ember
+    kind, shape = {"fft_2^20_c64": ("fft", (2 ** 20,)), "rfft_2^20_f32": ("rfft", (2 ** 20,)),
+                   "fft_prime_99991_c64": ("fft", (PRIME,)),
+                   "fft2_64x256x256_c64": ("fft2", (64, 256, 256))}[case]
+    x = _data(shape, kind != "rfft", rng)
+    npf = {"fft": np.fft.fft, "rfft": np.fft.rfft, "fft2": np.fft.fft2}[kind]
+    ref = npf(x.astype(np.complex128 if kind != "rfft" else np.float64))
+    out = {"numpy": (lambda: npf(x), lambda r: r)}
+    has_complex = hasattr(ember, "complex64")
+    if has_complex:
+        import ember.fft as ef
+        xe = ember.from_numpy(x.copy())
+        f = {"fft": ef.fft, "rfft": ef.rfft, "fft2": ef.fft2}[kind]
+        out["ember"] = (lambda: f(xe), lambda r: r.numpy())
+    else:
+        from ember.ops import fft as F
+        if kind == "rfft":
+            xe = ember.from_numpy(x.copy())
+            out["ember"] = (lambda: F.fft_r2c(xe), _ri)
+        else:
+            xe = ember.from_numpy(np.stack([x.real, x.imag], -1).copy())
+            f = (lambda: F.fft_c2c(xe)) if kind == "fft" else \
+                (lambda: F.fftn_c2c(xe, dim=(-2, -1)))
+            out["ember"] = (f, _ri)
+    if "torch" in mods:
+        pt = mods["torch"]
+        xt = pt.from_numpy(x.copy())
+        f = {"fft": pt.fft.fft, "rfft": pt.fft.rfft, "fft2": pt.fft.fft2}[kind]
+        out["torch"] = (lambda: f(xt), lambda r: r.numpy())
+    return out, ref, has_complex
+
+
+def _ri(t):
+    a = t.numpy()
+    return a[..., 0] + 1j * a[..., 1]
+
+
+TARGETS = {"fft_2^20_c64": 1.0, "rfft_2^20_f32": 1.0, "fft_prime_99991_c64": 0.5,
+           "fft2_64x256x256_c64": 1.0}
+
+
+def main():
+    ap = harness.parser(__doc__)
+    ap.add_argument("--rounds", type=int, default=11)
+    args = ap.parse_args()
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
+    print(harness.describe(info))
+    rng = np.random.default_rng(0)
+    rows, results, has_complex = [], {}, False
+    libs = ["ember", "numpy"] + (["torch"] if "torch" in mods else [])
+    for case, target in TARGETS.items():
+        fns, ref, has_complex = contenders(case, mods, rng)
+        wrong = {}
+        for lib, (fn, conv) in fns.items():
+            err = float(np.abs(conv(fn()) - ref).max() / np.abs(ref).max())
+            if not err < 1e-4:
+                wrong[lib] = err
+        st = harness.measure({lib: fn for lib, (fn, _) in fns.items() if lib not in wrong},
+                             args.quick, min_sample=0.05,
+                             reps=3 if args.quick else args.rounds)
+        results[case] = {"stats": st, "wrong": wrong}
+        r_np = harness.ratio(st, "numpy")
+        r_pt = harness.ratio(st, "torch")
+        rows.append([case] + [harness.fmt_time(st[lib]["median"]) if lib in st else
+                              ("WRONG" if lib in wrong else "-") for lib in libs] +
+                    [harness.fmt_ratio(r_np)] + ([harness.fmt_ratio(r_pt)] if "torch" in mods
+                                                 else []) +
+                    [f">= {target:.1f}", harness.verdict(r_np, target),
+                     f"{max(s['spread'] for s in st.values()):.0%}"])
+    head = ["case"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
+        ["target", "result", "spread"]
+    print(harness.table(head, rows, left={"case", "result"}))
+    print("ember: " + ("ember.fft on complex tensors" if has_complex else
+                       "the real layer ember.ops.fft on [..., 2] tensors (no complex dtypes "
+                       "in this build)") + f"; {args.threads} thread(s), medians of "
+          "interleaved rounds")
+    harness.save(args, info=info, results=results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+/* The executors and line loops of kernels/cpu/fft.c, a template included once per
+ * (real type, instruction set): T the real type, DSUF the suffix of the functions made
+ * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), VLV the vector
+ * length of KV, T1_4 the radix-4 pass for ido == 1 (vectorised over k) where HAVE_T1. */
+#define FD_CAT_(a, b) a##b
+#define FD_CAT(a, b) FD_CAT_(a, b)
+#define DN(x) FD_CAT(x, FD_CAT(_, DSUF))
+#define PV(x) FD_CAT(x, FD_CAT(_, KV))
+#define PS(x) FD_CAT(x, FD_CAT(_, KS))
+
+/* One pass over i in [0, ido): the vector loop, then the scalar tail. */
+#define FD_PASS(name, ...)                                                              \
+    do {                                                                                \
+        if (iv) PV(name)(__VA_ARGS__, 0, iv, p1, p2, tw, fwd);                          \
+        if (iv < ido) PS(name)(__VA_ARGS__, iv, ido, p1, p2, tw, fwd);                  \
+    } while (0)
+
+static T *DN(exec)(const fft_plan *p, T *data, T *work);
+
+static T *DN(blue)(const fft_plan *p, T *data, T *work) {
+    const int64_t n = p->n, n2 = p->n2;
+    const T *bk = p->bk, *bkf = p->bkf;
+    T *akf = work, *sw = work + 2 * n2;
+    for (int64_t m = 0; m < n; m++) {
+        T xr = data[2 * m], xi = data[2 * m + 1], br = bk[2 * m], bi = bk[2 * m + 1];
+        akf[2 * m] = xr * br - xi * bi;
+        akf[2 * m + 1] = xr * bi + xi * br;
+    }
+    memset(akf + 2 * n, 0, (size_t)(n2 - n) * 2 * sizeof(T));
+    T *r = DN(exec)(p->sub_f, akf, sw);
+    for (int64_t m = 0; m < n2; m++) {
+        T xr = r[2 * m], xi = r[2 * m + 1], br = bkf[2 * m], bi = bkf[2 * m + 1];
+        r[2 * m] = xr * br - xi * bi;
+        r[2 * m + 1] = xr * bi + xi * br;
+    }
+    T *r2 = DN(exec)(p->sub_b, r, r == akf ? sw : akf);
+    for (int64_t m = 0; m < n; m++) {
+        T xr = r2[2 * m], xi = r2[2 * m + 1], br = bk[2 * m], bi = bk[2 * m + 1];
+        data[2 * m] = xr * br - xi * bi;
+        data[2 * m + 1] = xr * bi + xi * br;
+    }
+    return data;
+}
+
+/* The transform of data (n complex) using work (p->work complex); returns the buffer
+ * holding the result (data or work). */
+static T *DN(exec)(const fft_plan *p, T *data, T *work) {
+    if (p->n2) return DN(blue)(p, data, work);
+    T *p1 = data, *p2 = work;
+    const int64_t n = p->n;
+    const int fwd = p->fwd;
+    int64_t l1 = 1;
+    for (int f = 0; f < p->nfct; f++) {
+        const int64_t ip = p->fct[f], ido = n / (l1 * ip);
+        const T *tw = p->tw[f];
+        const int64_t iv = ido - ido % VLV;
+        if (ido == 1 && ip == 4 && HAVE_T1) {
+            T1_4(l1, p1, p2, fwd);
+        } else {
+            switch (ip) {
+            case 2: FD_PASS(pass2, ido, l1); break;
+            case 3: FD_PASS(pass3, ido, l1); break;
+            case 4: FD_PASS(pass4, ido, l1); break;
+            case 5: FD_PASS(pass5, ido, l1); break;
+            case 7: FD_PASS(pass7, ido, l1); break;
+            case 8: FD_PASS(pass8, ido, l1); break;
+            default:
+                if (iv) PV(passg)(ip, ido, l1, 0, iv, p1, p2, tw, p->roots[f]);
+                if (iv < ido) PS(passg)(ip, ido, l1, iv, ido, p1, p2, tw, p->roots[f]);
+            }
+        }
+        T *t = p1;
+        p1 = p2;
+        p2 = t;
+        l1 *= ip;
+    }
+    return p1;
+}
+
+/* r2c of even n: z (h = n / 2 complex: the packed reals, transformed) into out
+ * (h + 1 complex; may be z). */
+static void DN(r2c_post)(const fft_plan *rp, const T *z, T *out) {
+    const int64_t h = rp->n / 2;
+    const T *w = rp->rtw;
+    T z0r = z[0], z0i = z[1];
+    for (int64_t k = 1; 2 * k <= h; k++) {
+        const int64_t q = h - k;
+        T ar = z[2 * k], ai = z[2 * k + 1], br = z[2 * q], bi = -z[2 * q + 1];
+        T er = (T)0.5 * (ar + br), ei = (T)0.5 * (ai + bi);
+        T or_ = (T)0.5 * (ai - bi), oi = (T)-0.5 * (ar - br);
+        T wr = w[2 * k], wi = w[2 * k + 1];
+        T tr = wr * or_ - wi * oi, ti = wr * oi + wi * or_;
+        out[2 * k] = er + tr;
+        out[2 * k + 1] = ei + ti;
+        out[2 * q] = er - tr;
+        out[2 * q + 1] = -(ei - ti);
+    }
+    out[0] = z0r + z0i;
+    out[1] = 0;
+    out[2 * h] = z0r - z0i;
+    out[2 * h + 1] = 0;
+}
+
+/* c2r of even n: X (h + 1 complex) into Z (h complex, in place), whose backward
+ * transform is the n reals. */
+static void DN(c2r_pre)(const fft_plan *rp, T *x) {
+    const int64_t h = rp->n / 2;
+    const T *w = rp->rtw;
+    T x0 = x[0], xh = x[2 * h];
+    for (int64_t k = 1; 2 * k <= h; k++) {
+        const int64_t q = h - k;
+        T ar = x[2 * k], ai = x[2 * k + 1], br = x[2 * q], bi = -x[2 * q + 1];
+        T sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
+        T wr = w[2 * k], wi = -w[2 * k + 1];                  /* conj(W^k) */
+        T er = wr * dr - wi * di, ei = wr * di + wi * dr;     /* D = conj(W^k)(A - B) */
+        /* Z_k = S + i D, Z_q = conj(S - i D) */
+        x[2 * k] = sr - ei;
+        x[2 * k + 1] = si + er;
+        x[2 * q] = sr + ei;
+        x[2 * q + 1] = -(si - er);
+    }
+    x[0] = x0 + xh;
+    x[1] = x0 - xh;
+}
+
+typedef struct {
+    const fft_plan *p;
+    const T *in;
+    T *out;
+    int64_t n, n_in, s_in, n_out, s_out;
+    int bdims;
+    const int64_t *bshape, *bs_in, *bs_out;
+    T scale;
+    int kind;          /* 0 c2c, 1 r2c, 2 c2r */
+    int failed;
+} DN(job_t);
+
+static void DN(offsets)(const DN(job_t) *J, int64_t li, int64_t *oi, int64_t *oo) {
+    int64_t a = 0, b = 0;
+    for (int d = J->bdims - 1; d >= 0; d--) {
+        int64_t s = J->bshape[d], q = li % s;
+        li /= s;
+        a += q * J->bs_in[d];
+        b += q * J->bs_out[d];
+    }
+    *oi = a;
+    *oo = b;
+}
+
+static void DN(store)(T *y, int64_t s, const T *r, int64_t m, T scale) {
+    if (s == 2 && scale == (T)1) {
+        memcpy(y, r, (size_t)m * 2 * sizeof(T));
+    } else if (s == 2) {
+        for (int64_t j = 0; j < 2 * m; j++) y[j] = r[j] * scale;
+    } else {
+        for (int64_t j = 0; j < m; j++) {
+            y[j * s] = r[2 * j] * scale;
+            y[j * s + 1] = r[2 * j + 1] * scale;
+        }
+    }
+}
+
+/* c2c lines that are strided but whose neighbours (the innermost batch dim, stride 2
+ * in and out) are adjacent: up to FFT_BLOCK of them at a time, gathered and scattered
+ * a row of neighbours at a time (whole cache lines instead of one number per line).
+ * Only for line strides up to FFT_BLOCK_STRIDE bytes: measured slower for far-apart
+ * rows (many rows in one cache set). */
+#define FFT_BLOCK 8
+#define FFT_BLOCK_STRIDE 16384
+static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
+    const fft_plan *p = J->p;
+    const int64_t n = J->n, nb = n + 2, inner = J->bshape[J->bdims - 1];
+    const size_t nbytes = (size_t)(FFT_BLOCK * nb + p->work) * 2 * sizeof(T);
+    T *buf = scratch_get(nbytes);
+    if (!buf) {
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    T *work = buf + 2 * FFT_BLOCK * nb;
+    const int64_t si = J->s_in, so = J->s_out, m = J->n_in < n ? J->n_in : n;
+    for (int64_t li = b0; li < b1;) {
+        int64_t c = FFT_BLOCK, left = inner - li % inner;
+        if (c > left) c = left;
+        if (c > b1 - li) c = b1 - li;
+        int64_t oi, oo;
+        DN(offsets)(J, li, &oi, &oo);
+        const T *x = J->in + oi;
+        T *y = J->out + oo;
+        for (int64_t j = 0; j < m; j++)
+            for (int64_t q = 0; q < c; q++) {
+                buf[2 * (q * nb + j)] = x[j * si + 2 * q];
+                buf[2 * (q * nb + j) + 1] = x[j * si + 2 * q + 1];
+            }
+        for (int64_t q = 0; q < c; q++) {
+            T *line = buf + 2 * q * nb;
+            if (m < n) memset(line + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+            T *r = DN(exec)(p, line, work);
+            if (r != line) memcpy(line, r, (size_t)n * 2 * sizeof(T));
+        }
+        const T sc = J->scale;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t q = 0; q < c; q++) {
+                y[j * so + 2 * q] = buf[2 * (q * nb + j)] * sc;
+                y[j * so + 2 * q + 1] = buf[2 * (q * nb + j) + 1] * sc;
+            }
+        li += c;
+    }
+    scratch_put(buf, nbytes);
+}
+
+static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
+    DN(job_t) *J = ctx;
+    if (J->kind == 0 && J->bdims && J->s_in != 2 && J->bs_in[J->bdims - 1] == 2 &&
+        J->s_in > 0 && J->s_out > 0 && (size_t)J->s_in * sizeof(T) <= FFT_BLOCK_STRIDE &&
+        (size_t)J->s_out * sizeof(T) <= FFT_BLOCK_STRIDE &&
+        J->bs_out[J->bdims - 1] == 2 && J->bshape[J->bdims - 1] > 1) {
+        DN(block_lines)(J, b0, b1);
+        return;
+    }
+    const fft_plan *p = J->p;
+    const int64_t n = J->n, h = n / 2;
+    /* the line buffer (n + 1 complex: c2r reads h + 1 entries into it) and the work */
+    const fft_plan *cp = (p->kind & 1) ? p->half : p;
+    const int64_t nb = cp->n + 2;
+    const size_t nbytes = (size_t)(nb + cp->work) * 2 * sizeof(T);
+    T *buf = scratch_get(nbytes);
+    if (!buf) {
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    T *work = buf + 2 * nb;
+    const int even = (n % 2) == 0;
+    for (int64_t li = b0; li < b1; li++) {
+        int64_t oi, oo;
+        DN(offsets)(J, li, &oi, &oo);
+        const T *x = J->in + oi;
+        T *y = J->out + oo;
+        const int64_t si = J->s_in, so = J->s_out;
+        if (J->kind == 0) {
+            const int64_t m = J->n_in < n ? J->n_in : n;
+            if (si == 2) memcpy(buf, x, (size_t)m * 2 * sizeof(T));
+            else
+                for (int64_t j = 0; j < m; j++) {
+                    buf[2 * j] = x[j * si];
+                    buf[2 * j + 1] = x[j * si + 1];
+                }
+            if (m < n) memset(buf + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+            T *r = DN(exec)(p, buf, work);
+            DN(store)(y, so, r, n, J->scale);
+        } else if (J->kind == 1) {
+            const int64_t m = J->n_in < n ? J->n_in : n;
+            T *r;
+            if (even) {           /* the reals as h complex numbers */
+                if (si == 1) memcpy(buf, x, (size_t)m * sizeof(T));
+                else
+                    for (int64_t j = 0; j < m; j++) buf[j] = x[j * si];
+                if (m < n) memset(buf + m, 0, (size_t)(n - m) * sizeof(T));
+                r = DN(exec)(p->half, buf, work);
+                DN(r2c_post)(p, r, buf);
+                r = buf;
+            } else {
+                for (int64_t j = 0; j < m; j++) {
+                    buf[2 * j] = x[j * si];
+                    buf[2 * j + 1] = 0;
+                }
+                if (m < n) memset(buf + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+                r = DN(exec)(p->half, buf, work);
+            }
+            const int64_t no = J->n_out;
+            DN(store)(y, so, r, h + 1 < no ? h + 1 : no, J->scale);
+            for (int64_t k = h + 1; k < no; k++) {      /* the Hermitian rest */
+                y[k * so] = r[2 * (n - k)] * J->scale;
+                y[k * so + 1] = -r[2 * (n - k) + 1] * J->scale;
+            }
+        } else {
+            const int64_t m = J->n_in < h + 1 ? J->n_in : h + 1;
+            for (int64_t j = 0; j < m; j++) {
+                buf[2 * j] = x[j * si];
+                buf[2 * j + 1] = x[j * si + 1];
+            }
+            if (m < h + 1) memset(buf + 2 * m, 0, (size_t)(h + 1 - m) * 2 * sizeof(T));
+            buf[1] = 0;
+            T *r;
+            if (even) {
+                DN(c2r_pre)(p, buf);
+                r = DN(exec)(p->half, buf, work);
+                if (so == 1 && J->scale == (T)1) memcpy(y, r, (size_t)n * sizeof(T));
+                else
+                    for (int64_t j = 0; j < n; j++) y[j * so] = r[j] * J->scale;
+            } else {
+                for (int64_t k = h + 1; k < n; k++) {     /* the Hermitian rest */
+                    buf[2 * k] = buf[2 * (n - k)];
+                    buf[2 * k + 1] = -buf[2 * (n - k) + 1];
+                }
+                r = DN(exec)(p->half, buf, work);
+                for (int64_t j = 0; j < n; j++) y[j * so] = r[2 * j] * J->scale;
+            }
+        }
+    }
+    scratch_put(buf, nbytes);
+}
+
+static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64_t n,
+                   int64_t n_in, int64_t s_in, int64_t n_out, int64_t s_out, int bdims,
+                   const int64_t *bshape, const int64_t *bs_in, const int64_t *bs_out,
+                   double scale) {
+    /* the batch dim of adjacent lines (stride 2 in and out) innermost, for block_lines */
+    int64_t sh[EM_FFT_MAXDIM], si[EM_FFT_MAXDIM], so[EM_FFT_MAXDIM];
+    int k = 0, adj = -1;
+    for (int d = 0; d < bdims; d++)
+        if (bs_in[d] == 2 && bs_out[d] == 2 && bshape[d] > 1) adj = d;
+    for (int d = 0; d < bdims; d++)
+        if (d != adj) {
+            sh[k] = bshape[d];
+            si[k] = bs_in[d];
+            so[k++] = bs_out[d];
+        }
+    if (adj >= 0) {
+        sh[k] = bshape[adj];
+        si[k] = bs_in[adj];
+        so[k++] = bs_out[adj];
+    }
+    DN(job_t) J = {p, in, out, n, n_in, s_in, n_out, s_out, bdims, sh, si, so,
+                   (T)scale, kind, 0};
+    int64_t lines = 1;
+    for (int d = 0; d < bdims; d++) lines *= bshape[d];
+    if (lines == 0) return 0;
+    /* a grain of about 2^15 points of work per task */
+    int64_t grain = ((int64_t)1 << 15) / (n + 1);
+    if (grain < 1) grain = 1;
+    em_parallel_for(lines, grain, DN(lines), &J);
+    return J.failed ? -1 : 0;
+}
+
+#undef FD_PASS
+#undef PS
+#undef PV
+#undef DN
+#undef FD_CAT
+#undef FD_CAT_
