@@ -593,13 +593,21 @@ def test_eig_kernel_eigenpairs_against_numpy(n):
         np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1.0, rtol=1e-12)
 
 
-def test_eig_says_complex_results_need_complex_dtypes():
-    if hasattr(em, "complex64"):
-        pytest.skip("complex dtypes exist: eig returns them")
-    with pytest.raises(TypeError, match="linalg.eig: .* complex results need complex dtypes"):
-        LA.eig(em.eye(3))
-    with pytest.raises(TypeError, match="linalg.eigvals: .* complex"):
-        LA.eigvals(em.eye(3))
+@pytest.mark.parametrize("dtype,tol", [(em.float64, 1e-12), (em.float32, 1e-5)])
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_eig_returns_complex_eigenpairs(n, dtype, tol):
+    a = RNG.standard_normal((3, n, n))
+    w, v = LA.eig(T(a).to(dtype))
+    cdt = em.complex128 if dtype is em.float64 else em.complex64
+    assert w.dtype is cdt and v.dtype is cdt
+    assert tuple(w.shape) == (3, n) and tuple(v.shape) == (3, n, n)
+    for b in range(3):
+        np.testing.assert_allclose(np.sort_complex(to_numpy(w)[b]),
+                                   np.sort_complex(np.linalg.eigvals(a[b])), atol=tol * 10 * n)
+        assert np.abs(a[b] @ to_numpy(v)[b] - to_numpy(v)[b] * to_numpy(w)[b]).max() <= tol * 10 * n * np.abs(a).max()
+    assert LA.eigvals(T(a).to(dtype)).dtype is cdt
+    np.testing.assert_allclose(np.sort_complex(to_numpy(LA.eigvals(T(a)))[0]),
+                               np.sort_complex(np.linalg.eigvals(a[0])), atol=1e-10 * n)
 
 
 # ------------------------------------------------------------------ batches, empty --
