@@ -278,6 +278,22 @@ def lu_legacy(A, pivot=True, get_infos=False):
     return (LU, piv, info) if get_infos else (LU, piv)
 
 
+def _equation_batch(A, B, n, left, op):
+    """The broadcast batch shape of AX = B (XA = B when not left), B's rows (columns)
+    checked against A's n."""
+    rows = B.shape[-2] if left else B.shape[-1]
+    if rows != n:
+        eq = "AX = B" if left else "XA = B"
+        raise ValueError(f"{op}: incompatible shapes of A and B for the equation {eq} "
+                         f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    try:
+        batch = tuple(_em().broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{op}: the batch dimensions of A {tuple(A.shape)} and B "
+                         f"{tuple(B.shape)} do not broadcast") from None
+    return batch
+
+
 def _rhs(A, B, op, left=True):
     """B as matrices (..., n, k) broadcast with A's batch (torch's rule: B is a batch of
     vectors when it is 1-d or has A's shape without the last dim); (A_batch, B,
@@ -292,16 +308,7 @@ def _rhs(A, B, op, left=True):
         B = B.unsqueeze(-1)
     if B.ndim < 2:
         raise ValueError(f"{op}: B must have at least 1 dimension, got shape {tuple(B.shape)}")
-    rows = B.shape[-2] if left else B.shape[-1]
-    if rows != n:
-        eq = "AX = B" if left else "XA = B"
-        raise ValueError(f"{op}: incompatible shapes of A and B for the equation {eq} "
-                         f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    try:
-        batch = tuple(_em().broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    except (RuntimeError, ValueError):
-        raise ValueError(f"{op}: the batch dimensions of A {tuple(A.shape)} and B "
-                         f"{tuple(B.shape)} do not broadcast") from None
+    batch = _equation_batch(A, B, n, left, op)
     return B, vector, batch
 
 
@@ -646,16 +653,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     _matrix(B, op, "B")
     _same_dtype(A, B, op)
     n = A.shape[-1]
-    rows = B.shape[-2] if left else B.shape[-1]
-    if rows != n:
-        eq = "AX = B" if left else "XA = B"
-        raise ValueError(f"{op}: incompatible shapes of A and B for the equation {eq} "
-                         f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    try:
-        batch = tuple(_em().broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    except (RuntimeError, ValueError):
-        raise ValueError(f"{op}: the batch dimensions of A {tuple(A.shape)} and B "
-                         f"{tuple(B.shape)} do not broadcast") from None
+    batch = _equation_batch(A, B, n, left, op)
     a = _copy(A, batch + (n, n))
     if left:
         X = _copy(B, batch + tuple(B.shape[-2:]))
