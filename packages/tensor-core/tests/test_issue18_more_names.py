@@ -841,3 +841,23 @@ def test_frobenius_norm_out_must_be_a_tensor():
     # fuzz finding: out=object() reached object.copy_
     with pytest.raises(TypeError, match="frobenius_norm: out must be a Tensor"):
         em.frobenius_norm(em.ones(2, 2), out=object())
+
+
+def test_complex_copies_and_module_level_inplace_spellings():
+    z = np.array([1 + 2j, 3 - 1j, -0.5j], dtype=np.complex128)
+    t = em.from_numpy(z.copy())
+    r = em.view_as_real_copy(t)
+    np.testing.assert_array_equal(r.numpy(), np.stack([z.real, z.imag], -1))
+    r[0, 0] = 9                                    # its own storage, not a view
+    assert t[0].item() == 1 + 2j
+    back = em.view_as_complex_copy(r)
+    np.testing.assert_array_equal(back.numpy(), [9 + 2j, 3 - 1j, -0.5j])
+    out = em.empty(0, dtype=em.complex128)
+    assert em.view_as_complex_copy(r, out=out) is out and tuple(out.shape) == (3,)
+    assert em.conj_physical_(t) is t
+    np.testing.assert_array_equal(t.numpy(), np.conj(z))
+    x = em.tensor([0.0, 0.5, 2.0], dtype=em.float64)
+    assert em.i0_(x) is x
+    np.testing.assert_allclose(x.numpy(), np.i0([0.0, 0.5, 2.0]), rtol=1e-14)
+    with pytest.raises(TypeError, match="view_as_real_copy"):
+        em.view_as_real_copy([1, 2])

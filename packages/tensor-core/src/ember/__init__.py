@@ -55,6 +55,7 @@ from ember.ops.linalg import *  # noqa: F401,F403
 from ember.ops.linalg import (  # noqa: F401  (PyTorch's legacy forms, see ops/linalg.py)
     cholesky_legacy as cholesky, lu_legacy as lu, lu_solve_legacy as lu_solve, qr_legacy as qr,
     svd_legacy as svd)
+from ember.ops.lowrank import *  # noqa: F401,F403
 from ember.ops.special import *  # noqa: F401,F403
 from ember.ops.fft import *  # noqa: F401,F403
 from ember import _registry, _interop, _components

@@ -1325,7 +1325,11 @@ def tensorsolve(A, B, dims=None, *, out=None):
     tensor_arg(A, op, "A")
     tensor_arg(B, op, "B")
     if dims is not None:
-        dims = [d % A.ndim for d in dims]
+        if isinstance(dims, numbers.Integral):
+            dims = (dims,)
+        if not isinstance(dims, (list, tuple)):
+            raise TypeError(f"{op}: dims must be a tuple of ints, got {dims!r:.60}")
+        dims = [_core.normalize_dim(int_arg(d, "dims", op), A.ndim, op) for d in dims]
         rest = [d for d in range(A.ndim) if d not in dims]
         A = A.permute(*rest, *dims)
     rows = B.numel()

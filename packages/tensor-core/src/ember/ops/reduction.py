@@ -1078,4 +1078,27 @@ def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's names
     return norm(v, pow, others, keepdim=True)
 
 
-__all__ += ["gradient", "histogramdd", "frobenius_norm", "norm_except_dim"]
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """The sum of the singular values (torch.nuclear_norm, deprecated there for
+    ember.linalg.matrix_norm(input, "nuc", dim, keepdim)): of a matrix when dim is None,
+    else of the matrices spanned by the two dims in dim. Also nuclear_norm(input,
+    keepdim) as PyTorch's overload."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"nuclear_norm: input must be a tensor, got {type(input).__name__}")
+    if isinstance(dim, bool):                   # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    if dim is None:
+        if input.ndim != 2:
+            raise ValueError(f"nuclear_norm: expected a 2-D tensor when dim is not given, "
+                             f"got shape {tuple(input.shape)}")
+        dim = (0, 1)
+    if not (isinstance(dim, (list, tuple)) and len(dim) == 2):
+        raise ValueError(f"nuclear_norm: dim must be a pair of dims, got {dim!r:.60}")
+    from ember.linalg import matrix_norm
+    r = matrix_norm(input, "nuc", tuple(dim), keepdim)
+    if out is not None:
+        return tensor_arg(out, "nuclear_norm", "out").copy_(r)
+    return r
+
+
+__all__ += ["gradient", "histogramdd", "frobenius_norm", "norm_except_dim", "nuclear_norm"]

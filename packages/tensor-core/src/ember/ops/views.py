@@ -705,6 +705,21 @@ def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
     return as_strided(input, tuple(src.shape), src.stride(), src.storage_offset())
 
 
+def view_as_real_copy(input, *, out=None):
+    """view_as_real(input), copied: a real (..., 2) tensor of its own."""
+    from ember.ops.complex import view_as_real
+    return _fresh(view_as_real(tensor_arg(input, "view_as_real_copy")), "view_as_real_copy",
+                  out)
+
+
+def view_as_complex_copy(input, *, out=None):
+    """view_as_complex(input), copied."""
+    from ember.ops.complex import view_as_complex
+    return _fresh(view_as_complex(tensor_arg(input, "view_as_complex_copy")),
+                  "view_as_complex_copy", out)
+
+
+__all__ += ["view_as_real_copy", "view_as_complex_copy"]
 __all__ += ["alias_copy", "detach_copy", "diagonal_copy", "expand_copy", "narrow_copy",
             "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
             "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
