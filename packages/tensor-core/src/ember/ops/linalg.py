@@ -20,6 +20,8 @@ dispatch's "<op>: no kernel for <device> (<dtype>)"; nothing is copied to the ho
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -1422,3 +1424,56 @@ def eigvals(A, *, out=None):
     em = _complex_results(op)
     wr, wi, _ = _geev(A, False, op)
     return em.complex(wr, wi)
+
+
+# out= ---------------------------------------------------------------------------------
+# Every entry above takes PyTorch's out= and leaves it to _with_out: the result is
+# computed as usual, then written into the caller's tensors (a tuple of them for the
+# functions that return several).
+
+def _write_outs(result, out, op):
+    """result copied into out, as PyTorch: an out of another shape is resized, one of
+    another dtype or device is an error naming op; returns out (with the result's
+    namedtuple type where it has one)."""
+    many = isinstance(result, tuple)
+    results = tuple(result) if many else (result,)
+    outs = tuple(out) if many and isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(results) or not all(isinstance(o, _core.TensorBase) for o in outs):
+        want = f"a tuple of {len(results)} tensors" if many else "a tensor"
+        raise TypeError(f"{op}: out must be {want}, got {out!r:.80}")
+    for o, r in zip(outs, results):
+        if o.dtype is not r.dtype:
+            raise TypeError(f"{op}: out has dtype {o.dtype!r}, the result has dtype "
+                            f"{r.dtype!r}")
+        if o.device != r.device:
+            raise RuntimeError(f"{op}: out is on {o.device}, the result on {r.device}")
+    for o, r in zip(outs, results):
+        if tuple(o.shape) != tuple(r.shape):
+            o.resize_(r.shape)
+        o.copy_(r)
+    if not many:
+        return out
+    return type(result)._make(outs) if hasattr(type(result), "_make") else outs
+
+
+def _with_out(fn):
+    op = "linalg." + fn.__name__.removesuffix("_legacy")
+
+    @functools.wraps(fn)
+    def entry(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if out is None else _write_outs(result, out, op)
+    return entry
+
+
+def _wrap_out_entries(namespace):
+    wrapped = {}
+    for name, fn in list(namespace.items()):
+        if (callable(fn) and getattr(fn, "__module__", None) == __name__
+                and not name.startswith("_") and not isinstance(fn, type)
+                and "out" in inspect.signature(fn).parameters):
+            wrapped.setdefault(id(fn), _with_out(fn))
+            namespace[name] = wrapped[id(fn)]
+
+
+_wrap_out_entries(globals())
