@@ -3,7 +3,9 @@
  * LU, triangular solves, Cholesky and QR are LAPACK's blocked right-looking
  * algorithms over ember's GEMM, written once over the element type in linalg_impl.h
  * and included here per dtype. The eigensolvers and the SVD (symmetric: Householder
- * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2;
+ * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2, for
+ * small matrices; from SYEVD_MIN rows blocked tridiagonalisation, divide and conquer
+ * and blocked back-transformation, LAPACK's syevd;
  * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc;
  * nonsymmetric: Householder reduction to Hessenberg form + Francis double-shift QR
  * and back-substitution for the eigenvectors, EISPACK's orthes/hqr2) work in double
@@ -229,6 +231,362 @@ CLONES static int tql2(double *z, double *d, double *e, int64_t n, int vectors)
     return 0;
 }
 #undef V
+
+/* -------------------------------------- symmetric eigensolver, large matrices -- */
+
+/* For n >= SYEVD_MIN (LAPACK's syevd): blocked Householder tridiagonalisation
+ * (sytrd with latrd panels: each panel's reflectors accumulated in V and W and the
+ * trailing lower triangle updated by A -= V W^T + W V^T in GEMMs), Cuppen's divide and
+ * conquer on the tridiagonal matrix (stedc: the merges' eigenvectors by Gu and
+ * Eisenstat's formula, so they are orthogonal, and their products with the halves'
+ * eigenvectors in GEMMs), and the back-transformation by the reflectors in blocks
+ * (ormqr's compact WY form). Smaller matrices keep tred2/tql2 above. */
+#define SYEVD_MIN 48
+#define SYTRD_NB 32
+#define DC_LEAF 24
+
+/* a (n x n, column-major, symmetric: only the lower triangle is read and written) ->
+ * T = Q^T A Q tridiagonal: d (n), e (n - 1, e[i] couples i and i + 1); Q = H_0 ...
+ * H_{n-2}, H_i = I - tau[i] v v^T, v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). ws holds
+ * 4 * SYTRD_NB * n doubles. */
+CLONES static int sytrd(double *a, int64_t n, double *d, double *e, double *tau, double *ws)
+{
+#define A(i, j) a[(j) * n + (i)]
+    const int64_t nb = SYTRD_NB;
+    double *X = ws, *Y = X + 2 * nb * n;       /* X = [V W], Y = [W V], n x 2nb each */
+    double *V = X, *W = X + nb * n;
+    for (int64_t k0 = 0; k0 < n; k0 += nb) {
+        int64_t jb = imin(nb, n - k0);
+        for (int64_t j = 0; j < jb; j++) {
+            int64_t i = k0 + j;
+            double *ai = &A(0, i);
+            /* column i (rows i..) with the panel's earlier reflectors applied */
+            for (int64_t q = 0; q < j; q++) {
+                const double *vq = V + q * n, *wq = W + q * n;
+                double wi = wq[i], vi = vq[i];
+                for (int64_t r = i; r < n; r++) ai[r] -= vq[r] * wi + wq[r] * vi;
+            }
+            d[i] = ai[i];
+            double *vj = V + j * n, *wj = W + j * n;
+            if (i == n - 1) break;
+            double alpha = ai[i + 1], xnorm = nrm2_f64(ai + i + 2, n - i - 2, 1), t = 0,
+                   beta = alpha;
+            if (xnorm != 0) {
+                beta = -copysign(hypot(alpha, xnorm), alpha);
+                t = (beta - alpha) / beta;
+                double scal = 1 / (alpha - beta);
+                for (int64_t r = i + 2; r < n; r++) ai[r] *= scal;
+            }
+            e[i] = beta;
+            tau[i] = t;
+            ai[i + 1] = 1;
+            for (int64_t r = 0; r <= i; r++) { vj[r] = 0; wj[r] = 0; }
+            for (int64_t r = i + 1; r < n; r++) { vj[r] = ai[r]; wj[r] = 0; }
+            if (t == 0) continue;
+            /* w = A22 v over the lower triangle (A22 as the earlier panels left it) */
+            for (int64_t c = i + 1; c < n; c++) {
+                const double *ac = &A(0, c);
+                double vc = vj[c];
+                for (int64_t r = c + 1; r < n; r++) wj[r] += ac[r] * vc;
+                wj[c] += ac[c] * vc + dot(ac + c + 1, vj + c + 1, n - c - 1);
+            }
+            /* w -= V (W^T v) + W (V^T v) for the panel's earlier reflectors */
+            for (int64_t q = 0; q < j; q++) {
+                const double *vq = V + q * n, *wq = W + q * n;
+                double t1 = dot(wq + i + 1, vj + i + 1, n - i - 1),
+                       t2 = dot(vq + i + 1, vj + i + 1, n - i - 1);
+                for (int64_t r = i + 1; r < n; r++) wj[r] -= vq[r] * t1 + wq[r] * t2;
+            }
+            for (int64_t r = i + 1; r < n; r++) wj[r] *= t;
+            double a2 = -0.5 * t * dot(wj + i + 1, vj + i + 1, n - i - 1);
+            for (int64_t r = i + 1; r < n; r++) wj[r] += a2 * vj[r];
+        }
+        int64_t k1 = k0 + jb;
+        if (k1 >= n) break;
+        memcpy(Y, W, (size_t)(nb * n) * sizeof(double));
+        memcpy(Y + nb * n, V, (size_t)(nb * n) * sizeof(double));
+        /* A22 -= [V W] [W V]^T, lower triangle, one block column at a time */
+        for (int64_t c0 = k1; c0 < n; c0 += 64) {
+            int64_t cb = imin(64, n - c0);
+            if (em_gemm(8, n - c0, cb, 2 * nb, -1.0, X + c0, 1, n, Y + c0, n, 1, 1.0,
+                        &A(c0, c0), 1, n))
+                return EM_LINALG_ENOMEM;
+        }
+    }
+    return 0;
+#undef A
+}
+
+/* One root of the secular equation 1/rho + sum_j z_j^2 / (dl_j - lam) = 0 (rho > 0, dl
+ * ascending, K poles): the i-th, in (dl_i, dl_{i+1}) (the last in (dl_{K-1}, dl_{K-1} +
+ * rho)). It is found as an offset tau from the nearer pole, so that delta_j = dl_j - lam
+ * = (dl_j - dl_org) - tau is accurate for every j (Gu and Eisenstat need it), by the
+ * two-pole rational model of each side (Bunch, Nielsen and Sorensen), safeguarded by
+ * bisection of a bracket. */
+static double secular(int64_t K, const double *dl, const double *zl, double rho, int64_t i,
+                      double *delta)
+{
+    double rinv = 1 / rho, lo, hi;
+    int64_t org;
+    if (i < K - 1) {
+        double mid = 0.5 * (dl[i] + dl[i + 1]), gap = dl[i + 1] - dl[i], f = rinv;
+        for (int64_t j = 0; j < K; j++) f += zl[j] * zl[j] / (dl[j] - mid);
+        if (f >= 0) { org = i; lo = 0; hi = 0.5 * gap; }
+        else { org = i + 1; lo = -0.5 * gap; hi = 0; }
+    } else {
+        double zz = 0;
+        for (int64_t j = 0; j < K; j++) zz += zl[j] * zl[j];
+        org = K - 1; lo = 0; hi = rho * zz * (1 + 4 * EPS) + TINY;
+    }
+    double base = dl[org], tau = 0.5 * (lo + hi);
+    for (int it = 0; it < 200; it++) {
+        double psi = 0, dpsi = 0, phi = 0, dphi = 0;
+        for (int64_t j = 0; j <= i; j++) {
+            double t = zl[j] / ((dl[j] - base) - tau);
+            psi += zl[j] * t;
+            dpsi += t * t;
+        }
+        for (int64_t j = i + 1; j < K; j++) {
+            double t = zl[j] / ((dl[j] - base) - tau);
+            phi += zl[j] * t;
+            dphi += t * t;
+        }
+        double f = rinv + psi + phi;
+        if (f == 0) break;
+        if (f < 0) lo = tau; else hi = tau;
+        if (fabs(f) <= 4 * EPS * (double)K * (rinv + phi - psi)) break;
+        double da = (dl[i] - base) - tau, x = NAN;
+        if (i < K - 1) {
+            double db = (dl[i + 1] - base) - tau;
+            double q = dpsi * da * da, s = dphi * db * db, c = f - dpsi * da - dphi * db;
+            /* c (da - x)(db - x) + q (db - x) + s (da - x) = 0, the root in (da, db) */
+            double Bq = -(c * (da + db) + q + s), Cq = c * da * db + q * db + s * da;
+            if (c == 0) {
+                x = Bq != 0 ? -Cq / Bq : NAN;
+            } else {
+                double disc = Bq * Bq - 4 * c * Cq;
+                double sq = sqrt(disc > 0 ? disc : 0), qq = -0.5 * (Bq + copysign(sq, Bq));
+                double x1 = qq / c, x2 = qq != 0 ? Cq / qq : x1;
+                x = (x1 > da && x1 < db) ? x1 : x2;
+            }
+        } else {
+            double q = dpsi * da * da, c = f - dpsi * da;   /* f ~ c + q / (da - x) */
+            if (c != 0) x = da + q / c;
+        }
+        double tn = tau + x;
+        if (!(tn > lo && tn < hi)) tn = 0.5 * (lo + hi);
+        double step = fabs(tn - tau);
+        tau = tn;
+        if (step <= 2 * EPS * fabs(tau) || hi - lo <= 4 * EPS * dmax(fabs(lo), fabs(hi)))
+            break;
+    }
+    for (int64_t j = 0; j < K; j++) delta[j] = (dl[j] - base) - tau;
+    return base + tau;
+}
+
+typedef struct { double v; int64_t src; } dc_pair;
+static int dc_cmp(const void *x, const void *y)
+{
+    double a = ((const dc_pair *)x)->v, b = ((const dc_pair *)y)->v;
+    return a < b ? -1 : a > b;
+}
+
+/* The merge of stedc: d[0:n1] and d[n1:n] the eigenvalues (ascending) of the halves,
+ * q (n x n of ld ldq, column-major) block diagonal with their eigenvectors; the
+ * coupling beta. On exit d and q are the eigenpairs of the whole, ascending. */
+static int dc_merge(double *d, double *q, int64_t ldq, int64_t n, int64_t n1, double beta)
+{
+    double sg = beta < 0 ? -1 : 1, rho = fabs(beta);
+    size_t nn = (size_t)n;
+    double *buf = (double *)malloc((5 * nn + 4 * nn * nn) * sizeof(double));
+    int64_t *ib = (int64_t *)malloc(4 * nn * sizeof(int64_t));
+    dc_pair *pr = (dc_pair *)malloc(nn * sizeof(dc_pair));
+    if (!buf || !ib || !pr) { free(buf); free(ib); free(pr); return EM_LINALG_ENOMEM; }
+    double *z = buf, *dl = z + n, *zl = dl + n, *lam = zl + n, *zh = lam + n;
+    double *M1 = zh + n, *M2 = M1 + nn * nn, *M3 = M2 + nn * nn, *M4 = M3 + nn * nn;
+    int64_t *perm = ib, *nd = perm + n, *df = nd + n, *typ = df + n;
+    for (int64_t j = 0; j < n1; j++) z[j] = q[j * ldq + n1 - 1];
+    for (int64_t j = n1; j < n; j++) z[j] = sg * q[j * ldq + n1];
+    double zn = 0, dmx = 0, zmx = 0;
+    for (int64_t j = 0; j < n; j++) zn += z[j] * z[j];
+    zn = sqrt(zn);
+    if (zn > 0) for (int64_t j = 0; j < n; j++) z[j] /= zn;
+    rho *= zn * zn;
+    for (int64_t j = 0; j < n; j++) {
+        typ[j] = j < n1 ? 1 : 3;
+        dmx = dmax(dmx, fabs(d[j]));
+        zmx = dmax(zmx, fabs(z[j]));
+    }
+    {   /* merge the two ascending halves */
+        int64_t a = 0, b = n1;
+        for (int64_t t = 0; t < n; t++)
+            perm[t] = (b >= n || (a < n1 && d[a] <= d[b])) ? a++ : b++;
+    }
+    double tol = 8 * EPS * dmax(dmx, zmx);
+    int64_t K = 0, ndf = 0, pj = -1;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t nj = perm[t];
+        if (rho * fabs(z[nj]) <= tol) { df[ndf++] = nj; continue; }
+        if (pj < 0) { pj = nj; continue; }
+        double s = z[pj], c = z[nj], tau = hypot(c, s), tt = d[nj] - d[pj];
+        c /= tau;
+        s = -s / tau;
+        if (fabs(tt * c * s) <= tol) {
+            /* two close poles: a rotation zeros z[pj], which deflates */
+            z[nj] = tau;
+            z[pj] = 0;
+            double *x = q + pj * ldq, *y = q + nj * ldq;
+            for (int64_t r = 0; r < n; r++) {
+                double xr = x[r], yr = y[r];
+                x[r] = c * xr + s * yr;
+                y[r] = c * yr - s * xr;
+            }
+            if (typ[pj] != typ[nj]) typ[pj] = typ[nj] = 2;
+            double tv = d[pj] * c * c + d[nj] * s * s;
+            d[nj] = d[pj] * s * s + d[nj] * c * c;
+            d[pj] = tv;
+            df[ndf++] = pj;
+            pj = nj;
+        } else {
+            nd[K++] = pj;
+            pj = nj;
+        }
+    }
+    if (pj >= 0) nd[K++] = pj;
+    /* the rotations may have moved poles past each other by rounding: keep them sorted */
+    for (int64_t a = 1; a < K; a++) {
+        int64_t v = nd[a], b = a;
+        while (b > 0 && d[nd[b - 1]] > d[v]) { nd[b] = nd[b - 1]; b--; }
+        nd[b] = v;
+    }
+    double *Dm = M1;     /* Dm[i * K + j] = dl_j - lam_i */
+    for (int64_t j = 0; j < K; j++) { dl[j] = d[nd[j]]; zl[j] = z[nd[j]]; }
+    for (int64_t i = 0; i < K; i++) lam[i] = secular(K, dl, zl, rho, i, Dm + i * K);
+    /* Gu-Eisenstat: the z for which the computed lam are exact eigenvalues */
+    for (int64_t j = 0; j < K; j++) {
+        double w = -Dm[j * K + j] / rho;
+        for (int64_t k = 0; k < K; k++)
+            if (k != j) w *= -Dm[k * K + j] / (dl[k] - dl[j]);
+        zh[j] = copysign(sqrt(fabs(w)), zl[j]);
+    }
+    /* the secular problem's eigenvectors: Vs (K x K, row-major), column i for lam_i */
+    double *Vs = M2;
+    for (int64_t i = 0; i < K; i++) {
+        double nr = 0;
+        for (int64_t j = 0; j < K; j++) {
+            double v = zh[j] / Dm[i * K + j];
+            Vs[j * K + i] = v;
+            nr += v * v;
+        }
+        nr = 1 / sqrt(nr);
+        for (int64_t j = 0; j < K; j++) Vs[j * K + i] *= nr;
+    }
+    /* Qn (n x K, column-major) = Q[:, nd] Vs: the top rows from the columns nonzero
+     * there (types 1, 2), the bottom rows from types 2, 3 */
+    double *Qn = M3, *G = M1, *Vg = M4;   /* Dm is no longer needed */
+    int64_t n2 = n - n1;
+    for (int half = 0; half < 2 && K; half++) {
+        int64_t r0 = half ? n1 : 0, nr = half ? n2 : n1, kk = 0;
+        for (int64_t j = 0; j < K; j++) {
+            int64_t c = nd[j];
+            if (typ[c] == (half ? 1 : 3)) continue;
+            memcpy(G + kk * nr, q + c * ldq + r0, (size_t)nr * sizeof(double));
+            memcpy(Vg + kk * K, Vs + j * K, (size_t)K * sizeof(double));
+            kk++;
+        }
+        if (kk == 0) {
+            for (int64_t i = 0; i < K; i++) memset(Qn + i * n + r0, 0, (size_t)nr * 8);
+        } else if (em_gemm(8, nr, K, kk, 1.0, G, 1, nr, Vg, K, 1, 0.0, Qn + r0, 1, n)) {
+            free(buf); free(ib); free(pr);
+            return EM_LINALG_ENOMEM;
+        }
+    }
+    /* everything ascending: the roots (Qn's columns) and the deflated (q's) */
+    for (int64_t i = 0; i < K; i++) { pr[i].v = lam[i]; pr[i].src = i; }
+    for (int64_t t = 0; t < ndf; t++) { pr[K + t].v = d[df[t]]; pr[K + t].src = -1 - df[t]; }
+    qsort(pr, nn, sizeof(dc_pair), dc_cmp);
+    double *out = M2;    /* Vs is no longer needed */
+    for (int64_t t = 0; t < n; t++) {
+        int64_t s = pr[t].src;
+        memcpy(out + t * n, s >= 0 ? Qn + s * n : q + (-1 - s) * ldq, nn * sizeof(double));
+    }
+    for (int64_t t = 0; t < n; t++) {
+        d[t] = pr[t].v;
+        memcpy(q + t * ldq, out + t * n, nn * sizeof(double));
+    }
+    free(buf); free(ib); free(pr);
+    return 0;
+}
+
+/* Eigenpairs of the tridiagonal (d, e) (e[i] couples i and i + 1): d ascending, q
+ * (n x n of ld ldq, column-major, zero on entry) the eigenvectors. 1 = no convergence
+ * of a leaf's QL. */
+static int stedc_rec(double *d, double *e, double *q, int64_t ldq, int64_t n)
+{
+    if (n <= DC_LEAF) {
+        double z[DC_LEAF * DC_LEAF], e2[DC_LEAF];
+        memset(z, 0, sizeof z);
+        for (int64_t i = 0; i < n; i++) z[i * n + i] = 1;
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        if (tql2(z, d, e2, n, 1)) return 1;
+        for (int64_t c = 0; c < n; c++) memcpy(q + c * ldq, z + c * n, (size_t)n * 8);
+        return 0;
+    }
+    int64_t n1 = n / 2;
+    double beta = e[n1 - 1];
+    d[n1 - 1] -= fabs(beta);
+    d[n1] -= fabs(beta);
+    int rc = stedc_rec(d, e, q, ldq, n1);
+    if (!rc) rc = stedc_rec(d + n1, e + n1, q + n1 * ldq + n1, ldq, n - n1);
+    if (!rc) rc = dc_merge(d, q, ldq, n, n1, beta);
+    return rc;
+}
+
+/* The eigenpairs of a symmetric n x n matrix (z, any layout: symmetric), n >= 1:
+ * w ascending, and when vectors, vout (n x n row-major, the eigenvectors as columns).
+ * Returns 0, 1 (no convergence) or EM_LINALG_ENOMEM. */
+static int syevd(double *z, int64_t n, double *w, double *vout, int vectors)
+{
+    size_t nn = (size_t)n;
+    double *ws = (double *)malloc((4 * SYTRD_NB * nn + 3 * nn) * sizeof(double));
+    if (!ws) return EM_LINALG_ENOMEM;
+    double *e = ws + 4 * SYTRD_NB * nn, *tau = e + n, *e2 = tau + n;
+    int rc = sytrd(z, n, w, e, tau, ws);
+    if (rc) { free(ws); return rc; }
+    if (!vectors) {
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        rc = tql2(z, w, e2, n, 0);
+        free(ws);
+        return rc;
+    }
+    double *qd = (double *)calloc(nn * nn, sizeof(double));
+    double *R = (double *)malloc(nn * nn * sizeof(double));
+    if (!qd || !R) { free(ws); free(qd); free(R); return EM_LINALG_ENOMEM; }
+    /* scaled to max |T| = 1 (the merges' tolerances are absolute) */
+    double sc = 0;
+    for (int64_t i = 0; i < n; i++) sc = dmax(sc, fabs(w[i]));
+    for (int64_t i = 0; i + 1 < n; i++) sc = dmax(sc, fabs(e[i]));
+    if (sc > 0) {
+        for (int64_t i = 0; i < n; i++) w[i] /= sc;
+        for (int64_t i = 0; i + 1 < n; i++) e[i] /= sc;
+    }
+    rc = stedc_rec(w, e, qd, n, n);
+    if (sc > 0) for (int64_t i = 0; i < n; i++) w[i] *= sc;
+    if (!rc) {
+        /* Z row-major into vout, then vout[1:, :] <- Q' vout[1:, :] with the reflectors
+         * of column i in row i of R ((n-1) x (n-1) row-major, ormqr's layout) */
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) vout[r * n + c] = qd[c * n + r];
+        int64_t m1 = n - 1;
+        for (int64_t c = 0; c < m1; c++)
+            for (int64_t r = c + 1; r < m1; r++) R[r * m1 + c] = z[c * n + r + 1];
+        if (m1 > 0) rc = ormqr_f64(R, m1, m1, m1, tau, vout + n, n, 0);
+    }
+    free(ws); free(qd); free(R);
+    return rc;
+}
 
 /* ------------------------------------------------------------------------- SVD -- */
 
@@ -866,6 +1224,17 @@ static int eig_svd_entry(job *J, int64_t i)
         char *a = J->a + (size_t)i * n * n * el;
         LOAD(z, a, n * n);     /* symmetric: z[c * n + r] = A[r][c] either way */
         int info = all_finite(z, n * n) ? 0 : -1;
+        if (n >= SYEVD_MIN && !info) {
+            double *vo = J->f1 ? (double *)malloc((size_t)(n * n) * sizeof(double)) : NULL;
+            int rc = J->f1 && !vo ? EM_LINALG_ENOMEM : syevd(z, n, d, vo, J->f1);
+            if (rc < 0) { free(vo); free(ws); return rc; }
+            J->info[i] = rc;
+            STORE(J->b + (size_t)i * n * el, d, n);
+            if (J->f1) STORE(a, vo, n * n);
+            free(vo);
+            free(ws);
+            return 0;
+        }
         if (n && !info) {
             tred2(z, d, e, n, J->f1);
             info = tql2(z, d, e, n, J->f1);
