@@ -736,6 +736,34 @@ def test_gradcheck_cholesky_triangular_lu():
     assert gradcheck(lambda A: LA.lu(A).U, (a,))
 
 
+def test_gradcheck_non_square_lu_and_householder():
+    """lu_factor / lu of wide and tall matrices (PyTorch's linalg_lu_backward), and
+    householder_product / ormqr in A, tau and C (composed of ember ops under grad)."""
+    for shape in ((3, 5), (5, 3), (2, 4, 2), (3, 3)):
+        a = _x(RNG.standard_normal(shape))
+        assert gradcheck(lambda A: LA.lu_factor(A).LU, (a,))
+        assert gradcheck(lambda A: LA.lu(A).L, (a,))
+        assert gradcheck(lambda A: LA.lu(A).U, (a,))
+        assert gradgradcheck(lambda A: LA.lu_factor(A).LU, (a,))
+    g = RNG.standard_normal((2, 5, 3))
+    h, tau = em.geqrf(em.from_numpy(g))
+    h, tau = _x(N(h)), _x(N(tau))
+    assert gradcheck(LA.householder_product, (h, tau))
+    assert gradgradcheck(LA.householder_product, (h, tau))
+    np.testing.assert_allclose(N(LA.householder_product(h, tau)),
+                               N(LA.qr(em.from_numpy(g)).Q), atol=1e-12)
+    c = _x(RNG.standard_normal((2, 5, 2)))
+    for transpose in (False, True):
+        assert gradcheck(lambda H, t, C: em.ormqr(H, t, C, transpose=transpose), (h, tau, c))
+        ct = _x(RNG.standard_normal((2, 2, 5)))
+        assert gradcheck(lambda H, t, C: em.ormqr(H, t, C, left=False, transpose=transpose),
+                         (h, tau, ct))
+        with em.no_grad():
+            ref = N(em.ormqr(h, tau, c, transpose=transpose))
+        np.testing.assert_allclose(N(em.ormqr(h, tau, c, transpose=transpose)), ref,
+                                   atol=1e-12)
+
+
 def test_gradcheck_qr_eigh_svd():
     for shape in ((4, 3), (3, 3), (3, 5)):
         a = _x(RNG.standard_normal((2,) + shape))

@@ -30,21 +30,50 @@
 #define BATCH_ALONE 96   /* matrices this large run alone (their GEMMs use the pool) */
 #define MAXIT 60         /* QR/QL sweeps per eigenvalue or singular value */
 
+#define CPLX 0
 #define T float
+#define R float
 #define SFX f32
 #define DT 7
 #include "linalg_impl.h"
 #undef T
+#undef R
 #undef SFX
 #undef DT
 
 #define T double
+#define R double
 #define SFX f64
 #define DT 8
 #include "linalg_impl.h"
 #undef T
+#undef R
 #undef SFX
 #undef DT
+#undef CPLX
+
+/* the complex dtypes: C99 _Complex, laid out as em_complex64/128 (re, im) */
+#define CPLX 1
+#define T float _Complex
+#define R float
+#define SFX c64
+#define DT 7
+#include "linalg_impl.h"
+#undef T
+#undef R
+#undef SFX
+#undef DT
+
+#define T double _Complex
+#define R double
+#define SFX c128
+#define DT 8
+#include "linalg_impl.h"
+#undef T
+#undef R
+#undef SFX
+#undef DT
+#undef CPLX
 
 static const double EPS = 0x1p-52, TINY = 0x1p-966;
 
@@ -1185,9 +1214,272 @@ CLONES static int hqr_core(double *h, double *vv, double *d, double *e, double *
 #undef V
 }
 
+enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD, OP_GEEV };
+
+/* ------------------------------------ complex Hermitian eigensolver and SVD -- */
+
+/* Both reduce the complex matrix by complex Householder reflectors (LAPACK's larfg:
+ * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetd2) or
+ * bidiagonal (gebd2) matrix, solve that with the real solvers above, and apply the
+ * reflectors to the real vectors in blocks (ormqr_c128). They run in double complex
+ * for both complex dtypes. */
+typedef double _Complex zc;
+
+/* larfg on (alpha, x[0], x[s], ... x[(k-1)s]): H^H (alpha, x) = (beta, 0), H = I -
+ * tau v v^H, v = (1, x') with x' written over x; alpha <- beta (real). Returns tau. */
+static zc zlarfg(zc *alpha, zc *x, int64_t k, int64_t s)
+{
+    double xnorm = nrm2_c128(x, k, s);
+    if (xnorm == 0 && cimag(*alpha) == 0) return 0;
+    double beta = -copysign(hypot(cabs(*alpha), xnorm), creal(*alpha));
+    zc tau = (beta - *alpha) / beta, scal = 1 / (*alpha - beta);
+    for (int64_t i = 0; i < k; i++) x[i * s] *= scal;
+    *alpha = beta;
+    return tau;
+}
+
+/* Eigenpairs of the real symmetric tridiagonal (d, e) (e[i] couples i and i + 1):
+ * d ascending, q (n x n, column-major, zeroed here) the eigenvectors when vectors. */
+static int tridiag_eig(double *d, double *e, int64_t n, double *q, int vectors)
+{
+    if (!vectors) {
+        double *e2 = (double *)malloc((size_t)n * sizeof(double));
+        if (!e2) return EM_LINALG_ENOMEM;
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        int rc = tql2(NULL, d, e2, n, 0);
+        free(e2);
+        return rc;
+    }
+    memset(q, 0, (size_t)(n * n) * sizeof(double));
+    double sc = 0;
+    for (int64_t i = 0; i < n; i++) sc = dmax(sc, fabs(d[i]));
+    for (int64_t i = 0; i + 1 < n; i++) sc = dmax(sc, fabs(e[i]));
+    if (sc > 0) {
+        for (int64_t i = 0; i < n; i++) d[i] /= sc;
+        for (int64_t i = 0; i + 1 < n; i++) e[i] /= sc;
+    }
+    int rc = stedc_rec(d, e, q, n, n);
+    if (sc > 0) for (int64_t i = 0; i < n; i++) d[i] *= sc;
+    return rc;
+}
+
+/* Hermitian a (n x n, row-major; both triangles read) -> w ascending and, when
+ * vectors, v (n x n row-major, the eigenvectors as columns). */
+static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
+{
+    size_t nn = (size_t)n;
+    zc *a = (zc *)malloc((nn * nn + 2 * nn) * sizeof(zc));
+    double *rw = (double *)malloc((nn * nn + nn) * sizeof(double));
+    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
+    zc *tau = a + nn * nn, *x = tau + n;
+    double *e = rw, *q = rw + n;
+#define A(i, j) a[(j) * n + (i)]
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < n; c++) A(r, c) = h[r * n + c];   /* column-major view */
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t k = n - i - 1;
+        zc alpha = A(i + 1, i);
+        zc t = zlarfg(&alpha, &A(i + 2 < n ? i + 2 : i + 1, i), k - 1, 1);
+        e[i] = creal(alpha);
+        tau[i] = t;
+        if (t != 0) {
+            /* H^H A22 H with v = A(i+1:, i) (v[0] = 1): x = tau A22 v, w = x - tau/2
+             * (x^H v) v, A22 -= v w^H + w v^H (both triangles kept) */
+            A(i + 1, i) = 1;
+            const zc *vv = &A(i + 1, i);
+            for (int64_t r = 0; r < k; r++) x[r] = 0;
+            for (int64_t c = 0; c < k; c++) {
+                const zc *col = &A(i + 1, i + 1 + c);
+                zc vc = vv[c];
+                for (int64_t r = 0; r < k; r++) x[r] += col[r] * vc;
+            }
+            zc xv = 0;
+            for (int64_t r = 0; r < k; r++) { x[r] *= t; xv += conj(x[r]) * vv[r]; }
+            zc al = -0.5 * t * xv;
+            for (int64_t r = 0; r < k; r++) x[r] += al * vv[r];
+            for (int64_t c = 0; c < k; c++) {
+                zc *col = &A(i + 1, i + 1 + c);
+                zc wc = conj(x[c]), vc = conj(vv[c]);
+                for (int64_t r = 0; r < k; r++) col[r] -= vv[r] * wc + x[r] * vc;
+            }
+        }
+        w[i] = creal(A(i, i));
+    }
+    w[n - 1] = creal(A(n - 1, n - 1));
+    int rc = tridiag_eig(w, e, n, q, vectors);
+    if (!rc && vectors) {
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) v[r * n + c] = q[c * n + r];
+        int64_t m1 = n - 1;
+        zc *R = (zc *)malloc((nn * nn + 1) * sizeof(zc));
+        if (!R) rc = EM_LINALG_ENOMEM;
+        else {
+            for (int64_t c = 0; c < m1; c++)
+                for (int64_t r = c + 1; r < m1; r++) R[r * m1 + c] = A(r + 1, c);
+            if (m1 > 0) rc = ormqr_c128(R, m1, m1, m1, tau, v + n, n, 0);
+            free(R);
+        }
+    }
+#undef A
+    free(a); free(rw);
+    return rc;
+}
+
+/* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^H: s (n) descending; when
+ * vectors u (m x n) and vh (n x n), row-major. */
+static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh, int want)
+{
+    size_t mm = (size_t)m, nn = (size_t)n;
+    zc *a = (zc *)malloc((mm * nn + 2 * nn + mm + nn * nn) * sizeof(zc));
+    double *rw = (double *)malloc((3 * nn * nn + 3 * nn) * sizeof(double));
+    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
+    zc *tq = a + mm * nn, *tp = tq + n, *wk = tp + n, *P = wk + m;
+    double *B = rw, *ub = B + nn * nn, *vb = ub + nn * nn, *d = vb + nn * nn, *e = d + n,
+           *wr = e + n;
+    memcpy(a, a0, mm * nn * sizeof(zc));
+#define A(i, j) a[(i) * n + (j)]
+    for (int64_t i = 0; i < n; i++) {
+        /* the column reflector: H_i^H zeros A(i+1:, i) */
+        zc alpha = A(i, i);
+        tq[i] = zlarfg(&alpha, i + 1 < m ? &A(i + 1, i) : &A(i, i), m - i - 1, n);
+        d[i] = creal(alpha);
+        A(i, i) = 1;
+        zc ct = conj(tq[i]);
+        if (ct != 0 && i + 1 < n) {     /* A(i:, i+1:) -= conj(tau) v (v^H A) */
+            for (int64_t c = i + 1; c < n; c++) wk[c] = 0;
+            for (int64_t r = i; r < m; r++) {
+                zc vr = conj(A(r, i));
+                for (int64_t c = i + 1; c < n; c++) wk[c] += vr * A(r, c);
+            }
+            for (int64_t r = i; r < m; r++) {
+                zc vr = ct * A(r, i);
+                for (int64_t c = i + 1; c < n; c++) A(r, c) -= vr * wk[c];
+            }
+        }
+        if (i + 1 >= n) { e[i] = 0; continue; }
+        /* the row reflector on conj(A(i, i+1:)): A(i+1:, i+1:) <- A G_i */
+        for (int64_t c = i + 1; c < n; c++) A(i, c) = conj(A(i, c));
+        alpha = A(i, i + 1);
+        tp[i] = zlarfg(&alpha, i + 2 < n ? &A(i, i + 2) : &A(i, i + 1), n - i - 2, 1);
+        e[i] = creal(alpha);
+        A(i, i + 1) = 1;
+        zc t = tp[i];
+        if (t != 0) {                   /* A -= tau (A v) v^H, v = A(i, i+1:) */
+            for (int64_t r = i + 1; r < m; r++) {
+                zc acc = 0;
+                for (int64_t c = i + 1; c < n; c++) acc += A(r, c) * A(i, c);
+                acc *= t;
+                for (int64_t c = i + 1; c < n; c++) A(r, c) -= acc * conj(A(i, c));
+            }
+        }
+    }
+    /* the real bidiagonal B (upper: d, e), column-major, by the real SVD */
+    memset(B, 0, nn * nn * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        B[i * n + i] = d[i];
+        if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+    }
+    memset(ub, 0, 2 * nn * nn * sizeof(double));
+    int rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
+    if (!rc && want) {
+        /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) u[r * n + c] = r < n ? ub[c * n + r] : 0;
+        rc = ormqr_c128(a, m, n, n, tq, u, n, 0);
+        /* V = P Vb, P = G_0 ... G_{n-2} with G_i's v in A(i, i+1:) */
+        int64_t m1 = n - 1;
+        zc *Vm = P;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) Vm[r * n + c] = vb[c * n + r];
+        if (!rc && m1 > 0) {
+            zc *Rp = (zc *)malloc((size_t)(m1 * m1) * sizeof(zc));
+            if (!Rp) rc = EM_LINALG_ENOMEM;
+            else {
+                for (int64_t c = 0; c < m1; c++)
+                    for (int64_t r = c + 1; r < m1; r++) Rp[r * m1 + c] = A(c, r + 1);
+                rc = ormqr_c128(Rp, m1, m1, m1, tp, Vm + n, n, 0);
+                free(Rp);
+            }
+        }
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(Vm[c * n + r]);
+    }
+#undef A
+    free(a); free(rw);
+    return rc;
+}
+
+/* One complex entry of OP_SYEV or OP_SVD (either complex dtype; the real results
+ * of the complex64 dtype are float32). */
+static int complex_entry(int op, int dtype, int64_t m, int64_t n, const char *src,
+                         char *w_out, char *u_out, char *vh_out, int want, int32_t *info)
+{
+    int c64 = dtype == 9;
+    int64_t big = imax(m, n), k = imin(m, n);
+    zc *buf = (zc *)malloc((size_t)(m * n + 2 * big * k + 1) * sizeof(zc));
+    double *w = (double *)malloc((size_t)(big + 1) * sizeof(double));
+    if (!buf || !w) { free(buf); free(w); return EM_LINALG_ENOMEM; }
+    zc *a = buf, *u = a + m * n, *vh = u + big * k;
+    for (int64_t q = 0; q < m * n; q++)
+        a[q] = c64 ? (zc)((const float _Complex *)src)[q] : ((const zc *)src)[q];
+    double fin = 0;
+    for (int64_t q = 0; q < m * n; q++) fin += creal(a[q]) * 0 + cimag(a[q]) * 0;
+    int rc = 0;
+    if (fin != 0) {
+        *info = -1;
+    } else if (op == OP_SYEV) {
+        rc = n ? heev(a, n, w, u, want) : 0;
+        *info = rc > 0 ? rc : 0;
+    } else if (m >= n) {
+        rc = gesvd_c(a, m, n, w, u, vh, want);
+        *info = rc > 0 ? rc : 0;
+    } else {
+        /* A^H (n x m, tall) = U' S V'^H: A = V' S U'^H, U = V', Vh = U'^H */
+        zc *ah = (zc *)malloc((size_t)(m * n) * sizeof(zc)), *u2 = NULL, *v2 = NULL;
+        if (want) {
+            u2 = (zc *)malloc((size_t)(n * m) * sizeof(zc));
+            v2 = (zc *)malloc((size_t)(m * m) * sizeof(zc));
+        }
+        if (!ah || (want && (!u2 || !v2))) rc = EM_LINALG_ENOMEM;
+        else {
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < n; c++) ah[c * m + r] = conj(a[r * n + c]);
+            rc = gesvd_c(ah, n, m, w, u2, v2, want);
+            *info = rc > 0 ? rc : 0;
+            if (rc >= 0 && want) {
+                /* U (m x m) = V'  = v2^H; Vh (m x n) = U'^H = u2^H */
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t c = 0; c < m; c++) u[r * m + c] = conj(v2[c * m + r]);
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(u2[c * m + r]);
+            }
+        }
+        free(ah); free(u2); free(v2);
+    }
+    if (rc < 0) { free(buf); free(w); return rc; }
+    for (int64_t q = 0; q < k; q++) {
+        if (c64) ((float *)w_out)[q] = (float)w[q];
+        else ((double *)w_out)[q] = w[q];
+    }
+    if (want) {
+        int64_t nu = op == OP_SYEV ? n * n : m * k, nv = op == OP_SYEV ? 0 : k * n;
+        char *uo = op == OP_SYEV ? (char *)src : u_out;
+        for (int64_t q = 0; q < nu; q++) {
+            if (c64) ((float _Complex *)uo)[q] = (float _Complex)u[q];
+            else ((zc *)uo)[q] = u[q];
+        }
+        for (int64_t q = 0; q < nv; q++) {
+            if (c64) ((float _Complex *)vh_out)[q] = (float _Complex)vh[q];
+            else ((zc *)vh_out)[q] = vh[q];
+        }
+    }
+    free(buf); free(w);
+    return 0;
+}
+
 /* ------------------------------------------------------------ batched drivers -- */
 
-enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD, OP_GEEV };
 
 typedef struct {
     int op, dtype, f1, f2, f3;
@@ -1209,6 +1501,16 @@ static int all_finite(const double *x, int64_t n)
 static int eig_svd_entry(job *J, int64_t i)
 {
     int64_t m = J->m, n = J->n;
+    if (J->dtype == 9 || J->dtype == 10) {
+        size_t cl = J->dtype == 9 ? 8 : 16, rl = cl / 2;
+        if (J->op == OP_SYEV)
+            return complex_entry(OP_SYEV, J->dtype, n, n, J->a + (size_t)i * n * n * cl,
+                                 J->b + (size_t)i * n * rl, NULL, NULL, J->f1, J->info + i);
+        int64_t k = imin(m, n);
+        return complex_entry(OP_SVD, J->dtype, m, n, J->a + (size_t)i * m * n * cl,
+                             J->b + (size_t)i * k * rl, J->c ? J->c + (size_t)i * m * k * cl : NULL,
+                             J->d ? J->d + (size_t)i * k * n * cl : NULL, J->f1, J->info + i);
+    }
     int f32 = J->dtype == 7;
     size_t el = f32 ? 4 : 8;
 #define LOAD(dst, src, cnt) do { if (f32) { const float *s_ = (const float *)(src);       \
@@ -1368,19 +1670,24 @@ static int run_##SFX(job *J, int64_t i)                                         
 }
 RUN_ONE(f32, float)
 RUN_ONE(f64, double)
+RUN_ONE(c64, float _Complex)
+RUN_ONE(c128, double _Complex)
 
 static void run_range(void *ctx, int64_t begin, int64_t end)
 {
     job *J = (job *)ctx;
     for (int64_t i = begin; i < end; i++) {
-        int rc = J->dtype == 7 ? run_f32(J, i) : run_f64(J, i);
+        int rc = J->dtype == 7 ? run_f32(J, i) : J->dtype == 8 ? run_f64(J, i)
+               : J->dtype == 9 ? run_c64(J, i) : run_c128(J, i);
         if (rc) J->rc = rc;
     }
 }
 
 static int run_batch(job *J, int64_t batch, int64_t size)
 {
-    if (J->dtype != 7 && J->dtype != 8) return EM_LINALG_EDTYPE;
+    int cplx_ok = J->op <= OP_ORMQR || J->op == OP_SYEV || J->op == OP_SVD;
+    if (J->dtype != 7 && J->dtype != 8 && !(cplx_ok && (J->dtype == 9 || J->dtype == 10)))
+        return EM_LINALG_EDTYPE;
     J->rc = 0;
     if (batch <= 0) return 0;
     if (batch == 1 || size >= BATCH_ALONE) {
