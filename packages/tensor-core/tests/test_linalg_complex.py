@@ -2,7 +2,7 @@
 (LU, Cholesky, QR and its reflectors, triangular solves), det/slogdet, the Hermitian
 eigensolver and the SVD (real eigenvalues and singular values, unitary vectors), lstsq,
 pinv, matrix_rank, the norms (real results), cond and matrix_exp, batched and
-transposed; the functions defined only for real inputs refuse complex ones by name.
+transposed; eig/eigvals of complex matrices.
 """
 from __future__ import annotations
 
@@ -281,6 +281,36 @@ def test_lstsq_pinv_rank_norms_cond(m, n, dtype):
                                        rtol=tol(dtype, n, 100))
 
 
+@CFG
+@given(batches, st.integers(0, 8), dtypes, lays)
+def test_eig_of_complex_matrices(batch, n, dtype, lay):
+    a = crandn(batch + (n, n))
+    A = T(a, lay, dtype)
+    ad = N(T(a, dtype=dtype))
+    w, V = LA.eig(A)
+    assert w.dtype is dtype and V.dtype is dtype
+    w, v = N(w), N(V)
+    scale = max(mx(ad), 1.0)
+    assert mx(ad @ v - v * w[..., None, :]) <= tol(dtype, n, 10 * scale)
+    if n:
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, atol=tol(dtype, n))
+        big = np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2)
+        assert mx(big.imag) <= tol(dtype, n)             # the largest component is real
+        ref = np.linalg.eigvals(ad)
+        got = N(LA.eigvals(A))
+        np.testing.assert_allclose(np.sort_complex(got.reshape(-1, n)),
+                                   np.sort_complex(ref.reshape(-1, n)),
+                                   atol=tol(dtype, n, 100 * scale))
+    b = crandn((40, 40))
+    wb, vb = LA.eig(T(b))
+    assert mx(b @ N(vb) - N(vb) * N(wb)) <= 1e-11 * mx(b)
+    # a triangular matrix with repeated eigenvalues (defective: its vectors coincide)
+    u = np.triu(crandn((4, 4)))
+    t = u - np.diag(np.diagonal(u)) + np.diag([1, 1, 2j, 2j])
+    wt = N(LA.eigvals(T(t)))
+    np.testing.assert_allclose(np.sort_complex(wt), np.sort_complex(np.diagonal(t)), atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", CPLX)
 def test_matrix_exp_and_power(dtype):
     rng = np.random.default_rng(5)
@@ -303,10 +333,9 @@ def test_matrix_exp_and_power(dtype):
 
 def test_complex_refusals_and_errors():
     a = T(crandn((3, 3)))
-    for f in (LA.eig, LA.eigvals):
-        with pytest.raises(TypeError, match=r"linalg.eig(vals)?: complex input matrices are "
-                                            r"not supported yet"):
-            f(a)
+    with pytest.raises(LA.LinAlgError, match="linalg.eig: the input matrix contains "
+                                             "non-finite values"):
+        LA.eig(T(np.full((3, 3), np.inf + 0j)))
     with pytest.raises(LA.LinAlgError, match="linalg.solve: .*singular"):
         LA.solve(T(np.ones((3, 3)) * (1 + 1j)), a)
     with pytest.raises(LA.LinAlgError, match="linalg.inv: .*singular, batch 1"):

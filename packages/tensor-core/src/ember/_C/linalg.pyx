@@ -247,15 +247,15 @@ def linalg_geev(TensorBase a, TensorBase wr, TensorBase wi, TensorBase v, Tensor
     """Eigenvalues wr + i wi (..., n) of a (..., n, n) (not written), a complex pair
     adjacent with the positive imaginary part first; when vectors, v (..., n, n) the
     right eigenvectors in LAPACK's real form (a pair's vector in columns j (real) and
-    j + 1 (imaginary)), unit 2-norm; info (...) int32 (1: no convergence)."""
+    j + 1 (imaginary)), unit 2-norm; info (...) int32 (1: no convergence). A complex a:
+    wr (complex) the eigenvalues (wi is not written), v the complex eigenvectors (unit
+    2-norm, the largest component real)."""
     cdef int dt = _mat(a, "eig")
-    if dt != FLOAT32 and dt != FLOAT64:
-        raise ValueError(f"eig: internal error: the kernel takes real matrices, got {a.dtype!r}")
     cdef int64_t n = _dim(a, 1), b = _batch(a, 2)
     if _dim(a, 2) != n:
         raise ValueError(f"eig: internal error: {tuple(a.shape)}")
     _like(wr, a, n, dt, "eig", "eigenvalues")
-    _like(wi, a, n, dt, "eig", "eigenvalues")
+    _like(wi, a, n, dt, "eig", "eigenvalues")   # complex a: wr holds them, wi is ignored
     _like(info, a, 1, INT32, "eig", "info")
     cdef void *vp = NULL
     if vectors:

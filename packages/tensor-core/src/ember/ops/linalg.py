@@ -1440,10 +1440,6 @@ def _geev(A, vectors, op):
     right eigenvectors in LAPACK's real form (a complex pair's vector in columns j
     (real part) and j + 1 (imaginary part), the eigenvalue with wi > 0 first)."""
     _matrix(A, op, square=True)
-    if _cplx(A):
-        raise TypeError(f"{op}: complex input matrices are not supported yet (ember's "
-                        f"nonsymmetric eigensolver takes real matrices), got {A.dtype!r}; "
-                        f"linalg.eigh/eigvalsh take Hermitian complex matrices")
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
     a = _copy(A)
@@ -1455,6 +1451,23 @@ def _geev(A, vectors, op):
         _run("linalg_geev", op, a, wr, wi, V, info, bool(vectors))
         _raise_info(info, batch, op, _no_convergence)
     return wr, wi, V
+
+
+def _geev_complex(A, vectors, op):
+    """(w, V) of complex square A: Hessenberg reduction + the complex single-shift QR
+    iteration (LAPACK's zlahqr) to the Schur form, eigenvectors by back-substitution,
+    each of unit 2-norm with its largest component real (zgeev's); V None unless
+    vectors."""
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    a = _copy(A)
+    w = _core.empty(batch + (n,), A.dtype, A.device)
+    V = _core.empty(batch + (n, n), A.dtype, A.device) if vectors else None
+    info = _info_tensor(batch, A.device)
+    if n:
+        _run("linalg_geev", op, a, w, w, V, info, bool(vectors))
+        _raise_info(info, batch, op, _no_convergence)
+    return w, V
 
 
 def _complex_results(op):
@@ -1469,11 +1482,13 @@ def _complex_results(op):
 
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors) of square A, complex (torch.linalg.eig): Hessenberg
-    reduction + Francis double-shift QR, eigenvectors by back-substitution,
-    normalised to unit 2-norm."""
+    reduction + Francis double-shift QR (complex A: the complex single-shift QR),
+    eigenvectors by back-substitution, normalised to unit 2-norm."""
     op = "linalg.eig"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _cplx(A):
+        return _geev_complex(A, True, op)
     wr, wi, V = _geev(A, True, op)
     w = em.complex(wr, wi)
     n = A.shape[-1]
@@ -1496,5 +1511,7 @@ def eigvals(A, *, out=None):
     op = "linalg.eigvals"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _cplx(A):
+        return _geev_complex(A, False, op)[0]
     wr, wi, _ = _geev(A, False, op)
     return em.complex(wr, wi)

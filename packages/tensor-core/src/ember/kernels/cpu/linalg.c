@@ -1478,6 +1478,166 @@ static int complex_entry(int op, int dtype, int64_t m, int64_t n, const char *sr
     return 0;
 }
 
+/* Nonsymmetric complex eigensolver: Householder reduction to Hessenberg form (gehd2,
+ * the reflectors accumulated into Z), the complex single-shift QR iteration with
+ * Wilkinson shifts (LAPACK's zlahqr, Givens rotations, the full Schur form T and its
+ * vectors Z), and the eigenvectors of T by back-substitution (ztrevc), then Z x,
+ * each of unit 2-norm with its largest component real (zgeev's normalisation). h
+ * (n x n, row-major) is destroyed. Returns 0, 1 (no convergence) or ENOMEM. */
+static int zgeev_core(zc *h, int64_t n, zc *w, zc *v, int vectors)
+{
+#define H(i, j) h[(i) * n + (j)]
+    size_t nn = (size_t)n;
+    zc *z = (zc *)calloc(nn * nn + 2 * nn, sizeof(zc));
+    if (!z) return EM_LINALG_ENOMEM;
+    zc *x = z + nn * nn, *tmp = x + n;
+#define Z(i, j) z[(i) * n + (j)]
+    for (int64_t i = 0; i < n; i++) Z(i, i) = 1;
+    for (int64_t j = 0; j + 2 < n; j++) {
+        int64_t k = n - j - 1;               /* the reflector's length, rows j+1.. */
+        for (int64_t r = 0; r < k; r++) x[r] = H(j + 1 + r, j);
+        zc alpha = x[0];
+        zc tau = zlarfg(&alpha, x + 1, k - 1, 1);
+        x[0] = 1;
+        H(j + 1, j) = alpha;
+        for (int64_t r = 1; r < k; r++) H(j + 1 + r, j) = 0;
+        if (tau == 0) continue;
+        /* rows j+1..: A <- H^H A = A - conj(tau) v (v^H A), columns j+1.. */
+        zc ct = conj(tau);
+        for (int64_t c = j + 1; c < n; c++) {
+            zc s = 0;
+            for (int64_t r = 0; r < k; r++) s += conj(x[r]) * H(j + 1 + r, c);
+            s *= ct;
+            for (int64_t r = 0; r < k; r++) H(j + 1 + r, c) -= x[r] * s;
+        }
+        /* columns j+1..: A <- A H = A - tau (A v) v^H, all rows; and Z <- Z H */
+        for (int pass = 0; pass < 2; pass++) {
+            zc *m_ = pass ? z : h;
+            for (int64_t r = 0; r < n; r++) {
+                zc *row = m_ + r * n + j + 1, s = 0;
+                for (int64_t c = 0; c < k; c++) s += row[c] * x[c];
+                s *= tau;
+                for (int64_t c = 0; c < k; c++) row[c] -= s * conj(x[c]);
+            }
+        }
+    }
+    double nrm = 0;
+    for (int64_t q = 0; q < n * n; q++) nrm = dmax(nrm, cabs(h[q]));
+    int64_t hi = n - 1, its = 0, total = 0;
+    while (hi >= 0) {
+        int64_t l = hi;
+        while (l > 0) {
+            double t = cabs(H(l - 1, l - 1)) + cabs(H(l, l));
+            if (t == 0) t = nrm;
+            if (cabs(H(l, l - 1)) <= EPS * t || cabs(H(l, l - 1)) < TINY) break;
+            l--;
+        }
+        if (l > 0) H(l, l - 1) = 0;
+        if (l == hi) { hi--; its = 0; continue; }
+        if (++total > 30 * (n + 10)) { free(z); return 1; }
+        its++;
+        zc mu;
+        if (its % 10 == 0) {               /* an exceptional shift */
+            mu = H(hi, hi) + 0.75 * cabs(H(hi, hi - 1));
+        } else {                            /* the eigenvalue of the trailing 2 x 2 nearer d */
+            zc a = H(hi - 1, hi - 1), b = H(hi - 1, hi), c = H(hi, hi - 1), d = H(hi, hi);
+            zc tr = 0.5 * (a - d), disc = csqrt(tr * tr + b * c);
+            zc m1 = d + tr + disc, m2 = d + tr - disc;    /* (a+d)/2 +- disc */
+            mu = cabs(m1 - d) < cabs(m2 - d) ? m1 : m2;
+        }
+        for (int64_t k = l; k < hi; k++) {
+            zc xx = k == l ? H(l, l) - mu : H(k, k - 1), yy = k == l ? H(l + 1, l) : H(k + 1, k - 1);
+            double ax = cabs(xx), r = hypot(ax, cabs(yy));
+            if (r == 0) continue;
+            double c;
+            zc s;
+            if (ax == 0) { c = 0; s = 1; }
+            else { c = ax / r; s = (xx / ax) * conj(yy) / r; }
+            /* rows k, k+1 <- G [rows], G = [[c, s], [-conj(s), c]], columns k-1.. */
+            for (int64_t q = k > l ? k - 1 : k; q < n; q++) {
+                zc p = H(k, q), o = H(k + 1, q);
+                H(k, q) = c * p + s * o;
+                H(k + 1, q) = -conj(s) * p + c * o;
+            }
+            if (k > l) H(k + 1, k - 1) = 0;
+            /* columns k, k+1 <- [cols] G^H, rows 0..min(k+2, hi); Z all rows */
+            int64_t rmax = imin(k + 2, hi);
+            for (int pass = 0; pass < 2; pass++) {
+                zc *m_ = pass ? z : h;
+                int64_t re = pass ? n - 1 : rmax;
+                for (int64_t q = 0; q <= re; q++) {
+                    zc p = m_[q * n + k], o = m_[q * n + k + 1];
+                    m_[q * n + k] = c * p + conj(s) * o;
+                    m_[q * n + k + 1] = -s * p + c * o;
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < n; i++) w[i] = H(i, i);
+    if (vectors) {
+        double smin = dmax(EPS * nrm, TINY);
+        for (int64_t k = 0; k < n; k++) {
+            /* (T[:k+1, :k+1] - T[k, k]) x = 0 with x[k] = 1, by back-substitution */
+            x[k] = 1;
+            for (int64_t i = k - 1; i >= 0; i--) {
+                zc s = 0;
+                for (int64_t j = i + 1; j <= k; j++) s += H(i, j) * x[j];
+                zc d = H(i, i) - H(k, k);
+                if (cabs(d) < smin) d = smin;
+                x[i] = -s / d;
+                if (cabs(x[i]) > 1e100) {   /* rescale to keep it finite */
+                    for (int64_t j = i; j <= k; j++) x[j] *= 1e-100;
+                }
+            }
+            double nr = 0, big = -1;
+            zc ph = 1;
+            for (int64_t r = 0; r < n; r++) {
+                zc s = 0;
+                for (int64_t j = 0; j <= k; j++) s += Z(r, j) * x[j];
+                tmp[r] = s;
+                double m = cabs(s);
+                nr = hypot(nr, m);
+                if (m > big) { big = m; ph = s; }
+            }
+            zc sc = big > 0 && nr > 0 ? conj(ph) / (cabs(ph) * nr) : 1;
+            for (int64_t r = 0; r < n; r++) v[r * n + k] = tmp[r] * sc;
+        }
+    }
+#undef H
+#undef Z
+    free(z);
+    return 0;
+}
+
+/* One complex entry of OP_GEEV: w (n, complex) and, when vectors, v (n x n). */
+static int complex_geev_entry(int dtype, int64_t n, const char *src, char *w_out,
+                              char *v_out, int want, int32_t *info)
+{
+    int c64 = dtype == 9;
+    zc *buf = (zc *)calloc((size_t)(2 * n * n + n + 1), sizeof(zc));
+    if (!buf) return EM_LINALG_ENOMEM;
+    zc *h = buf, *v = h + n * n, *w = v + n * n;
+    double fin = 0;
+    for (int64_t q = 0; q < n * n; q++) {
+        h[q] = c64 ? (zc)((const float _Complex *)src)[q] : ((const zc *)src)[q];
+        fin += creal(h[q]) * 0 + cimag(h[q]) * 0;
+    }
+    int rc = fin != 0 || !n ? 0 : zgeev_core(h, n, w, v, want);
+    if (rc == EM_LINALG_ENOMEM) { free(buf); return rc; }
+    *info = fin != 0 ? -1 : rc;    /* -1: not finite */
+    for (int64_t q = 0; q < n; q++) {
+        if (c64) ((float _Complex *)w_out)[q] = (float _Complex)w[q];
+        else ((zc *)w_out)[q] = w[q];
+    }
+    if (want)
+        for (int64_t q = 0; q < n * n; q++) {
+            if (c64) ((float _Complex *)v_out)[q] = (float _Complex)v[q];
+            else ((zc *)v_out)[q] = v[q];
+        }
+    free(buf);
+    return 0;
+}
+
 /* ------------------------------------------------------------ batched drivers -- */
 
 
@@ -1503,6 +1663,11 @@ static int eig_svd_entry(job *J, int64_t i)
     int64_t m = J->m, n = J->n;
     if (J->dtype == 9 || J->dtype == 10) {
         size_t cl = J->dtype == 9 ? 8 : 16, rl = cl / 2;
+        if (J->op == OP_GEEV)
+            return complex_geev_entry(J->dtype, n, J->a + (size_t)i * n * n * cl,
+                                      J->b + (size_t)i * n * cl,
+                                      J->d ? J->d + (size_t)i * n * n * cl : NULL, J->f1,
+                                      J->info + i);
         if (J->op == OP_SYEV)
             return complex_entry(OP_SYEV, J->dtype, n, n, J->a + (size_t)i * n * n * cl,
                                  J->b + (size_t)i * n * rl, NULL, NULL, J->f1, J->info + i);
@@ -1685,8 +1850,7 @@ static void run_range(void *ctx, int64_t begin, int64_t end)
 
 static int run_batch(job *J, int64_t batch, int64_t size)
 {
-    int cplx_ok = J->op <= OP_ORMQR || J->op == OP_SYEV || J->op == OP_SVD;
-    if (J->dtype != 7 && J->dtype != 8 && !(cplx_ok && (J->dtype == 9 || J->dtype == 10)))
+    if (J->dtype < 7 || J->dtype > 10)   /* float32, float64, complex64, complex128 */
         return EM_LINALG_EDTYPE;
     J->rc = 0;
     if (batch <= 0) return 0;
