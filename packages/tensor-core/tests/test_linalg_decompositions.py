@@ -395,6 +395,51 @@ def test_eigh_degenerate_and_larger():
         LA.eigh(T(np.full((3, 3), np.nan)))
 
 
+def _spectra(n, rng):
+    """Symmetric n x n test matrices whose spectra stress divide and conquer: random,
+    clustered (repeated eigenvalues, some perturbed by 1e-12), rank one, graded (1e-12 ..
+    1), tridiagonal with tiny couplings (splits), and the Wilkinson-like W+."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = rng.standard_normal((n, n))
+    yield "random", s + s.T
+    lam = np.repeat(np.arange(n // 4 + 1.0), 4)[:n] + 1e-12 * rng.standard_normal(n)
+    lam[::3] = 2.0
+    yield "clustered", (q * lam) @ q.T
+    v = rng.standard_normal(n)
+    yield "rank one", np.outer(v, v)
+    yield "graded", (q * np.logspace(-12, 0, n)) @ q.T
+    off = rng.standard_normal(n - 1)
+    off[::7] = 1e-300
+    yield "split", np.diag(rng.standard_normal(n)) + np.diag(off, 1) + np.diag(off, -1)
+    yield "wilkinson", np.diag(np.abs(np.arange(n) - n // 2) * 1.0) + np.diag(
+        np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+
+
+@pytest.mark.parametrize("n", [48, 67, 130])
+def test_eigh_divide_and_conquer(n):
+    """From 48 rows eigh is blocked tridiagonalisation + divide and conquer + blocked
+    back-transformation (LAPACK's syevd): eigenvalues against NumPy, residual and
+    orthogonality at LAPACK's level on spectra that exercise deflation."""
+    rng = np.random.default_rng(n)
+    for name, s in _spectra(n, rng):
+        scale = np.linalg.norm(s, 2)
+        for dtype in FLOATS:
+            eps = EPS[dtype]
+            w, V = LA.eigh(T(s, dtype=dtype))
+            w, v = N(w), N(V)
+            sd = s.astype(npd(dtype)).astype(np.float64)
+            ref = np.linalg.eigvalsh(sd)
+            assert mx(w - ref) <= 4 * n * eps * scale, (name, dtype)
+            assert mx(sd @ v - v * w) <= 4 * n * eps * scale, (name, dtype)
+            assert mx(v.T @ v - np.eye(n)) <= 4 * n * eps, (name, dtype)
+            assert mx(N(LA.eigvalsh(T(s, dtype=dtype))) - ref) <= 4 * n * eps * scale
+    b = rng.standard_normal((2, 3, n, n))
+    b = b + np.swapaxes(b, -1, -2)
+    w, V = LA.eigh(T(b, "transposed"))
+    v = N(V)
+    assert mx(b @ v - v * N(w)[..., None, :]) <= 4 * n * EPS[em.float64] * mx(b) * n ** 0.5
+
+
 # ------------------------------------------------------------------------- SVD --
 
 @CFG
@@ -689,6 +734,34 @@ def test_gradcheck_cholesky_triangular_lu():
     assert gradcheck(lambda A, B: LA.lu_solve(*LA.lu_factor(A), B), (a, b))
     assert gradcheck(lambda A, B: LA.lu_solve(*LA.lu_factor(A), B, adjoint=True), (a, b))
     assert gradcheck(lambda A: LA.lu(A).U, (a,))
+
+
+def test_gradcheck_non_square_lu_and_householder():
+    """lu_factor / lu of wide and tall matrices (PyTorch's linalg_lu_backward), and
+    householder_product / ormqr in A, tau and C (composed of ember ops under grad)."""
+    for shape in ((3, 5), (5, 3), (2, 4, 2), (3, 3)):
+        a = _x(RNG.standard_normal(shape))
+        assert gradcheck(lambda A: LA.lu_factor(A).LU, (a,))
+        assert gradcheck(lambda A: LA.lu(A).L, (a,))
+        assert gradcheck(lambda A: LA.lu(A).U, (a,))
+        assert gradgradcheck(lambda A: LA.lu_factor(A).LU, (a,))
+    g = RNG.standard_normal((2, 5, 3))
+    h, tau = em.geqrf(em.from_numpy(g))
+    h, tau = _x(N(h)), _x(N(tau))
+    assert gradcheck(LA.householder_product, (h, tau))
+    assert gradgradcheck(LA.householder_product, (h, tau))
+    np.testing.assert_allclose(N(LA.householder_product(h, tau)),
+                               N(LA.qr(em.from_numpy(g)).Q), atol=1e-12)
+    c = _x(RNG.standard_normal((2, 5, 2)))
+    for transpose in (False, True):
+        assert gradcheck(lambda H, t, C: em.ormqr(H, t, C, transpose=transpose), (h, tau, c))
+        ct = _x(RNG.standard_normal((2, 2, 5)))
+        assert gradcheck(lambda H, t, C: em.ormqr(H, t, C, left=False, transpose=transpose),
+                         (h, tau, ct))
+        with em.no_grad():
+            ref = N(em.ormqr(h, tau, c, transpose=transpose))
+        np.testing.assert_allclose(N(em.ormqr(h, tau, c, transpose=transpose)), ref,
+                                   atol=1e-12)
 
 
 def test_gradcheck_qr_eigh_svd():

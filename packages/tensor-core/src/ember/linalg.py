@@ -136,6 +136,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     x = _tensor(x, "vector_norm")
     if not isinstance(ord, numbers.Real):
         raise ValueError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    if x.dtype.kind == "complex":
+        # the norm of a complex vector is that of its moduli (a real result)
+        x = _core.elementwise("abs", x.to(dtype) if dtype is not None else x)
+        dtype = None
     return _norm_reduce(x, ord, dim, keepdim, dtype)
 
 
@@ -148,9 +152,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
                          f"{tuple(A.shape)}")
     if dtype is not None:
         A = A.to(dtype)
-    if A.dtype.kind != "float":
-        raise TypeError(f"linalg.matrix_norm: expected a floating-point tensor, got "
-                        f"{A.dtype!r}")
+    if A.dtype.kind not in ("float", "complex"):
+        raise TypeError(f"linalg.matrix_norm: expected a floating-point or complex tensor, "
+                        f"got {A.dtype!r}")
     try:
         r, c = dim
     except (TypeError, ValueError):
@@ -160,6 +164,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if r == c:
         raise ValueError(f"linalg.matrix_norm: dims {dim} name the same dim")
     if ord == "fro":
+        if A.dtype.kind == "complex":
+            A = _core.elementwise("abs", A)
         return _norm_reduce(A, "fro", (r, c), keepdim)
     if ord == "nuc" or ord in (2, -2):
         lo, hi = min(r, c), max(r, c)

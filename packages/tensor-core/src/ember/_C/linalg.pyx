@@ -3,7 +3,9 @@
 """The CPU kernels of ember.linalg's factorizations (kernels/cpu/linalg.c), for
 ember.ops.linalg; other backends provide functions of the same names and arguments.
 
-Every operand is a contiguous float32/float64 CPU tensor holding a batch of row-major
+Every operand is a contiguous float32/float64/complex64/complex128 CPU tensor (the
+nonsymmetric eigensolver: real only; the eigenvalues of eigh and the singular values of
+a complex matrix are of its real dtype) holding a batch of row-major
 matrices (..., rows, cols); the caller (ember.ops.linalg) has checked the user's
 shapes and dtypes, brought the operands to this layout and allocated the outputs.
 Factorizations work in place; `info` is a contiguous int32 tensor of one element per
@@ -37,6 +39,8 @@ em_cpu_api_import()   # the thread pool and the GEMM live in ember._C.core (cpu_
 
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
+DEF COMPLEX64 = 9
+DEF COMPLEX128 = 10
 DEF INT32 = 4
 
 include "kernel_checks.pxi"
@@ -54,12 +58,19 @@ cdef int64_t _dim(TensorBase t, int back):
 
 
 cdef int _mat(TensorBase t, str op) except -1:
-    """t: a dense float32/float64 CPU batch of matrices; returns the dtype number."""
+    """t: a dense float32/float64/complex64/complex128 CPU batch of matrices; returns
+    the dtype number."""
     cpu_only(t, op)
-    if t._ndim < 2 or not dense(t) or t._dtype not in (FLOAT32, FLOAT64):
-        raise ValueError(f"{op}: internal error: kernel needs a contiguous float32/float64 "
+    cdef bint ok = t._dtype in (FLOAT32, FLOAT64, COMPLEX64, COMPLEX128)
+    if t._ndim < 2 or not dense(t) or not ok:
+        raise ValueError(f"{op}: internal error: kernel needs a contiguous floating point "
                          f"batch of matrices, got {tuple(t.shape)} {t.dtype!r}")
     return t._dtype
+
+
+cdef int _real(int dt):
+    """The real dtype number of dtype dt (its own for the real ones)."""
+    return FLOAT32 if dt == COMPLEX64 else FLOAT64 if dt == COMPLEX128 else dt
 
 
 cdef int _like(TensorBase t, TensorBase ref, int64_t per_entry, int dtype, str op,
@@ -98,7 +109,7 @@ def linalg_lu_factor(TensorBase a, TensorBase piv, TensorBase info):
 
 
 def linalg_lu_solve(TensorBase lu, TensorBase piv, TensorBase b, bint adjoint):
-    """b (..., n, k) <- A^{-1} b (A^{-T} b when adjoint) from lu (..., n, n) and piv."""
+    """b (..., n, k) <- A^{-1} b (A^{-H} b when adjoint) from lu (..., n, n) and piv."""
     cdef int dt = _mat(lu, "lu_solve")
     _mat(b, "lu_solve")
     cdef int64_t n = _dim(lu, 1), k = _dim(b, 1), nb = _batch(lu, 2)
@@ -167,7 +178,7 @@ def linalg_geqrf(TensorBase a, TensorBase tau):
 
 
 def linalg_ormqr(TensorBase v, TensorBase tau, TensorBase c, bint trans):
-    """c (..., m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1} from the reflectors
+    """c (..., m, p) <- Q c (Q^H c when trans), Q = H_0 ... H_{k-1} from the reflectors
     in the first k = tau.shape[-1] columns of v (..., m, nv)."""
     cdef int dt = _mat(v, "ormqr")
     _mat(c, "ormqr")
@@ -193,7 +204,7 @@ def linalg_syev(TensorBase a, TensorBase w, TensorBase info, bint vectors):
     cdef int64_t n = _dim(a, 1), b = _batch(a, 2)
     if _dim(a, 2) != n:
         raise ValueError(f"eigh: internal error: {tuple(a.shape)}")
-    _like(w, a, n, dt, "eigh", "eigenvalues")
+    _like(w, a, n, _real(dt), "eigh", "eigenvalues")
     _like(info, a, 1, INT32, "eigh", "info")
     cdef void *ap = a.ptr()
     cdef void *wp = w.ptr()
@@ -212,7 +223,7 @@ def linalg_svd(TensorBase a, TensorBase s, TensorBase u, TensorBase vh, TensorBa
     int32 (1: no convergence)."""
     cdef int dt = _mat(a, "svd")
     cdef int64_t m = _dim(a, 2), n = _dim(a, 1), b = _batch(a, 2), k = min(m, n)
-    _like(s, a, k, dt, "svd", "singular values")
+    _like(s, a, k, _real(dt), "svd", "singular values")
     _like(info, a, 1, INT32, "svd", "info")
     cdef void *up = NULL
     cdef void *vp = NULL
@@ -236,13 +247,15 @@ def linalg_geev(TensorBase a, TensorBase wr, TensorBase wi, TensorBase v, Tensor
     """Eigenvalues wr + i wi (..., n) of a (..., n, n) (not written), a complex pair
     adjacent with the positive imaginary part first; when vectors, v (..., n, n) the
     right eigenvectors in LAPACK's real form (a pair's vector in columns j (real) and
-    j + 1 (imaginary)), unit 2-norm; info (...) int32 (1: no convergence)."""
+    j + 1 (imaginary)), unit 2-norm; info (...) int32 (1: no convergence). A complex a:
+    wr (complex) the eigenvalues (wi is not written), v the complex eigenvectors (unit
+    2-norm, the largest component real)."""
     cdef int dt = _mat(a, "eig")
     cdef int64_t n = _dim(a, 1), b = _batch(a, 2)
     if _dim(a, 2) != n:
         raise ValueError(f"eig: internal error: {tuple(a.shape)}")
     _like(wr, a, n, dt, "eig", "eigenvalues")
-    _like(wi, a, n, dt, "eig", "eigenvalues")
+    _like(wi, a, n, dt, "eig", "eigenvalues")   # complex a: wr holds them, wi is ignored
     _like(info, a, 1, INT32, "eig", "info")
     cdef void *vp = NULL
     if vectors:

@@ -43,6 +43,9 @@ LEGACY = {"svd": "svd_legacy", "qr": "qr_legacy", "cholesky": "cholesky_legacy",
 
 _float32 = _core._dtype_by_name("float32")
 _float64 = _core._dtype_by_name("float64")
+_complex64 = _core._dtype_by_name("complex64")
+_complex128 = _core._dtype_by_name("complex128")
+_FLOATING = (_float32, _float64, _complex64, _complex128)
 _int32 = _core._dtype_by_name("int32")
 _int64 = _core._dtype_by_name("int64")
 _record = _core.record
@@ -79,13 +82,15 @@ def _em():
 # ---------------------------------------------------------------- argument checks --
 
 def _matrix(A, op, what="A", square=False):
-    """A checked: a float32/float64 tensor of at least 2 dims (square ones when asked)."""
+    """A checked: a float32/float64/complex64/complex128 tensor of at least 2 dims
+    (square ones when asked)."""
     tensor_arg(A, op, what)
-    if A.dtype.kind != "float":
-        raise TypeError(f"{op}: expected a floating point tensor ({what}), got {A.dtype!r}")
-    if A.dtype not in (_float32, _float64):
+    if A.dtype.kind not in ("float", "complex"):
+        raise TypeError(f"{op}: expected a floating point tensor ({what}: float32, float64, "
+                        f"complex64 or complex128), got {A.dtype!r}")
+    if A.dtype not in _FLOATING:
         raise TypeError(f"{op}: low precision dtypes are not supported, got {A.dtype!r} "
-                        f"({what}); use float32 or float64")
+                        f"({what}); use float32, float64, complex64 or complex128")
     if A.ndim < 2:
         raise ValueError(f"{op}: {what} must have at least 2 dimensions, got shape "
                          f"{tuple(A.shape)}")
@@ -157,8 +162,21 @@ def _mT(x):
     return x.transpose(-2, -1)
 
 
+def _cplx(x):
+    return x.dtype.kind == "complex"
+
+
+def _mH(x):
+    """The conjugate transpose (the transpose of a real tensor)."""
+    return x.mH if _cplx(x) else x.transpose(-2, -1)
+
+
+def _real_dtype(dtype):
+    return _float32 if dtype is _complex64 else _float64 if dtype is _complex128 else dtype
+
+
 def _eps(dtype):
-    return 2.0 ** -52 if dtype is _float64 else 2.0 ** -23
+    return 2.0 ** -52 if dtype in (_float64, _complex128) else 2.0 ** -23
 
 
 def _singular(c):
@@ -385,8 +403,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         raise ValueError(f"{op}: pivots must have shape {tuple(LU.shape[:-2]) + (n,)}, got "
                          f"{tuple(pivots.shape)}")
     if not left:
-        # X A = B  <=>  A^T X^T = B^T
-        return _mT(lu_solve(LU, pivots, _mT(B), left=True, adjoint=not adjoint))
+        # X A = B  <=>  A^H X^H = B^H
+        return _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=not adjoint))
     if B.shape[-2] != n:
         raise ValueError(f"{op}: incompatible shapes of LU {tuple(LU.shape)} and B "
                          f"{tuple(B.shape)}")
@@ -408,9 +426,9 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if not adjoint:
         Y = solve_triangular(Lm, _permute_rows(B, perm), upper=False, unitriangular=True)
         return solve_triangular(U, Y, upper=True)
-    # A^T X = B: A^T = U^T L^T P^T, so X = P L^{-T} U^{-T} B
-    Y = solve_triangular(_mT(U), B, upper=False)
-    Z = solve_triangular(_mT(Lm), Y, upper=True, unitriangular=True)
+    # A^H X = B: A^H = U^H L^H P^T, so X = P L^{-H} U^{-H} B
+    Y = solve_triangular(_mH(U), B, upper=False)
+    Z = solve_triangular(_mH(Lm), Y, upper=True, unitriangular=True)
     inv = em.argsort(perm, dim=-1)
     return _permute_rows(Z, inv)
 
@@ -430,20 +448,42 @@ def _permute_rows(B, perm):
     return em.gather(B.expand(*batch, *B.shape[-2:]), -2, idx)
 
 
+def _lu_square_grad(L, U, gL, gU):
+    """L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H}: the gradient of the square LU
+    A = L U (no pivoting) for the gradients gL (its strictly lower part counts) and gU."""
+    phi = _tril(_mH(L) @ gL, -1) + _triu(gU @ _mH(U))
+    X = solve_triangular(_mH(L), phi, upper=True, unitriangular=True)
+    return solve_triangular(_mH(U), X, upper=False, left=False)
+
+
 def lu_factor_backward(A, LU, pivots, g):
-    """gA of (LU, pivots) = lu_factor(A) for square A: with A = P L U and g split into
-    gL (strictly lower) and gU (upper), gA = P L^{-T} (tril(L^T gL, -1) + triu(gU U^T))
-    U^{-T}."""
+    """gA of (LU, pivots) = lu_factor(A), A = P L U (m x n), g the gradient of LU (gL
+    its strictly lower part, gU the upper). Square: gA = P L^{-H} (tril(L^H gL, -1) +
+    triu(gU U^H)) U^{-H}. Wide (m < n, U = [U1 U2]): U2 = L^{-1} P^T A2 adds
+    -L^{-H} gU2 U2^H to gL, and gA2 = P L^{-H} gU2. Tall (m > n, L = [L1; L2]): L2 =
+    (P^T A)_2 U^{-1} adds -L2^H gL2 U^{-H} to gU, and g(P^T A)_2 = gL2 U^{-H}
+    (PyTorch's linalg_lu_backward)."""
+    em = _em()
     m, n = A.shape[-2:]
-    if m != n:
-        raise NotImplementedError(f"lu_factor: the derivative is implemented for square "
-                                  f"matrices only, got {m} by {n}")
-    P, L, U = lu_unpack(LU.detach(), pivots)
-    gL, gU = _tril(g, -1), _triu(g)
-    phi = _tril(_mT(L) @ gL, -1) + _triu(gU @ _mT(U))
-    X = solve_triangular(_mT(L), phi, upper=True, unitriangular=True)
-    X = solve_triangular(_mT(U), X, upper=False, left=False)
-    return P @ X
+    P, _, _ = lu_unpack(LU.detach(), pivots, unpack_data=False)
+    if m == n:
+        L = _tril(LU, -1) + _eye(n, n, LU)
+        return P @ _lu_square_grad(L, _triu(LU), _tril(g, -1), _triu(g))
+    if m < n:
+        L = _tril(LU.narrow(-1, 0, m), -1) + _eye(m, m, LU)
+        U1, U2 = _triu(LU.narrow(-1, 0, m)), LU.narrow(-1, m, n - m)
+        g1, gU2 = g.narrow(-1, 0, m), g.narrow(-1, m, n - m)
+        X2 = solve_triangular(_mH(L), gU2, upper=True, unitriangular=True)
+        gL = _tril(g1, -1) - _tril(X2 @ _mH(U2), -1)
+        X1 = _lu_square_grad(L, U1, gL, _triu(g1))
+        return P @ em.cat([X1, X2], -1)
+    L1 = _tril(LU.narrow(-2, 0, n), -1) + _eye(n, n, LU)
+    U, L2 = _triu(LU.narrow(-2, 0, n)), LU.narrow(-2, n, m - n)
+    g1, gL2 = g.narrow(-2, 0, n), g.narrow(-2, n, m - n)
+    Y = solve_triangular(_mH(U), gL2, upper=False, left=False)      # gL2 U^{-H}
+    gU = _triu(g1) - _triu(_mH(L2) @ Y)
+    X1 = _lu_square_grad(L1, U, _tril(g1, -1), gU)
+    return P @ em.cat([X1, Y], -2)
 
 
 # ---------------------------------------------------------------- inverse, det --
@@ -545,7 +585,11 @@ def slogdet(A, *, out=None):
     _matrix(A, op, square=True)
     em = _em()
     d, psign, _ = _det_parts(A, op)
-    sign = _core.contiguous_copy(psign * em.sign(d).prod(-1))
+    if _cplx(A):
+        # sign: the product of the phases d / |d| (0 for a singular matrix), logabsdet real
+        sign = _core.contiguous_copy(psign * em.sgn(d).prod(-1))
+    else:
+        sign = _core.contiguous_copy(psign * em.sign(d).prod(-1))
     logabs = _core.contiguous_copy(em.log(em.abs(d)).sum(-1))
     if _core.any_requires_grad((A,)):
         _record("linalg_slogdet", (A,), logabs, None)
@@ -586,13 +630,13 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 def _cholesky(A, upper, op):
     _matrix(A, op, square=True)
-    src = _mT(A) if upper else A      # A's upper triangle is A^T's lower one
+    src = _mH(A) if upper else A      # A's upper triangle is A^H's lower one
     L = _copy(src)
     info = _info_tensor(tuple(A.shape[:-2]), A.device)
     _run("linalg_cholesky", op, L, info)
     if _core.any_requires_grad((A,)):
         _record("linalg_cholesky", (src,), L, None)
-    return (_mT(L) if upper else L), info
+    return (_mH(L) if upper else L), info
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -629,10 +673,10 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     _matrix(input2, op, "input2", square=True)
     _same_dtype(input2, input, op)
     if upper:
-        Y = solve_triangular(_mT(input2), input, upper=False)
+        Y = solve_triangular(_mH(input2), input, upper=False)
         return solve_triangular(input2, Y, upper=True)
     Y = solve_triangular(input2, input, upper=False)
-    return solve_triangular(_mT(input2), Y, upper=True)
+    return solve_triangular(_mH(input2), Y, upper=True)
 
 
 @tensor_method
@@ -711,9 +755,28 @@ def _geqrf(A, op):
 
 
 def _apply_q(v, tau, C, trans, op):
-    """Q C (Q^T C when trans) for the reflectors (v, tau) of geqrf; C (..., m, p)."""
+    """Q C (Q^H C when trans) for the reflectors (v, tau) of geqrf; C (..., m, p)."""
+    if _core.any_requires_grad((v, tau, C)):
+        return _apply_q_composed(v, tau, C, trans)
     C = _copy(C)
     _run("linalg_ormqr", op, v, tau, C, bool(trans))
+    return C
+
+
+def _apply_q_composed(v, tau, C, trans):
+    """_apply_q as ember ops (differentiable in v, tau and C): Q C = H_0 (H_1 (...
+    (H_{k-1} C))) with H_i = I - tau_i v_i v_i^H, Q^H C with conj(tau_i) in the other
+    order."""
+    m, nv = v.shape[-2:]
+    k = tau.shape[-1]
+    V = _tril(v, -1) + _eye(m, nv, v)
+    order = range(k) if trans else reversed(range(k))
+    for i in order:
+        vi = V.narrow(-1, i, 1)
+        t = tau.narrow(-1, i, 1).unsqueeze(-1)
+        if trans and _cplx(t):
+            t = t.conj()
+        C = C - (t * vi) @ (_mH(vi) @ C)
     return C
 
 
@@ -729,8 +792,9 @@ def geqrf(input, *, out=None):
 
 def householder_product(A, tau, *, out=None):
     """The first n columns of the product H_1 ... H_k of the Householder reflectors
-    H_i = I - tau_i v_i v_i^T stored in A (..., m, n) (v_i below the diagonal of column
-    i, 1 on it) and tau (..., k), k <= n <= m (LAPACK's orgqr)."""
+    H_i = I - tau_i v_i v_i^H stored in A (..., m, n) (v_i below the diagonal of column
+    i, 1 on it) and tau (..., k), k <= n <= m (LAPACK's orgqr). Differentiable in A and
+    tau: when either requires grad the product is composed of ember ops."""
     op = "linalg.householder_product"
     _matrix(A, op)
     tensor_arg(tau, op, "tau")
@@ -743,7 +807,10 @@ def householder_product(A, tau, *, out=None):
         raise ValueError(f"{op}: tau must have shape {tuple(A.shape[:-2])} + (k,) with k <= "
                          f"{n}, got {tuple(tau.shape)}")
     _same_dtype(A, tau, op)
-    return _apply_q(_copy(A), _copy(tau), _eye(m, n, A, tuple(A.shape[:-2])), False, op)
+    eye = _eye(m, n, A, tuple(A.shape[:-2]))
+    if _core.any_requires_grad((A, tau)):
+        return _apply_q_composed(A, tau, eye, False)
+    return _apply_q(_copy(A), _copy(tau), eye, False, op)
 
 
 @tensor_method
@@ -754,8 +821,9 @@ def orgqr(input, tau):
 
 @tensor_method
 def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
-    """input3 multiplied by Q (Q^T when transpose) from the left (or the right), Q the
-    product of geqrf's reflectors (input, input2) (LAPACK's ormqr)."""
+    """input3 multiplied by Q (Q^H when transpose) from the left (or the right), Q the
+    product of geqrf's reflectors (input, input2) (LAPACK's ormqr); differentiable in
+    all three (composed of ember ops when one requires grad)."""
     op = "ormqr"
     _matrix(input, op, "input")
     _matrix(input3, op, "input3")
@@ -768,11 +836,12 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
         raise ValueError(f"{op}: the reflectors {tuple(input.shape)} (tau "
                          f"{tuple(input2.shape)}) cannot be applied to {tuple(input3.shape)} "
                          f"from the {'left' if left else 'right'}")
-    v, t = _copy(input), _copy(input2)
+    grad = _core.any_requires_grad((input, input2, input3))
+    v, t = (input, input2) if grad else (_copy(input), _copy(input2))
     if left:
         return _apply_q(v, t, input3, transpose, op)
-    # C Q = (Q^T C^T)^T
-    return _mT(_apply_q(v, t, _mT(input3), not transpose, op))
+    # C Q = (Q^H C^H)^H
+    return _mH(_apply_q(v, t, _mH(input3), not transpose, op))
 
 
 def qr(A, mode="reduced", *, out=None):
@@ -866,6 +935,13 @@ def qr_legacy(input, some=True, *, out=None):
 # ---------------------------------------------------------- symmetric eigen --
 
 def _symmetrize(A, UPLO):
+    """The symmetric (Hermitian) matrix of A's triangle UPLO (a complex diagonal's
+    imaginary part is ignored, as LAPACK does)."""
+    if _cplx(A):
+        em = _em()
+        off = _tril(A, -1) if UPLO == "L" else _triu(A, 1)
+        d = em.real(em.diagonal(A, 0, -2, -1)).to(A.dtype)
+        return off + _mH(off) + em.diag_embed(d)
     if UPLO == "L":
         return _tril(A) + _mT(_tril(A, -1))
     return _triu(A) + _mT(_triu(A, 1))
@@ -878,7 +954,7 @@ def _syev(A, UPLO, vectors, op):
     S = _core.contiguous_copy(_symmetrize(A.detach(), UPLO))
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
-    w = _core.empty(batch + (n,), A.dtype, A.device)
+    w = _core.empty(batch + (n,), _real_dtype(A.dtype), A.device)
     info = _info_tensor(batch, A.device)
     _run("linalg_syev", op, S, w, info, bool(vectors))
     _raise_info(info, batch, op, _no_convergence)
@@ -941,7 +1017,7 @@ def _svd_kernel(A, vectors, op):
     k = min(m, n)
     batch = tuple(A.shape[:-2])
     a = _copy(A)
-    s = _core.empty(batch + (k,), A.dtype, A.device)
+    s = _core.empty(batch + (k,), _real_dtype(A.dtype), A.device)
     info = _info_tensor(batch, A.device)
     U = _core.empty(batch + (m, k), A.dtype, A.device) if vectors else None
     Vh = _core.empty(batch + (k, n), A.dtype, A.device) if vectors else None
@@ -1061,7 +1137,7 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
                                S, em.zeros(*batch, n, n, dtype=input.dtype,
                                            device=input.device))
     U, S, Vh = svd(input, full_matrices=not some)
-    return LegacySVDResult(U, S, _mT(Vh))
+    return LegacySVDResult(U, S, _mH(Vh))
 
 
 # ----------------------------------------------- least squares, pinv, rank, cond --
@@ -1077,7 +1153,7 @@ def _tol_tensor(x, like, op, name):
     if x is None:
         return 0.0
     if isinstance(x, _core.TensorBase):
-        return x.to(like.dtype).unsqueeze(-1)
+        return x.to(_real_dtype(like.dtype)).unsqueeze(-1)
     if not isinstance(x, numbers.Real):
         raise TypeError(f"{op}: {name} must be a number or a tensor, got {x!r}")
     return float(x)
@@ -1099,7 +1175,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
                             * aw.amax(-1, keepdim=True))
         keep = aw > cutoff
         winv = em.where(keep, 1.0 / em.where(keep, w, em.ones_like(w)), em.zeros_like(w))
-        return (V * winv.unsqueeze(-2)) @ _mT(V)
+        return (V * winv.unsqueeze(-2).to(V.dtype)) @ _mH(V)
     if A.shape[-1] == 0 or A.shape[-2] == 0:
         return em.zeros(*A.shape[:-2], A.shape[-1], A.shape[-2], dtype=A.dtype,
                         device=A.device)
@@ -1108,7 +1184,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
                         _as_t(_tol_tensor(rt, A, op, "rtol"), S) * S.amax(-1, keepdim=True))
     keep = S > cutoff
     sinv = em.where(keep, 1.0 / em.where(keep, S, em.ones_like(S)), em.zeros_like(S))
-    return (_mT(Vh) * sinv.unsqueeze(-2)) @ _mT(U)
+    return (_mH(Vh) * sinv.unsqueeze(-2).to(A.dtype)) @ _mH(U)
 
 
 def _as_t(x, like):
@@ -1178,17 +1254,17 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver == "gels":
         if m >= n:
             Q, R = qr(A_)
-            X = solve_triangular(R, _mT(Q) @ B_, upper=True)
+            X = solve_triangular(R, _mH(Q) @ B_, upper=True)
         else:
-            Q, R = qr(_mT(A_))
-            X = Q @ solve_triangular(_mT(R), B_, upper=False)
+            Q, R = qr(_mH(A_))
+            X = Q @ solve_triangular(_mH(R), B_, upper=False)
         full = True
     else:
         U, S, Vh = svd(A_, full_matrices=False)
         smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
         keep = S > rcond * smax
         sinv = em.where(keep, 1.0 / em.where(keep, S, em.ones_like(S)), em.zeros_like(S))
-        X = _mT(Vh) @ (sinv.unsqueeze(-1) * (_mT(U) @ B_))
+        X = _mH(Vh) @ (sinv.unsqueeze(-1).to(A.dtype) * (_mH(U) @ B_))
         r = keep.sum(-1).to(_int64)
         rank = r
         full = bool((r == min(m, n)).all())
@@ -1197,7 +1273,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     residuals = empty
     if m > n and full and driver != "gelsy":
         res = A_ @ X - B_
-        residuals = (res * res).sum(-2)
+        residuals = ((res.abs() ** 2) if _cplx(res) else res * res).sum(-2)
     if vector:
         X = X.squeeze(-1)
         if residuals.numel():
@@ -1283,7 +1359,7 @@ def matrix_exp(A):
         s = em.ceil(em.log2(em.maximum(ratio, em.full_like(ratio, 1.0)))).to(_int64)
         s = em.clamp(s, 0, 1000)
         smax = int(s.amax().item()) if s.numel() else 0
-    scale = em.pow(em.full_like(norm1, 2.0), -s.to(A.dtype))
+    scale = em.pow(em.full_like(norm1, 2.0), -s.to(norm1.dtype)).to(A.dtype)
     X = A * scale.unsqueeze(-1).unsqueeze(-1)
     b = _PADE13
     eye = _eye(n, n, A)
@@ -1383,6 +1459,23 @@ def _geev(A, vectors, op):
     return wr, wi, V
 
 
+def _geev_complex(A, vectors, op):
+    """(w, V) of complex square A: Hessenberg reduction + the complex single-shift QR
+    iteration (LAPACK's zlahqr) to the Schur form, eigenvectors by back-substitution,
+    each of unit 2-norm with its largest component real (zgeev's); V None unless
+    vectors."""
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    a = _copy(A)
+    w = _core.empty(batch + (n,), A.dtype, A.device)
+    V = _core.empty(batch + (n, n), A.dtype, A.device) if vectors else None
+    info = _info_tensor(batch, A.device)
+    if n:
+        _run("linalg_geev", op, a, w, w, V, info, bool(vectors))
+        _raise_info(info, batch, op, _no_convergence)
+    return w, V
+
+
 def _complex_results(op):
     import ember
     if not hasattr(ember, "complex64"):
@@ -1395,11 +1488,13 @@ def _complex_results(op):
 
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors) of square A, complex (torch.linalg.eig): Hessenberg
-    reduction + Francis double-shift QR, eigenvectors by back-substitution,
-    normalised to unit 2-norm."""
+    reduction + Francis double-shift QR (complex A: the complex single-shift QR),
+    eigenvectors by back-substitution, normalised to unit 2-norm."""
     op = "linalg.eig"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _cplx(A):
+        return _geev_complex(A, True, op)
     wr, wi, V = _geev(A, True, op)
     w = em.complex(wr, wi)
     n = A.shape[-1]
@@ -1422,6 +1517,8 @@ def eigvals(A, *, out=None):
     op = "linalg.eigvals"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _cplx(A):
+        return _geev_complex(A, False, op)[0]
     wr, wi, _ = _geev(A, False, op)
     return em.complex(wr, wi)
 

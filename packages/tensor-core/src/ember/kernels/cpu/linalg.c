@@ -3,7 +3,9 @@
  * LU, triangular solves, Cholesky and QR are LAPACK's blocked right-looking
  * algorithms over ember's GEMM, written once over the element type in linalg_impl.h
  * and included here per dtype. The eigensolvers and the SVD (symmetric: Householder
- * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2;
+ * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2, for
+ * small matrices; from SYEVD_MIN rows blocked tridiagonalisation, divide and conquer
+ * and blocked back-transformation, LAPACK's syevd;
  * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc;
  * nonsymmetric: Householder reduction to Hessenberg form + Francis double-shift QR
  * and back-substitution for the eigenvectors, EISPACK's orthes/hqr2) work in double
@@ -28,21 +30,50 @@
 #define BATCH_ALONE 96   /* matrices this large run alone (their GEMMs use the pool) */
 #define MAXIT 60         /* QR/QL sweeps per eigenvalue or singular value */
 
+#define CPLX 0
 #define T float
+#define R float
 #define SFX f32
 #define DT 7
 #include "linalg_impl.h"
 #undef T
+#undef R
 #undef SFX
 #undef DT
 
 #define T double
+#define R double
 #define SFX f64
 #define DT 8
 #include "linalg_impl.h"
 #undef T
+#undef R
 #undef SFX
 #undef DT
+#undef CPLX
+
+/* the complex dtypes: C99 _Complex, laid out as em_complex64/128 (re, im) */
+#define CPLX 1
+#define T float _Complex
+#define R float
+#define SFX c64
+#define DT 7
+#include "linalg_impl.h"
+#undef T
+#undef R
+#undef SFX
+#undef DT
+
+#define T double _Complex
+#define R double
+#define SFX c128
+#define DT 8
+#include "linalg_impl.h"
+#undef T
+#undef R
+#undef SFX
+#undef DT
+#undef CPLX
 
 static const double EPS = 0x1p-52, TINY = 0x1p-966;
 
@@ -229,6 +260,362 @@ CLONES static int tql2(double *z, double *d, double *e, int64_t n, int vectors)
     return 0;
 }
 #undef V
+
+/* -------------------------------------- symmetric eigensolver, large matrices -- */
+
+/* For n >= SYEVD_MIN (LAPACK's syevd): blocked Householder tridiagonalisation
+ * (sytrd with latrd panels: each panel's reflectors accumulated in V and W and the
+ * trailing lower triangle updated by A -= V W^T + W V^T in GEMMs), Cuppen's divide and
+ * conquer on the tridiagonal matrix (stedc: the merges' eigenvectors by Gu and
+ * Eisenstat's formula, so they are orthogonal, and their products with the halves'
+ * eigenvectors in GEMMs), and the back-transformation by the reflectors in blocks
+ * (ormqr's compact WY form). Smaller matrices keep tred2/tql2 above. */
+#define SYEVD_MIN 48
+#define SYTRD_NB 32
+#define DC_LEAF 24
+
+/* a (n x n, column-major, symmetric: only the lower triangle is read and written) ->
+ * T = Q^T A Q tridiagonal: d (n), e (n - 1, e[i] couples i and i + 1); Q = H_0 ...
+ * H_{n-2}, H_i = I - tau[i] v v^T, v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). ws holds
+ * 4 * SYTRD_NB * n doubles. */
+CLONES static int sytrd(double *a, int64_t n, double *d, double *e, double *tau, double *ws)
+{
+#define A(i, j) a[(j) * n + (i)]
+    const int64_t nb = SYTRD_NB;
+    double *X = ws, *Y = X + 2 * nb * n;       /* X = [V W], Y = [W V], n x 2nb each */
+    double *V = X, *W = X + nb * n;
+    for (int64_t k0 = 0; k0 < n; k0 += nb) {
+        int64_t jb = imin(nb, n - k0);
+        for (int64_t j = 0; j < jb; j++) {
+            int64_t i = k0 + j;
+            double *ai = &A(0, i);
+            /* column i (rows i..) with the panel's earlier reflectors applied */
+            for (int64_t q = 0; q < j; q++) {
+                const double *vq = V + q * n, *wq = W + q * n;
+                double wi = wq[i], vi = vq[i];
+                for (int64_t r = i; r < n; r++) ai[r] -= vq[r] * wi + wq[r] * vi;
+            }
+            d[i] = ai[i];
+            double *vj = V + j * n, *wj = W + j * n;
+            if (i == n - 1) break;
+            double alpha = ai[i + 1], xnorm = nrm2_f64(ai + i + 2, n - i - 2, 1), t = 0,
+                   beta = alpha;
+            if (xnorm != 0) {
+                beta = -copysign(hypot(alpha, xnorm), alpha);
+                t = (beta - alpha) / beta;
+                double scal = 1 / (alpha - beta);
+                for (int64_t r = i + 2; r < n; r++) ai[r] *= scal;
+            }
+            e[i] = beta;
+            tau[i] = t;
+            ai[i + 1] = 1;
+            for (int64_t r = 0; r <= i; r++) { vj[r] = 0; wj[r] = 0; }
+            for (int64_t r = i + 1; r < n; r++) { vj[r] = ai[r]; wj[r] = 0; }
+            if (t == 0) continue;
+            /* w = A22 v over the lower triangle (A22 as the earlier panels left it) */
+            for (int64_t c = i + 1; c < n; c++) {
+                const double *ac = &A(0, c);
+                double vc = vj[c];
+                for (int64_t r = c + 1; r < n; r++) wj[r] += ac[r] * vc;
+                wj[c] += ac[c] * vc + dot(ac + c + 1, vj + c + 1, n - c - 1);
+            }
+            /* w -= V (W^T v) + W (V^T v) for the panel's earlier reflectors */
+            for (int64_t q = 0; q < j; q++) {
+                const double *vq = V + q * n, *wq = W + q * n;
+                double t1 = dot(wq + i + 1, vj + i + 1, n - i - 1),
+                       t2 = dot(vq + i + 1, vj + i + 1, n - i - 1);
+                for (int64_t r = i + 1; r < n; r++) wj[r] -= vq[r] * t1 + wq[r] * t2;
+            }
+            for (int64_t r = i + 1; r < n; r++) wj[r] *= t;
+            double a2 = -0.5 * t * dot(wj + i + 1, vj + i + 1, n - i - 1);
+            for (int64_t r = i + 1; r < n; r++) wj[r] += a2 * vj[r];
+        }
+        int64_t k1 = k0 + jb;
+        if (k1 >= n) break;
+        memcpy(Y, W, (size_t)(nb * n) * sizeof(double));
+        memcpy(Y + nb * n, V, (size_t)(nb * n) * sizeof(double));
+        /* A22 -= [V W] [W V]^T, lower triangle, one block column at a time */
+        for (int64_t c0 = k1; c0 < n; c0 += 64) {
+            int64_t cb = imin(64, n - c0);
+            if (em_gemm(8, n - c0, cb, 2 * nb, -1.0, X + c0, 1, n, Y + c0, n, 1, 1.0,
+                        &A(c0, c0), 1, n))
+                return EM_LINALG_ENOMEM;
+        }
+    }
+    return 0;
+#undef A
+}
+
+/* One root of the secular equation 1/rho + sum_j z_j^2 / (dl_j - lam) = 0 (rho > 0, dl
+ * ascending, K poles): the i-th, in (dl_i, dl_{i+1}) (the last in (dl_{K-1}, dl_{K-1} +
+ * rho)). It is found as an offset tau from the nearer pole, so that delta_j = dl_j - lam
+ * = (dl_j - dl_org) - tau is accurate for every j (Gu and Eisenstat need it), by the
+ * two-pole rational model of each side (Bunch, Nielsen and Sorensen), safeguarded by
+ * bisection of a bracket. */
+static double secular(int64_t K, const double *dl, const double *zl, double rho, int64_t i,
+                      double *delta)
+{
+    double rinv = 1 / rho, lo, hi;
+    int64_t org;
+    if (i < K - 1) {
+        double mid = 0.5 * (dl[i] + dl[i + 1]), gap = dl[i + 1] - dl[i], f = rinv;
+        for (int64_t j = 0; j < K; j++) f += zl[j] * zl[j] / (dl[j] - mid);
+        if (f >= 0) { org = i; lo = 0; hi = 0.5 * gap; }
+        else { org = i + 1; lo = -0.5 * gap; hi = 0; }
+    } else {
+        double zz = 0;
+        for (int64_t j = 0; j < K; j++) zz += zl[j] * zl[j];
+        org = K - 1; lo = 0; hi = rho * zz * (1 + 4 * EPS) + TINY;
+    }
+    double base = dl[org], tau = 0.5 * (lo + hi);
+    for (int it = 0; it < 200; it++) {
+        double psi = 0, dpsi = 0, phi = 0, dphi = 0;
+        for (int64_t j = 0; j <= i; j++) {
+            double t = zl[j] / ((dl[j] - base) - tau);
+            psi += zl[j] * t;
+            dpsi += t * t;
+        }
+        for (int64_t j = i + 1; j < K; j++) {
+            double t = zl[j] / ((dl[j] - base) - tau);
+            phi += zl[j] * t;
+            dphi += t * t;
+        }
+        double f = rinv + psi + phi;
+        if (f == 0) break;
+        if (f < 0) lo = tau; else hi = tau;
+        if (fabs(f) <= 4 * EPS * (double)K * (rinv + phi - psi)) break;
+        double da = (dl[i] - base) - tau, x = NAN;
+        if (i < K - 1) {
+            double db = (dl[i + 1] - base) - tau;
+            double q = dpsi * da * da, s = dphi * db * db, c = f - dpsi * da - dphi * db;
+            /* c (da - x)(db - x) + q (db - x) + s (da - x) = 0, the root in (da, db) */
+            double Bq = -(c * (da + db) + q + s), Cq = c * da * db + q * db + s * da;
+            if (c == 0) {
+                x = Bq != 0 ? -Cq / Bq : NAN;
+            } else {
+                double disc = Bq * Bq - 4 * c * Cq;
+                double sq = sqrt(disc > 0 ? disc : 0), qq = -0.5 * (Bq + copysign(sq, Bq));
+                double x1 = qq / c, x2 = qq != 0 ? Cq / qq : x1;
+                x = (x1 > da && x1 < db) ? x1 : x2;
+            }
+        } else {
+            double q = dpsi * da * da, c = f - dpsi * da;   /* f ~ c + q / (da - x) */
+            if (c != 0) x = da + q / c;
+        }
+        double tn = tau + x;
+        if (!(tn > lo && tn < hi)) tn = 0.5 * (lo + hi);
+        double step = fabs(tn - tau);
+        tau = tn;
+        if (step <= 2 * EPS * fabs(tau) || hi - lo <= 4 * EPS * dmax(fabs(lo), fabs(hi)))
+            break;
+    }
+    for (int64_t j = 0; j < K; j++) delta[j] = (dl[j] - base) - tau;
+    return base + tau;
+}
+
+typedef struct { double v; int64_t src; } dc_pair;
+static int dc_cmp(const void *x, const void *y)
+{
+    double a = ((const dc_pair *)x)->v, b = ((const dc_pair *)y)->v;
+    return a < b ? -1 : a > b;
+}
+
+/* The merge of stedc: d[0:n1] and d[n1:n] the eigenvalues (ascending) of the halves,
+ * q (n x n of ld ldq, column-major) block diagonal with their eigenvectors; the
+ * coupling beta. On exit d and q are the eigenpairs of the whole, ascending. */
+static int dc_merge(double *d, double *q, int64_t ldq, int64_t n, int64_t n1, double beta)
+{
+    double sg = beta < 0 ? -1 : 1, rho = fabs(beta);
+    size_t nn = (size_t)n;
+    double *buf = (double *)malloc((5 * nn + 4 * nn * nn) * sizeof(double));
+    int64_t *ib = (int64_t *)malloc(4 * nn * sizeof(int64_t));
+    dc_pair *pr = (dc_pair *)malloc(nn * sizeof(dc_pair));
+    if (!buf || !ib || !pr) { free(buf); free(ib); free(pr); return EM_LINALG_ENOMEM; }
+    double *z = buf, *dl = z + n, *zl = dl + n, *lam = zl + n, *zh = lam + n;
+    double *M1 = zh + n, *M2 = M1 + nn * nn, *M3 = M2 + nn * nn, *M4 = M3 + nn * nn;
+    int64_t *perm = ib, *nd = perm + n, *df = nd + n, *typ = df + n;
+    for (int64_t j = 0; j < n1; j++) z[j] = q[j * ldq + n1 - 1];
+    for (int64_t j = n1; j < n; j++) z[j] = sg * q[j * ldq + n1];
+    double zn = 0, dmx = 0, zmx = 0;
+    for (int64_t j = 0; j < n; j++) zn += z[j] * z[j];
+    zn = sqrt(zn);
+    if (zn > 0) for (int64_t j = 0; j < n; j++) z[j] /= zn;
+    rho *= zn * zn;
+    for (int64_t j = 0; j < n; j++) {
+        typ[j] = j < n1 ? 1 : 3;
+        dmx = dmax(dmx, fabs(d[j]));
+        zmx = dmax(zmx, fabs(z[j]));
+    }
+    {   /* merge the two ascending halves */
+        int64_t a = 0, b = n1;
+        for (int64_t t = 0; t < n; t++)
+            perm[t] = (b >= n || (a < n1 && d[a] <= d[b])) ? a++ : b++;
+    }
+    double tol = 8 * EPS * dmax(dmx, zmx);
+    int64_t K = 0, ndf = 0, pj = -1;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t nj = perm[t];
+        if (rho * fabs(z[nj]) <= tol) { df[ndf++] = nj; continue; }
+        if (pj < 0) { pj = nj; continue; }
+        double s = z[pj], c = z[nj], tau = hypot(c, s), tt = d[nj] - d[pj];
+        c /= tau;
+        s = -s / tau;
+        if (fabs(tt * c * s) <= tol) {
+            /* two close poles: a rotation zeros z[pj], which deflates */
+            z[nj] = tau;
+            z[pj] = 0;
+            double *x = q + pj * ldq, *y = q + nj * ldq;
+            for (int64_t r = 0; r < n; r++) {
+                double xr = x[r], yr = y[r];
+                x[r] = c * xr + s * yr;
+                y[r] = c * yr - s * xr;
+            }
+            if (typ[pj] != typ[nj]) typ[pj] = typ[nj] = 2;
+            double tv = d[pj] * c * c + d[nj] * s * s;
+            d[nj] = d[pj] * s * s + d[nj] * c * c;
+            d[pj] = tv;
+            df[ndf++] = pj;
+            pj = nj;
+        } else {
+            nd[K++] = pj;
+            pj = nj;
+        }
+    }
+    if (pj >= 0) nd[K++] = pj;
+    /* the rotations may have moved poles past each other by rounding: keep them sorted */
+    for (int64_t a = 1; a < K; a++) {
+        int64_t v = nd[a], b = a;
+        while (b > 0 && d[nd[b - 1]] > d[v]) { nd[b] = nd[b - 1]; b--; }
+        nd[b] = v;
+    }
+    double *Dm = M1;     /* Dm[i * K + j] = dl_j - lam_i */
+    for (int64_t j = 0; j < K; j++) { dl[j] = d[nd[j]]; zl[j] = z[nd[j]]; }
+    for (int64_t i = 0; i < K; i++) lam[i] = secular(K, dl, zl, rho, i, Dm + i * K);
+    /* Gu-Eisenstat: the z for which the computed lam are exact eigenvalues */
+    for (int64_t j = 0; j < K; j++) {
+        double w = -Dm[j * K + j] / rho;
+        for (int64_t k = 0; k < K; k++)
+            if (k != j) w *= -Dm[k * K + j] / (dl[k] - dl[j]);
+        zh[j] = copysign(sqrt(fabs(w)), zl[j]);
+    }
+    /* the secular problem's eigenvectors: Vs (K x K, row-major), column i for lam_i */
+    double *Vs = M2;
+    for (int64_t i = 0; i < K; i++) {
+        double nr = 0;
+        for (int64_t j = 0; j < K; j++) {
+            double v = zh[j] / Dm[i * K + j];
+            Vs[j * K + i] = v;
+            nr += v * v;
+        }
+        nr = 1 / sqrt(nr);
+        for (int64_t j = 0; j < K; j++) Vs[j * K + i] *= nr;
+    }
+    /* Qn (n x K, column-major) = Q[:, nd] Vs: the top rows from the columns nonzero
+     * there (types 1, 2), the bottom rows from types 2, 3 */
+    double *Qn = M3, *G = M1, *Vg = M4;   /* Dm is no longer needed */
+    int64_t n2 = n - n1;
+    for (int half = 0; half < 2 && K; half++) {
+        int64_t r0 = half ? n1 : 0, nr = half ? n2 : n1, kk = 0;
+        for (int64_t j = 0; j < K; j++) {
+            int64_t c = nd[j];
+            if (typ[c] == (half ? 1 : 3)) continue;
+            memcpy(G + kk * nr, q + c * ldq + r0, (size_t)nr * sizeof(double));
+            memcpy(Vg + kk * K, Vs + j * K, (size_t)K * sizeof(double));
+            kk++;
+        }
+        if (kk == 0) {
+            for (int64_t i = 0; i < K; i++) memset(Qn + i * n + r0, 0, (size_t)nr * 8);
+        } else if (em_gemm(8, nr, K, kk, 1.0, G, 1, nr, Vg, K, 1, 0.0, Qn + r0, 1, n)) {
+            free(buf); free(ib); free(pr);
+            return EM_LINALG_ENOMEM;
+        }
+    }
+    /* everything ascending: the roots (Qn's columns) and the deflated (q's) */
+    for (int64_t i = 0; i < K; i++) { pr[i].v = lam[i]; pr[i].src = i; }
+    for (int64_t t = 0; t < ndf; t++) { pr[K + t].v = d[df[t]]; pr[K + t].src = -1 - df[t]; }
+    qsort(pr, nn, sizeof(dc_pair), dc_cmp);
+    double *out = M2;    /* Vs is no longer needed */
+    for (int64_t t = 0; t < n; t++) {
+        int64_t s = pr[t].src;
+        memcpy(out + t * n, s >= 0 ? Qn + s * n : q + (-1 - s) * ldq, nn * sizeof(double));
+    }
+    for (int64_t t = 0; t < n; t++) {
+        d[t] = pr[t].v;
+        memcpy(q + t * ldq, out + t * n, nn * sizeof(double));
+    }
+    free(buf); free(ib); free(pr);
+    return 0;
+}
+
+/* Eigenpairs of the tridiagonal (d, e) (e[i] couples i and i + 1): d ascending, q
+ * (n x n of ld ldq, column-major, zero on entry) the eigenvectors. 1 = no convergence
+ * of a leaf's QL. */
+static int stedc_rec(double *d, double *e, double *q, int64_t ldq, int64_t n)
+{
+    if (n <= DC_LEAF) {
+        double z[DC_LEAF * DC_LEAF], e2[DC_LEAF];
+        memset(z, 0, sizeof z);
+        for (int64_t i = 0; i < n; i++) z[i * n + i] = 1;
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        if (tql2(z, d, e2, n, 1)) return 1;
+        for (int64_t c = 0; c < n; c++) memcpy(q + c * ldq, z + c * n, (size_t)n * 8);
+        return 0;
+    }
+    int64_t n1 = n / 2;
+    double beta = e[n1 - 1];
+    d[n1 - 1] -= fabs(beta);
+    d[n1] -= fabs(beta);
+    int rc = stedc_rec(d, e, q, ldq, n1);
+    if (!rc) rc = stedc_rec(d + n1, e + n1, q + n1 * ldq + n1, ldq, n - n1);
+    if (!rc) rc = dc_merge(d, q, ldq, n, n1, beta);
+    return rc;
+}
+
+/* The eigenpairs of a symmetric n x n matrix (z, any layout: symmetric), n >= 1:
+ * w ascending, and when vectors, vout (n x n row-major, the eigenvectors as columns).
+ * Returns 0, 1 (no convergence) or EM_LINALG_ENOMEM. */
+static int syevd(double *z, int64_t n, double *w, double *vout, int vectors)
+{
+    size_t nn = (size_t)n;
+    double *ws = (double *)malloc((4 * SYTRD_NB * nn + 3 * nn) * sizeof(double));
+    if (!ws) return EM_LINALG_ENOMEM;
+    double *e = ws + 4 * SYTRD_NB * nn, *tau = e + n, *e2 = tau + n;
+    int rc = sytrd(z, n, w, e, tau, ws);
+    if (rc) { free(ws); return rc; }
+    if (!vectors) {
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        rc = tql2(z, w, e2, n, 0);
+        free(ws);
+        return rc;
+    }
+    double *qd = (double *)calloc(nn * nn, sizeof(double));
+    double *R = (double *)malloc(nn * nn * sizeof(double));
+    if (!qd || !R) { free(ws); free(qd); free(R); return EM_LINALG_ENOMEM; }
+    /* scaled to max |T| = 1 (the merges' tolerances are absolute) */
+    double sc = 0;
+    for (int64_t i = 0; i < n; i++) sc = dmax(sc, fabs(w[i]));
+    for (int64_t i = 0; i + 1 < n; i++) sc = dmax(sc, fabs(e[i]));
+    if (sc > 0) {
+        for (int64_t i = 0; i < n; i++) w[i] /= sc;
+        for (int64_t i = 0; i + 1 < n; i++) e[i] /= sc;
+    }
+    rc = stedc_rec(w, e, qd, n, n);
+    if (sc > 0) for (int64_t i = 0; i < n; i++) w[i] *= sc;
+    if (!rc) {
+        /* Z row-major into vout, then vout[1:, :] <- Q' vout[1:, :] with the reflectors
+         * of column i in row i of R ((n-1) x (n-1) row-major, ormqr's layout) */
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) vout[r * n + c] = qd[c * n + r];
+        int64_t m1 = n - 1;
+        for (int64_t c = 0; c < m1; c++)
+            for (int64_t r = c + 1; r < m1; r++) R[r * m1 + c] = z[c * n + r + 1];
+        if (m1 > 0) rc = ormqr_f64(R, m1, m1, m1, tau, vout + n, n, 0);
+    }
+    free(ws); free(qd); free(R);
+    return rc;
+}
 
 /* ------------------------------------------------------------------------- SVD -- */
 
@@ -827,9 +1214,432 @@ CLONES static int hqr_core(double *h, double *vv, double *d, double *e, double *
 #undef V
 }
 
+enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD, OP_GEEV };
+
+/* ------------------------------------ complex Hermitian eigensolver and SVD -- */
+
+/* Both reduce the complex matrix by complex Householder reflectors (LAPACK's larfg:
+ * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetd2) or
+ * bidiagonal (gebd2) matrix, solve that with the real solvers above, and apply the
+ * reflectors to the real vectors in blocks (ormqr_c128). They run in double complex
+ * for both complex dtypes. */
+typedef double _Complex zc;
+
+/* larfg on (alpha, x[0], x[s], ... x[(k-1)s]): H^H (alpha, x) = (beta, 0), H = I -
+ * tau v v^H, v = (1, x') with x' written over x; alpha <- beta (real). Returns tau. */
+static zc zlarfg(zc *alpha, zc *x, int64_t k, int64_t s)
+{
+    double xnorm = nrm2_c128(x, k, s);
+    if (xnorm == 0 && cimag(*alpha) == 0) return 0;
+    double beta = -copysign(hypot(cabs(*alpha), xnorm), creal(*alpha));
+    zc tau = (beta - *alpha) / beta, scal = 1 / (*alpha - beta);
+    for (int64_t i = 0; i < k; i++) x[i * s] *= scal;
+    *alpha = beta;
+    return tau;
+}
+
+/* Eigenpairs of the real symmetric tridiagonal (d, e) (e[i] couples i and i + 1):
+ * d ascending, q (n x n, column-major, zeroed here) the eigenvectors when vectors. */
+static int tridiag_eig(double *d, double *e, int64_t n, double *q, int vectors)
+{
+    if (!vectors) {
+        double *e2 = (double *)malloc((size_t)n * sizeof(double));
+        if (!e2) return EM_LINALG_ENOMEM;
+        e2[0] = 0;
+        for (int64_t i = 1; i < n; i++) e2[i] = e[i - 1];
+        int rc = tql2(NULL, d, e2, n, 0);
+        free(e2);
+        return rc;
+    }
+    memset(q, 0, (size_t)(n * n) * sizeof(double));
+    double sc = 0;
+    for (int64_t i = 0; i < n; i++) sc = dmax(sc, fabs(d[i]));
+    for (int64_t i = 0; i + 1 < n; i++) sc = dmax(sc, fabs(e[i]));
+    if (sc > 0) {
+        for (int64_t i = 0; i < n; i++) d[i] /= sc;
+        for (int64_t i = 0; i + 1 < n; i++) e[i] /= sc;
+    }
+    int rc = stedc_rec(d, e, q, n, n);
+    if (sc > 0) for (int64_t i = 0; i < n; i++) d[i] *= sc;
+    return rc;
+}
+
+/* Hermitian a (n x n, row-major; both triangles read) -> w ascending and, when
+ * vectors, v (n x n row-major, the eigenvectors as columns). */
+static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
+{
+    size_t nn = (size_t)n;
+    zc *a = (zc *)malloc((nn * nn + 2 * nn) * sizeof(zc));
+    double *rw = (double *)malloc((nn * nn + nn) * sizeof(double));
+    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
+    zc *tau = a + nn * nn, *x = tau + n;
+    double *e = rw, *q = rw + n;
+#define A(i, j) a[(j) * n + (i)]
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < n; c++) A(r, c) = h[r * n + c];   /* column-major view */
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t k = n - i - 1;
+        zc alpha = A(i + 1, i);
+        zc t = zlarfg(&alpha, &A(i + 2 < n ? i + 2 : i + 1, i), k - 1, 1);
+        e[i] = creal(alpha);
+        tau[i] = t;
+        if (t != 0) {
+            /* H^H A22 H with v = A(i+1:, i) (v[0] = 1): x = tau A22 v, w = x - tau/2
+             * (x^H v) v, A22 -= v w^H + w v^H (both triangles kept) */
+            A(i + 1, i) = 1;
+            const zc *vv = &A(i + 1, i);
+            for (int64_t r = 0; r < k; r++) x[r] = 0;
+            for (int64_t c = 0; c < k; c++) {
+                const zc *col = &A(i + 1, i + 1 + c);
+                zc vc = vv[c];
+                for (int64_t r = 0; r < k; r++) x[r] += col[r] * vc;
+            }
+            zc xv = 0;
+            for (int64_t r = 0; r < k; r++) { x[r] *= t; xv += conj(x[r]) * vv[r]; }
+            zc al = -0.5 * t * xv;
+            for (int64_t r = 0; r < k; r++) x[r] += al * vv[r];
+            for (int64_t c = 0; c < k; c++) {
+                zc *col = &A(i + 1, i + 1 + c);
+                zc wc = conj(x[c]), vc = conj(vv[c]);
+                for (int64_t r = 0; r < k; r++) col[r] -= vv[r] * wc + x[r] * vc;
+            }
+        }
+        w[i] = creal(A(i, i));
+    }
+    w[n - 1] = creal(A(n - 1, n - 1));
+    int rc = tridiag_eig(w, e, n, q, vectors);
+    if (!rc && vectors) {
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) v[r * n + c] = q[c * n + r];
+        int64_t m1 = n - 1;
+        zc *R = (zc *)malloc((nn * nn + 1) * sizeof(zc));
+        if (!R) rc = EM_LINALG_ENOMEM;
+        else {
+            for (int64_t c = 0; c < m1; c++)
+                for (int64_t r = c + 1; r < m1; r++) R[r * m1 + c] = A(r + 1, c);
+            if (m1 > 0) rc = ormqr_c128(R, m1, m1, m1, tau, v + n, n, 0);
+            free(R);
+        }
+    }
+#undef A
+    free(a); free(rw);
+    return rc;
+}
+
+/* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^H: s (n) descending; when
+ * vectors u (m x n) and vh (n x n), row-major. */
+static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh, int want)
+{
+    size_t mm = (size_t)m, nn = (size_t)n;
+    zc *a = (zc *)malloc((mm * nn + 2 * nn + mm + nn * nn) * sizeof(zc));
+    double *rw = (double *)malloc((3 * nn * nn + 3 * nn) * sizeof(double));
+    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
+    zc *tq = a + mm * nn, *tp = tq + n, *wk = tp + n, *P = wk + m;
+    double *B = rw, *ub = B + nn * nn, *vb = ub + nn * nn, *d = vb + nn * nn, *e = d + n,
+           *wr = e + n;
+    memcpy(a, a0, mm * nn * sizeof(zc));
+#define A(i, j) a[(i) * n + (j)]
+    for (int64_t i = 0; i < n; i++) {
+        /* the column reflector: H_i^H zeros A(i+1:, i) */
+        zc alpha = A(i, i);
+        tq[i] = zlarfg(&alpha, i + 1 < m ? &A(i + 1, i) : &A(i, i), m - i - 1, n);
+        d[i] = creal(alpha);
+        A(i, i) = 1;
+        zc ct = conj(tq[i]);
+        if (ct != 0 && i + 1 < n) {     /* A(i:, i+1:) -= conj(tau) v (v^H A) */
+            for (int64_t c = i + 1; c < n; c++) wk[c] = 0;
+            for (int64_t r = i; r < m; r++) {
+                zc vr = conj(A(r, i));
+                for (int64_t c = i + 1; c < n; c++) wk[c] += vr * A(r, c);
+            }
+            for (int64_t r = i; r < m; r++) {
+                zc vr = ct * A(r, i);
+                for (int64_t c = i + 1; c < n; c++) A(r, c) -= vr * wk[c];
+            }
+        }
+        if (i + 1 >= n) { e[i] = 0; continue; }
+        /* the row reflector on conj(A(i, i+1:)): A(i+1:, i+1:) <- A G_i */
+        for (int64_t c = i + 1; c < n; c++) A(i, c) = conj(A(i, c));
+        alpha = A(i, i + 1);
+        tp[i] = zlarfg(&alpha, i + 2 < n ? &A(i, i + 2) : &A(i, i + 1), n - i - 2, 1);
+        e[i] = creal(alpha);
+        A(i, i + 1) = 1;
+        zc t = tp[i];
+        if (t != 0) {                   /* A -= tau (A v) v^H, v = A(i, i+1:) */
+            for (int64_t r = i + 1; r < m; r++) {
+                zc acc = 0;
+                for (int64_t c = i + 1; c < n; c++) acc += A(r, c) * A(i, c);
+                acc *= t;
+                for (int64_t c = i + 1; c < n; c++) A(r, c) -= acc * conj(A(i, c));
+            }
+        }
+    }
+    /* the real bidiagonal B (upper: d, e), column-major, by the real SVD */
+    memset(B, 0, nn * nn * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        B[i * n + i] = d[i];
+        if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+    }
+    memset(ub, 0, 2 * nn * nn * sizeof(double));
+    int rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
+    if (!rc && want) {
+        /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) u[r * n + c] = r < n ? ub[c * n + r] : 0;
+        rc = ormqr_c128(a, m, n, n, tq, u, n, 0);
+        /* V = P Vb, P = G_0 ... G_{n-2} with G_i's v in A(i, i+1:) */
+        int64_t m1 = n - 1;
+        zc *Vm = P;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) Vm[r * n + c] = vb[c * n + r];
+        if (!rc && m1 > 0) {
+            zc *Rp = (zc *)malloc((size_t)(m1 * m1) * sizeof(zc));
+            if (!Rp) rc = EM_LINALG_ENOMEM;
+            else {
+                for (int64_t c = 0; c < m1; c++)
+                    for (int64_t r = c + 1; r < m1; r++) Rp[r * m1 + c] = A(c, r + 1);
+                rc = ormqr_c128(Rp, m1, m1, m1, tp, Vm + n, n, 0);
+                free(Rp);
+            }
+        }
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(Vm[c * n + r]);
+    }
+#undef A
+    free(a); free(rw);
+    return rc;
+}
+
+/* One complex entry of OP_SYEV or OP_SVD (either complex dtype; the real results
+ * of the complex64 dtype are float32). */
+static int complex_entry(int op, int dtype, int64_t m, int64_t n, const char *src,
+                         char *w_out, char *u_out, char *vh_out, int want, int32_t *info)
+{
+    int c64 = dtype == 9;
+    int64_t big = imax(m, n), k = imin(m, n);
+    zc *buf = (zc *)malloc((size_t)(m * n + 2 * big * k + 1) * sizeof(zc));
+    double *w = (double *)malloc((size_t)(big + 1) * sizeof(double));
+    if (!buf || !w) { free(buf); free(w); return EM_LINALG_ENOMEM; }
+    zc *a = buf, *u = a + m * n, *vh = u + big * k;
+    for (int64_t q = 0; q < m * n; q++)
+        a[q] = c64 ? (zc)((const float _Complex *)src)[q] : ((const zc *)src)[q];
+    double fin = 0;
+    for (int64_t q = 0; q < m * n; q++) fin += creal(a[q]) * 0 + cimag(a[q]) * 0;
+    int rc = 0;
+    if (fin != 0) {
+        *info = -1;
+    } else if (op == OP_SYEV) {
+        rc = n ? heev(a, n, w, u, want) : 0;
+        *info = rc > 0 ? rc : 0;
+    } else if (m >= n) {
+        rc = gesvd_c(a, m, n, w, u, vh, want);
+        *info = rc > 0 ? rc : 0;
+    } else {
+        /* A^H (n x m, tall) = U' S V'^H: A = V' S U'^H, U = V', Vh = U'^H */
+        zc *ah = (zc *)malloc((size_t)(m * n) * sizeof(zc)), *u2 = NULL, *v2 = NULL;
+        if (want) {
+            u2 = (zc *)malloc((size_t)(n * m) * sizeof(zc));
+            v2 = (zc *)malloc((size_t)(m * m) * sizeof(zc));
+        }
+        if (!ah || (want && (!u2 || !v2))) rc = EM_LINALG_ENOMEM;
+        else {
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < n; c++) ah[c * m + r] = conj(a[r * n + c]);
+            rc = gesvd_c(ah, n, m, w, u2, v2, want);
+            *info = rc > 0 ? rc : 0;
+            if (rc >= 0 && want) {
+                /* U (m x m) = V'  = v2^H; Vh (m x n) = U'^H = u2^H */
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t c = 0; c < m; c++) u[r * m + c] = conj(v2[c * m + r]);
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(u2[c * m + r]);
+            }
+        }
+        free(ah); free(u2); free(v2);
+    }
+    if (rc < 0) { free(buf); free(w); return rc; }
+    for (int64_t q = 0; q < k; q++) {
+        if (c64) ((float *)w_out)[q] = (float)w[q];
+        else ((double *)w_out)[q] = w[q];
+    }
+    if (want) {
+        int64_t nu = op == OP_SYEV ? n * n : m * k, nv = op == OP_SYEV ? 0 : k * n;
+        char *uo = op == OP_SYEV ? (char *)src : u_out;
+        for (int64_t q = 0; q < nu; q++) {
+            if (c64) ((float _Complex *)uo)[q] = (float _Complex)u[q];
+            else ((zc *)uo)[q] = u[q];
+        }
+        for (int64_t q = 0; q < nv; q++) {
+            if (c64) ((float _Complex *)vh_out)[q] = (float _Complex)vh[q];
+            else ((zc *)vh_out)[q] = vh[q];
+        }
+    }
+    free(buf); free(w);
+    return 0;
+}
+
+/* Nonsymmetric complex eigensolver: Householder reduction to Hessenberg form (gehd2,
+ * the reflectors accumulated into Z), the complex single-shift QR iteration with
+ * Wilkinson shifts (LAPACK's zlahqr, Givens rotations, the full Schur form T and its
+ * vectors Z), and the eigenvectors of T by back-substitution (ztrevc), then Z x,
+ * each of unit 2-norm with its largest component real (zgeev's normalisation). h
+ * (n x n, row-major) is destroyed. Returns 0, 1 (no convergence) or ENOMEM. */
+static int zgeev_core(zc *h, int64_t n, zc *w, zc *v, int vectors)
+{
+#define H(i, j) h[(i) * n + (j)]
+    size_t nn = (size_t)n;
+    zc *z = (zc *)calloc(nn * nn + 2 * nn, sizeof(zc));
+    if (!z) return EM_LINALG_ENOMEM;
+    zc *x = z + nn * nn, *tmp = x + n;
+#define Z(i, j) z[(i) * n + (j)]
+    for (int64_t i = 0; i < n; i++) Z(i, i) = 1;
+    for (int64_t j = 0; j + 2 < n; j++) {
+        int64_t k = n - j - 1;               /* the reflector's length, rows j+1.. */
+        for (int64_t r = 0; r < k; r++) x[r] = H(j + 1 + r, j);
+        zc alpha = x[0];
+        zc tau = zlarfg(&alpha, x + 1, k - 1, 1);
+        x[0] = 1;
+        H(j + 1, j) = alpha;
+        for (int64_t r = 1; r < k; r++) H(j + 1 + r, j) = 0;
+        if (tau == 0) continue;
+        /* rows j+1..: A <- H^H A = A - conj(tau) v (v^H A), columns j+1.. */
+        zc ct = conj(tau);
+        for (int64_t c = j + 1; c < n; c++) {
+            zc s = 0;
+            for (int64_t r = 0; r < k; r++) s += conj(x[r]) * H(j + 1 + r, c);
+            s *= ct;
+            for (int64_t r = 0; r < k; r++) H(j + 1 + r, c) -= x[r] * s;
+        }
+        /* columns j+1..: A <- A H = A - tau (A v) v^H, all rows; and Z <- Z H */
+        for (int pass = 0; pass < 2; pass++) {
+            zc *m_ = pass ? z : h;
+            for (int64_t r = 0; r < n; r++) {
+                zc *row = m_ + r * n + j + 1, s = 0;
+                for (int64_t c = 0; c < k; c++) s += row[c] * x[c];
+                s *= tau;
+                for (int64_t c = 0; c < k; c++) row[c] -= s * conj(x[c]);
+            }
+        }
+    }
+    double nrm = 0;
+    for (int64_t q = 0; q < n * n; q++) nrm = dmax(nrm, cabs(h[q]));
+    int64_t hi = n - 1, its = 0, total = 0;
+    while (hi >= 0) {
+        int64_t l = hi;
+        while (l > 0) {
+            double t = cabs(H(l - 1, l - 1)) + cabs(H(l, l));
+            if (t == 0) t = nrm;
+            if (cabs(H(l, l - 1)) <= EPS * t || cabs(H(l, l - 1)) < TINY) break;
+            l--;
+        }
+        if (l > 0) H(l, l - 1) = 0;
+        if (l == hi) { hi--; its = 0; continue; }
+        if (++total > 30 * (n + 10)) { free(z); return 1; }
+        its++;
+        zc mu;
+        if (its % 10 == 0) {               /* an exceptional shift */
+            mu = H(hi, hi) + 0.75 * cabs(H(hi, hi - 1));
+        } else {                            /* the eigenvalue of the trailing 2 x 2 nearer d */
+            zc a = H(hi - 1, hi - 1), b = H(hi - 1, hi), c = H(hi, hi - 1), d = H(hi, hi);
+            zc tr = 0.5 * (a - d), disc = csqrt(tr * tr + b * c);
+            zc m1 = d + tr + disc, m2 = d + tr - disc;    /* (a+d)/2 +- disc */
+            mu = cabs(m1 - d) < cabs(m2 - d) ? m1 : m2;
+        }
+        for (int64_t k = l; k < hi; k++) {
+            zc xx = k == l ? H(l, l) - mu : H(k, k - 1), yy = k == l ? H(l + 1, l) : H(k + 1, k - 1);
+            double ax = cabs(xx), r = hypot(ax, cabs(yy));
+            if (r == 0) continue;
+            double c;
+            zc s;
+            if (ax == 0) { c = 0; s = 1; }
+            else { c = ax / r; s = (xx / ax) * conj(yy) / r; }
+            /* rows k, k+1 <- G [rows], G = [[c, s], [-conj(s), c]], columns k-1.. */
+            for (int64_t q = k > l ? k - 1 : k; q < n; q++) {
+                zc p = H(k, q), o = H(k + 1, q);
+                H(k, q) = c * p + s * o;
+                H(k + 1, q) = -conj(s) * p + c * o;
+            }
+            if (k > l) H(k + 1, k - 1) = 0;
+            /* columns k, k+1 <- [cols] G^H, rows 0..min(k+2, hi); Z all rows */
+            int64_t rmax = imin(k + 2, hi);
+            for (int pass = 0; pass < 2; pass++) {
+                zc *m_ = pass ? z : h;
+                int64_t re = pass ? n - 1 : rmax;
+                for (int64_t q = 0; q <= re; q++) {
+                    zc p = m_[q * n + k], o = m_[q * n + k + 1];
+                    m_[q * n + k] = c * p + conj(s) * o;
+                    m_[q * n + k + 1] = -s * p + c * o;
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < n; i++) w[i] = H(i, i);
+    if (vectors) {
+        double smin = dmax(EPS * nrm, TINY);
+        for (int64_t k = 0; k < n; k++) {
+            /* (T[:k+1, :k+1] - T[k, k]) x = 0 with x[k] = 1, by back-substitution */
+            x[k] = 1;
+            for (int64_t i = k - 1; i >= 0; i--) {
+                zc s = 0;
+                for (int64_t j = i + 1; j <= k; j++) s += H(i, j) * x[j];
+                zc d = H(i, i) - H(k, k);
+                if (cabs(d) < smin) d = smin;
+                x[i] = -s / d;
+                if (cabs(x[i]) > 1e100) {   /* rescale to keep it finite */
+                    for (int64_t j = i; j <= k; j++) x[j] *= 1e-100;
+                }
+            }
+            double nr = 0, big = -1;
+            zc ph = 1;
+            for (int64_t r = 0; r < n; r++) {
+                zc s = 0;
+                for (int64_t j = 0; j <= k; j++) s += Z(r, j) * x[j];
+                tmp[r] = s;
+                double m = cabs(s);
+                nr = hypot(nr, m);
+                if (m > big) { big = m; ph = s; }
+            }
+            zc sc = big > 0 && nr > 0 ? conj(ph) / (cabs(ph) * nr) : 1;
+            for (int64_t r = 0; r < n; r++) v[r * n + k] = tmp[r] * sc;
+        }
+    }
+#undef H
+#undef Z
+    free(z);
+    return 0;
+}
+
+/* One complex entry of OP_GEEV: w (n, complex) and, when vectors, v (n x n). */
+static int complex_geev_entry(int dtype, int64_t n, const char *src, char *w_out,
+                              char *v_out, int want, int32_t *info)
+{
+    int c64 = dtype == 9;
+    zc *buf = (zc *)calloc((size_t)(2 * n * n + n + 1), sizeof(zc));
+    if (!buf) return EM_LINALG_ENOMEM;
+    zc *h = buf, *v = h + n * n, *w = v + n * n;
+    double fin = 0;
+    for (int64_t q = 0; q < n * n; q++) {
+        h[q] = c64 ? (zc)((const float _Complex *)src)[q] : ((const zc *)src)[q];
+        fin += creal(h[q]) * 0 + cimag(h[q]) * 0;
+    }
+    int rc = fin != 0 || !n ? 0 : zgeev_core(h, n, w, v, want);
+    if (rc == EM_LINALG_ENOMEM) { free(buf); return rc; }
+    *info = fin != 0 ? -1 : rc;    /* -1: not finite */
+    for (int64_t q = 0; q < n; q++) {
+        if (c64) ((float _Complex *)w_out)[q] = (float _Complex)w[q];
+        else ((zc *)w_out)[q] = w[q];
+    }
+    if (want)
+        for (int64_t q = 0; q < n * n; q++) {
+            if (c64) ((float _Complex *)v_out)[q] = (float _Complex)v[q];
+            else ((zc *)v_out)[q] = v[q];
+        }
+    free(buf);
+    return 0;
+}
+
 /* ------------------------------------------------------------ batched drivers -- */
 
-enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD, OP_GEEV };
 
 typedef struct {
     int op, dtype, f1, f2, f3;
@@ -851,6 +1661,21 @@ static int all_finite(const double *x, int64_t n)
 static int eig_svd_entry(job *J, int64_t i)
 {
     int64_t m = J->m, n = J->n;
+    if (J->dtype == 9 || J->dtype == 10) {
+        size_t cl = J->dtype == 9 ? 8 : 16, rl = cl / 2;
+        if (J->op == OP_GEEV)
+            return complex_geev_entry(J->dtype, n, J->a + (size_t)i * n * n * cl,
+                                      J->b + (size_t)i * n * cl,
+                                      J->d ? J->d + (size_t)i * n * n * cl : NULL, J->f1,
+                                      J->info + i);
+        if (J->op == OP_SYEV)
+            return complex_entry(OP_SYEV, J->dtype, n, n, J->a + (size_t)i * n * n * cl,
+                                 J->b + (size_t)i * n * rl, NULL, NULL, J->f1, J->info + i);
+        int64_t k = imin(m, n);
+        return complex_entry(OP_SVD, J->dtype, m, n, J->a + (size_t)i * m * n * cl,
+                             J->b + (size_t)i * k * rl, J->c ? J->c + (size_t)i * m * k * cl : NULL,
+                             J->d ? J->d + (size_t)i * k * n * cl : NULL, J->f1, J->info + i);
+    }
     int f32 = J->dtype == 7;
     size_t el = f32 ? 4 : 8;
 #define LOAD(dst, src, cnt) do { if (f32) { const float *s_ = (const float *)(src);       \
@@ -866,6 +1691,17 @@ static int eig_svd_entry(job *J, int64_t i)
         char *a = J->a + (size_t)i * n * n * el;
         LOAD(z, a, n * n);     /* symmetric: z[c * n + r] = A[r][c] either way */
         int info = all_finite(z, n * n) ? 0 : -1;
+        if (n >= SYEVD_MIN && !info) {
+            double *vo = J->f1 ? (double *)malloc((size_t)(n * n) * sizeof(double)) : NULL;
+            int rc = J->f1 && !vo ? EM_LINALG_ENOMEM : syevd(z, n, d, vo, J->f1);
+            if (rc < 0) { free(vo); free(ws); return rc; }
+            J->info[i] = rc;
+            STORE(J->b + (size_t)i * n * el, d, n);
+            if (J->f1) STORE(a, vo, n * n);
+            free(vo);
+            free(ws);
+            return 0;
+        }
         if (n && !info) {
             tred2(z, d, e, n, J->f1);
             info = tql2(z, d, e, n, J->f1);
@@ -999,19 +1835,23 @@ static int run_##SFX(job *J, int64_t i)                                         
 }
 RUN_ONE(f32, float)
 RUN_ONE(f64, double)
+RUN_ONE(c64, float _Complex)
+RUN_ONE(c128, double _Complex)
 
 static void run_range(void *ctx, int64_t begin, int64_t end)
 {
     job *J = (job *)ctx;
     for (int64_t i = begin; i < end; i++) {
-        int rc = J->dtype == 7 ? run_f32(J, i) : run_f64(J, i);
+        int rc = J->dtype == 7 ? run_f32(J, i) : J->dtype == 8 ? run_f64(J, i)
+               : J->dtype == 9 ? run_c64(J, i) : run_c128(J, i);
         if (rc) J->rc = rc;
     }
 }
 
 static int run_batch(job *J, int64_t batch, int64_t size)
 {
-    if (J->dtype != 7 && J->dtype != 8) return EM_LINALG_EDTYPE;
+    if (J->dtype < 7 || J->dtype > 10)   /* float32, float64, complex64, complex128 */
+        return EM_LINALG_EDTYPE;
     J->rc = 0;
     if (batch <= 0) return 0;
     if (batch == 1 || size >= BATCH_ALONE) {

@@ -1,18 +1,55 @@
 /* The factorizations of linalg.c for one element type, included once per dtype with
- *   T      the element type          SFX    the name suffix (f32, f64)
- *   DT     ember's dtype number (GEMM's dtype argument)
+ *   T      the element type          SFX    the name suffix (f32, f64, c64, c128)
+ *   R      its real type             CPLX   1 for the complex dtypes (C99 _Complex,
+ *                                           the layout of em_complex64/128), else 0
+ *   DT     ember's dtype number of R (GEMM's dtype argument: a complex GEMM is four
+ *          real ones over the interleaved parts, strides doubled)
  * All matrices are row-major with a leading dimension (row stride) in elements.
  * Blocked algorithms do their O(n^3) work in em_gemm; the panels are unblocked.
  *
  * For the complex dtypes the same text applies with conjugation where LAPACK's
  * complex routines have it (the reflectors of QR, the transposes of Cholesky's
  * update and of trans solves): the CONJ() marks below. */
-#ifndef CONJ
-#define CONJ(x) (x)
-#endif
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
+#if CPLX
+#define CONJ(x) conj(x)
+#define RE(x) creal(x)
+#define IM(x) cimag(x)
+#define ABS1(x) (fabs(creal(x)) + fabs(cimag(x)))   /* LAPACK's cabs1, for pivoting */
+#else
+#define CONJ(x) (x)
+#define RE(x) (x)
+#define IM(x) ((R)0)
+#define ABS1(x) fabs(x)
+#endif
+
+/* C = alpha op(A) op(B) + beta C with op = conjugation where ca / cb (alpha, beta real;
+ * strides in elements, as em_gemm). Complex: four real GEMMs on the parts. */
+static int FN(gemm)(int64_t m, int64_t n, int64_t k, double alpha, const T *a, int64_t rsa,
+                    int64_t csa, int ca, const T *b, int64_t rsb, int64_t csb, int cb,
+                    double beta, T *c, int64_t rsc, int64_t csc)
+{
+#if CPLX
+    const R *ar = (const R *)a, *br = (const R *)b;
+    R *cr = (R *)c;
+    double sa = ca ? -1 : 1, sb = cb ? -1 : 1;
+    rsa *= 2; csa *= 2; rsb *= 2; csb *= 2; rsc *= 2; csc *= 2;
+    if (em_gemm(DT, m, n, k, alpha, ar, rsa, csa, br, rsb, csb, beta, cr, rsc, csc) ||
+        em_gemm(DT, m, n, k, -alpha * sa * sb, ar + 1, rsa, csa, br + 1, rsb, csb, 1.0,
+                cr, rsc, csc) ||
+        em_gemm(DT, m, n, k, alpha * sb, ar, rsa, csa, br + 1, rsb, csb, beta, cr + 1, rsc,
+                csc) ||
+        em_gemm(DT, m, n, k, alpha * sa, ar + 1, rsa, csa, br, rsb, csb, 1.0, cr + 1, rsc,
+                csc))
+        return EM_LINALG_ENOMEM;
+    return 0;
+#else
+    (void)ca; (void)cb;
+    return em_gemm(DT, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+#endif
+}
 
 /* ---------------------------------------------------------------- LU (getrf) ---- */
 
@@ -25,9 +62,9 @@ static void FN(getf2)(T *a, int64_t m, int64_t n, int64_t lda, int64_t j0, int64
     int64_t je = j0 + jb;
     for (int64_t j = j0; j < je && j < m; j++) {
         int64_t p = j;
-        T best = fabs(a[j * lda + j]);
+        R best = ABS1(a[j * lda + j]);
         for (int64_t i = j + 1; i < m; i++) {
-            T v = fabs(a[i * lda + j]);
+            R v = ABS1(a[i * lda + j]);
             if (v > best) { best = v; p = i; }
         }
         piv[j] = (int32_t)(p + 1);
@@ -78,8 +115,8 @@ static int FN(getrf_rec)(T *a, int64_t m, int64_t N, int64_t lda, int64_t j0, in
     /* A12 <- L11^{-1} A12 (L11 unit lower, n1 x n1) */
     if (FN(trsm)(a + j0 * lda + j0, lda, 1, a + j0 * lda + r1, n1, n2, lda, 1, 1))
         return EM_LINALG_ENOMEM;
-    if (r1 < m && em_gemm(DT, m - r1, n2, n1, -1.0, a + r1 * lda + j0, lda, 1,
-                          a + j0 * lda + r1, lda, 1, 1.0, a + r1 * lda + r1, lda, 1))
+    if (r1 < m && FN(gemm)(m - r1, n2, n1, -1.0, a + r1 * lda + j0, lda, 1, 0,
+                           a + j0 * lda + r1, lda, 1, 0, 1.0, a + r1 * lda + r1, lda, 1))
         return EM_LINALG_ENOMEM;
     if (r1 < m)
         return FN(getrf_rec)(a, m, N, lda, r1, n2 < m - r1 ? n2 : m - r1, piv, info);
@@ -125,8 +162,8 @@ static int FN(trsm)(const T *a, int64_t ars, int64_t acs, T *b, int64_t n, int64
                     for (int64_t c = 0; c < k; c++) bi[c] /= d;
                 }
             }
-            if (i1 < n && em_gemm(DT, n - i1, k, i1 - i0, -1.0, &A_(i1, i0), ars, acs,
-                                  b + i0 * ldb, ldb, 1, 1.0, b + i1 * ldb, ldb, 1))
+            if (i1 < n && FN(gemm)(n - i1, k, i1 - i0, -1.0, &A_(i1, i0), ars, acs, 0,
+                                   b + i0 * ldb, ldb, 1, 0, 1.0, b + i1 * ldb, ldb, 1))
                 return EM_LINALG_ENOMEM;
         }
     } else {
@@ -145,8 +182,8 @@ static int FN(trsm)(const T *a, int64_t ars, int64_t acs, T *b, int64_t n, int64
                     for (int64_t c = 0; c < k; c++) bi[c] /= d;
                 }
             }
-            if (i0 > 0 && em_gemm(DT, i0, k, i1 - i0, -1.0, &A_(0, i0), ars, acs,
-                                  b + i0 * ldb, ldb, 1, 1.0, b, ldb, 1))
+            if (i0 > 0 && FN(gemm)(i0, k, i1 - i0, -1.0, &A_(0, i0), ars, acs, 0,
+                                   b + i0 * ldb, ldb, 1, 0, 1.0, b, ldb, 1))
                 return EM_LINALG_ENOMEM;
         }
     }
@@ -154,10 +191,18 @@ static int FN(trsm)(const T *a, int64_t ars, int64_t acs, T *b, int64_t n, int64
     return 0;
 }
 
-/* b (n x k) <- A^{-1} b (or A^{-T} b) from getrf's lu and piv (getrs). */
+/* b (n x k) <- A^{-1} b (or A^{-H} b) from getrf's lu and piv (getrs). */
 static int FN(getrs)(const T *lu, int64_t n, const int32_t *piv, T *b, int64_t k,
                      int adjoint)
 {
+#if CPLX
+    if (adjoint == 1) { /* A^H x = b  <=>  A^T conj(x) = conj(b) (2: A^T x = b) */
+        for (int64_t i = 0; i < n * k; i++) b[i] = conj(b[i]);
+        int rc = FN(getrs)(lu, n, piv, b, k, 2);
+        for (int64_t i = 0; i < n * k; i++) b[i] = conj(b[i]);
+        return rc;
+    }
+#endif
     if (!adjoint) {
         for (int64_t i = 0; i < n; i++) {
             int64_t p = piv[i] - 1;
@@ -195,8 +240,8 @@ static int FN(potrf)(T *a, int64_t n, int64_t lda, int32_t *info)
         int64_t jb = n - j0 < CHOL_NB ? n - j0 : CHOL_NB, j1 = j0 + jb;
         for (int64_t j = j0; j < j1; j++) {
             const T *rj = a + j * lda;
-            T d = rj[j];
-            for (int64_t c = j0; c < j; c++) d -= rj[c] * CONJ(rj[c]);
+            R d = RE(rj[j]);
+            for (int64_t c = j0; c < j; c++) d -= RE(rj[c] * CONJ(rj[c]));
             if (!(d > 0)) {          /* also NaN */
                 *info = (int32_t)(j + 1);
                 return 0;
@@ -214,8 +259,8 @@ static int FN(potrf)(T *a, int64_t n, int64_t lda, int32_t *info)
         /* A22 -= L21 L21^T, lower part, one block column at a time */
         for (int64_t c0 = j1; c0 < n; c0 += CHOL_NB) {
             int64_t cb = n - c0 < CHOL_NB ? n - c0 : CHOL_NB;
-            if (em_gemm(DT, n - c0, cb, jb, -1.0, a + c0 * lda + j0, lda, 1,
-                        a + c0 * lda + j0, 1, lda, 1.0, a + c0 * lda + c0, lda, 1))
+            if (FN(gemm)(n - c0, cb, jb, -1.0, a + c0 * lda + j0, lda, 1, 0,
+                         a + c0 * lda + j0, 1, lda, 1, 1.0, a + c0 * lda + c0, lda, 1))
                 return EM_LINALG_ENOMEM;
         }
     }
@@ -227,11 +272,11 @@ static int FN(potrf)(T *a, int64_t n, int64_t lda, int32_t *info)
 /* --------------------------------------------------------------- QR (geqrf) ---- */
 
 /* The 2-norm of x[0], x[s], ..., x[(n-1)s] without overflow or underflow. */
-static T FN(nrm2)(const T *x, int64_t n, int64_t s)
+static R FN(nrm2)(const T *x, int64_t n, int64_t s)
 {
-    T scale = 0, ssq = 1;
+    R scale = 0, ssq = 1;
     for (int64_t i = 0; i < n; i++) {
-        T v = fabs(x[i * s]);
+        R v = fabs(x[i * s]);
         if (v != 0) {
             if (scale < v) { ssq = 1 + ssq * (scale / v) * (scale / v); scale = v; }
             else ssq += (v / scale) * (v / scale);
@@ -248,12 +293,13 @@ static void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t j0, int64_t jb, T *t
     for (int64_t j = j0; j < j0 + jb; j++) {
         T *ajj = a + j * lda + j;
         T alpha = *ajj;
-        T xnorm = j + 1 < m ? FN(nrm2)(ajj + lda, m - j - 1, lda) : 0;
-        if (xnorm == 0) {
+        R xnorm = j + 1 < m ? FN(nrm2)(ajj + lda, m - j - 1, lda) : 0;
+        if (xnorm == 0 && IM(alpha) == 0) {
             tau[j] = 0;
             continue;
         }
-        T beta = -copysign(hypot(alpha, xnorm), alpha);
+        /* LAPACK's larfg: beta real (R's diagonal is real for complex inputs too) */
+        R beta = -copysign(hypot(fabs(alpha), xnorm), RE(alpha));
         tau[j] = (beta - alpha) / beta;
         T scal = 1 / (alpha - beta);
         for (int64_t i = j + 1; i < m; i++) a[i * lda + j] *= scal;
@@ -269,7 +315,7 @@ static void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t j0, int64_t jb, T *t
             T v = a[i * lda + j];
             for (int64_t c = 0; c < nc; c++) w[c] += CONJ(v) * ri[c];
         }
-        T t = tau[j];
+        T t = CONJ(tau[j]);     /* H^H is applied (Q^H A = R) */
         for (int64_t c = 0; c < nc; c++) rj[c] -= t * w[c];
         for (int64_t i = j + 1; i < m; i++) {
             T *ri = a + i * lda + j + 1;
@@ -309,21 +355,21 @@ static void FN(larft)(const T *v0, int64_t lda, int64_t mr, int64_t jb, const T 
     }
 }
 
-/* c (mr x p, ldc) <- (I - V T V^T) c, or (I - V T^T V^T) c when trans (larfb). W is
+/* c (mr x p, ldc) <- (I - V T V^H) c, or (I - V T^H V^H) c when trans (larfb). W is
  * jb x p of workspace. */
 static int FN(larfb)(const T *V, int64_t mr, int64_t jb, const T *Tm, T *c, int64_t ldc,
                      int64_t p, int trans, T *W)
 {
     if (p == 0) return 0;
-    if (em_gemm(DT, jb, p, mr, 1.0, V, 1, jb, c, ldc, 1, 0.0, W, p, 1))
+    if (FN(gemm)(jb, p, mr, 1.0, V, 1, jb, 1, c, ldc, 1, 0, 0.0, W, p, 1))
         return EM_LINALG_ENOMEM;
-    if (trans) {            /* W = T^T W: row i uses rows q <= i */
+    if (trans) {            /* W = T^H W: row i uses rows q <= i */
         for (int64_t i = jb - 1; i >= 0; i--) {
             T *wi = W + i * p;
-            T d = Tm[i * jb + i];
+            T d = CONJ(Tm[i * jb + i]);
             for (int64_t q = 0; q < p; q++) wi[q] *= d;
             for (int64_t r = 0; r < i; r++) {
-                T tr = Tm[r * jb + i];
+                T tr = CONJ(Tm[r * jb + i]);
                 const T *wr = W + r * p;
                 if (tr != 0)
                     for (int64_t q = 0; q < p; q++) wi[q] += tr * wr[q];
@@ -342,7 +388,7 @@ static int FN(larfb)(const T *V, int64_t mr, int64_t jb, const T *Tm, T *c, int6
             }
         }
     }
-    if (em_gemm(DT, mr, p, jb, -1.0, V, jb, 1, W, p, 1, 1.0, c, ldc, 1))
+    if (FN(gemm)(mr, p, jb, -1.0, V, jb, 1, 0, W, p, 1, 0, 1.0, c, ldc, 1))
         return EM_LINALG_ENOMEM;
     return 0;
 }
@@ -395,3 +441,7 @@ static int FN(ormqr)(const T *v, int64_t m, int64_t nv, int64_t k, const T *tau,
 #undef FN
 #undef CAT
 #undef CAT_
+#undef CONJ
+#undef RE
+#undef IM
+#undef ABS1
