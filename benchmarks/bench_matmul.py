@@ -1,6 +1,8 @@
-"""Square float32 matmul: ember beside NumPy (OpenBLAS) and PyTorch (when installed).
+"""Square float32 matmul: ember beside NumPy (OpenBLAS) and PyTorch (when installed);
+then bfloat16 beside float32 (ember's and PyTorch's, the same rounds).
 
     python benchmarks/bench_matmul.py                      # 128, 1024, 2048 at 1 and 2 threads
+    python benchmarks/bench_matmul.py --sizes 1024 --bf16-sizes 1024 --threads 1
     python benchmarks/bench_matmul.py --sizes 256,512 --threads 1
     python benchmarks/bench_matmul.py --clock cpu          # 1-thread rows timed in thread CPU time
     python benchmarks/bench_matmul.py --budget 2 --json out.json
@@ -25,6 +27,11 @@ How it measures (benchmarks/harness.py, the method of benchmarks/run.py):
   library; at most --max-rounds-mt rounds (default 15) keep the run short.
 - Targets: ember/NumPy >= 0.8 at 1 thread for 1024 and 2048, >= 1.0 at 2 threads,
   >= 0.7 for 128.
+- bfloat16 (--bf16-sizes, default 1024; "" skips it): ember and PyTorch each multiply
+  the same matrices in float32 and in bfloat16, four contenders in one set of
+  interleaved rounds. Columns: bf16/f32 = ember's bfloat16 time / its float32 time
+  (ember computes bfloat16 in float32, so the target is about 1: <= 1.15), and
+  em/pt bf16 = PyTorch's bfloat16 time / ember's (> 1: ember faster; target >= 1).
 
 Nothing here asserts; FAIL marks a target not met in this run. On a shared machine
 absolute numbers move with the load; the ratios, measured in the same rounds,
@@ -80,7 +87,43 @@ def worker(args):
             row[lib] = {"median_s": s["median"], "gflops": 2 * n ** 3 / s["median"] / 1e9,
                         "spread": s["spread"]}
         results.append(row)
+    for n in args.bf16_sizes:
+        results.append(bf16_row(args, mods, rng, n, threads, clock))
     json.dump(results, sys.stdout)
+
+
+def bf16_row(args, mods, rng, n, threads, clock):
+    """ember and torch, float32 and bfloat16, on the same n x n matrices."""
+    import numpy as np
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    ops, wrong = {}, {}
+    for lib, m in mods.items():
+        if lib == "numpy":
+            continue
+        for dt in ("float32", "bfloat16"):
+            x = m.from_numpy(a.copy()).to(getattr(m, dt))
+            y = m.from_numpy(b.copy()).to(getattr(m, dt))
+            got = np.asarray(m.matmul(x, y).float().numpy(), np.float64)
+            err = float(np.abs(got - ref).max() / np.abs(ref).max())
+            if not err < (3e-2 if dt == "bfloat16" else 1e-4):
+                wrong[f"{lib} {dt}"] = err
+            ops[f"{lib} {dt}"] = (m.matmul, x, y)
+    mt = threads > 1
+    st = harness.measure(
+        {k: ("mm(x, y)", {"mm": mm, "x": x, "y": y}) for k, (mm, x, y) in ops.items()
+         if k not in wrong},
+        args.quick, clock=clock, min_sample=0.01 if args.quick else 0.05,
+        budget=args.budget, settle=args.settle if mt else 0.0,
+        rounds=(3 if args.quick else args.min_rounds,
+                args.max_rounds_mt if mt else args.max_rounds))
+    row = {"kind": "bf16", "n": n, "threads": threads, "clock": clock, "wrong": wrong,
+           "rounds": min(s["reps"] for s in st.values())}
+    for k, s in st.items():
+        row[k] = {"median_s": s["median"], "gflops": 2 * n ** 3 / s["median"] / 1e9,
+                  "spread": s["spread"]}
+    return row
 
 
 # ------------------------------------------------------------------ driver side
@@ -88,6 +131,8 @@ def worker(args):
 def main():
     p = harness.parser(__doc__, threads="1,2", multi=True)
     p.add_argument("--sizes", default="128,1024,2048")
+    p.add_argument("--bf16-sizes", default="1024",
+                   help="sizes of the bfloat16 vs float32 table ('' for none)")
     p.add_argument("--budget", type=float, default=4.0,
                    help="seconds of timed samples per size")
     p.add_argument("--min-rounds", type=int, default=5)
@@ -98,7 +143,8 @@ def main():
                    help="pause before each sample at 2+ threads (other pools' spinning)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = p.parse_args()
-    args.sizes = [int(s) for s in str(args.sizes).split(",")]
+    args.sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    args.bf16_sizes = [int(s) for s in str(args.bf16_sizes).split(",") if s.strip()]
     if args.quick:
         args.budget = min(args.budget, 0.5)
     if args._worker:
@@ -106,6 +152,8 @@ def main():
     load0 = harness.load()
     rows = [r for t_rows in harness.run_settings(args).values() for r in t_rows]
     load1 = harness.load()
+    bf_rows = [r for r in rows if r.get("kind") == "bf16"]
+    rows = [r for r in rows if r.get("kind") != "bf16"]
     has_torch = any("torch" in r or "torch" in r["wrong"] for r in rows)
     libs = ["ember", "numpy"] + (["torch"] if has_torch else [])
     head = ["n", "thr"] + libs + ["em/np"] + (["em/pt"] if has_torch else []) + \
@@ -131,8 +179,40 @@ def main():
                     f"{max(r[k]['spread'] for k in libs if k in r):.0%}", r["rounds"], notes])
     print("square float32 matmul, GFLOP/s (median of interleaved rounds; higher is better)")
     print(harness.table(head, out, left={"target", "result", "notes"}))
+    if bf_rows:
+        print()
+        print(bf16_table(bf_rows))
     print(f"load average {load0} -> {load1}; command: {' '.join(sys.argv)}")
-    harness.save(args, rows=rows)
+    harness.save(args, rows=rows, bf16=bf_rows)
+
+
+def bf16_table(rows):
+    keys = ["ember float32", "ember bfloat16", "torch float32", "torch bfloat16"]
+    has_torch = any(k.startswith("torch") for r in rows for k in list(r) + list(r["wrong"]))
+    keys = keys if has_torch else keys[:2]
+    head = ["n", "thr"] + keys + ["bf16/f32", "target"] + \
+        (["em/pt bf16", "em/pt f32"] if has_torch else []) + ["result", "spread", "notes"]
+    out = []
+    for r in rows:
+        def t(k, r=r):
+            return r[k]["median_s"] if k in r else float("nan")
+        own = t("ember bfloat16") / t("ember float32")
+        line = [r["n"], r["threads"]] + [
+            f"{r[k]['gflops']:.1f}" if k in r else ("WRONG" if k in r["wrong"] else "-")
+            for k in keys] + [harness.fmt_ratio(own), "<=1.15"]
+        vs = []
+        if has_torch:
+            vs = [t("torch bfloat16") / t("ember bfloat16"),
+                  t("torch float32") / t("ember float32")]
+            line += [harness.fmt_ratio(v) for v in vs]
+        ok = own <= 1.15 and (not vs or vs[0] >= 1.0) and not any(
+            k.startswith("ember") for k in r["wrong"])
+        line += ["PASS" if ok else "FAIL",
+                 f"{max(r[k]['spread'] for k in keys if k in r):.0%}",
+                 f"wrong: {r['wrong']}" if r["wrong"] else ""]
+        out.append(line)
+    return ("bfloat16 vs float32 matmul, GFLOP/s (one set of interleaved rounds)\n" +
+            harness.table(head, out, left={"target", "result", "notes"}))
 
 
 if __name__ == "__main__":

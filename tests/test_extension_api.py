@@ -250,8 +250,8 @@ def test_empty_allocates_contiguous_result(emext, shape):
 
 
 def test_empty_rejects_bad_codes(emext):
-    with pytest.raises(ValueError, match="ember.empty: 11 is not a dtype code"):
-        emext.bad_empty(1, 11)      # 9 and 10 are complex64 / complex128 (issue 19)
+    with pytest.raises(ValueError, match="ember.empty: 12 is not a dtype code"):
+        emext.bad_empty(1, 12)      # 9, 10 complex64 / complex128 (issue 19), 11 bfloat16
     with pytest.raises(ValueError, match="ember.empty: -1 is not a dtype code"):
         emext.bad_empty(1, -1)
     with pytest.raises(ValueError, match="ember.empty: ndim=17"):

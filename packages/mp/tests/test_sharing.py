@@ -12,7 +12,7 @@ import ember_mp_testhelpers as H
 from ember import nn
 
 DTYPES = [em.bool, em.uint8, em.int8, em.int16, em.int32, em.int64, em.float16, em.float32,
-          em.float64, em.complex64, em.complex128]
+          em.float64, em.complex64, em.complex128, em.bfloat16]
 COMBOS = [(m, s) for m in ("fork", "spawn", "forkserver")
           for s in ("file_descriptor", "file_system")]
 

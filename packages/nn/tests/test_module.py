@@ -118,6 +118,23 @@ def test_to_dtype_keeps_parameter_identity():
     assert w.dtype is em.float32
 
 
+def test_bfloat16_casts_floating_parameters_and_buffers():
+    """Module.bfloat16 (PyTorch's): floating point parameters and buffers become
+    bfloat16 in place; integer buffers stay; the forward runs in bfloat16."""
+    net = Net()
+    net.register_buffer("count", em.zeros(2, dtype=em.int64))
+    w = net.fc1.weight
+    want = w.detach().bfloat16()
+    assert net.bfloat16() is net
+    assert net.fc1.weight is w and w.dtype is em.bfloat16
+    assert w.detach().view(em.int16).tolist() == want.view(em.int16).tolist()
+    assert net.steps.dtype is em.bfloat16 and net.count.dtype is em.int64
+    out = net(em.randn(2, 4).bfloat16())
+    assert out.dtype is em.bfloat16
+    net.float()
+    assert w.dtype is em.float32
+
+
 def test_forward_hooks():
     net = Net()
     calls = []

@@ -19,7 +19,7 @@ from ember._C import core as _core
 from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
 from ember._dtypes import (  # noqa: F401
     bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128,
-    cfloat, cdouble,
+    bfloat16, cfloat, cdouble,
     half, float, double, short, int, long,
     finfo, iinfo, result_type, can_cast, promote_types, get_default_dtype, set_default_dtype,
 )
@@ -67,7 +67,7 @@ _legacy_methods._install_properties(Tensor)
 _interop._install_dunders(Tensor)
 _registry.install(Tensor)
 
-from ember import cuda, opencl  # noqa: E402,F401
+from ember import cpu, cuda, opencl  # noqa: E402,F401
 from ember import accelerator, jit  # noqa: E402,F401
 from ember import special  # noqa: E402,F401
 from ember.backends import cudnn as _cudnn  # noqa: E402,F401  (em.backends.cudnn)

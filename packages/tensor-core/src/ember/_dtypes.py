@@ -18,13 +18,14 @@ float32 = _core._dtype_by_name("float32")
 float64 = _core._dtype_by_name("float64")
 complex64 = _core._dtype_by_name("complex64")
 complex128 = _core._dtype_by_name("complex128")
+bfloat16 = _core._dtype_by_name("bfloat16")
 # PyTorch's other spellings
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64,
-              complex128)
+              complex128, bfloat16)
 
 get_default_dtype = _core.get_default_dtype
 set_default_dtype = _core.set_default_dtype
@@ -79,6 +80,7 @@ class finfo:
 
     _TABLE = {
         "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 2.0 ** -24, 1e-3, 3),
+        "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126, 2.0 ** -133, 0.01, 2),
         "float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126, 2.0 ** -149, 1e-6, 6),
         "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.0 ** -1022, 2.0 ** -1074, 1e-15, 15),
     }
@@ -118,6 +120,34 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+def bfloat16_round(x):
+    """x (a Python float) rounded to the nearest bfloat16 as ember stores it: through
+    float32, then to nearest even on the top 16 bits (NaN stays NaN)."""
+    try:
+        (u,) = struct.unpack("<I", struct.pack("<f", x))
+    except OverflowError:
+        return builtins.float("inf") if x > 0 else builtins.float("-inf")
+    if (u & 0x7FFFFFFF) > 0x7F800000:
+        return x
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return struct.unpack("<f", struct.pack("<I", u & 0xFFFFFFFF))[0]
+
+
+def low_float_below(x, dtype):
+    """The largest value of float16 or bfloat16 `dtype` strictly below x (where
+    rounding a float32 draw from [low, x) must stay below x)."""
+    if dtype.name == "float16":
+        return float16_below(x)
+    h = bfloat16_round(x)
+    if h < x:
+        return h
+    if h == builtins.float("inf"):
+        return 3.3895313892515355e38
+    (u,) = struct.unpack("<I", struct.pack("<f", h))
+    u = u - 0x10000 if h > 0 else (0x80010000 if h == 0 else u + 0x10000)
+    return struct.unpack("<f", struct.pack("<I", u))[0]
 
 
 def float16_below(x):

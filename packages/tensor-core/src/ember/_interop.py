@@ -3,6 +3,13 @@ pickling. NumPy is optional: it is imported only by the functions that need it.
 
 * ``ember.from_numpy(a)`` / ``t.numpy()`` / ``numpy.asarray(t)`` share memory.
 * ``memoryview(t)`` works for CPU tensors (TensorBase implements the buffer protocol).
+* bfloat16: NumPy has no such dtype, so ``t.numpy()`` of a bfloat16 tensor gives an
+  array of ``ml_dtypes.bfloat16`` (sharing memory) when the ml_dtypes package is
+  installed, and raises a TypeError naming it otherwise (``t.float().numpy()`` or
+  ``t.view(ember.int16).numpy()``, the bits, always work); ``from_numpy`` takes
+  ml_dtypes.bfloat16 arrays. The buffer protocol (memoryview) shows a bfloat16
+  tensor's bits as uint16 ("H"), and ``numpy.asarray(t)``, which reads the buffer
+  before anything else, sees those bits: call ``t.numpy()``.
 * ``ember.from_dlpack(x)`` takes any DLPack producer (NumPy, PyTorch, CuPy, JAX, ember)
   without copying; ``t.__dlpack__()`` lets them take ember tensors. The producer's
   deleter runs once, when the last tensor viewing the memory is freed.
@@ -20,7 +27,18 @@ __all__ = ["from_numpy", "from_dlpack"]
 _NP_TO_EMBER = {"bool": "bool", "uint8": "uint8", "int8": "int8", "int16": "int16",
                 "int32": "int32", "int64": "int64", "float16": "float16",
                 "float32": "float32", "float64": "float64", "complex64": "complex64",
-                "complex128": "complex128"}
+                "complex128": "complex128", "bfloat16": "bfloat16"}
+
+
+def _ml_bfloat16(op):
+    """ml_dtypes.bfloat16, NumPy's bfloat16 dtype, or a TypeError naming the remedy."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"{op}: NumPy has no bfloat16 dtype; install ml_dtypes (pip install "
+                        f"ml_dtypes) for bfloat16 arrays, or convert first: t.float().numpy() "
+                        f"(the values) or t.view(ember.int16).numpy() (the bits)") from None
+    return ml_dtypes.bfloat16
 
 
 def _wrap_memory(ptr, dtype, shape, strides, owner, device, op):
@@ -79,6 +97,8 @@ def numpy(self, *, force=False):
     if self.requires_grad and not force:
         raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; use "
                            "tensor.detach().numpy()")
+    if self.dtype.name == "bfloat16":   # NumPy would read the buffer's uint16 bits
+        return _array(self.detach())
     return np.asarray(self)
 
 
@@ -89,7 +109,10 @@ def _array(self, dtype=None, copy=None):
         if copy is False:
             raise ValueError(f"__array__: tensor is on {self.device}; a copy is needed")
         self = self.cpu()
-    a = np.asarray(memoryview(self.detach()))
+    if self.dtype.name == "bfloat16":   # the uint16 bits of the buffer, as ml_dtypes'
+        a = np.asarray(memoryview(self.detach())).view(_ml_bfloat16("numpy"))
+    else:
+        a = np.asarray(memoryview(self.detach()))
     if dtype is not None and np.dtype(dtype) != a.dtype:
         if copy is False:
             raise ValueError(f"__array__: converting {self.dtype!r} to {np.dtype(dtype)} "

@@ -25,8 +25,8 @@ import numbers
 from ember._C import core as _core
 from ember._tensor import Size
 
-__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 
 class _LegacyTensorType(type):
     """The metaclass: instances of em.FloatTensor are the float32 CPU tensors (of
@@ -86,6 +86,7 @@ def make(name, dtype_name, device_type="cpu"):
 FloatTensor = make("FloatTensor", "float32")
 DoubleTensor = make("DoubleTensor", "float64")
 HalfTensor = make("HalfTensor", "float16")
+BFloat16Tensor = make("BFloat16Tensor", "bfloat16")
 LongTensor = make("LongTensor", "int64")
 IntTensor = make("IntTensor", "int32")
 ShortTensor = make("ShortTensor", "int16")

@@ -29,9 +29,10 @@ def set_float32_matmul_precision(precision):
     """torch.set_float32_matmul_precision: "highest" (full float32 products), "high"
     (TF32 allowed) or "medium" (PyTorch would also allow bfloat16 products). ember
     honours it in the CUDA GEMM: "high" and "medium" both set
-    ember.backends.cuda.matmul.allow_tf32 (ember has no bfloat16 GEMM, so "medium"
-    computes as "high"), "highest" clears it. The CPU and OpenCL GEMMs always compute
-    in full float32: there is no lower-precision path for them to take."""
+    ember.backends.cuda.matmul.allow_tf32 (ember never computes float32 products in
+    bfloat16, so "medium" computes as "high"), "highest" clears it. The CPU and OpenCL
+    GEMMs always compute in full float32: there is no lower-precision path for them to
+    take."""
     if precision not in _PRECISIONS:
         raise ValueError(f"set_float32_matmul_precision: expected one of "
                          f"{', '.join(map(repr, _PRECISIONS))}, got {precision!r}")
@@ -165,7 +166,8 @@ def to_dlpack(tensor):
     return tensor_arg(tensor, "to_dlpack").__dlpack__()
 
 
-_LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16"}
+_LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                 "BFloat16Tensor": "bfloat16"}
 
 
 def set_default_tensor_type(t):

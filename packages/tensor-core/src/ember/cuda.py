@@ -16,12 +16,13 @@ from ember._build_config import BUILD_CONFIG
 
 __all__ = [
     "is_available", "is_built", "device_count", "current_device", "set_device",
-    "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
+    "get_device_name", "get_device_properties", "get_device_capability", "is_bf16_supported",
+    "synchronize",
     "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
     "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
     "empty_cache", "mem_get_info", "Event", "OutOfMemoryError", "CudaError",
-    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
-    "CharTensor", "ByteTensor", "BoolTensor",
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
 ]
 
 
@@ -104,6 +105,26 @@ def get_device_name(device=None) -> str:
 def get_device_capability(device=None) -> tuple:
     p = get_device_properties(device)
     return p["major"], p["minor"]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current CUDA device supports bfloat16 (torch.cuda.is_bf16_supported):
+    False where CUDA is not available; True on compute capability 8.0 and later
+    (Ampere: bfloat16 tensor cores); on older devices, with including_emulation,
+    whether a bfloat16 tensor can be made there (ember computes bfloat16 in float32
+    on every device, so it can)."""
+    if not is_available():
+        return False
+    if get_device_capability()[0] >= 8:
+        return True
+    if not including_emulation:
+        return False
+    try:
+        import ember
+        ember.ones(1, dtype=ember.bfloat16, device="cuda")
+        return True
+    except Exception:
+        return False
 
 
 def synchronize(device=None) -> None:
@@ -196,6 +217,7 @@ class Event:
 FloatTensor = _legacy.make("FloatTensor", "float32", "cuda")
 DoubleTensor = _legacy.make("DoubleTensor", "float64", "cuda")
 HalfTensor = _legacy.make("HalfTensor", "float16", "cuda")
+BFloat16Tensor = _legacy.make("BFloat16Tensor", "bfloat16", "cuda")
 LongTensor = _legacy.make("LongTensor", "int64", "cuda")
 IntTensor = _legacy.make("IntTensor", "int32", "cuda")
 ShortTensor = _legacy.make("ShortTensor", "int16", "cuda")

@@ -197,7 +197,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     mode, as PyTorch), max_indices the row chosen per bag and feature in max mode,
     bag_size in mean mode and zeros in sum mode."""
     op = "embedding_bag"
-    if mode not in _BAG_MODES:
+    if not isinstance(mode, (int, str)) or mode not in _BAG_MODES:   # (a list is unhashable)
         raise ValueError(f"{op}: mode must be 0 (sum), 1 (mean) or 2 (max), got {mode!r}")
     m = _BAG_MODES[mode]
     for name, t in (("weight", weight), ("indices", indices)):

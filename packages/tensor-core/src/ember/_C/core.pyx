@@ -55,3 +55,47 @@ def _set_flush_denormal(bint mode):
 
 def _get_flush_denormal():
     return bool(em_get_flush_denormal())
+
+
+cdef extern from *:
+    """
+    /* The CPU's instruction sets (x86 with GCC/clang: CPUID through the compiler's
+       runtime; elsewhere nothing is reported). Bit k = feature k of _CPU_FEATURES. */
+    static unsigned long long em_cpu_features(void) {
+        unsigned long long f = 0;
+    #if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        f |= (unsigned long long)(__builtin_cpu_supports("sse") != 0) << 0;
+        f |= (unsigned long long)(__builtin_cpu_supports("sse2") != 0) << 1;
+        f |= (unsigned long long)(__builtin_cpu_supports("sse3") != 0) << 2;
+        f |= (unsigned long long)(__builtin_cpu_supports("ssse3") != 0) << 3;
+        f |= (unsigned long long)(__builtin_cpu_supports("sse4.1") != 0) << 4;
+        f |= (unsigned long long)(__builtin_cpu_supports("sse4.2") != 0) << 5;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx") != 0) << 6;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx2") != 0) << 7;
+        f |= (unsigned long long)(__builtin_cpu_supports("fma") != 0) << 8;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx512f") != 0) << 9;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx512bw") != 0) << 10;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx512vl") != 0) << 11;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx512vnni") != 0) << 12;
+        f |= (unsigned long long)(__builtin_cpu_supports("avx512bf16") != 0) << 13;
+        f |= (unsigned long long)(__builtin_cpu_supports("popcnt") != 0) << 14;
+        f |= (unsigned long long)(__builtin_cpu_supports("bmi") != 0) << 15;
+        f |= (unsigned long long)(__builtin_cpu_supports("bmi2") != 0) << 16;
+    #endif
+        return f;
+    }
+    """
+    unsigned long long em_cpu_features()
+
+
+# PyTorch's names (torch.cpu.get_capabilities) of em_cpu_features' bits, in order
+_CPU_FEATURES = ("sse", "sse2", "sse3", "ssse3", "sse4_1", "sse4_2", "avx", "avx2", "fma3",
+                 "avx512_f", "avx512_bw", "avx512_vl", "avx512_vnni", "avx512_bf16",
+                 "popcnt", "bmi", "bmi2")
+
+
+def _cpu_features():
+    """{feature name: bool} of the CPU's instruction sets (all False off x86)."""
+    cdef unsigned long long f = em_cpu_features()
+    return {name: bool((f >> k) & 1) for k, name in enumerate(_CPU_FEATURES)}

@@ -35,3 +35,12 @@ def _tensors_in(args):
             found += _tensors_in(a)
     return found
 
+
+
+def __getattr__(name):
+    """ember.backends.cpu (torch.backends.cpu: get_cpu_capability), .cuda, .opencl:
+    imported on first use, so `import ember` loads no backend it does not need."""
+    if name in ("cpu", "cuda", "opencl", "cudnn"):
+        import importlib
+        return importlib.import_module(f"ember.backends.{name}")
+    raise AttributeError(f"module 'ember.backends' has no attribute {name!r}")

@@ -1,6 +1,6 @@
-"""The CPU backend: the compiled kernels of ember._C.<family> under their
-HAND_WRITTEN_KERNELS names (base.py), reached like every other backend's through
-`ember.backends.kernel(...)`.
+"""The CPU backend (and torch.backends.cpu's query, get_cpu_capability): the compiled
+kernels of ember._C.<family> under their HAND_WRITTEN_KERNELS names (base.py), reached
+like every other backend's through `ember.backends.kernel(...)`.
 
 Memory, copies, fills, casts and the op table's elementwise and reduction loops of CPU
 tensors run inside ember._C.core (the C fast path, with no Python call per op), so
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 from ember._C import core as _core
-from ember._dtypes import float16, float16_below, float32, float64
+from ember._dtypes import bfloat16, float16, float32, float64, low_float_below
 from ember.backends.base import HAND_WRITTEN_KERNELS, Backend
 
 
@@ -36,20 +36,22 @@ class CPUBackend(Backend):
             w = _core.astype(weights, float64, True).reshape(out.shape[0], -1)
             _random.multinomial(w, out, seed, offset, replacement)
             return out
-        if out.dtype is not float16 and out.is_contiguous() and out.numel():  # the usual case
+        low = out.dtype is float16 or out.dtype is bfloat16
+        if not low and out.is_contiguous() and out.numel():  # the usual case
             getattr(_random, kind)(out, *args)
             return out
         seed, offset, *params = args
         if out.numel() == 0:
             return out
         target = out if out.is_contiguous() else _core.empty(tuple(out.shape), out.dtype)
-        if out.dtype is float16 and kind in ("uniform", "exponential"):
-            target = _core.empty(tuple(out.shape), float32)   # same words as float16
+        if low and (kind in ("uniform", "exponential") or out.dtype is bfloat16):
+            # float16: the same words as float32; bfloat16: always drawn as float32
+            target = _core.empty(tuple(out.shape), float32)
         getattr(_random, kind)(target, seed, offset, *params)
-        if kind == "uniform" and out.dtype is float16 and params[1] > params[0]:
-            # rounding to float16 would turn values just below `to` into `to`
+        if kind == "uniform" and low and params[1] > params[0]:
+            # rounding to float16 / bfloat16 would turn values just below `to` into `to`
             target = _core.elementwise("minimum", target,
-                                       max(float16_below(params[1]), params[0]))
+                                       max(low_float_below(params[1], out.dtype), params[0]))
         if target is not out:
             _core.copy_into(out, target)
         return out
@@ -63,6 +65,17 @@ for _name, _family in HAND_WRITTEN_KERNELS.items():
                 staticmethod(getattr(importlib.import_module(f"ember._C.{_family}"), _name)))
 
 _backend = None
+
+
+def get_cpu_capability() -> str:
+    """The vector instruction set ember's CPU kernels use on this machine, in
+    torch.backends.cpu.get_cpu_capability's words: "AVX2" where the CPU has AVX2 and
+    FMA (the GEMM, conv, softmax and op-table loops then run their AVX2 versions),
+    else "DEFAULT" (the portable kernels). ember has no AVX-512 kernels, so an
+    AVX-512 CPU reports "AVX2" here where PyTorch would say "AVX512"; the instruction
+    sets themselves are in ember.cpu.get_capabilities()."""
+    f = _core._cpu_features()
+    return "AVX2" if f["avx2"] and f["fma3"] else "DEFAULT"
 
 
 def get_backend():

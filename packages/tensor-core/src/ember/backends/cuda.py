@@ -73,12 +73,12 @@ class CUDABackend(GPUBackend):
 
     # CUDA-only fast paths --------------------------------------------------------------
     def matmul(self, a, b, allow_tf32=None):
-        """float16 on the tensor cores, float32 on TF32 tensor cores when allow_tf32
+        """float16 and bfloat16 on the tensor cores, float32 on TF32 tensor cores when allow_tf32
         (default: ember.backends.cuda.matmul.allow_tf32) else on
         kernels/cuda/gemm_f32.cu; float64, the integers and bool through the shared
         tiled GEMM."""
         tf32 = matmul.allow_tf32 if allow_tf32 is None else allow_tf32
-        kernel = {"float16": "gemm_tc_float16",
+        kernel = {"float16": "gemm_tc_float16", "bfloat16": "gemm_tc_bfloat16",
                   "float32": "gemm_tf32_float32" if tf32 else "gemm_simt_float32"
                   }.get(a.dtype.name)
         if kernel is None:

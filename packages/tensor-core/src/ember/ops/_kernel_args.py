@@ -37,7 +37,7 @@ def _compute_dtype(x, dtype, op):
 
 
 def _work_dtype(dtype):
-    """The kernels run in float32 or float64 (float16 goes through float32)."""
+    """The kernels run in float32 or float64 (float16 and bfloat16 go through float32)."""
     return _float64 if dtype is _float64 else _float32
 
 

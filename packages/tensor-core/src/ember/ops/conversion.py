@@ -1,5 +1,5 @@
 """Conversions between layouts, dtypes and devices: contiguous, clone, to (and cpu,
-cuda, the dtype methods float/double/half/..., astype, type_as), pin_memory. Each
+cuda, the dtype methods float/double/half/bfloat16/..., astype, type_as), pin_memory. Each
 records itself for autograd ("clone", "to" with the dtypes, "to_device" with the
 devices)."""
 from __future__ import annotations
@@ -119,7 +119,7 @@ def _dtype_method(name):
     return fn
 
 
-for _n in ("float", "double", "half", "int", "long", "short", "bool"):
+for _n in ("float", "double", "half", "bfloat16", "int", "long", "short", "bool"):
     tensor_method(_dtype_method(_n), names=(_n,))
 tensor_method(_dtype_method("uint8"), names=("byte",))
 tensor_method(_dtype_method("int8"), names=("char",))

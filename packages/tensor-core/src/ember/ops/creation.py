@@ -229,6 +229,8 @@ def _from_python(data, dtype, op):
                         f"must be real number, not complex)")
     elif not kinds <= {float, int, bool}:       # struct packs these as they are
         flat = [float(v) for v in flat]
+    if dtype.name == "bfloat16":   # struct has no bfloat16: float64, rounded by the cast
+        return _from_python(flat, float64, op).reshape(shape).to(dtype)
     t = _core.empty(shape, dtype)
     try:
         raw = struct.pack(f"<{len(flat)}{_STRUCT[dtype.name]}", *flat)

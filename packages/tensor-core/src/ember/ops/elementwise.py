@@ -102,7 +102,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode == "trunc":
         dtype = _core.result_dtype("floor_divide", input, other)
         if dtype.kind == "float":
-            if dtype.name == "float16":   # one rounding, as in every float16 body
+            if dtype.name in ("float16", "bfloat16"):   # one rounding, as in their bodies
                 input, other = (x.float() if isinstance(x, _core.TensorBase) else x
                                 for x in (input, other))
             r = trunc(_ew("div", input, other))  # noqa: F821 (made from the op table below)
@@ -637,7 +637,8 @@ def isreal(input):
 
 
 # the integer dtype of each float's size, and its smallest subnormal
-_BITS = {"float16": ("int16", 2.0 ** -24), "float32": ("int32", 2.0 ** -149),
+_BITS = {"float16": ("int16", 2.0 ** -24), "bfloat16": ("int16", 2.0 ** -133),
+         "float32": ("int32", 2.0 ** -149),
          "float64": ("int64", 2.0 ** -1074)}
 
 

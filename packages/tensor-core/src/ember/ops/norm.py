@@ -1,7 +1,7 @@
 """layer_norm and batch_norm (kernels: the `norm` family, ember._C.norm on the CPU),
 with PyTorch's semantics. Each forward records itself with attrs holding the saved
 statistics its backward needs; layer_norm_backward and batch_norm_backward are the
-derivative table's and record nothing. float16 is computed in float32."""
+derivative table's and record nothing. float16 and bfloat16 are computed in float32."""
 from __future__ import annotations
 
 import numbers
@@ -36,7 +36,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     variance over the last len(normalized_shape) dims, in one fused kernel per row
     (two-pass statistics: no cancellation for large means). Records "layer_norm" with
     attrs normalized_shape, eps and the saved statistics mean and rstd (shape
-    input.shape[:-k] + (1,) * k; float32 for float16 inputs)."""
+    input.shape[:-k] + (1,) * k; float32 for float16 and bfloat16 inputs)."""
     op = "layer_norm"
     _float_tensor(input, op)
     shape = _normalized_shape(normalized_shape, input, op)
@@ -171,7 +171,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     out = layer_norm(input, normalized_shape, weight, bias, eps)
     k = len(_normalized_shape(normalized_shape, input, op))
     dims = list(range(input.ndim - k, input.ndim))
-    x = input if input.dtype.name != "float16" else input.float()
+    x = input if input.dtype.name not in ("float16", "bfloat16") else input.float()
     mean = x.mean(dims, keepdim=True)
     var = x.var(dims, correction=0, keepdim=True)
     return out, mean, (var + _number(eps, op, "eps")).rsqrt()
@@ -191,7 +191,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         empty = _core.empty((0,), input.dtype, input.device)
         return out, empty, empty.clone()
     dims = [0] + list(range(2, input.ndim))
-    x = input if input.dtype.name != "float16" else input.float()
+    x = input if input.dtype.name not in ("float16", "bfloat16") else input.float()
     mean = x.mean(dims)
     var = x.var(dims, correction=0)
     return out, mean, (var + _number(eps, op, "eps")).rsqrt()

@@ -291,7 +291,7 @@ def _dtype_bounds(dtype):
     if dtype.kind == "bool":
         return 0, 1
     if dtype.kind == "float":
-        m = {"float16": 11, "float32": 24, "float64": 53}[dtype.name]
+        m = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[dtype.name]
         return -(1 << m), 1 << m
     if dtype.name == "uint8":
         return 0, 255

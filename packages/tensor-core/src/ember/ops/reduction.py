@@ -49,10 +49,10 @@ def _cast_for(x, dtype):
 
 
 def _wide(x):
-    """The dtype a composite reduction computes in: float16 goes through float32 (its
-    partial sums would round or overflow: 60000 + 60000), and the result is cast
-    back once with _narrow, as PyTorch does."""
-    return x.to(_float32) if x.dtype.name == "float16" else x
+    """The dtype a composite reduction computes in: float16 and bfloat16 go through
+    float32 (their partial sums would round or overflow: 60000 + 60000), and the
+    result is cast back once with _narrow, as PyTorch does."""
+    return x.to(_float32) if x.dtype.name in ("float16", "bfloat16") else x
 
 
 def _narrow(r, dtype):

@@ -49,6 +49,11 @@ DTYPES = [
     DTypeInfo("float64", "float", "em_float64", "double", 8),
     DTypeInfo("complex64", "complex", "em_complex64", "em_complex64", 8, real="float32"),
     DTypeInfo("complex128", "complex", "em_complex128", "em_complex128", 16, real="float64"),
+    # bfloat16: the top half of a float32 (em_bfloat16 holds the bits, uint16_t on the
+    # CPU, ushort on OpenCL, __nv_bfloat16 on CUDA); computed in float, stored rounded
+    # to nearest even, NaN kept (em_f32_to_bf16 in kernels/cpu/ember_bf16.h and
+    # kernels/gpu/ember_device.h)
+    DTypeInfo("bfloat16", "float", "em_bfloat16", "float", 2),
 ]
 BY_NAME = {d.name: d for d in DTYPES}
 INT64 = BY_NAME["int64"]
@@ -82,8 +87,17 @@ def out_dtype_of(row, dt: DTypeInfo) -> DTypeInfo:
 
 def _cv(ctype: str, expr: str) -> str:
     """expr converted to C type ctype: a cast, except to a complex struct (a value of
-    that type already: C has no struct casts)."""
+    that type already: C has no struct casts) and to bfloat16 storage (rounded by
+    em_f32_to_bf16: its C type holds bits, which a cast would not round)."""
+    if ctype == "em_bfloat16":
+        return f"em_f32_to_bf16((float)({expr}))"
     return expr if ctype.startswith("em_complex") else f"({ctype})({expr})"
+
+
+def _ld(dt: DTypeInfo, x: str) -> str:
+    """A CPU storage value x of dtype dt as a value C arithmetic can use: bfloat16's
+    bits become the float they are; every other storage type is one already."""
+    return f"em_bf16_to_f32({x})" if dt.name == "bfloat16" else x
 
 
 def _convert(src: DTypeInfo, dst: DTypeInfo, x: str) -> str:
@@ -125,8 +139,10 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     names = "abc"[: row.arity]
     in_types = [dt.storage] * row.arity
     in_compute = [dt.compute] * row.arity
+    in_dts = [dt] * row.arity
     if row.name == "where":
         in_types[0] = in_compute[0] = "em_bool"
+        in_dts[0] = BOOL
     expr = _expr(row.body[dt.kind], dt)
     out_t, store = _store(row, dt, expr)
     fn = f"em_ew_{row.name}_{dt.name}"
@@ -138,13 +154,15 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
         for k, name in enumerate(names):
             ptr = f"(const {in_types[k]} *)p[{k + 1}]"
             if scalar[k]:
-                lines.append(f"        const {in_compute[k]} {name} = {_cv(in_compute[k], '*' + ptr)};")
+                lines.append(f"        const {in_compute[k]} {name} = "
+                             f"{_cv(in_compute[k], _ld(in_dts[k], '*' + ptr))};")
             else:
                 lines.append(f"        const {in_types[k]} *X{k} = {ptr};")
         lines.append("        for (int64_t i = 0; i < n; i++) {")
         for k, name in enumerate(names):
             if not scalar[k]:
-                lines.append(f"            const {in_compute[k]} {name} = {_cv(in_compute[k], f'X{k}[i]')};")
+                lines.append(f"            const {in_compute[k]} {name} = "
+                             f"{_cv(in_compute[k], _ld(in_dts[k], f'X{k}[i]'))};")
         lines.append(f"            O[i] = {store};")
         lines.append("        }")
         return "\n".join(lines)
@@ -169,7 +187,7 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     out.append("        for (int64_t i = 0; i < n; i++) {")
     for k, name in enumerate(names):
         load = f"*(const {in_types[k]} *)(p[{k + 1}] + i * s[{k + 1}])"
-        out.append(f"            const {in_compute[k]} {name} = {_cv(in_compute[k], load)};")
+        out.append(f"            const {in_compute[k]} {name} = {_cv(in_compute[k], _ld(in_dts[k], load))};")
     out.append(f"            *({out_t} *)(p[0] + i * s[0]) = {store};")
     out.append("        }")
     out.append("    }")
@@ -178,7 +196,7 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
 
 
 def _cast_loop(src: DTypeInfo, dst: DTypeInfo) -> str:
-    conv = _cv(dst.storage, _convert(src, dst, "X[i]"))
+    conv = _cv(dst.storage, _convert(src, dst, _ld(src, "X[i]")))
     gen = conv.replace("X[i]", f"*(const {src.storage} *)(p[1] + i * s[1])")
     return f"""EM_LOOP void em_cast_{src.name}_{dst.name}(char **p, const int64_t *s, int64_t n) {{
     if (s[0] == sizeof({dst.storage}) && s[1] == sizeof({src.storage})) {{
@@ -259,11 +277,15 @@ def _reduction(row, dt: DTypeInfo) -> str:
     # full SIMD width where it is cheap, float64 where errors would grow.
     lacc = dt.compute if (row.name == "sum" and dt.kind == "float" and acc == "double") else acc
     name = f"{row.name}_{dt.name}"
-    store = "(em_bool)(r != 0)" if out_name == "bool" else f"({ot})r"
+    store = "(em_bool)(r != 0)" if out_name == "bool" else _cv(ot, "r")
     # predicates (all/any) test each element in its own type, before any conversion
-    nz = (lambda v: f"em_cnz_{dt.name}({v})") if dt.is_struct else (lambda v: f"({v} != 0)")
-    oload = (lambda v: f"({oacc}){nz(v)}") if row.out == "bool" else (lambda v: f"({oacc}){v}")
-    lload = (lambda v: f"({lacc}){nz(v)}") if row.out == "bool" else (lambda v: f"({lacc}){v}")
+    nz = (lambda v: f"em_cnz_{dt.name}({v})") if dt.is_struct else (
+        lambda v: f"({_ld(dt, v)} != 0)")
+    oload = (lambda v: f"({oacc}){nz(v)}") if row.out == "bool" else (
+        lambda v: f"({oacc}){_ld(dt, v)}")
+    lload = (lambda v: f"({lacc}){nz(v)}") if row.out == "bool" else (
+        lambda v: f"({lacc}){_ld(dt, v)}")
+    odt = BY_NAME[out_name]
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -287,7 +309,7 @@ EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
     return ({acc})a[0];
 }}
 static void em_red_inner_{name}(char *out, const char *in, int64_t s, int64_t n) {{
-    {acc} acc0 = ({acc})*({ot} *)out, x = em_red_run_{name}(in, s, n);
+    {acc} acc0 = ({acc}){_ld(odt, f"*({ot} *)out")}, x = em_red_run_{name}(in, s, n);
     {acc} r = COMBINE(acc0, x);
     *({ot} *)out = {store};
 }}
@@ -296,13 +318,13 @@ EM_LOOP void em_red_outer_{name}(char *out, int64_t os, const char *in, int64_t 
         {ot} *O = ({ot} *)out;
         const {st} *X = (const {st} *)in;
         for (int64_t i = 0; i < n; i++) {{
-            {oacc} acc = ({oacc})O[i], x = {oload("X[i]")};
+            {oacc} acc = ({oacc}){_ld(odt, "O[i]")}, x = {oload("X[i]")};
             {oacc} r = COMBINE(acc, x);
             O[i] = {store};
         }}
     }} else {{
         for (int64_t i = 0; i < n; i++) {{
-            {oacc} acc = ({oacc})*({ot} *)(out + i * os), x = {oload("*(const " + st + " *)(in + i * is)")};
+            {oacc} acc = ({oacc}){_ld(odt, f"*({ot} *)(out + i * os)")}, x = {oload("*(const " + st + " *)(in + i * is)")};
             {oacc} r = COMBINE(acc, x);
             *({ot} *)(out + i * os) = {store};
         }}

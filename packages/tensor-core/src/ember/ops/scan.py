@@ -194,7 +194,7 @@ def logcumsumexp(input, dim):
     d = _norm(dim, input.ndim, "logcumsumexp")
     if input.ndim == 0 or input.numel() == 0:
         return input.clone()
-    x = input.float() if input.dtype.name == "float16" else input
+    x = input.float() if input.dtype.name in ("float16", "bfloat16") else input
     (r,) = _doubling_scan((x,), d, lambda early, late: (_logaddexp(early[0], late[0]),))
     return r if r.dtype is input.dtype else r.to(input.dtype)
 

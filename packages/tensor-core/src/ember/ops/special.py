@@ -198,7 +198,8 @@ METHODS["mvlgamma_"].__name__ = METHODS["mvlgamma_"].__qualname__ = "mvlgamma_"
 frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
 
 # float dtype -> (integer dtype of its size, mantissa bits, exponent mask, bias - 1)
-_FREXP = {"float16": ("int16", 10, 0x1F, 14), "float32": ("int32", 23, 0xFF, 126),
+_FREXP = {"float16": ("int16", 10, 0x1F, 14), "bfloat16": ("int16", 7, 0xFF, 126),
+          "float32": ("int32", 23, 0xFF, 126),
           "float64": ("int64", 52, 0x7FF, 1022)}
 
 

@@ -220,7 +220,7 @@ ELEMENTWISE = [
     Elementwise("isfinite", 1, {B: "1", I: "1", F: "isfinite(a)", C: "em_cisfinite_{T}(a)"},
                 out="bool",
                 numpy="isfinite", inplace=False, differentiable=False),
-    Elementwise("signbit", 1, {B: "0", I: "a < 0", F: "signbit(a)"}, out="bool",
+    Elementwise("signbit", 1, {B: "0", I: "a < 0", F: "em_signbit_{T}(a)"}, out="bool",
                 numpy="signbit", inplace=False, differentiable=False),
     Elementwise("logical_not", 1, {B: "!a", I: "!a", F: "!a", C: "!em_cnz_{T}(a)"}, out="bool",
                 numpy="logical_not", differentiable=False),

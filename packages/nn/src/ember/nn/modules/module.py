@@ -482,6 +482,11 @@ class Module:
     def half(self):
         return self.to(em.float16)
 
+    def bfloat16(self):
+        """Cast the floating point parameters and buffers to bfloat16 (in place, as
+        PyTorch's Module.bfloat16); returns self."""
+        return self.to(em.bfloat16)
+
     def type(self, dst_type):
         return self.to(dst_type)
 

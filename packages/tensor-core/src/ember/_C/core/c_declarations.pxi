@@ -34,6 +34,14 @@ cdef extern from *:
     static __thread int em_inference_on = 0;
     static void em_store_f16(char *p, double v) { *(_Float16 *)p = (_Float16)v; }
     static double em_load_f16(const char *p) { return (double)*(const _Float16 *)p; }
+    /* bfloat16 scalars: through float, rounded as the kernels round */
+    #include "ember_bf16.h"
+    static void em_store_bf16(char *p, double v) {
+        *(em_bfloat16 *)p = em_f32_to_bf16((float)v);
+    }
+    static double em_load_bf16(const char *p) {
+        return (double)em_bf16_to_f32(*(const em_bfloat16 *)p);
+    }
     /* int64 arithmetic that reports overflow (nonzero) instead of wrapping: layouts
        come from users, and a wrapped size or reach would pass any bounds check. */
     static int em_mul_ovf(int64_t a, int64_t b, int64_t *r) {
@@ -47,6 +55,8 @@ cdef extern from *:
     int em_inference_on
     void em_store_f16(char *p, double v)
     double em_load_f16(const char *p)
+    void em_store_bf16(char *p, double v)
+    double em_load_bf16(const char *p)
     bint em_mul_ovf(int64_t a, int64_t b, int64_t *r) nogil
     bint em_add_ovf(int64_t a, int64_t b, int64_t *r) nogil
 

@@ -1,5 +1,6 @@
-"""dtypes: the eleven element types (DType), their promotion table and the default
-float dtype. complex64 / complex128 are stored interleaved (re, im), as C99 and NumPy."""
+"""dtypes: the twelve element types (DType), their promotion table and the default
+float dtype. complex64 / complex128 are stored interleaved (re, im), as C99 and NumPy;
+bfloat16 (number 11, after the others so no number moved) as the top half of a float32."""
 
 cdef enum:
     BOOL = 0
@@ -13,7 +14,8 @@ cdef enum:
     FLOAT64 = 8
     COMPLEX64 = 9
     COMPLEX128 = 10
-    NDTYPES = 11
+    BFLOAT16 = 11
+    NDTYPES = 12
 
 cdef enum:
     KIND_BOOL = 0
@@ -117,7 +119,10 @@ cdef _make_dtypes():
                 pb = ITEMSIZE[REAL_OF[b]] if KIND[b] >= KIND_FLOAT else 0
                 r = COMPLEX128 if max(pa, pb) == 8 else COMPLEX64
             elif KIND[a] == KIND_FLOAT and KIND[b] == KIND_FLOAT:
-                r = a if ITEMSIZE[a] >= ITEMSIZE[b] else b
+                # float16 and bfloat16 hold each other's values in neither: float32
+                # (PyTorch's table)
+                r = FLOAT32 if ITEMSIZE[a] == ITEMSIZE[b] else (
+                    a if ITEMSIZE[a] > ITEMSIZE[b] else b)
             elif KIND[a] == KIND_FLOAT or KIND[b] == KIND_FLOAT:
                 r = a if KIND[a] == KIND_FLOAT else b
             else:

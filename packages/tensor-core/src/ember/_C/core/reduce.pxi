@@ -19,12 +19,19 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     cdef int out_dtype = RED_OUT[r][x._dtype]
     if out_dtype < 0:
         raise TypeError(f"{name}: not supported for dtype {DTYPE_LIST[x._dtype]!r}")
-    cdef int nreduced = 0
+    cdef int nreduced = 0, last = -1
     for d in range(nd):
         if reduced[d] and x._shape[d] > 1:
             nreduced += 1
+        if x._shape[d] > 1:
+            last = d
+    # float16 / bfloat16 reduced along an outer dim would add into their own output
+    # element by element (the outer loop), rounding every partial sum
+    cdef bint low_outer = (x._dtype == FLOAT16 or x._dtype == BFLOAT16) and nreduced == 1 \
+        and not reduced[last]
     if RED_WIDE[r] and KIND[x._dtype] == KIND_FLOAT and x._dtype != FLOAT64 and \
-            x._storage.device.type_id == 0 and (nreduced > 1 or not x.contiguous_c()):
+            x._storage.device.type_id == 0 and (
+                nreduced > 1 or not x.contiguous_c() or low_outer):
         # The reduced elements don't form one run per output, so partial results
         # would round to the output dtype between runs: reduce in float64 instead.
         with _no_record():
@@ -60,10 +67,10 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     cdef int osize = o._itemsize
     # Partial results of a split reduction are stored in the output dtype and folded
     # by the reduction over that dtype: fine for float32 (its leaves already add in
-    # float32), too coarse for float16 sums, which never split.
+    # float32), too coarse for float16 / bfloat16 sums, which never split.
     cdef em_reduce_inner_fn fold_inner = NULL
     cdef em_reduce_outer_fn fold_outer = NULL
-    if not (RED_WIDE[r] and x._dtype == FLOAT16):
+    if not (RED_WIDE[r] and (x._dtype == FLOAT16 or x._dtype == BFLOAT16)):
         fold_inner = em_reduce_inner(r, o._dtype)
         fold_outer = em_reduce_outer(r, o._dtype)
     if x.numel_c() >= NBIG:

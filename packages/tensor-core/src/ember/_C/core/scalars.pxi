@@ -43,6 +43,8 @@ cdef int write_scalar(char *dst, object value, int dtype, str op) except -1:
             (<float *>dst)[0] = <float>f
         elif dtype == FLOAT64:
             (<double *>dst)[0] = f
+        elif dtype == BFLOAT16:
+            em_store_bf16(dst, f)
         else:
             em_store_f16(dst, f)
         return 0
@@ -81,6 +83,8 @@ cdef object read_scalar(const char *src, int dtype):
         return (<const double *>src)[0]
     if dtype == FLOAT16:
         return em_load_f16(src)
+    if dtype == BFLOAT16:
+        return em_load_bf16(src)
     if dtype == COMPLEX64:
         return complex((<const float *>src)[0], (<const float *>src)[1])
     if dtype == COMPLEX128:

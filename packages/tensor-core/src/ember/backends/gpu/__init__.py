@@ -154,7 +154,7 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
         return _core.as_strided_from(t.untyped_storage(), t.dtype, tuple(shape), tuple(strides),
                                      t.storage_offset() + offset)
 
-    def _float_kernel(self, x, op, dtypes=("float16", "float32", "float64")):
+    def _float_kernel(self, x, op, dtypes=("float16", "bfloat16", "float32", "float64")):
         if x.dtype.name not in dtypes:
             raise NotImplementedError(f"{op}: no kernel for {x.device} ({x.dtype.name})")
         self._check_dtype(x.dtype, x.device, op)
@@ -296,10 +296,11 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
         kernel = f"reduce_{op_name}_{x.dtype.name}"
         # Few outputs of many elements: split each into parts (a work-group each) whose
         # results a second pass combines. Parts are stored in the output dtype, as the
-        # CPU's split reductions do; not for float16 sums, whose parts would round.
+        # CPU's split reductions do; not for float16 / bfloat16 sums, whose parts would
+        # round.
         parts = 1
-        if m < 256 and k >= 1 << 15 and not (x.dtype.name == "float16" and op_name in
-                                              ("sum", "prod")):
+        if m < 256 and k >= 1 << 15 and not (x.dtype.name in ("float16", "bfloat16") and
+                                              op_name in ("sum", "prod")):
             parts = min(1024, k // (1 << 13), max(1, 2048 // m))
         if parts > 1:
             partial = self.empty((m, parts), out.dtype, x.device)
@@ -319,7 +320,7 @@ def _host_bytes(t):
 
 
 _FORMATS = {"bool": "B", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-            "float16": "f", "float32": "f", "float64": "d"}
+            "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d"}
 
 
 def _scalar_for(value, dt, op):

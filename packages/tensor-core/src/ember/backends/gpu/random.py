@@ -22,7 +22,10 @@ class RandomKernels:
             return out
         dt = out.dtype.name
         self._check_dtype(out.dtype, out.device, kind)
-        f16_via_f32 = dt == "float16" and kind in ("uniform", "exponential")
+        # float16 uniforms come from float32 draws (the same words); bfloat16 from float32
+        # draws of every kind, rounded once (the CPU's numbers, kernels/cpu/random.c)
+        f16_via_f32 = (dt == "float16" and kind in ("uniform", "exponential")) or (
+            dt == "bfloat16" and kind != "randperm")
         target = out if out.is_contiguous() and out.storage_offset() == 0 and not f16_via_f32 \
             else self.empty(out.shape, _core._dtype_by_name("float32") if f16_via_f32
                             else out.dtype, out.device)
@@ -34,9 +37,9 @@ class RandomKernels:
             self.run(out.device, f"random_uniform_{tdt}", n,
                      [n, h] + keys + [float(lo), float(hi - lo), float(lo), float(hi - lo)])
             if f16_via_f32 and hi > lo:
-                from ember._dtypes import float16_below
-                self.elementwise("minimum", [target, max(float16_below(hi), lo)], target.dtype,
-                                 target.dtype, target)
+                from ember._dtypes import low_float_below
+                self.elementwise("minimum", [target, max(low_float_below(hi, out.dtype), lo)],
+                                 target.dtype, target.dtype, target)
         elif kind == "normal":
             self.run(out.device, f"random_normal_{tdt}", n,
                      [n, h] + keys + [float(p) for p in params])

@@ -28,7 +28,8 @@ typedef enum {
     EM_FLOAT64 = 8,
     EM_COMPLEX64 = 9,        /* interleaved (re, im) float32 pairs, as C99 float _Complex */
     EM_COMPLEX128 = 10,      /* interleaved (re, im) float64 pairs */
-    EM_NUM_DTYPES = 11
+    EM_BFLOAT16 = 11,        /* the top 16 bits of a float32 (uint16_t bits in C) */
+    EM_NUM_DTYPES = 12
 } em_dtype;
 
 typedef enum { EM_CPU = 0, EM_CUDA = 1, EM_OPENCL = 2 } em_device_type;

@@ -84,6 +84,23 @@ EM_INT_HELPERS(int64, em_int64, EM_MIN_int64, 64)
     }
 
 EM_FLOAT_HELPERS(float16, float)
+EM_FLOAT_HELPERS(bfloat16, float)
+
+/* signbit; bfloat16's on the CPU reads the float's sign bit through a union: GCC 12
+ * crashes (an internal compiler error) vectorising signbit of a value widened from
+ * bfloat16 bits */
+#define em_signbit_float16(x) signbit(x)
+#define em_signbit_float32(x) signbit(x)
+#define em_signbit_float64(x) signbit(x)
+#if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
+#define em_signbit_bfloat16(x) signbit(x)
+#else
+EM_INLINE int em_signbit_bfloat16(float x) {
+    union { float f; uint32_t u; } v;
+    v.f = x;
+    return (int)(v.u >> 31);
+}
+#endif
 EM_FLOAT_HELPERS(float32, float)
 #if !defined(__OPENCL_VERSION__) || defined(EM_HAS_FP64)   /* OpenCL: only with cl_khr_fp64 */
 EM_FLOAT_HELPERS(float64, double)
@@ -228,6 +245,12 @@ EM_INLINE float em_gelu_float32(float x) {
 #define em_erf_float16 em_erf_float32
 #define em_erfc_float16 em_erfc_float32
 #define em_gelu_float16 em_gelu_float32
+#define em_exp_bfloat16 em_exp_float32
+#define em_tanh_bfloat16 em_tanh_float32
+#define em_log_bfloat16 em_log_float32
+#define em_erf_bfloat16 em_erf_float32
+#define em_erfc_bfloat16 em_erfc_float32
+#define em_gelu_bfloat16 em_gelu_float32
 #define em_exp_float64(x) exp(x)
 #define em_tanh_float64(x) tanh(x)
 #define em_log_float64(x) log(x)

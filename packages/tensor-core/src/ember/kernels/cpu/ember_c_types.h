@@ -14,6 +14,7 @@ typedef int32_t em_int32;
 typedef int64_t em_int64;
 typedef uint64_t em_uint64;
 typedef _Float16 em_float16;
+#include "ember_bf16.h"    /* em_bfloat16 and its conversions */
 typedef float em_float32;
 typedef double em_float64;
 #define EM_INLINE static inline

@@ -4,6 +4,7 @@
 #define EMBER_INDEX_H
 #include <stdint.h>
 #include "../../include/ember/tensor.h"
+#include "ember_bf16.h"
 
 #define EM_MAX_INDICES EMBER_MAX_DIMS
 

@@ -9,13 +9,13 @@
  *
  * float32/float64: BLIS-style blocked GEMM (packed A and B panels, AVX2+FMA
  * micro-kernels chosen at run time, a portable C fallback), threaded through the
- * pool in threads.c for large problems only. float16: computed in float32 (inputs
- * widened, one rounding at the end). Integers and bool: a plain loop that
+ * pool in threads.c for large problems only. float16 and bfloat16: computed in
+ * float32 (inputs widened, one rounding at the end). Integers and bool: a plain loop that
  * accumulates in int64 and wraps to the output type like NumPy (bool: any of the
  * products is true).
  *
  * Return: 0, EM_GEMM_ENOMEM when a buffer could not be allocated, or
- * EM_GEMM_EDTYPE for a dtype number outside bool..float64.
+ * EM_GEMM_EDTYPE for a dtype number outside bool..float64 and bfloat16.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H

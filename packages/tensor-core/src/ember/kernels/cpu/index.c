@@ -39,7 +39,7 @@ static int itemsize_of(int dtype)
 {
     switch (dtype) {
     case EM_BOOL: case EM_UINT8: case EM_INT8: return 1;
-    case EM_INT16: case EM_FLOAT16: return 2;
+    case EM_INT16: case EM_FLOAT16: case EM_BFLOAT16: return 2;
     case EM_INT32: case EM_FLOAT32: return 4;
     default: return 8;
     }
@@ -216,7 +216,9 @@ static int copy_row(const em_row_ctx *c, char *pp, int64_t ps, char *xp, int64_t
 }
 
 /* The combining row of a scatter: dst = op(dst, src). NaN propagates through max/min. */
-#define COMBINE_ROW(NAME, T, ACC)                                                           \
+#define EM_PLAIN(x) (x)
+/* LD / ST: a stored T as ACC and back (bfloat16: its bits through ember_bf16.h) */
+#define COMBINE_ROW(NAME, T, ACC, LD, ST)                                                   \
 static int NAME(const em_row_ctx *c, char *pp, int64_t ps, char *xp, int64_t xs,           \
                 int64_t m, int nidx, const int64_t *const *ip, const int64_t *is,           \
                 const em_index_arg *idx)                                                    \
@@ -227,7 +229,7 @@ static int NAME(const em_row_ctx *c, char *pp, int64_t ps, char *xp, int64_t xs,
         if (o < 0)                                                                          \
             return -1;                                                                      \
         T *dst = (T *)(xp + i * xs + o);                                                    \
-        ACC a = (ACC)*dst, b = (ACC)*(const T *)(pp + i * ps);                              \
+        ACC a = (ACC)LD(*dst), b = (ACC)LD(*(const T *)(pp + i * ps));                      \
         switch (op) {                                                                       \
         case EM_SCATTER_ADD: a = a + b; break;                                              \
         case EM_SCATTER_MUL: a = a * b; break;                                              \
@@ -235,19 +237,20 @@ static int NAME(const em_row_ctx *c, char *pp, int64_t ps, char *xp, int64_t xs,
         case EM_SCATTER_MIN: a = (b < a || b != b) ? b : a; break;                          \
         default: a = b;                                                                     \
         }                                                                                   \
-        *dst = (T)a;                                                                        \
+        *dst = (T)ST(a);                                                                    \
     }                                                                                       \
     return 0;                                                                               \
 }
 
-COMBINE_ROW(row_u8, uint8_t, uint8_t)
-COMBINE_ROW(row_i8, int8_t, int8_t)
-COMBINE_ROW(row_i16, int16_t, int16_t)
-COMBINE_ROW(row_i32, int32_t, int32_t)
-COMBINE_ROW(row_i64, int64_t, int64_t)
-COMBINE_ROW(row_f16, _Float16, float)
-COMBINE_ROW(row_f32, float, float)
-COMBINE_ROW(row_f64, double, double)
+COMBINE_ROW(row_u8, uint8_t, uint8_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_i8, int8_t, int8_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_i16, int16_t, int16_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_i32, int32_t, int32_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_i64, int64_t, int64_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_f16, _Float16, float, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_bf16, em_bfloat16, float, em_bf16_to_f32, em_f32_to_bf16)
+COMBINE_ROW(row_f32, float, float, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_f64, double, double, EM_PLAIN, EM_PLAIN)
 
 /* bool: add is or, multiply is and, max is or, min is and. */
 static int row_bool(const em_row_ctx *c, char *pp, int64_t ps, char *xp, int64_t xs,
@@ -293,6 +296,7 @@ int em_index_scatter(int dtype, int op, int ndim, const int64_t *shape,
         case EM_INT32: fn = row_i32; break;
         case EM_INT64: fn = row_i64; break;
         case EM_FLOAT16: fn = row_f16; break;
+        case EM_BFLOAT16: fn = row_bf16; break;
         case EM_FLOAT32: fn = row_f32; break;
         case EM_FLOAT64: fn = row_f64; break;
         default: return -2;

@@ -53,9 +53,14 @@ static void NAME(T *k, int64_t *ix, T *tk, int64_t *ti, int64_t n)              
     }                                                                                       \
 }
 
-#define DEFINE_ROWS(SUFFIX, T)                                                              \
-DEFINE_SORT(sort_asc_##SUFFIX, T, LT_ASC)                                                   \
-DEFINE_SORT(sort_desc_##SUFFIX, T, LT_DESC)                                                 \
+/* bfloat16: its bits compared as the floats they are (ember_bf16.h) */
+#define LT_ASC_BF(a, b) LT_ASC(em_bf16_to_f32(a), em_bf16_to_f32(b))
+#define LT_DESC_BF(a, b) LT_DESC(em_bf16_to_f32(a), em_bf16_to_f32(b))
+
+/* K: "" or _BF, the comparisons' suffix */
+#define DEFINE_ROWS(SUFFIX, T, K)                                                           \
+DEFINE_SORT(sort_asc_##SUFFIX, T, LT_ASC##K)                                                \
+DEFINE_SORT(sort_desc_##SUFFIX, T, LT_DESC##K)                                              \
 static int rows_##SUFFIX(T *v, int64_t *idx, int64_t nrows, int64_t n, int desc)            \
 {                                                                                           \
     T *tk = (T *)malloc((size_t)(n ? n : 1) * sizeof(T));                                   \
@@ -83,7 +88,7 @@ static void search_##SUFFIX(const T *seq, int64_t srs, int64_t n, const T *vals,
             int64_t lo = 0, hi = n;                                                         \
             while (lo < hi) {                                                               \
                 int64_t mid = lo + (hi - lo) / 2;                                           \
-                int go_right = right ? !LT_ASC(v, s[mid]) : LT_ASC(s[mid], v);              \
+                int go_right = right ? !LT_ASC##K(v, s[mid]) : LT_ASC##K(s[mid], v);        \
                 if (go_right) lo = mid + 1; else hi = mid;                                  \
             }                                                                               \
             out[r * m + i] = lo;                                                            \
@@ -91,14 +96,15 @@ static void search_##SUFFIX(const T *seq, int64_t srs, int64_t n, const T *vals,
     }                                                                                       \
 }
 
-DEFINE_ROWS(u8, uint8_t)
-DEFINE_ROWS(i8, int8_t)
-DEFINE_ROWS(i16, int16_t)
-DEFINE_ROWS(i32, int32_t)
-DEFINE_ROWS(i64, int64_t)
-DEFINE_ROWS(f16, _Float16)
-DEFINE_ROWS(f32, float)
-DEFINE_ROWS(f64, double)
+DEFINE_ROWS(u8, uint8_t, )
+DEFINE_ROWS(i8, int8_t, )
+DEFINE_ROWS(i16, int16_t, )
+DEFINE_ROWS(i32, int32_t, )
+DEFINE_ROWS(i64, int64_t, )
+DEFINE_ROWS(f16, _Float16, )
+DEFINE_ROWS(bf16, em_bfloat16, _BF)
+DEFINE_ROWS(f32, float, )
+DEFINE_ROWS(f64, double, )
 
 int em_sort_rows(int dtype, char *vals, int64_t *idx, int64_t nrows, int64_t n, int desc)
 {
@@ -109,6 +115,7 @@ int em_sort_rows(int dtype, char *vals, int64_t *idx, int64_t nrows, int64_t n, 
     case EM_INT32: return rows_i32((int32_t *)vals, idx, nrows, n, desc);
     case EM_INT64: return rows_i64((int64_t *)vals, idx, nrows, n, desc);
     case EM_FLOAT16: return rows_f16((_Float16 *)vals, idx, nrows, n, desc);
+    case EM_BFLOAT16: return rows_bf16((em_bfloat16 *)vals, idx, nrows, n, desc);
     case EM_FLOAT32: return rows_f32((float *)vals, idx, nrows, n, desc);
     case EM_FLOAT64: return rows_f64((double *)vals, idx, nrows, n, desc);
     }
@@ -131,6 +138,10 @@ void em_searchsorted(int dtype, const char *seq, int64_t srs, int64_t n, const c
         search_i64((const int64_t *)seq, srs, n, (const int64_t *)vals, nrows, m, out, right); break;
     case EM_FLOAT16:
         search_f16((const _Float16 *)seq, srs, n, (const _Float16 *)vals, nrows, m, out, right); break;
+    case EM_BFLOAT16:
+        search_bf16((const em_bfloat16 *)seq, srs, n, (const em_bfloat16 *)vals, nrows, m, out,
+                    right);
+        break;
     case EM_FLOAT32:
         search_f32((const float *)seq, srs, n, (const float *)vals, nrows, m, out, right); break;
     case EM_FLOAT64:

@@ -2,6 +2,7 @@
  * kernels/gpu/programs/matmul.h).
  *
  *   gemm_tc_float16: C = A @ B for float16 operands, float32 accumulation (wmma 16x16x16)
+ *   gemm_tc_bfloat16: the same for bfloat16 operands (wmma 16x16x16, sm_80 and later)
  *   gemm_tf32_float32: C = A @ B for float32 operands rounded to TF32 (wmma 16x16x8),
  *                      used only when em.backends.cuda.matmul.allow_tf32 is True
  *
@@ -18,6 +19,7 @@
  * per-warp 16 x 16 staging area so edges are written with bounds checks too.
  */
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <mma.h>
 
 using namespace nvcuda;
@@ -32,6 +34,12 @@ template <> struct tc_traits<__half> {
     using precision = __half;
     static __device__ void round(wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> &) {}
     static __device__ void round(wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> &) {}
+};
+template <> struct tc_traits<__nv_bfloat16> {
+    static constexpr int KF = 16;
+    using precision = __nv_bfloat16;
+    static __device__ void round(wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> &) {}
+    static __device__ void round(wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> &) {}
 };
 template <> struct tc_traits<float> {
     static constexpr int KF = 8;
@@ -113,6 +121,13 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 gemm_tc_float16(const __half *A, const __half *B, __half *C, int M, int N, int K,
                 long rsa, long csa, long rsb, long csb, long ldc, long bsa, long bsb, long bsc) {
     gemm_tc<__half>(A, B, C, M, N, K, rsa, csa, rsb, csb, ldc, bsa, bsb, bsc);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+gemm_tc_bfloat16(const __nv_bfloat16 *A, const __nv_bfloat16 *B, __nv_bfloat16 *C, int M, int N,
+                 int K, long rsa, long csa, long rsb, long csb, long ldc, long bsa, long bsb,
+                 long bsc) {
+    gemm_tc<__nv_bfloat16>(A, B, C, M, N, K, rsa, csa, rsb, csb, ldc, bsa, bsb, bsc);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)

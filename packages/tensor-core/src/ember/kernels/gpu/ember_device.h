@@ -10,7 +10,7 @@
  *     parameter list (ember/ops/gpu_programs.py parses it), so no other parameter
  *     types are allowed;
  *   - memory is read and written through EM_LD_<dtype>(p, i) / EM_ST_<dtype>(p, i, v)
- *     (float16 is a storage type only: it is computed in float);
+ *     (float16 and bfloat16 are storage types only: they are computed in float);
  *   - every work-item of a work-group reaches every barrier: no early `continue` or
  *     `return` around a barrier even when the condition is uniform (PoCL miscompiles
  *     it: the cross-entropy rows wrote out of bounds);
@@ -64,6 +64,17 @@ typedef double em_float64;
 #endif
 #define EM_LD_float16(p, i) vload_half((i), (p))
 #define EM_ST_float16(p, i, v) vstore_half((float)(v), (i), (p))
+/* OpenCL C has no bfloat16 type: its bits in a ushort, converted as on the CPU
+   (kernels/cpu/ember_bf16.h: round to nearest even, NaN kept) */
+typedef ushort em_bfloat16;
+static inline float em_bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
+static inline ushort em_f32_to_bf16(float f) {
+    uint u = as_uint(f);
+    uint r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (ushort)(((u & 0x7fffffffu) > 0x7f800000u) ? ((u >> 16) | 0x40u) : r);
+}
+#define EM_LD_bfloat16(p, i) em_bf16_to_f32((p)[i])
+#define EM_ST_bfloat16(p, i, v) ((p)[i] = em_f32_to_bf16((float)(v)))
 #define em_atomic_add_int32(p, v) atomic_add((p), (v))
 #define em_mulhi64(a, b) mul_hi((em_uint64)(a), (em_uint64)(b))
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
@@ -72,6 +83,7 @@ typedef double em_float64;
 #elif defined(__CUDACC__)
 /* ---------------------------------------------------------------- CUDA C++ */
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <stdint.h>
 #include <math.h>
 #define EM_HAS_FP64 1
@@ -105,6 +117,17 @@ typedef float em_float32;
 typedef double em_float64;
 #define EM_LD_float16(p, i) __half2float((p)[i])
 #define EM_ST_float16(p, i, v) ((p)[i] = __float2half((float)(v)))
+/* bfloat16: __nv_bfloat16 storage; stores round by the CPU's bit formula (round to
+   nearest even, the NaN's sign and payload kept), so every device stores the same bits */
+typedef __nv_bfloat16 em_bfloat16;
+static __device__ __forceinline__ float em_bf16_to_f32(__nv_bfloat16 h) { return __bfloat162float(h); }
+static __device__ __forceinline__ __nv_bfloat16 em_f32_to_bf16(float f) {
+    unsigned int u = __float_as_uint(f);
+    unsigned int r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return __ushort_as_bfloat16((unsigned short)(((u & 0x7fffffffu) > 0x7f800000u) ? ((u >> 16) | 0x40u) : r));
+}
+#define EM_LD_bfloat16(p, i) em_bf16_to_f32((p)[i])
+#define EM_ST_bfloat16(p, i, v) ((p)[i] = em_f32_to_bf16((float)(v)))
 #define em_atomic_add_int32(p, v) atomicAdd((p), (v))
 #define em_mulhi64(a, b) __umul64hi((em_uint64)(a), (em_uint64)(b))
 #define em_atomic_min_int64(p, v) atomicMin((long long *)(p), (long long)(v))
@@ -119,7 +142,7 @@ typedef double em_float64;
 #error "ember_device.h is device code: compile it as OpenCL C or CUDA C++"
 #endif
 
-/* Plain loads and stores for every dtype but float16. */
+/* Plain loads and stores for every dtype but float16 and bfloat16. */
 #define EM_LD_bool(p, i) ((p)[i])
 #define EM_LD_uint8(p, i) ((p)[i])
 #define EM_LD_int8(p, i) ((p)[i])
@@ -149,7 +172,7 @@ typedef double em_float64;
 #define EM_LD(p, i) EM_CAT(EM_LD, EM_DT)(p, i)
 #define EM_ST(p, i, v) EM_CAT(EM_ST, EM_DT)(p, i, v)
 
-/* Accumulators of float16/float32 sums: double where the device has it. */
+/* Accumulators of float16/bfloat16/float32 sums: double where the device has it. */
 #ifdef EM_HAS_FP64
 typedef double em_wide;
 #else

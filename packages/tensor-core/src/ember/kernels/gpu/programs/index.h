@@ -1,4 +1,4 @@
-// dtypes: none bool uint8 int8 int16 int32 int64 float16 float32 float64
+// dtypes: none bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64
 /* Indexing (kernels/cpu/index.c on the CPU): gather, scatter, nonzero, compress over
  * dense tensors unless an em_layout says otherwise, and iota (arange and linspace);
  * the dtype-free program `index` checks index tensors. Kernels whose CPU versions run
@@ -7,7 +7,8 @@
  * device gives the CPU's answer; the rest are parallel. */
 #ifdef EM_DT
 
-#if defined(EM_DT_float16) || defined(EM_DT_float32) || defined(EM_DT_float64)
+#if defined(EM_DT_float16) || defined(EM_DT_bfloat16) || defined(EM_DT_float32) || \
+    defined(EM_DT_float64)
 #define EM_ISNAN(v) ((v) != (v))
 #else
 #define EM_ISNAN(v) 0     /* no self-comparison warnings for integers */

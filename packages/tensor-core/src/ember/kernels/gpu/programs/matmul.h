@@ -1,4 +1,4 @@
-// dtypes: bool uint8 int8 int16 int32 int64 float16 float32 float64
+// dtypes: bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64
 /* C = A @ B over a batch of strided matrices (any row/column strides, any signs;
  * batch dims broadcast through zero strides), the matmul family's one kernel.
  *
@@ -7,13 +7,14 @@
  * so every value loaded into local memory is used 64 times from there. Work-group
  * (x, y) = (column block, row block); z strides over the batch, whose layout (dims
  * and strides of C, A, B in operands 0, 1, 2) is an em_layout. Floats accumulate in
- * EM_CT (float for float16); integers in int64, stored wrapped to EM_T as the CPU's
+ * EM_CT (float for float16 and bfloat16); integers in int64, stored wrapped to EM_T as the CPU's
  * GEMM does; bool counts true products and stores "any" (PyTorch's bool matmul). */
 #ifndef EM_GEMM_TILE
 #define EM_GEMM_TILE 64
 #define EM_GEMM_K 16
 #endif
-#if defined(EM_DT_float16) || defined(EM_DT_float32) || defined(EM_DT_float64)
+#if defined(EM_DT_float16) || defined(EM_DT_bfloat16) || defined(EM_DT_float32) || \
+    defined(EM_DT_float64)
 #define EM_GEMM_ACC EM_CT
 #else
 #define EM_GEMM_ACC em_int64
