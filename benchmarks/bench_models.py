@@ -52,7 +52,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import harness
 
@@ -331,15 +330,16 @@ def profile_ember(step, steps):
     pr.disable()
     st = pstats.Stats(pr)
     rows = []
-    for (file, line, func), (_cc, nc, tt, _ct, _callers) in st.stats.items():
+    for (file, _line, func), (_cc, nc, tt, _ct, _callers) in st.stats.items():
         where = os.path.basename(file).replace(".py", "") if file != "~" else ""
         rows.append((f"{where}.{func}" if where else func, tt / steps, nc / steps))
     total = sum(r[1] for r in rows)
     return sorted(rows, key=lambda r: -r[1]), total
 
 
-def worker(lib, case, threads):
+def worker(lib, case, threads, clock_name="wall"):
     """Serve the driver over stdin/stdout: one JSON line per command."""
+    clock = harness.CLOCKS[clock_name if threads == 1 else "wall"]
     out = sys.stdout
     sys.stdout = sys.stderr            # nothing else may write on the protocol stream
     if lib == "torch":
@@ -358,21 +358,26 @@ def worker(lib, case, threads):
         out.write(json.dumps(obj) + "\n")
         out.flush()
     send({"version": version, "losses": losses, "rss": rss_bytes()})
+
+    def timed_steps(n):
+        fwd = bwd = opt = 0.0
+        marks = []
+        for _ in range(n):
+            marks.clear()
+            t0 = clock()
+            step(lambda: marks.append(clock()))
+            t3 = clock()
+            fwd += marks[0] - t0
+            bwd += marks[1] - marks[0]
+            opt += t3 - marks[1]
+        return fwd, bwd, opt
+
     for line in sys.stdin:
         cmd = line.split()
         if cmd[0] == "run":
             n = int(cmd[1])
             gc.collect()
-            fwd = bwd = opt = 0.0
-            marks = []
-            for _ in range(n):
-                marks.clear()
-                t0 = time.perf_counter()
-                step(lambda: marks.append(time.perf_counter()))
-                t3 = time.perf_counter()
-                fwd += marks[0] - t0
-                bwd += marks[1] - marks[0]
-                opt += t3 - marks[1]
+            fwd, bwd, opt = timed_steps(n)
             send({"fwd": fwd / n, "bwd": bwd / n, "opt": opt / n, "rss": rss_bytes()})
         elif cmd[0] == "profile":
             n = int(cmd[1])
@@ -406,9 +411,9 @@ def find_torch_python(args):
 
 
 class Worker:
-    def __init__(self, python, lib, case, threads):
+    def __init__(self, python, lib, case, threads, clock):
         cmd = [python, os.path.abspath(__file__), "--_worker", "--lib", lib, "--case", case,
-               "--threads", str(threads)]
+               "--threads", str(threads), "--clock", clock]
         self.lib = lib
         self.p = subprocess.Popen(cmd, env=harness.thread_env(threads), text=True,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -431,7 +436,8 @@ class Worker:
 
 
 def run_case(case, threads, pythons, args):
-    workers = {lib: Worker(py, lib, case, threads) for lib, py in pythons.items()}
+    workers = {lib: Worker(py, lib, case, threads, args.clock)
+               for lib, py in pythons.items()}
     info = {lib: w.hello for lib, w in workers.items()}
     l_em = info["ember"]["losses"]
     if "torch" in workers:
@@ -493,9 +499,12 @@ def main():
     ap.add_argument("--lib", help=argparse.SUPPRESS)
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--no-torch", action="store_true", help="ember only")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: the 1-thread setting times with the thread's CPU time "
+                         "(steadier on a busy machine; 2 threads always use wall time)")
     args = ap.parse_args()
     if args._worker:
-        return worker(args.lib, args.case, args.threads[0])
+        return worker(args.lib, args.case, args.threads[0], args.clock)
     words = [w for w in args.filter.split(",") if w]
     cases = [c for c in CASES if not words or c in words or
              any(w in c for w in words if w not in CASES)]
@@ -547,8 +556,8 @@ def main():
     print()
     print(harness.table(["case", "thr", "phase", "ember", "torch", "pt/em"], phase_rows,
                         left={"case", "phase"}))
-    print(f"\n(load {load0} -> {harness.load()}; per step, medians over rounds; "
-          "peak RSS: the worker's ru_maxrss)")
+    print(f"\n(load {load0} -> {harness.load()}; clock {args.clock}; per step, medians over "
+          "rounds; peak RSS: the worker's ru_maxrss)")
     harness.save(args, results=results)
 
 
