@@ -88,10 +88,10 @@ REFERENCE = {
     "erfc": lambda a: _erfc(a.astype(np.float64)),
     "gelu": lambda a: a * 0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)),
     "_gelu_tanh": lambda a: _gelu_tanh(a)[0],
-    "_gelu_backward": lambda g, a: g * (0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)) +
+    "_gelu_grad": lambda g, a: g * (0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)) +
                                         a * np.exp(-0.5 * a.astype(np.float64) ** 2) /
                                         math.sqrt(2 * math.pi)),
-    "_gelu_tanh_backward": lambda g, a: g.astype(np.float64) * _gelu_tanh(a)[1],
+    "_gelu_tanh_grad": lambda g, a: g.astype(np.float64) * _gelu_tanh(a)[1],
     # PyTorch's and NumPy's clamp: max(min_, ...) then min(max_, ...), so min > max
     # gives max, and NaN anywhere propagates
     "clamp": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),

@@ -354,7 +354,7 @@ def _(n, g):
 def _(n, g):
     x = n.inputs[0]
     if not _core.is_grad_enabled():      # one pass; create_graph: the composed form below
-        return em._gelu_backward(g, x),
+        return em._gelu_grad(g, x),
     cdf = em.erfc(x * -_SQRT_HALF) * 0.5
     pdf = em.exp(x * x * -0.5) * _INV_SQRT_2PI
     return g * (cdf + x * pdf),
@@ -364,7 +364,7 @@ def _(n, g):
 def _(n, g):
     x = n.inputs[0]
     if not _core.is_grad_enabled():
-        return em._gelu_tanh_backward(g, x),
+        return em._gelu_tanh_grad(g, x),
     k = math.sqrt(2.0 / math.pi)
     t = em.tanh(k * (x + 0.044715 * x * x * x))
     return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 0.134145 * x * x)),

@@ -211,9 +211,9 @@ ELEMENTWISE = [
     # each one pass (nn.functional.gelu(approximate="tanh"), the gelu formula)
     Elementwise("_gelu_tanh", 1, {F: "em_gelu_tanh_{T}(a)"}, promote="float", numpy=None,
                 method=False, inplace=False),
-    Elementwise("_gelu_backward", 2, {F: "em_gelu_backward_{T}(a, b)"}, promote="float",
+    Elementwise("_gelu_grad", 2, {F: "em_gelu_backward_{T}(a, b)"}, promote="float",
                 numpy=None, method=False, inplace=False, differentiable=False),
-    Elementwise("_gelu_tanh_backward", 2, {F: "em_gelu_tanh_backward_{T}(a, b)"},
+    Elementwise("_gelu_tanh_grad", 2, {F: "em_gelu_tanh_backward_{T}(a, b)"},
                 promote="float", numpy=None, method=False, inplace=False,
                 differentiable=False),
     Elementwise("floor", 1, {B: "a", I: "a", F: "floor(a)"}, numpy="floor"),

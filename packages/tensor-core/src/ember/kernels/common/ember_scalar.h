@@ -243,8 +243,8 @@ EM_VEC_INLINE float em_gelu_float32(float x) {
 #define em_erfc_float64(x) erfc(x)
 #define em_gelu_float64(x) (0.5 * (x) * erfc((x) * -0.70710678118654752440))
 
-/* GELU's derivative and its tanh form, one pass each (the op table's _gelu_backward,
- * _gelu_tanh and _gelu_tanh_backward rows: nn.functional.gelu and its formula):
+/* GELU's derivative and its tanh form, one pass each (the op table's _gelu_grad,
+ * _gelu_tanh and _gelu_tanh_grad rows: nn.functional.gelu and its formula):
  *   d/dx x Phi(x) = Phi(x) + x phi(x)
  *   tanh form: y = x (1 + tanh(u)) / 2 = x s, s = sigmoid(2u) = 1 / (1 + exp(-2u)),
  *   u = sqrt(2/pi) (x + 0.044715 x^3), dy/dx = s + 2 x s (1 - s) u', 1 - s = exp(-2u) s
