@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember.autograd import gradcheck, gradgradcheck
+from ember.ops import attention as _attention
 
 
 def leaf(*shape, seed=0, lo=-2.0, hi=2.0):
@@ -123,6 +124,10 @@ LINALG_CASES = {
         *em.linalg.svd(a, full_matrices=False)), [(4, 3)]),
 }
 EXTRA_CASES.update(LINALG_CASES)
+# the fused CPU attention (ember.ops.attention; nn.functional.scaled_dot_product_attention)
+EXTRA_CASES["scaled_dot_product_attention"] = (
+    lambda q, k, v: _attention.sdpa_fused(q, k, v, None, True, 0.5), [(2, 5, 3), (2, 6, 3),
+                                                                       (2, 6, 2)])
 # recorded so that its backward can say why it has none (PyTorch's error)
 EXTRA_CASES["linalg_qr_r"] = (lambda a: em.linalg.qr(a, "r").R, [(4, 3)])
 # a round trip through a second device, where one exists (opencl, else cuda)

@@ -440,6 +440,8 @@ _NO_ONNX |= {"lgamma", "digamma", "erfinv", "i0", "igamma", "igammac", "special_
              "special_modified_bessel_k0", "special_modified_bessel_k1",
              "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
              "special_spherical_bessel_j0"}
+# the derivative rows behind gelu's formula (backward only, never in a traced forward)
+_NO_ONNX |= {"_gelu_grad", "_gelu_tanh_grad"}
 
 
 def _row_inputs(row, kind, rng):

@@ -54,6 +54,21 @@ def _sc(name, *args):
         return getattr(scipy.special, name)(*(np.asarray(a, np.float64) for a in args))
 
 
+def _gelu_tanh(x):
+    """GELU's tanh form x (1 + tanh(u)) / 2 and its derivative (PyTorch's
+    gelu(approximate="tanh") and gelu_backward) in float64, 1 + tanh(u) as 2 sigmoid(2u)
+    (exact where tanh rounds to -1), past |x| > 10 their limits (x and 1 above, 0 x and
+    0 below)."""
+    x = x.astype(np.float64)
+    k = math.sqrt(2 / math.pi)
+    with np.errstate(all="ignore"):
+        xc = np.clip(x, -10, 10)                # NaN stays NaN
+        s = 1 / (1 + np.exp(-2 * k * (xc + 0.044715 * xc ** 3)))
+        y = np.where(x > 10, x, np.where(x < -10, 0 * x, x * s))
+        d = s + 2 * xc * s * (1 - s) * k * (1 + 3 * 0.044715 * xc * xc)
+        return y, np.where(x > 10, 1.0, np.where(x < -10, 0.0, d))
+
+
 def _sinc(x):
     with np.errstate(all="ignore"):
         k = np.rint(x)
@@ -72,6 +87,11 @@ REFERENCE = {
     "erf": lambda a: _erf(a.astype(np.float64)),
     "erfc": lambda a: _erfc(a.astype(np.float64)),
     "gelu": lambda a: a * 0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)),
+    "_gelu_tanh": lambda a: _gelu_tanh(a)[0],
+    "_gelu_grad": lambda g, a: g * (0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)) +
+                                        a * np.exp(-0.5 * a.astype(np.float64) ** 2) /
+                                        math.sqrt(2 * math.pi)),
+    "_gelu_tanh_grad": lambda g, a: g.astype(np.float64) * _gelu_tanh(a)[1],
     # PyTorch's and NumPy's clamp: max(min_, ...) then min(max_, ...), so min > max
     # gives max, and NaN anywhere propagates
     "clamp": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),

@@ -26,6 +26,7 @@ import ember as em
 from ember._C import core as _core
 from ember.autograd.graph import Formula
 from ember.ops import linalg as LA, pool as P
+from ember.ops.attention import sdpa_backward, sdpa_composite
 from ember.ops.conv import conv2d_backward, conv_transpose2d_backward
 from ember.ops.dropout import dropout_backward
 from ember.ops.embedding import embedding_backward
@@ -352,9 +353,21 @@ def _(n, g):
 @formula("gelu", inputs=(0,))
 def _(n, g):
     x = n.inputs[0]
+    if not _core.is_grad_enabled():      # one pass; create_graph: the composed form below
+        return em._gelu_grad(g, x),
     cdf = em.erfc(x * -_SQRT_HALF) * 0.5
     pdf = em.exp(x * x * -0.5) * _INV_SQRT_2PI
     return g * (cdf + x * pdf),
+
+
+@formula("_gelu_tanh", inputs=(0,))
+def _(n, g):
+    x = n.inputs[0]
+    if not _core.is_grad_enabled():
+        return em._gelu_tanh_grad(g, x),
+    k = math.sqrt(2.0 / math.pi)
+    t = em.tanh(k * (x + 0.044715 * x * x * x))
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 0.134145 * x * x)),
 
 
 @formula("erfinv", output=True)
@@ -938,6 +951,17 @@ def _normalize(x, dims, eps):
     mu = x.mean(dims, keepdim=True)
     var = ((x - mu) * (x - mu)).mean(dims, keepdim=True)
     return (x - mu) * em.rsqrt(var + eps)
+
+
+@formula("scaled_dot_product_attention", inputs=(0, 1, 2), output=True)
+def _(n, g):
+    a = n.attrs
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lambda q, k, v: sdpa_composite(
+            q, k, v, a["mask"], a["is_causal"], a["scale"]))
+    q, k, v = n.inputs
+    return sdpa_backward(g, q, k, v, a["mask"], n.output, a["lse"], a["is_causal"],
+                         a["scale"])
 
 
 @formula("layer_norm", inputs=(0, 1, 2))

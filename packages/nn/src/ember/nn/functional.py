@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 
 import ember as em
@@ -24,6 +25,7 @@ from ember.nn._checks import (
     real as _real,
     tensor as _tensor,
 )
+from ember.ops import attention as _attention
 
 _number = _real()
 _dim = _optional(_index_arg)
@@ -67,9 +69,8 @@ def gelu(input, approximate="none"):
     """x * Phi(x) (exact, with erf) or its tanh approximation."""
     if approximate == "none":
         return em.gelu(input)
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + em.tanh(inner))
+    if approximate == "tanh":     # one pass (op-table row), its derivative another
+        return em._gelu_tanh(input)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
@@ -1556,6 +1557,12 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return em.div(input, denom, out=out)
 
 
+def _onnx_exporting():
+    """ember.onnx.export traces the primitives (it has no fused attention node)."""
+    onnx = sys.modules.get("ember.onnx")
+    return onnx is not None and onnx.is_in_onnx_export()
+
+
 @_checked(value=_tensor, dropout_p=_number, scale=_optional(_number))
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
@@ -1563,7 +1570,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (..., S, E) and values (..., S, Ev); scale defaults to 1 / sqrt(E). A bool attn_mask
     attends where True, a float one is added to the scores; is_causal masks keys after
     each query (top-left aligned). A query with every key masked gets zeros (as PyTorch),
-    not NaN. enable_gqa lets query heads (dim -3) be a multiple of key/value heads."""
+    not NaN. enable_gqa lets query heads (dim -3) be a multiple of key/value heads.
+    CPU float32/float64 without dropout: one fused kernel forward and backward
+    (ember.ops.attention, flash-attention style: a block of the scores at a time); other
+    devices and dropout_p > 0: composed of matmul, softmax and where."""
     op = "scaled_dot_product_attention"
     shapes = (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
               f"value {tuple(value.shape)}")
@@ -1583,28 +1593,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                              f"multiple of the key and value heads, got {shapes}")
         key = key.repeat_interleave(heads // key.shape[-3], -3)
         value = value.repeat_interleave(heads // value.shape[-3], -3)
-    scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(E) if scale is None else scale)
-    if is_causal:
-        attn_mask = em.ones(L, S, dtype=em.bool, device=query.device).tril()
-    if attn_mask is None:
-        attn = em.softmax(scores, -1)
-    else:
+    scale = 1 / math.sqrt(E) if scale is None else scale
+    mask = None
+    if attn_mask is not None:
         try:
-            em.broadcast_shapes(attn_mask.shape, scores.shape)
+            em.broadcast_shapes(attn_mask.shape, tuple(query.shape[:-1]) + (S,))
         except ValueError:
             raise ValueError(f"{op}: attn_mask shape {tuple(attn_mask.shape)} does not "
                              f"broadcast with the scores (..., L, S) "
-                             f"{tuple(scores.shape)}") from None
-        if attn_mask.dtype == em.bool:
-            scores = em.where(attn_mask, scores, -math.inf)
-        else:
-            scores = scores + attn_mask
-        # softmax of an all -inf row is NaN, and NaN gradients would reach every key
-        dead = (scores == -math.inf).all(-1, keepdim=True)
-        attn = em.where(dead, 0.0, em.softmax(em.where(dead, 0.0, scores), -1))
-    if dropout_p > 0:
-        attn = em.dropout(attn, dropout_p, True)
-    return attn @ value
+                             f"{tuple(query.shape[:-1]) + (S,)}") from None
+        mask = _attention.additive_mask(attn_mask, query)
+    if dropout_p == 0 and not _onnx_exporting() and \
+            _attention.fused_applies(query, key, value, mask):
+        # one kernel, forward and backward, never the whole score matrix (CPU)
+        return _attention.sdpa_fused(query, key, value, mask, is_causal, scale)
+    return _attention.sdpa_composite(query, key, value, mask, is_causal, scale, dropout_p)
 
 
 def _check_output(op, input, shape):

@@ -258,6 +258,18 @@ def _gelu(tr, inputs, out, attrs):
     return tr.node("Mul", [half, tr.node("Add", [e, _scalar(tr, 1.0, out.dtype)])])
 
 
+@symbolic("_gelu_tanh")
+def _gelu_tanh(tr, inputs, out, attrs):
+    # gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    (a,) = _operands(tr, inputs, out.dtype)
+    cube = tr.node("Mul", [tr.node("Mul", [a, a]), a])
+    inner = tr.node("Add", [a, tr.node("Mul", [cube, _scalar(tr, 0.044715, out.dtype)])])
+    t = tr.node("Tanh", [tr.node("Mul", [inner, _scalar(tr, math.sqrt(2 / math.pi),
+                                                           out.dtype)])])
+    half = tr.node("Mul", [a, _scalar(tr, 0.5, out.dtype)])
+    return tr.node("Mul", [half, tr.node("Add", [t, _scalar(tr, 1.0, out.dtype)])])
+
+
 @symbolic("trunc")
 def _trunc(tr, inputs, out, attrs):
     (a,) = _operands(tr, inputs, out.dtype)

@@ -207,6 +207,15 @@ ELEMENTWISE = [
     # GELU, x * Phi(x): one pass (nn.functional.gelu; PyTorch has it in one kernel too)
     Elementwise("gelu", 1, {F: "em_gelu_{T}(a)"}, promote="float", numpy=None, method=False,
                 inplace=False),
+    # its tanh approximation and the two derivatives (gelu's formula: grad a, input b),
+    # each one pass (nn.functional.gelu(approximate="tanh"), the gelu formula)
+    Elementwise("_gelu_tanh", 1, {F: "em_gelu_tanh_{T}(a)"}, promote="float", numpy=None,
+                method=False, inplace=False),
+    Elementwise("_gelu_grad", 2, {F: "em_gelu_backward_{T}(a, b)"}, promote="float",
+                numpy=None, method=False, inplace=False, differentiable=False),
+    Elementwise("_gelu_tanh_grad", 2, {F: "em_gelu_tanh_backward_{T}(a, b)"},
+                promote="float", numpy=None, method=False, inplace=False,
+                differentiable=False),
     Elementwise("floor", 1, {B: "a", I: "a", F: "floor(a)"}, numpy="floor"),
     Elementwise("ceil", 1, {B: "a", I: "a", F: "ceil(a)"}, numpy="ceil"),
     Elementwise("trunc", 1, {B: "a", I: "a", F: "trunc(a)"}, numpy="trunc", aliases=("fix",)),

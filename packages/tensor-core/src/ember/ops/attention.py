@@ -1,0 +1,99 @@
+"""Fused scaled-dot-product attention: softmax(q k^T scale + mask) v in one kernel that
+never holds more than a block of the (L x S) score matrix (kernels/cpu/attention.c, a
+flash-attention-style forward and backward; ember._C.attention), for
+nn.functional.scaled_dot_product_attention. The fused kernel runs for CPU tensors of
+float32/float64; other devices and dtypes use `sdpa_composite`, the same function
+composed of ember ops (matmul, softmax, where), which is also what a create_graph=True
+backward differentiates. Records "scaled_dot_product_attention" with attrs mask (the
+additive float mask, expanded to the scores' shape, or None), is_causal, scale and lse
+(the rows' log-sum-exp, which the backward uses instead of the probabilities)."""
+from __future__ import annotations
+
+import importlib
+import math
+
+from ember._C import core as _core
+
+__all__ = []
+
+_kernels = None
+
+
+def _attention():
+    global _kernels
+    if _kernels is None:
+        _kernels = importlib.import_module("ember._C.attention")
+    return _kernels
+
+
+def additive_mask(mask, like):
+    """A bool mask (True: attend) as 0 / -inf in like's dtype; a float mask in like's
+    dtype."""
+    import ember as em
+    if mask.dtype == em.bool:
+        return em.where(mask, em.zeros((), dtype=like.dtype, device=like.device),
+                        em.full((), -math.inf, dtype=like.dtype, device=like.device))
+    return mask if mask.dtype == like.dtype else mask.to(like.dtype)
+
+
+def sdpa_composite(query, key, value, mask, is_causal, scale, dropout_p=0.0):
+    """The attention of ember ops: the fallback on devices (and with dropout) and the
+    create_graph path. mask: None or an additive float mask broadcasting with the
+    scores."""
+    import ember as em
+    L, S = query.shape[-2], key.shape[-2]
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        causal = em.ones(L, S, dtype=em.bool, device=query.device).tril()
+        scores = em.where(causal, scores, -math.inf)
+    if mask is not None:
+        scores = scores + mask
+    if not is_causal and mask is None:
+        attn = em.softmax(scores, -1)
+    else:
+        # softmax of an all -inf row is NaN, and NaN gradients would reach every key
+        dead = (scores == -math.inf).all(-1, keepdim=True)
+        attn = em.where(dead, 0.0, em.softmax(em.where(dead, 0.0, scores), -1))
+    if dropout_p > 0:
+        attn = em.dropout(attn, dropout_p, True)
+    return attn @ value
+
+
+def fused_applies(query, key, value, mask):
+    """Whether sdpa_fused takes these operands: CPU, float32/float64 alike, the same
+    batch dims, a mask that needs no gradient."""
+    dt = query.dtype
+    if query.device.type != "cpu" or dt.name not in ("float32", "float64"):
+        return False
+    if key.dtype != dt or value.dtype != dt or key.device != query.device or \
+            value.device != query.device:
+        return False
+    if key.ndim != query.ndim or value.ndim != query.ndim or \
+            tuple(key.shape[:-2]) != tuple(query.shape[:-2]) or \
+            tuple(value.shape[:-2]) != tuple(query.shape[:-2]):
+        return False
+    if mask is not None and (mask.requires_grad or mask.device != query.device or
+                             mask.ndim > query.ndim):
+        return False
+    return True
+
+
+def sdpa_fused(query, key, value, mask, is_causal, scale):
+    """The fused kernel's forward (see fused_applies); mask as additive_mask gives it,
+    broadcasting with the scores (..., L, S)."""
+    shape = tuple(query.shape[:-1]) + (key.shape[-2],)
+    if mask is not None:
+        mask = mask.expand(shape)
+    with _core._no_record():
+        out, lse = _attention().sdpa_forward(query, key, value, mask, bool(is_causal),
+                                             float(scale))
+    return _core.record("scaled_dot_product_attention", (query, key, value), out,
+                        {"mask": mask, "is_causal": bool(is_causal), "scale": float(scale),
+                         "lse": lse})
+
+
+def sdpa_backward(grad, query, key, value, mask, out, lse, is_causal, scale):
+    """(grad_query, grad_key, grad_value) of sdpa_fused from its output and lse."""
+    with _core._no_record():
+        return _attention().sdpa_backward(grad.contiguous(), query, key, value, mask, out,
+                                          lse, is_causal, scale)
