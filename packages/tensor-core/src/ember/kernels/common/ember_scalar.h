@@ -307,6 +307,9 @@ EM_GELU_FORMS(float64, double)
 #define em_gelu_backward_float16 em_gelu_backward_float32
 #define em_gelu_tanh_float16 em_gelu_tanh_float32
 #define em_gelu_tanh_backward_float16 em_gelu_tanh_backward_float32
+#define em_gelu_backward_bfloat16 em_gelu_backward_float32
+#define em_gelu_tanh_bfloat16 em_gelu_tanh_float32
+#define em_gelu_tanh_backward_bfloat16 em_gelu_tanh_backward_float32
 
 #include "ember_complex.h"
 /* special functions (digamma, zeta, Bessel, ...): their own header */
