@@ -484,12 +484,20 @@ def test_complex_and_polar(device):
         em.polar(re, re.double())
 
 
-def test_autograd_through_complex_is_refused_not_dropped():
+def test_autograd_runs_through_complex_views_not_dropped():
+    # (issue 19: complex autograd; before it, this was refused. More in autograd's
+    # test_complex_autograd.py.) |z w| with z = 1 + i, w = 1 + 2i: dL/dz* convention
+    # gives conj(w) sgn(z w) = (5 + 5i) / sqrt(10), so each real leaf gets 5 / sqrt(10)
     x = em.ones(2, 2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="view_as_complex: autograd"):
-        em.view_as_complex(x)
+    z = em.view_as_complex(x)
+    assert z.requires_grad and z.dtype is C64
+    (z * (1 + 2j)).abs().sum().backward()
+    assert x.grad.dtype is em.float32
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 5 / np.sqrt(10)), rtol=1e-6)
+    c = em.zeros(2, dtype=C64).requires_grad_()
+    assert c.requires_grad
     with pytest.raises(RuntimeError, match="requires_grad"):
-        em.zeros(2, dtype=C64).requires_grad_()
+        em.zeros(2, dtype=em.int32).requires_grad_()
 
 
 # ----------------------------------------------------------------------------- matmul
