@@ -486,6 +486,32 @@ def test_complex_gradient_descent_minimises_a_real_loss():
     np.testing.assert_allclose(z.detach().numpy(), c.numpy(), atol=1e-9)
 
 
+# ------------------------------------------------------------- linalg.eig, eigvals
+
+def test_eig_gradient_matches_pytorchs():
+    # a real matrix with a complex pair; the loss is real and phase-invariant
+    A = em.tensor([[0.0, -2.0, 1.0], [1.0, 0.0, 0.5], [0.3, 1.0, 1.0]], dtype=em.float64,
+                  requires_grad=True)
+    w, V = em.linalg.eig(A)
+    loss = (w * w).real.sum() + w.imag.abs().sum() + \
+        (V.abs() ** 2 * em.tensor([1.0, 2.0, 3.0], dtype=em.float64)).sum()
+    loss.backward()
+    want = [[-0.12578386310609554, 1.418878329923603, 0.7645040456081601],       # PyTorch
+            [-2.4867664521815493, -0.07178536961907221, 1.486376446782384],
+            [1.378379459808335, 1.0941784310568514, 2.1975692327251686]]
+    assert A.grad.dtype is em.float64
+    np.testing.assert_allclose(A.grad.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+def test_eig_and_eigvals_gradcheck(shape):
+    A = rleaf(shape, 5, -2.0, 2.0)
+    check(lambda a: em.linalg.eigvals(a), A)
+    check(lambda a: em.linalg.eig(a)[1].abs(), A, twice=shape == (3, 3))
+    check(lambda a: (lambda w, V: (V * V.conj()).real * w.unsqueeze(-2).real)(
+        *em.linalg.eig(a)), A, twice=False)
+
+
 # ------------------------------------------------------------------------- errors
 
 def test_backward_of_a_complex_output_needs_a_gradient():

@@ -129,6 +129,9 @@ LINALG_CASES = {
         *em.linalg.eigh(a + a.mT)), [(3, 3)]),
     "linalg_svd": (lambda a: (lambda U, S, Vh: (U * S.unsqueeze(-2)) @ Vh)(
         *em.linalg.svd(a, full_matrices=False)), [(4, 3)]),
+    # complex results of a real matrix; |V| does not depend on the vectors' phases
+    "linalg_eig": (lambda a: (lambda w, V: em.view_as_real(w).sum(-1) + V.abs().sum(-2))(
+        *em.linalg.eig(a)), [(3, 3)]),
 }
 EXTRA_CASES.update(LINALG_CASES)
 # recorded so that its backward can say why it has none (PyTorch's error)

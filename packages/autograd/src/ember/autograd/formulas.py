@@ -1416,6 +1416,52 @@ def _(n, g):
     return LA.eigh_backward(packed, g),
 
 
+def _mH(x):
+    return _cj(x).transpose(-1, -2)
+
+
+def _complex_solve(M, Y):
+    """M^-1 Y for complex M (..., n, n), Y (..., n, k), by the real solve of the block
+    form [[Re M, -Im M], [Im M, Re M]] [Re X; Im X] = [Re Y; Im Y] (ember.linalg is
+    real; the recorded ops keep it differentiable)."""
+    n = M.shape[-1]
+    Mr, Mi, Yr, Yi = em.real(M), em.imag(M), em.real(Y), em.imag(Y)
+    big = em.cat([em.cat([Mr, -Mi], -1), em.cat([Mi, Mr], -1)], -2)
+    X = em.linalg.solve(big, em.cat([Yr, Yi], -2))
+    return em.complex(X.narrow(-2, 0, n), X.narrow(-2, n, n))
+
+
+def _eig_backward(packed, g):
+    """gA of (L, V) = eig(A), packed [L; V] (PyTorch's linalg_eig_backward):
+    V^-H (diag(gL) + (V^H gV - V^H V diag(Re(V^H gV))) / conj(E)) V^H with
+    E_ij = L_j - L_i off the diagonal; a real A takes its real part (the engine). The
+    eigenvectors are defined up to a phase each: the loss must not depend on it
+    (e.g. |V|), as PyTorch requires."""
+    n = packed.shape[-1]
+    L, V = packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
+    if not g.is_complex():
+        g = em.complex(g, em.zeros_like(g))
+    gL, gV = g.narrow(-2, 0, 1).squeeze(-2), g.narrow(-2, 1, n)
+    Vh = _mH(V)
+    VhgV = Vh @ gV
+    inner = VhgV - Vh @ (V * em.real(em.diagonal(VhgV, 0, -2, -1)).unsqueeze(-2))
+    eye = em.eye(n, dtype=L.dtype.to_real(), device=L.device)
+    E = em.conj(L.unsqueeze(-2) - L.unsqueeze(-1)) + eye
+    inner = inner / E * (1 - eye) + em.diag_embed(gL)
+    return _complex_solve(Vh, inner @ Vh)
+
+
+@formula("linalg_eig", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    if em.is_grad_enabled():
+        w, V = em.linalg.eig(A)
+        packed = em.cat([w.unsqueeze(-2), V], -2)
+    else:
+        packed = n.output
+    return _eig_backward(packed, g),
+
+
 @formula("linalg_svd", inputs=(0,), output=True)
 def _(n, g):
     A, = n.inputs

@@ -1390,7 +1390,8 @@ def _complex_results(op):
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors) of square A, complex (torch.linalg.eig): Hessenberg
     reduction + Francis double-shift QR, eigenvectors by back-substitution,
-    normalised to unit 2-norm."""
+    normalised to unit 2-norm. Differentiable (PyTorch's formula: a loss must not
+    depend on the eigenvectors' phases)."""
     op = "linalg.eig"
     _matrix(A, op, square=True)
     em = _complex_results(op)
@@ -1408,6 +1409,13 @@ def eig(A, *, out=None):
     second = ((wi < 0) & (prv > 0)).unsqueeze(-2)
     re = em.where(second, Vp, V)
     im = em.where(first, Vn, em.where(second, -V, em.zeros_like(V)))
+    if _core.any_requires_grad((A,)):
+        # recorded packed as [L; V] (the "linalg_eig" row of autograd's formulas.py,
+        # PyTorch's linalg_eig_backward); the results are views of it
+        with _core._no_record():
+            packed = em.cat([w.unsqueeze(-2), em.complex(re, im)], -2)
+        _record("linalg_eig", (A,), packed, None)
+        return packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
     return w, em.complex(re, im)
 
 
@@ -1416,5 +1424,7 @@ def eigvals(A, *, out=None):
     op = "linalg.eigvals"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _core.any_requires_grad((A,)):
+        return eig(A)[0]
     wr, wi, _ = _geev(A, False, op)
     return em.complex(wr, wi)
