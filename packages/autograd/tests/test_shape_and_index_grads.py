@@ -95,8 +95,16 @@ def _fft_chain(x):
     return F.fft_c2r(F.fft_c2c(F.fft_r2c(x, n=7), n=5, norm="ortho"), n=6)
 
 
+def _complex_parts(x, y):
+    """Real -> complex -> real through every complex view row (more in
+    test_complex_autograd.py, on complex leaves)."""
+    z = em.view_as_complex(x) * em.complex(y, y * 0.5)
+    return em.view_as_real(z).sum(-1) + z.real * z.imag
+
+
 EXTRA_CASES = {
     "random_fills": (_refill, [(8, 2)]),
+    "complex_parts": (_complex_parts, [(3, 2), (3,)]),
     # the fft family (r2c, c2c, c2r over [..., 2] tensors; more in tensor-core's test_fft.py)
     "fft": (_fft_chain, [(2, 6)]),
     "erfinv": (lambda x: em.erfinv(x * 0.4), [(3, 4)]),
@@ -122,6 +130,9 @@ LINALG_CASES = {
         *em.linalg.eigh(a + a.mT)), [(3, 3)]),
     "linalg_svd": (lambda a: (lambda U, S, Vh: (U * S.unsqueeze(-2)) @ Vh)(
         *em.linalg.svd(a, full_matrices=False)), [(4, 3)]),
+    # complex results of a real matrix; |V| does not depend on the vectors' phases
+    "linalg_eig": (lambda a: (lambda w, V: em.view_as_real(w).sum(-1) + V.abs().sum(-2))(
+        *em.linalg.eig(a)), [(3, 3)]),
 }
 EXTRA_CASES.update(LINALG_CASES)
 # the fused CPU attention (ember.ops.attention; nn.functional.scaled_dot_product_attention)
@@ -136,7 +147,7 @@ if _OTHER is not None:
     EXTRA_CASES["to_device"] = (lambda x: (x.to(_OTHER) * x.to(_OTHER)).cpu(), [(2, 3)])
 
 
-@pytest.mark.parametrize("name", ["random_fills", "copy_fill"] +
+@pytest.mark.parametrize("name", ["random_fills", "copy_fill", "complex_parts"] +
                          (["to_device"] if _OTHER is not None else []))
 def test_gradcheck_extra(name):
     fn, shapes = EXTRA_CASES[name]

@@ -356,6 +356,53 @@ def test_large_sum_is_accurate():
     assert abs(got - exact) / abs(exact) < 1e-6
 
 
+# ------------------------------------------------ index ops, scans, norms (issue 19)
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_index_ops_scans_and_norms_of_complex_tensors(dt, device):
+    # the index kernels move items of up to 8 bytes: complex ones run on the float view
+    # (ops/index.py); the scan kernel has no complex body (ops/scan.py); the norms are
+    # those of |x| (real)
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(dt)
+    z = em.from_numpy(x.copy()).to(device)
+    got = lambda t: t.cpu().numpy()  # noqa: E731
+    eq = np.testing.assert_array_equal
+    eq(got(z.gather(1, em.tensor([[3, 0]] * 3, device=device))), x[:, [3, 0]])
+    eq(got(z.index_select(1, em.tensor([2, 0], device=device))), x[:, [2, 0]])
+    eq(got(z[em.tensor([2, 0, 2], device=device)]), x[[2, 0, 2]])
+    eq(got(z[em.from_numpy(x.real > 0).to(device)]), x[x.real > 0])
+    w = z.clone()
+    w[em.tensor([0, 2], device=device), em.tensor([1, 3], device=device)] = 5j
+    x2 = x.copy()
+    x2[[0, 2], [1, 3]] = 5j
+    eq(got(w), x2)
+    acc = em.zeros(3, 4, dtype=z.dtype, device=device).index_add(
+        0, em.tensor([0, 2, 0], device=device), z)
+    np.testing.assert_allclose(got(acc), [x[0] + x[2], 0 * x[0], x[1]], rtol=1e-6)
+    sa = em.zeros(3, 4, dtype=z.dtype, device=device).scatter_add(
+        1, em.tensor([[0, 0, 1, 1]] * 3, device=device), z)
+    want = np.zeros((3, 4), dt)
+    want[:, 0], want[:, 1] = x[:, 0] + x[:, 1], x[:, 2] + x[:, 3]
+    np.testing.assert_allclose(got(sa), want, rtol=1e-6)
+    tol = 1e-5 if dt == np.complex64 else 1e-12
+    np.testing.assert_allclose(got(z.cumsum(1)), np.cumsum(x, 1), rtol=tol)
+    np.testing.assert_allclose(got(z.cumprod(0)), np.cumprod(x, 0), rtol=tol)
+    n = em.linalg.vector_norm(z, dim=1)
+    assert n.dtype is em.from_numpy(x.real.copy()).dtype
+    np.testing.assert_allclose(got(n), np.linalg.norm(x, axis=1), rtol=tol)
+    np.testing.assert_allclose(float(z.norm(p=1)), np.abs(x).sum(), rtol=tol)
+    np.testing.assert_allclose(float(em.dist(z, 2 * z)), np.linalg.norm(x), rtol=tol)
+
+
+def test_from_numpy_of_a_numpy_scalar_owns_a_copy():
+    # a NumPy scalar's array interface points into a temporary (it read freed memory)
+    a, b = em.from_numpy(np.float64(1.5)), em.from_numpy(np.complex128(2.5j))
+    c = em.from_numpy(np.float64(-3.0))
+    assert a.item() == 1.5 and b.item() == 2.5j and c.item() == -3.0
+    assert a.shape == () and b.dtype is C128
+
+
 # ----------------------------------------------------------------------------- views
 
 def test_real_imag_are_writable_views(device):
@@ -484,12 +531,20 @@ def test_complex_and_polar(device):
         em.polar(re, re.double())
 
 
-def test_autograd_through_complex_is_refused_not_dropped():
+def test_autograd_runs_through_complex_views_not_dropped():
+    # (issue 19: complex autograd; before it, this was refused. More in autograd's
+    # test_complex_autograd.py.) |z w| with z = 1 + i, w = 1 + 2i: dL/dz* convention
+    # gives conj(w) sgn(z w) = (5 + 5i) / sqrt(10), so each real leaf gets 5 / sqrt(10)
     x = em.ones(2, 2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="view_as_complex: autograd"):
-        em.view_as_complex(x)
+    z = em.view_as_complex(x)
+    assert z.requires_grad and z.dtype is C64
+    (z * (1 + 2j)).abs().sum().backward()
+    assert x.grad.dtype is em.float32
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 5 / np.sqrt(10)), rtol=1e-6)
+    c = em.zeros(2, dtype=C64).requires_grad_()
+    assert c.requires_grad
     with pytest.raises(RuntimeError, match="requires_grad"):
-        em.zeros(2, dtype=C64).requires_grad_()
+        em.zeros(2, dtype=em.int32).requires_grad_()
 
 
 # ----------------------------------------------------------------------------- matmul

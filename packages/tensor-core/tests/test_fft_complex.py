@@ -100,8 +100,6 @@ def test_out_strided_inputs_round_trips_and_autograd():
 # complex autograd (the conjugate-Wirtinger formulas) is the part of issue 19 still open:
 # complex tensors refuse requires_grad until then; strict, so this fails once it works
 @needs_complex
-@pytest.mark.xfail(raises=RuntimeError, strict=True,
-                   reason="complex autograd is not built yet (issue 19)")
 def test_fft_gradcheck_on_complex_tensors():
     from ember.autograd import gradcheck
     a = em.from_numpy(_z((6,), 3)).requires_grad_()

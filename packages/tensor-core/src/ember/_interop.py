@@ -69,6 +69,13 @@ def from_numpy(ndarray):
     iface = getattr(ndarray, "__array_interface__", None)
     if iface is None:
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    import numpy as np
+    if isinstance(ndarray, np.generic):
+        # a NumPy scalar (what arithmetic on 0-d arrays returns) is immutable and its
+        # __array_interface__ points into a temporary array, which sharing would read
+        # after it is freed: the tensor owns a 0-d copy instead
+        ndarray = np.array(ndarray)
+        iface = ndarray.__array_interface__
     name = _NP_TO_EMBER.get(ndarray.dtype.name)
     if name is None:
         raise TypeError(f"from_numpy: numpy dtype {ndarray.dtype} is not supported; ember "

@@ -68,6 +68,14 @@ def _root_grads(op, tensors, grad_tensors):
                                f"grad and has no grad_fn: nothing to differentiate (did you "
                                f"forget requires_grad=True, or compute it under no_grad?)")
         if g is None:
+            if t.is_complex():
+                fn = t.grad_fn
+                raise RuntimeError(
+                    f"{op}: grad can be implicitly created only for real scalar outputs; "
+                    f"tensor {i} is {t.dtype.name} of shape {tuple(t.shape)}"
+                    f"{f' (the result of {fn.op})' if fn is not None else ''}: "
+                    f"differentiate a real scalar function of it (e.g. out.abs().sum()), "
+                    f"or pass gradient= (the gradient of the loss w.r.t. it, complex)")
             if t.numel() != 1:
                 raise RuntimeError(
                     f"{op}: grad can be created implicitly only for scalar outputs; tensor "
@@ -84,7 +92,10 @@ def _root_grads(op, tensors, grad_tensors):
                 raise RuntimeError(f"{op}: gradient {i} is on {g.device} but the tensor is on "
                                    f"{t.device}")
             if g.dtype is not t.dtype:
-                if g.dtype.kind != "float":
+                # a real gradient of a complex output is fine (imaginary part 0); a
+                # complex one of a real output is not (PyTorch refuses it too)
+                if g.dtype.kind not in ("float", "complex") or \
+                        (g.dtype.kind == "complex" and not t.is_complex()):
                     raise RuntimeError(f"{op}: gradient {i} has dtype {g.dtype.name} but the "
                                        f"tensor has dtype {t.dtype.name}")
                 g = g.to(t.dtype)

@@ -15,7 +15,14 @@ gradient per input (None where not needed). Gradients of broadcast inputs are
 reduced to the input's shape by the engine, so a row returns the broadcast shape.
 
 Rows are written with ember ops, so they run on every device and, under
-create_graph=True, are themselves recorded (higher-order gradients). Ops that are
+create_graph=True, are themselves recorded (higher-order gradients).
+
+Complex tensors follow PyTorch's convention: `g` is the conjugate Wirtinger gradient
+(dL/dRe + i dL/dIm of a real loss L), so a holomorphic f(z) has the row
+grad_in = g * conj(f'(z)) (`_cj` below: conj of complex tensors, the identity on real
+ones, so a row is one text for both), and a non-holomorphic one uses both Wirtinger
+derivatives (abs, sgn, angle). A complex gradient flowing into a real input keeps its
+real part (the engine's `_cast_grad`). Ops that are
 not differentiable are listed in NOT_DIFFERENTIABLE: their results never require grad.
 """
 from __future__ import annotations
@@ -58,6 +65,33 @@ def _where(cond, x, y):
     return em.where(cond, x, y)
 
 
+def _is_complex(x):
+    if isinstance(x, _core.TensorBase):
+        return x.is_complex()
+    return isinstance(x, complex)
+
+
+def _cj(x):
+    """conj(x) of a complex tensor or Python complex; x itself otherwise."""
+    if isinstance(x, _core.TensorBase):
+        return em.conj(x) if x.is_complex() else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+def _re(x):
+    """The real part of a complex tensor or number; x itself otherwise."""
+    if isinstance(x, _core.TensorBase):
+        return em.real(x) if x.is_complex() else x
+    return x.real if isinstance(x, complex) else x
+
+
+def _to_dtype(g, dtype):
+    """g cast to dtype; a complex g to a real dtype keeps its real part (no warning)."""
+    if g.is_complex() and dtype.kind != "complex":
+        g = em.real(g)
+    return g.to(dtype)
+
+
 # ------------------------------------------------------------------------------------
 # the op table's elementwise rows
 # ------------------------------------------------------------------------------------
@@ -75,14 +109,14 @@ def _(n, g):
 @formula("mul", inputs=(0, 1), uses={0: (1,), 1: (0,)})
 def _(n, g):
     a, b = n.inputs
-    return (g * b if n.needs[0] else None), (g * a if n.needs[1] else None)
+    return (g * _cj(b) if n.needs[0] else None), (g * _cj(a) if n.needs[1] else None)
 
 
 @formula("div", inputs=(0, 1), uses={0: (1,), 1: (0, 1)})
 def _(n, g):
     a, b = n.inputs
-    ga = g / b if n.needs[0] else None
-    gb = -g * a / (b * b) if n.needs[1] else None
+    ga = g / _cj(b) if n.needs[0] else None
+    gb = -g * _cj(a / (b * b)) if n.needs[1] else None
     return ga, gb
 
 
@@ -98,10 +132,32 @@ def _(n, g):
     return g, (-g * em.trunc(a / b) if n.needs[1] else None)
 
 
-@formula("floor_divide", "floor", "ceil", "trunc", "round", "sign", "sgn", "angle")
+@formula("floor_divide", "floor", "ceil", "trunc", "round", "sign")
 def _(n, g):
     # piecewise constant: zero almost everywhere (PyTorch's convention too)
     return tuple(em.zeros_like(g) if need else None for need in n.needs)
+
+
+@formula("sgn", inputs=(0,), output=True)
+def _(n, g):
+    z = n.inputs[0]
+    if not z.is_complex():          # sign: piecewise constant
+        return em.zeros_like(g),
+    # s = z / |z|: ds/dz = 1 / (2|z|), ds/dconj(z) = -s^2 / (2|z|), so
+    # grad = (g - conj(g) s^2) / (2|z|), 0 at z == 0 (PyTorch's sgn_backward)
+    s = n.output
+    r = em.abs(z)
+    return _where(r == 0, 0.0, (g - em.conj(g) * s * s) / (2 * _where(r == 0, 1.0, r))),
+
+
+@formula("angle", inputs=(0,))
+def _(n, g):
+    z = n.inputs[0]
+    if not z.is_complex():          # 0 or pi: piecewise constant
+        return em.zeros_like(z),
+    # atan2(y, x): d/dx = -y/|z|^2, d/dy = x/|z|^2, so grad = g * i z / |z|^2
+    r2 = em.real(z * em.conj(z))
+    return _where(r2 == 0, 0.0, g * (z * 1j) / _where(r2 == 0, 1.0, r2)),
 
 
 @formula("pow", inputs=(0, 1), output=True)
@@ -113,10 +169,10 @@ def _(n, g):
     ga = gb = None
     if n.needs[0]:
         # b * a**(b-1), with 0 where b == 0 (0 * inf at a == 0 would give NaN)
-        ga = _where(b == 0, 0.0, g * b * em.pow(a, b - 1))
+        ga = _where(b == 0, 0.0, g * _cj(b * em.pow(a, b - 1)))
     if n.needs[1]:
-        # y * log(a), with 0 where a == 0 and b >= 0 (the limit)
-        gb = _where((a == 0) & (b >= 0), 0.0, g * n.output * em.log(a))
+        # y * log(a), with 0 where a == 0 and b >= 0 (the limit; Re(b) for complex b)
+        gb = _where((a == 0) & (_re(b) >= 0), 0.0, g * _cj(n.output * em.log(a)))
     return ga, gb
 
 
@@ -172,8 +228,8 @@ def _(n, g):
 @formula("lerp", inputs=(0, 1, 2))
 def _(n, g):
     a, b, w = n.inputs
-    return (g * (1 - w) if n.needs[0] else None, g * w if n.needs[1] else None,
-            g * (b - a) if n.needs[2] else None)
+    return (g * _cj(1 - w) if n.needs[0] else None, g * _cj(w) if n.needs[1] else None,
+            g * _cj(b - a) if n.needs[2] else None)
 
 
 @formula("where", inputs=(0,))
@@ -200,132 +256,135 @@ def _(n, g):
 
 @formula("abs", inputs=(0,))
 def _(n, g):
-    return g * em.sign(n.inputs[0]),
+    x = n.inputs[0]        # complex: d|z|/dRe + i d|z|/dIm = z / |z| = sgn(z)
+    return g * (em.sgn(x) if x.is_complex() else em.sign(x)),
 
 
 @formula("reciprocal", output=True)
 def _(n, g):
     y = n.output
-    return -g * y * y,
+    return -g * _cj(y * y),
 
 
 @formula("square", inputs=(0,))
 def _(n, g):
-    return 2 * g * n.inputs[0],
+    return 2 * g * _cj(n.inputs[0]),
 
 
 @formula("sqrt", output=True)
 def _(n, g):
-    return g / (2 * n.output),
+    return g / (2 * _cj(n.output)),
 
 
 @formula("rsqrt", output=True)
 def _(n, g):
     y = n.output
-    return -0.5 * g * y * y * y,
+    return -0.5 * g * _cj(y * y * y),
 
 
 @formula("exp", output=True)
 def _(n, g):
-    return g * n.output,
+    return g * _cj(n.output),
 
 
 @formula("exp2", output=True)
 def _(n, g):
-    return g * n.output * math.log(2.0),
+    return g * _cj(n.output) * math.log(2.0),
 
 
 @formula("expm1", output=True)
 def _(n, g):
-    return g * (n.output + 1),
+    return g * _cj(n.output + 1),
 
 
 @formula("log", inputs=(0,))
 def _(n, g):
-    return g / n.inputs[0],
+    return g / _cj(n.inputs[0]),
 
 
 @formula("log2", inputs=(0,))
 def _(n, g):
-    return g / (n.inputs[0] * math.log(2.0)),
+    return g / (_cj(n.inputs[0]) * math.log(2.0)),
 
 
 @formula("log10", inputs=(0,))
 def _(n, g):
-    return g / (n.inputs[0] * math.log(10.0)),
+    return g / (_cj(n.inputs[0]) * math.log(10.0)),
 
 
 @formula("log1p", inputs=(0,))
 def _(n, g):
-    return g / (n.inputs[0] + 1),
+    return g / _cj(n.inputs[0] + 1),
 
 
 @formula("sin", inputs=(0,))
 def _(n, g):
-    return g * em.cos(n.inputs[0]),
+    return g * _cj(em.cos(n.inputs[0])),
 
 
 @formula("cos", inputs=(0,))
 def _(n, g):
-    return -g * em.sin(n.inputs[0]),
+    return -g * _cj(em.sin(n.inputs[0])),
 
 
 @formula("tan", output=True)
 def _(n, g):
     y = n.output
-    return g * (1 + y * y),
+    return g * _cj(1 + y * y),
 
 
 @formula("asin", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
-    return g * em.rsqrt(1 - a * a),
+    return g * _cj(em.rsqrt(1 - a * a)),
 
 
 @formula("acos", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
-    return -g * em.rsqrt(1 - a * a),
+    return -g * _cj(em.rsqrt(1 - a * a)),
 
 
 @formula("atan", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
-    return g / (1 + a * a),
+    return g / _cj(1 + a * a),
 
 
 @formula("sinh", inputs=(0,))
 def _(n, g):
-    return g * em.cosh(n.inputs[0]),
+    return g * _cj(em.cosh(n.inputs[0])),
 
 
 @formula("cosh", inputs=(0,))
 def _(n, g):
-    return g * em.sinh(n.inputs[0]),
+    return g * _cj(em.sinh(n.inputs[0])),
 
 
 @formula("tanh", output=True)
 def _(n, g):
     y = n.output
-    return g * (1 - y * y),
+    return g * _cj(1 - y * y),
 
 
 @formula("asinh", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
-    return g * em.rsqrt(a * a + 1),
+    return g * _cj(em.rsqrt(a * a + 1)),
 
 
 @formula("acosh", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
+    if a.is_complex():     # 1 / sqrt(z^2 - 1) is on the wrong branch off the real line
+        return g * _cj(em.rsqrt(a + 1) * em.rsqrt(a - 1)),
     return g * em.rsqrt(a * a - 1),
 
 
 @formula("atanh", inputs=(0,))
 def _(n, g):
     a = n.inputs[0]
-    return g / (1 - a * a),
+    return g / _cj(1 - a * a),
 
 
 @formula("relu", output=True)
@@ -336,7 +395,7 @@ def _(n, g):
 @formula("sigmoid", output=True)
 def _(n, g):
     y = n.output
-    return g * y * (1 - y),
+    return g * _cj(y * (1 - y)),
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -610,7 +669,7 @@ def _(n, g):
     right = em.cat([ones, xt.flip(-1).narrow(-1, 0, xt.shape[-1] - 1)], -1).cumprod(-1).flip(-1)
     others = (left * right).reshape([shape[d] for d in perm])
     inverse = [perm.index(d) for d in range(len(shape))]
-    return _unreduce(g, n) * others.permute(inverse),
+    return _unreduce(g, n) * _cj(others.permute(inverse)),
 
 
 # ------------------------------------------------------------------------------------
@@ -638,12 +697,40 @@ def _(n, g):
 
 @formula("to")
 def _(n, g):
-    return g.to(n.attrs["from_dtype"]),
+    return _to_dtype(g, n.attrs["from_dtype"]),
 
 
 @formula("to_device")
 def _(n, g):
     return g.to(n.attrs["from_device"]),
+
+
+# complex numbers (ember/ops/complex.py): the parts as views, and their inverse
+@formula("real")
+def _(n, g):
+    return g,            # the engine casts it to the complex input's dtype: g + 0i
+
+
+@formula("imag")
+def _(n, g):
+    return em.complex(em.zeros_like(g), g),      # L depends on Im z: dL/dIm * i
+
+
+@formula("view_as_real")
+def _(n, g):
+    return em.view_as_complex(_re(g).contiguous()),
+
+
+@formula("view_as_complex")
+def _(n, g):
+    return em.view_as_real(g if g.is_complex() else g.to(n.metas[0][1].to_complex())),
+
+
+@formula("complex")
+def _(n, g):
+    if not g.is_complex():
+        return (g if n.needs[0] else None), (em.zeros_like(g) if n.needs[1] else None)
+    return (em.real(g) if n.needs[0] else None), (em.imag(g) if n.needs[1] else None)
 
 
 def _scatter_into_zeros(n, g, key):
@@ -800,8 +887,8 @@ def _(n, g):
         share = g / count.clamp(min=1)
         return share * hit_x, share.gather(d, index) * hit_s
     if reduce == "prod":
-        gx = g * y / x if include_self else g.scatter(d, index, 0.0)
-        return gx, (g * y).gather(d, index) / src
+        gx = g * _cj(y / x) if include_self else g.scatter(d, index, 0.0)
+        return gx, (g * _cj(y)).gather(d, index) / _cj(src)
     raise NotImplementedError(f"the derivative of scatter_reduce with reduce={reduce!r}")
 
 
@@ -877,9 +964,9 @@ def _(n, g):
     first = zero & (seen == 1)
     before = seen == 0
     safe_x = _where(before, x, 1.0)
-    regular = _reverse_cumsum(g * y, d) / safe_x
+    regular = _reverse_cumsum(g * _cj(y), d) / _cj(safe_x)
     skip_first = _where(first, 1.0, x).cumprod(d)
-    at_first = _reverse_cumsum(_where(seen >= 1, g * skip_first, 0.0), d)
+    at_first = _reverse_cumsum(_where(seen >= 1, g * _cj(skip_first), 0.0), d)
     return _where(before, regular, _where(first, at_first, 0.0)),
 
 
@@ -889,6 +976,8 @@ def _(n, g):
     ga = gb = None
     nda = len(n.metas[0][0]) if a is None else a.ndim
     ndb = len(n.metas[1][0]) if b is None else b.ndim
+    # complex: grad_a = g @ b^H, grad_b = a^H @ g (conjugate transposes)
+    a, b = _cj(a), _cj(b)
     if nda == 1 and ndb == 1:
         return (g * b if n.needs[0] else None), (g * a if n.needs[1] else None)
     if n.needs[0]:
@@ -1349,6 +1438,52 @@ def _(n, g):
     else:
         packed = n.output
     return LA.eigh_backward(packed, g),
+
+
+def _mH(x):
+    return _cj(x).transpose(-1, -2)
+
+
+def _complex_solve(M, Y):
+    """M^-1 Y for complex M (..., n, n), Y (..., n, k), by the real solve of the block
+    form [[Re M, -Im M], [Im M, Re M]] [Re X; Im X] = [Re Y; Im Y] (ember.linalg is
+    real; the recorded ops keep it differentiable)."""
+    n = M.shape[-1]
+    Mr, Mi, Yr, Yi = em.real(M), em.imag(M), em.real(Y), em.imag(Y)
+    big = em.cat([em.cat([Mr, -Mi], -1), em.cat([Mi, Mr], -1)], -2)
+    X = em.linalg.solve(big, em.cat([Yr, Yi], -2))
+    return em.complex(X.narrow(-2, 0, n), X.narrow(-2, n, n))
+
+
+def _eig_backward(packed, g):
+    """gA of (L, V) = eig(A), packed [L; V] (PyTorch's linalg_eig_backward):
+    V^-H (diag(gL) + (V^H gV - V^H V diag(Re(V^H gV))) / conj(E)) V^H with
+    E_ij = L_j - L_i off the diagonal; a real A takes its real part (the engine). The
+    eigenvectors are defined up to a phase each: the loss must not depend on it
+    (e.g. |V|), as PyTorch requires."""
+    n = packed.shape[-1]
+    L, V = packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
+    if not g.is_complex():
+        g = em.complex(g, em.zeros_like(g))
+    gL, gV = g.narrow(-2, 0, 1).squeeze(-2), g.narrow(-2, 1, n)
+    Vh = _mH(V)
+    VhgV = Vh @ gV
+    inner = VhgV - Vh @ (V * em.real(em.diagonal(VhgV, 0, -2, -1)).unsqueeze(-2))
+    eye = em.eye(n, dtype=L.dtype.to_real(), device=L.device)
+    E = em.conj(L.unsqueeze(-2) - L.unsqueeze(-1)) + eye
+    inner = inner / E * (1 - eye) + em.diag_embed(gL)
+    return _complex_solve(Vh, inner @ Vh)
+
+
+@formula("linalg_eig", inputs=(0,), output=True)
+def _(n, g):
+    A, = n.inputs
+    if em.is_grad_enabled():
+        w, V = em.linalg.eig(A)
+        packed = em.cat([w.unsqueeze(-2), V], -2)
+    else:
+        packed = n.output
+    return _eig_backward(packed, g),
 
 
 @formula("linalg_svd", inputs=(0,), output=True)

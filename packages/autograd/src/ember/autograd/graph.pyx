@@ -414,7 +414,8 @@ def record(str op, tuple inputs, TensorBase output, attrs):
 
 
 VIEW_OPS = frozenset(["view", "permute", "expand", "narrow", "diagonal", "unfold",
-                      "as_strided", "index_view"])
+                      "as_strided", "index_view", "real", "imag", "view_as_real",
+                      "view_as_complex"])
 
 
 class CopySlices(Node):
@@ -429,6 +430,12 @@ class CopySlices(Node):
 def _rebase_view(Node op_node, tuple inputs, TensorBase view):
     cdef TensorState vs = <TensorState>view._autograd
     base = vs.base
+    if base.dtype is not view.dtype:
+        raise RuntimeError(
+            f"{op_node.op}_: an in-place op on a {view.dtype.name} view of a "
+            f"{base.dtype.name} tensor that requires grad (.real, .imag, view_as_real, "
+            f"view_as_complex) is not differentiable in ember; do it on a clone, or "
+            f"out of place (e.g. ember.complex(new_real, z.imag))")
     if base.is_leaf and base.requires_grad:
         raise RuntimeError(
             f"{op_node.op}_: a view of a leaf tensor that requires grad (shape "
@@ -536,8 +543,17 @@ cdef object _fit(object g, tuple meta, Node node, Py_ssize_t i):
                 f"{tuple(g.shape) if g is not None else '?'} but the input has shape "
                 f"{tuple(shape)}{_where(node)}")
     if (<TensorBase>g)._dtype != (<DType>dtype).num:
-        g = g.to(dtype)
+        g = _cast_grad(g, dtype)
     return g
+
+
+def _cast_grad(g, dtype):
+    """g in an input's dtype. A complex gradient flowing into a real input keeps its
+    real part (PyTorch's rule at a real -> complex boundary: the real input's gradient
+    is the real part of the complex one, which is dL/dx for a real loss L)."""
+    if g.dtype.kind == "complex" and dtype.kind != "complex":
+        g = g.real
+    return g.to(dtype)
 
 
 class _Capture:
@@ -735,9 +751,9 @@ cdef void _accumulate(TensorBase t, object grad, bint create_graph) except *:
     if s is not None and (<TensorState>s).has_grad_dtype:
         want = (<TensorState>s).grad_dtype           # Tensor.grad_dtype: None keeps g's
         if want is not None and g.dtype != want:
-            g = g.to(want)
+            g = _cast_grad(g, want)
     elif (<TensorBase>g)._dtype != t._dtype:
-        g = g.to(t.dtype)
+        g = _cast_grad(g, t.dtype)
     old = t._grad
     if old is None:
         # .grad must not alias anything else (an add passes one tensor to both inputs;
@@ -766,6 +782,6 @@ def accumulate(t, g, create_graph):
 
 def _check_nan(node, grads):
     for i, g in enumerate(grads):
-        if g is not None and g.dtype.kind == "float" and bool(g.isnan().any()):
+        if g is not None and g.dtype.kind in ("float", "complex") and bool(g.isnan().any()):
             raise RuntimeError(f"{node.name()} returned NaN values in its gradient for "
                                f"input {i}{_where(node)}")

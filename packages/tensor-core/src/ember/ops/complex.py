@@ -10,6 +10,12 @@ Conjugation is eager: ``conj(x)`` of a complex tensor is a new tensor computed b
 the ``conj_physical`` row, never a lazily conjugated view, so ``is_conj()`` is always
 False and ``resolve_conj`` / ``resolve_neg`` return their input (the issue allows
 this; PyTorch's conj is a view with a conjugate bit instead).
+
+Autograd runs through all of them with PyTorch's convention (the gradient of a complex
+tensor is the conjugate Wirtinger derivative): each part view and ``complex`` is
+recorded (rows "real", "imag", "view_as_real", "view_as_complex", "complex" of
+ember/autograd/formulas.py) and ``polar`` is composed of recorded ops. An in-place op
+on a part view of a tensor that requires grad is refused (do it out of place).
 """
 from __future__ import annotations
 
@@ -24,18 +30,10 @@ _record = _core.record
 _ew = _core.elementwise
 
 
-def _no_grad_through(op, *tensors):
-    """Autograd does not yet run through complex tensors: refuse instead of losing a
-    gradient without a word."""
-    if _core.any_requires_grad(tuple(tensors)):
-        raise RuntimeError(f"{op}: autograd through complex tensors is not implemented yet "
-                           f"(call it on .detach()ed tensors or under ember.no_grad())")
-
-
 def _part(input, which, op):
     storage, dtype, shape, strides, offset = input._layout()
-    return _core.as_strided_from(storage, dtype.to_real(), shape, tuple(2 * s for s in strides),
-                                 2 * offset + which)
+    return _record(op, (input,), _core.as_strided_from(
+        storage, dtype.to_real(), shape, tuple(2 * s for s in strides), 2 * offset + which))
 
 
 @tensor_input
@@ -44,7 +42,6 @@ def real(input):
     writable: ``x.real[0] = 1`` writes into x); a real tensor itself (torch.real)."""
     if not input.is_complex():
         return input
-    _no_grad_through("real", input)
     return _part(input, 0, "real")
 
 
@@ -55,7 +52,6 @@ def imag(input):
     if not input.is_complex():
         raise RuntimeError(f"imag: not implemented for tensors with non-complex dtypes "
                            f"(got {input.dtype!r})")
-    _no_grad_through("imag", input)
     return _part(input, 1, "imag")
 
 
@@ -67,10 +63,10 @@ def view_as_real(input):
     if not input.is_complex():
         raise RuntimeError(f"view_as_real: only supported for complex tensors, got a tensor "
                            f"of dtype {input.dtype!r}")
-    _no_grad_through("view_as_real", input)
     storage, dtype, shape, strides, offset = input._layout()
-    return _core.as_strided_from(storage, dtype.to_real(), tuple(shape) + (2,),
-                                 tuple(2 * s for s in strides) + (1,), 2 * offset)
+    return _record("view_as_real", (input,), _core.as_strided_from(
+        storage, dtype.to_real(), tuple(shape) + (2,), tuple(2 * s for s in strides) + (1,),
+        2 * offset))
 
 
 @tensor_method
@@ -97,9 +93,9 @@ def view_as_complex(input):
     if offset % 2:
         raise RuntimeError(f"view_as_complex: Tensor must have a storage_offset divisible by "
                            f"2, got {offset}")
-    _no_grad_through("view_as_complex", input)
-    return _core.as_strided_from(storage, dtype.to_complex(), tuple(shape[:-1]),
-                                 tuple(s // 2 for s in strides[:-1]), offset // 2)
+    return _record("view_as_complex", (input,), _core.as_strided_from(
+        storage, dtype.to_complex(), tuple(shape[:-1]), tuple(s // 2 for s in strides[:-1]),
+        offset // 2))
 
 
 def complex(real, imag, *, out=None):  # noqa: A001 - torch.complex
@@ -118,13 +114,14 @@ def complex(real, imag, *, out=None):  # noqa: A001 - torch.complex
     if real.device != imag.device:
         raise RuntimeError(f"complex: expected both inputs on one device, got {real.device} "
                            f"and {imag.device}")
-    _no_grad_through("complex", real, imag)
     from ember._layout import broadcast_shape
     shape = tuple(broadcast_shape((tuple(real.shape), tuple(imag.shape)), "complex"))
     r = _core.empty(shape, real.dtype.to_complex(), real.device)
-    parts = view_as_real(r)
-    _core.copy_into(_select_last(parts, 0), real)
-    _core.copy_into(_select_last(parts, 1), imag)
+    with _core._no_record():
+        parts = view_as_real(r)
+        _core.copy_into(_select_last(parts, 0), real)
+        _core.copy_into(_select_last(parts, 1), imag)
+    _record("complex", (real, imag), r)
     return r if out is None else _write(r, out, "complex")
 
 

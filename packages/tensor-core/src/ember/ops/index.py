@@ -40,7 +40,7 @@ from ember._args import int_arg, tensor_input
 from ember._C import core as _core
 from ember._layout import broadcast_shape, broadcast_strides, contiguous_strides
 from ember._registry import tensor_method
-from ember.backends import run as _run
+from ember.backends import run as _backend_run
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
@@ -56,6 +56,65 @@ _bool = _core._dtype_by_name("bool")
 
 
 # helpers ---------------------------------------------------------------------------
+
+def _run(kind, op, *args):
+    """The index kernels (ember.backends.run), complex tensors included: the kernels
+    move items of up to 8 bytes, so a complex gather / scatter runs on the (re, im)
+    float view of its tensors, a trailing dim of 2 with every stride and index step
+    doubled (an add scatters the parts independently, which is the complex add)."""
+    if kind in ("gather", "scatter", "compress") and args[0].is_complex():
+        return _COMPLEX_KERNELS[kind](op, *args)
+    return _backend_run(kind, op, *args)
+
+
+def _float_view(t, extra=True):
+    """A complex tensor's storage as its float parts (not recorded): shape + (2,) with
+    doubled strides, or (extra=False) the real parts alone."""
+    storage, dtype, shape, strides, offset = t._layout()
+    if not extra:
+        return _core.as_strided_from(storage, dtype.to_real(), shape,
+                                     tuple(2 * s for s in strides), 2 * offset)
+    return _core.as_strided_from(storage, dtype.to_real(), tuple(shape) + (2,),
+                                 tuple(2 * s for s in strides) + (1,), 2 * offset)
+
+
+def _float_indices(indices):
+    return [(t, tuple(st) + (0,), 2 * step, size) for t, st, step, size in indices]
+
+
+def _complex_gather(op, out, src, src_strides, indices):
+    _backend_run("gather", op, _float_view(out), _float_view(src),
+                 tuple(2 * s for s in src_strides) + (1,), _float_indices(indices))
+    return out
+
+
+def _complex_scatter(op, dst, dst_strides, src, src_strides, shape, indices, reduce=None):
+    if reduce not in (None, "assign", "add", "sum"):
+        raise RuntimeError(f"{op}: a multiplying, max or min reduce is not supported for complex "
+                           f"tensors (got {dst.dtype!r}); only assignment and a sum are")
+    _backend_run("scatter", op, _float_view(dst), tuple(2 * s for s in dst_strides) + (1,),
+                 _float_view(src), tuple(2 * s for s in src_strides) + (1,),
+                 tuple(shape) + (2,), _float_indices(indices), reduce)
+    return dst
+
+
+def _complex_compress(op, src, stride, mask):
+    re = _float_view(src, extra=False)
+    storage, dtype, shape, strides, offset = re._layout()
+    im = _core.as_strided_from(storage, dtype, shape, strides, offset + 1)
+    parts = [_backend_run("compress", op, p, 2 * stride, mask) for p in (re, im)]
+    out = _core.empty(tuple(parts[0].shape), src.dtype, src.device)
+    both = _float_view(out)
+    for i, p in enumerate(parts):
+        storage, dtype, shape, strides, offset = both._layout()
+        _core.copy_into(_core.as_strided_from(storage, dtype, shape[:-1], strides[:-1],
+                                              offset + i), p)
+    return out
+
+
+_COMPLEX_KERNELS = {"gather": _complex_gather, "scatter": _complex_scatter,
+                    "compress": _complex_compress}
+
 
 def _to_tensor(obj, op, err=IndexError):
     """A list / tuple / NumPy array used as an index, as a tensor (an empty list is an

@@ -1489,27 +1489,37 @@ def _complex_results(op):
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors) of square A, complex (torch.linalg.eig): Hessenberg
     reduction + Francis double-shift QR (complex A: the complex single-shift QR),
-    eigenvectors by back-substitution, normalised to unit 2-norm."""
+    eigenvectors by back-substitution, normalised to unit 2-norm. Differentiable
+    (PyTorch's formula: a loss must not depend on the eigenvectors' phases)."""
     op = "linalg.eig"
     _matrix(A, op, square=True)
     em = _complex_results(op)
-    if _cplx(A):
-        return _geev_complex(A, True, op)
-    wr, wi, V = _geev(A, True, op)
-    w = em.complex(wr, wi)
     n = A.shape[-1]
-    # pair columns j, j+1 (wi[j] > 0): v = V[:, j] +- i V[:, j+1]
-    prv = em.cat([em.zeros_like(wi.narrow(-1, 0, 1)), wi.narrow(-1, 0, n - 1)], -1) \
-        if n > 1 else em.zeros_like(wi)
-    Vn = em.cat([V.narrow(-1, 1, n - 1), em.zeros_like(V.narrow(-1, 0, 1))], -1) \
-        if n > 1 else em.zeros_like(V)
-    Vp = em.cat([em.zeros_like(V.narrow(-1, 0, 1)), V.narrow(-1, 0, n - 1)], -1) \
-        if n > 1 else em.zeros_like(V)
-    first = (wi > 0).unsqueeze(-2)
-    second = ((wi < 0) & (prv > 0)).unsqueeze(-2)
-    re = em.where(second, Vp, V)
-    im = em.where(first, Vn, em.where(second, -V, em.zeros_like(V)))
-    return w, em.complex(re, im)
+    if _cplx(A):
+        w, V = _geev_complex(A, True, op)
+    else:
+        wr, wi, V = _geev(A, True, op)
+        w = em.complex(wr, wi)
+        # pair columns j, j+1 (wi[j] > 0): v = V[:, j] +- i V[:, j+1]
+        prv = em.cat([em.zeros_like(wi.narrow(-1, 0, 1)), wi.narrow(-1, 0, n - 1)], -1) \
+            if n > 1 else em.zeros_like(wi)
+        Vn = em.cat([V.narrow(-1, 1, n - 1), em.zeros_like(V.narrow(-1, 0, 1))], -1) \
+            if n > 1 else em.zeros_like(V)
+        Vp = em.cat([em.zeros_like(V.narrow(-1, 0, 1)), V.narrow(-1, 0, n - 1)], -1) \
+            if n > 1 else em.zeros_like(V)
+        first = (wi > 0).unsqueeze(-2)
+        second = ((wi < 0) & (prv > 0)).unsqueeze(-2)
+        re = em.where(second, Vp, V)
+        im = em.where(first, Vn, em.where(second, -V, em.zeros_like(V)))
+        V = em.complex(re, im)
+    if _core.any_requires_grad((A,)):
+        # recorded packed as [L; V] (the "linalg_eig" row of autograd's formulas.py,
+        # PyTorch's linalg_eig_backward); the results are views of it
+        with _core._no_record():
+            packed = em.cat([w.unsqueeze(-2), V], -2)
+        _record("linalg_eig", (A,), packed, None)
+        return packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
+    return w, V
 
 
 def eigvals(A, *, out=None):
@@ -1517,6 +1527,8 @@ def eigvals(A, *, out=None):
     op = "linalg.eigvals"
     _matrix(A, op, square=True)
     em = _complex_results(op)
+    if _core.any_requires_grad((A,)):
+        return eig(A)[0]
     if _cplx(A):
         return _geev_complex(A, False, op)[0]
     wr, wi, _ = _geev(A, False, op)

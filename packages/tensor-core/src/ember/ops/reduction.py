@@ -285,6 +285,8 @@ def logsumexp(input, dim=None, keepdim=False):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over dim (all elements when None); 'fro' is the 2-norm."""
     x = input if dtype is None else input.to(_resolve(dtype))
+    if x.dtype.kind == "complex":
+        x = _ew("abs", x)    # a complex vector's norms are those of |x| (real, as PyTorch)
     if x.dtype.kind != "float":
         x = x.to(_core.get_default_dtype())
     out_dtype, x = x.dtype, _wide(x)

@@ -3,6 +3,10 @@ cumulative_sum / cumulative_prod. The kernel is the `scan` family (ember._C.scan
 the CPU). bool and integer inputs accumulate in int64 unless dtype says otherwise
 (as PyTorch). Recorded as "cumsum" / "cumprod" with attrs dim, dtype (the input's
 dtype; dim None records the op on the flattened view).
+
+Complex inputs: cumsum is the real kernel over the (re, im) view (the parts add
+independently); cumprod is a doubling scan of complex multiplies (log2(n) passes of
+the op table's mul), as the scan kernel has no complex body.
 """
 from __future__ import annotations
 
@@ -38,7 +42,9 @@ def _scan(input, dim, dtype, op):
     shape = tuple(x.shape)
     y = _core.empty(shape, work, x.device)
     _core.copy_into(y, x)
-    if x.ndim:
+    if x.ndim and work.kind == "complex":
+        y = _complex_scan(y, d, op)
+    elif x.ndim:
         outer = math.prod(shape[:d])
         inner = math.prod(shape[d + 1:])
         _run("scan", op, op, y, outer, shape[d], inner)
@@ -47,6 +53,25 @@ def _scan(input, dim, dtype, op):
     # recorded on x (input, or its flattened view), which has y's shape
     _record(op, (x,), y, {"dim": d, "dtype": x.dtype})
     return y.reshape(()) if dim is None and input.ndim == 0 else y
+
+
+def _complex_scan(y, d, op):
+    """The scan of contiguous complex y along d (module doc), not recorded."""
+    from ember.ops.complex import view_as_real
+    shape = tuple(y.shape)
+    with _core._no_record():
+        if op == "cumsum":
+            outer = math.prod(shape[:d])
+            inner = math.prod(shape[d + 1:]) * 2
+            _run("scan", op, op, view_as_real(y), outer, shape[d], inner)
+            return y
+        n, step = shape[d], 1
+        while step < n:       # y[i] *= y[i - step] for i >= step (Hillis-Steele)
+            y = cat([y.narrow(d, 0, step),
+                     _core.elementwise("mul", y.narrow(d, step, n - step),
+                                       y.narrow(d, 0, n - step))], d)
+            step *= 2
+        return y.contiguous()
 
 
 @tensor_method

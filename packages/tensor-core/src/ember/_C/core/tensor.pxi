@@ -269,9 +269,9 @@ cdef class TensorBase:
 
     @requires_grad.setter
     def requires_grad(self, bint value):
-        if value and KIND[self._dtype] != KIND_FLOAT:
-            raise RuntimeError(f"requires_grad: only tensors of floating point dtype can "
-                               f"require gradients, got {DTYPE_LIST[self._dtype]!r}")
+        if value and KIND[self._dtype] != KIND_FLOAT and KIND[self._dtype] != KIND_COMPLEX:
+            raise RuntimeError(f"requires_grad: only tensors of floating point and complex "
+                               f"dtype can require gradients, got {DTYPE_LIST[self._dtype]!r}")
         if not value and self._grad_fn is not None:
             raise RuntimeError("requires_grad: you can only change requires_grad of leaf "
                                "tensors; use .detach() to get a tensor that does not "
