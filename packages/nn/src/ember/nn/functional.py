@@ -1754,3 +1754,9 @@ _check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", 
                                "tensor", "x1", "x2", "offsets", "per_sample_weights",
                                "indices", "anchor", "positive", "negative", "log_probs",
                                "targets"})
+
+# autocast's lists (ember/amp/_policy.py): linear, conv, ... run in the region's low
+# dtype; losses, norms, softmax (the CUDA list) in float32
+from ember.amp import _policy as _amp_policy  # noqa: E402
+
+_amp_policy.wrap_namespace(globals(), _amp_policy.NN_FUNCTIONAL)

@@ -25,6 +25,8 @@ cdef str describe(object x):
 cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
     """Run elementwise row `op` on up to three operands (tensors or Python scalars),
     into a new tensor or into `out` (in-place ops pass the first operand)."""
+    if em_autocast_on and out is None and AC_EW[op]:
+        return AUTOCAST_EW(op, x0, x1, x2, nin)
     cdef PyObject *args[3]
     args[0] = <PyObject *>x0
     args[1] = <PyObject *>x1
