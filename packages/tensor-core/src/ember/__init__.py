@@ -96,6 +96,8 @@ from ember._layout_formats import (  # noqa: E402,F401
 )
 
 _amp_policy.install(globals())      # autocast's listed entries (x.sum(), x @ w included)
+from ember import _layout_formats as _layout_formats_module  # noqa: E402
+_layout_formats_module._install()   # Tensor.is_contiguous(memory_format=...)
 
 empty_cache = _core.empty_cache
 e = 2.718281828459045

@@ -31,6 +31,9 @@ _dim = _optional(_index_arg)
 # activations ----------------------------------------------------------------------------
 
 
+_LOW_FLOATS = tuple(d for d in (em.float16, getattr(em, "bfloat16", None)) if d is not None)
+
+
 def relu(input, inplace=False):
     return input.relu_() if inplace else em.relu(input)
 
@@ -68,8 +71,12 @@ def gelu(input, approximate="none"):
     if approximate == "none":
         return em.gelu(input)
     if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + em.tanh(inner))
+        # computed in float32 and rounded once for float16/bfloat16 inputs, as PyTorch's
+        # kernel does (composed of ember ops, so autograd differentiates it)
+        x = input.float() if input.dtype in _LOW_FLOATS else input
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+        y = 0.5 * x * (1.0 + em.tanh(inner))
+        return y if x is input else y.to(input.dtype)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 

@@ -80,3 +80,15 @@ cdef class AutocastOp:
 
     def __reduce__(self):
         return getattr(self, "__qualname__", "AutocastOp")
+
+
+# memory formats (ember._layout_formats installs them): Tensor.is_contiguous's
+# contiguous_format and its check for the others
+cdef object CONTIGUOUS_FORMAT = None
+cdef object IS_IN_FORMAT = None
+
+
+def _set_memory_formats(contiguous_format, is_in_format):
+    global CONTIGUOUS_FORMAT, IS_IN_FORMAT
+    CONTIGUOUS_FORMAT = contiguous_format
+    IS_IN_FORMAT = is_in_format
