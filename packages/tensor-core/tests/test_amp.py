@@ -317,3 +317,15 @@ def test_update_scale(device):
     t = em.full((), 2, dtype=em.int32, device=device)
     em._amp_update_scale_(big, t, no, 2.0, 0.5, 3)
     assert big.item() == pytest.approx(3e38) and t.item() == 0
+
+
+def test_cache_skips_no_grad_casts():
+    w = em.randn(4, 4, requires_grad=True)
+    x = em.randn(2, 4)
+    from ember.amp import autocast_mode as m
+    with em.autocast("cpu", dtype=em.float16):
+        with em.no_grad():
+            em.mm(x, w)
+        assert len(m._state.cache) == 0
+        em.mm(x, w).float().sum().backward()
+    assert w.grad is not None and w.grad.dtype is em.float32

@@ -248,7 +248,10 @@ def _cast_low(t, dtype, device_type):
     if t.dtype is dtype or not _eligible(t, device_type):
         return t
     st = _state
-    if st.cache_enabled and t.dtype is _em.float32 and t.requires_grad and t.is_leaf:
+    # a cast made under no_grad has no graph: caching it would cut the parameter off
+    # from a later backward in the same region
+    if st.cache_enabled and t.dtype is _em.float32 and t.requires_grad and t.is_leaf and \
+            _core.is_grad_enabled():
         hit = st.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1].dtype is dtype:
             return hit[1]
