@@ -121,6 +121,11 @@ def install(ember_ns):
             METHODS[k] = entry
             if ember_ns["Tensor"].__dict__.get(k) is fn:
                 setattr(ember_ns["Tensor"], k, entry)
+    for mod in (linalg, fft):         # their aliases of ember's entries (linalg.matmul)
+        ns = vars(mod)
+        for name, fn in list(ns.items()):
+            if callable(fn) and not isinstance(fn, type) and fn in done:
+                ns[name] = done[fn]
     wrap_namespace(vars(linalg), LINALG)
     wrap_namespace(vars(fft), FFT)
     rows = {name: pol for name, pol in ELEMENTWISE.items() if name in core.OP_INDEX}
