@@ -83,6 +83,23 @@ from ember import _default_device  # noqa: E402
 
 _default_device.install(globals())   # factories honour set_default_device / with device
 
+from ember import amp  # noqa: E402,F401
+from ember.amp.autocast_mode import (  # noqa: E402,F401
+    autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
+    is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
+    autocast_increment_nesting, autocast_decrement_nesting, is_autocast_cpu_enabled,
+    set_autocast_cpu_enabled, get_autocast_cpu_dtype, set_autocast_cpu_dtype,
+    get_autocast_gpu_dtype, set_autocast_gpu_dtype,
+)
+from ember.amp import _policy as _amp_policy  # noqa: E402
+from ember._layout_formats import (  # noqa: E402,F401
+    memory_format, contiguous_format, channels_last, channels_last_3d, preserve_format,
+)
+
+_amp_policy.install(globals())      # autocast's listed entries (x.sum(), x @ w included)
+from ember import _layout_formats as _layout_formats_module  # noqa: E402
+_layout_formats_module._install()   # Tensor.is_contiguous(memory_format=...)
+
 empty_cache = _core.empty_cache
 e = 2.718281828459045
 pi = 3.141592653589793

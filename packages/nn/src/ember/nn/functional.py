@@ -33,6 +33,9 @@ _dim = _optional(_index_arg)
 # activations ----------------------------------------------------------------------------
 
 
+_LOW_FLOATS = tuple(d for d in (em.float16, getattr(em, "bfloat16", None)) if d is not None)
+
+
 def relu(input, inplace=False):
     return input.relu_() if inplace else em.relu(input)
 
@@ -1757,3 +1760,9 @@ _check_tensor_args(globals(), {"input", "input1", "input2", "target", "weight", 
                                "tensor", "x1", "x2", "offsets", "per_sample_weights",
                                "indices", "anchor", "positive", "negative", "log_probs",
                                "targets"})
+
+# autocast's lists (ember/amp/_policy.py): linear, conv, ... run in the region's low
+# dtype; losses, norms, softmax (the CUDA list) in float32
+from ember.amp import _policy as _amp_policy  # noqa: E402
+
+_amp_policy.wrap_namespace(globals(), _amp_policy.NN_FUNCTIONAL)

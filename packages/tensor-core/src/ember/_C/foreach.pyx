@@ -8,6 +8,7 @@ non-CPU tensors to their device backend, so these run on every device.
 An operand `other` may be one scalar or one tensor (used with every entry), or a
 list/tuple with one scalar or tensor per entry.
 """
+from libc.stdint cimport int64_t
 from ember._C.core cimport TensorBase, ew
 from ember._C.core import OP_INDEX
 
@@ -232,3 +233,90 @@ def into(int op, object self, object other, object out, str name):
                 ew(op, xs[i], _at(other, i), None, 2, outs[i])
     except (TypeError, ValueError, RuntimeError) as e:
         _reraise(e, name, i)
+
+
+# -- GradScaler's fused check: unscale in place and flag non-finite values ---------------
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* g[i] *= inv over n contiguous elements; nonzero when one of them was inf or NaN
+       (x - x is NaN exactly then). One pass, no branch in the loop. */
+    static int em_unscale_f32(float *g, int64_t n, float inv) {
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) { float v = g[i]; bad |= (v - v) != 0.0f; g[i] = v * inv; }
+        return bad;
+    }
+    static int em_unscale_f64(double *g, int64_t n, double inv) {
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) { double v = g[i]; bad |= (v - v) != 0.0; g[i] = v * inv; }
+        return bad;
+    }
+    static int em_unscale_f16(_Float16 *g, int64_t n, float inv) {
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float v = (float)g[i]; bad |= (v - v) != 0.0f; g[i] = (_Float16)(v * inv);
+        }
+        return bad;
+    }
+    """
+    int em_unscale_f32(float *g, int64_t n, float inv) nogil
+    int em_unscale_f64(double *g, int64_t n, double inv) nogil
+    int em_unscale_f16(void *g, int64_t n, float inv) nogil
+
+
+cdef int _F16 = 6, _F32 = 7, _F64 = 8     # ember's dtype numbers (core/dtypes.pxi)
+
+
+def non_finite_check_and_unscale(object grads, object found_inf, object inv_scale,
+                                 object composed, str name):
+    """grads[i] *= inv_scale in place, found_inf set to 1 where any grads[i] holds an inf
+    or NaN (PyTorch's _amp_foreach_non_finite_check_and_unscale_). found_inf and
+    inv_scale: 1-element float32 tensors on the grads' device. A contiguous CPU grad of
+    float16/32/64 is one fused C pass; any other (device, layout, dtype) goes to
+    `composed(g, found_inf, inv_scale)`, written with the op table's rows, which keeps
+    everything on the device (no host sync per tensor)."""
+    cdef list xs = _as_list(grads, name, "grads")
+    _check(xs, None, name, "")
+    cdef TensorBase g, f = <TensorBase?>found_inf, inv = <TensorBase?>inv_scale
+    cdef Py_ssize_t i = 0, n = len(xs)
+    cdef int bad = 0
+    cdef int64_t m
+    cdef double s = 1.0
+    cdef char *p
+    if f._dtype != _F32 or inv._dtype != _F32 or f.numel_c() != 1 or inv.numel_c() != 1:
+        raise TypeError(f"{name}: found_inf and inv_scale must be one-element float32 "
+                        f"tensors, got {found_inf.dtype!r} of {found_inf.numel()} and "
+                        f"{inv_scale.dtype!r} of {inv_scale.numel()} elements")
+    cdef bint host = f._storage.device.type_id == 0 and inv._storage.device.type_id == 0
+    if host:
+        s = (<float *>inv.ptr())[0]
+    try:
+        for i in range(n):
+            g = <TensorBase>xs[i]
+            if g._storage.device != f._storage.device or \
+                    g._storage.device != inv._storage.device:
+                raise RuntimeError(f"{name}: grads[{i}] is on {g._storage.device} but "
+                                   f"found_inf is on {f._storage.device} and inv_scale on "
+                                   f"{inv._storage.device}")
+            if g._dtype != _F16 and g._dtype != _F32 and g._dtype != _F64 or \
+                    not host or not g.contiguous_c():
+                composed(g, found_inf, inv_scale)
+                continue
+            m = g.numel_c()
+            p = g.ptr()
+            if g._dtype == _F32:
+                with nogil:
+                    bad |= em_unscale_f32(<float *>p, m, <float>s)
+            elif g._dtype == _F64:
+                with nogil:
+                    bad |= em_unscale_f64(<double *>p, m, s)
+            else:
+                with nogil:
+                    bad |= em_unscale_f16(<void *>p, m, <float>s)
+            g._storage.version += 1
+    except (TypeError, ValueError, RuntimeError) as e:
+        _reraise(e, name, i)
+    if bad:
+        (<float *>f.ptr())[0] = 1.0
+        f._storage.version += 1

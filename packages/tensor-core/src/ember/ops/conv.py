@@ -11,6 +11,7 @@ arguments of conv2d_backward / conv_transpose2d_backward (less output_mask).
 """
 from __future__ import annotations
 
+from ember import _layout_formats as _fmt
 from ember._args import tensor_arg
 from ember._C import core as _core
 from ember.backends import run as _run
@@ -259,6 +260,7 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     return _from_2d(y, nd, batched)
 
 
+@_fmt.keeps_channels_last
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (cross-correlation, as in PyTorch) of input (N, C, H, W) or
     (C, H, W) with weight (OC, C / groups, kH, kW), plus bias (OC,). padding: an int,
@@ -271,6 +273,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@_fmt.keeps_channels_last
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """The transposed 2-d convolution (the gradient of conv2d w.r.t. its input) of input

@@ -4,6 +4,7 @@ records itself for autograd ("clone", "to" with the dtypes, "to_device" with the
 devices)."""
 from __future__ import annotations
 
+from ember import _layout_formats as _fmt
 from ember._args import tensor_arg, tensor_input
 from ember._C import core as _core
 from ember._registry import tensor_method
@@ -19,21 +20,39 @@ def _other(other, op):
 
 @tensor_method
 def contiguous(input, memory_format=None):
-    """input itself when its elements are already in row-major order, else a copy."""
-    if input.is_contiguous():
-        return input
-    return clone(input)
+    """input itself when its elements are already in row-major order (memory_format
+    ember.channels_last: NHWC order), else a copy in that order."""
+    if memory_format is None or memory_format is _fmt.contiguous_format:
+        if input.is_contiguous():
+            return input
+        return clone(input, memory_format=_fmt.contiguous_format)
+    _fmt.as_format(memory_format, "contiguous", allow_preserve=False)
+    return _fmt.to_format(input, memory_format, "contiguous")
 
 
 @tensor_method
 def clone(input, *, memory_format=None):
-    """A copy with its own (contiguous) storage."""
+    """A copy with its own storage: row-major, or in memory_format (the default
+    preserve_format keeps a channels_last input's layout)."""
+    if memory_format is not _fmt.contiguous_format:
+        fmt = _fmt.like_format(input, memory_format or _fmt.preserve_format, "clone")
+        if fmt is not _fmt.contiguous_format:
+            _fmt._check_rank(fmt, input.ndim, "clone")
+            n = input.ndim
+            last = (0,) + tuple(range(2, n)) + (1,)
+            return clone(input.permute(*last), memory_format=_fmt.contiguous_format) \
+                .permute(0, n - 1, *range(1, n - 1))
     return _record("clone", (input,), _core.contiguous_copy(input), None)
 
 
 @tensor_method
-def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **_):
-    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other)."""
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
+       memory_format=None, **_):
+    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other);
+    memory_format (ember.channels_last, ...): the result laid out so."""
+    if memory_format is not None and memory_format is not _fmt.preserve_format:
+        out = to(input, *args, dtype=dtype, device=device, copy=copy)
+        return _fmt.to_format(out, memory_format, "to")
     for a in args:
         if isinstance(a, _core.DType):
             dtype = a

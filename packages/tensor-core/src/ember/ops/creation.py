@@ -9,6 +9,7 @@ import math
 import numbers
 import struct
 
+from ember import _layout_formats as _fmt
 from ember._args import int_arg, shape_arg, sizes_arg, tensor_arg
 from ember._C import core as _core
 from ember._dtypes import as_dtype, bool as bool_, float64, int64
@@ -30,8 +31,18 @@ def _dtype_arg(dtype):
     return None if dtype is None else as_dtype(dtype)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_):
-    t = _core.empty(_shape_arg(size, "empty"), _dtype_arg(dtype), device)
+def empty(*size, dtype=None, device=None, requires_grad=False,
+          memory_format=None, **_):
+    shape = _shape_arg(size, "empty")
+    if memory_format is None or memory_format is _fmt.contiguous_format:
+        t = _core.empty(shape, _dtype_arg(dtype), device)
+    else:
+        fmt = _fmt.as_format(memory_format, "empty")
+        if fmt is _fmt.preserve_format:
+            raise RuntimeError("empty: preserve memory format is unsupported here; pass "
+                               "ember.contiguous_format or ember.channels_last")
+        t = _fmt.empty_in_format(shape, fmt, lambda s: _core.empty(s, _dtype_arg(dtype),
+                                                                    device))
     return t.requires_grad_() if requires_grad else t
 
 
@@ -73,27 +84,38 @@ def _like(input, dtype, device, op="empty_like"):
             input.device if device is None else device)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None, **_):
+    """An uninitialised tensor of input's shape (dtype, device); memory_format: the
+    default preserve_format keeps a channels_last input's layout."""
     shape, dtype, device = _like(input, dtype, device)
-    t = _core.empty(shape, dtype, device)
+    fmt = _fmt.like_format(input, memory_format or _fmt.preserve_format, "empty_like")
+    if fmt is _fmt.contiguous_format:
+        t = _core.empty(shape, dtype, device)
+    else:
+        t = _fmt.empty_in_format(shape, fmt, lambda s: _core.empty(s, dtype, device))
     return t.requires_grad_() if requires_grad else t
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               **_):
     _like(input, dtype, device, "zeros_like")
-    return empty_like(input, dtype=dtype, device=device, requires_grad=False).fill_(0) \
-        .requires_grad_(requires_grad)
+    return empty_like(input, dtype=dtype, device=device, requires_grad=False,
+                      memory_format=memory_format).fill_(0).requires_grad_(requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              **_):
     _like(input, dtype, device, "ones_like")
-    return empty_like(input, dtype=dtype, device=device).fill_(1).requires_grad_(requires_grad)
+    return empty_like(input, dtype=dtype, device=device, memory_format=memory_format) \
+        .fill_(1).requires_grad_(requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None, **_):
     _like(input, dtype, device, "full_like")
-    return empty_like(input, dtype=dtype, device=device).fill_(fill_value) \
-        .requires_grad_(requires_grad)
+    return empty_like(input, dtype=dtype, device=device, memory_format=memory_format) \
+        .fill_(fill_value).requires_grad_(requires_grad)
 
 
 def _rectangular(data):

@@ -31,7 +31,8 @@ __all__ = ["_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_",
            "_foreach_minimum", "_foreach_minimum_", "_foreach_clamp_min",
            "_foreach_clamp_min_", "_foreach_clamp_max", "_foreach_clamp_max_",
            "_foreach_pow", "_foreach_pow_", "_foreach_norm", "_foreach_max",
-           "_foreach_zero_", "_foreach_copy_"]
+           "_foreach_zero_", "_foreach_copy_", "_amp_foreach_non_finite_check_and_unscale_",
+           "_amp_update_scale_"]
 
 
 def _alpha(op, alpha):
@@ -196,3 +197,43 @@ def _list(xs):
     if not isinstance(xs, (list, tuple)):
         raise TypeError(f"expected a list or tuple of tensors, got {type(xs).__name__}")
     return list(xs)
+
+
+# -- mixed precision: GradScaler's two kernels ------------------------------------------
+
+def _unscale_composed(g, found_inf, inv_scale):
+    """The device (and any-layout) form of the fused check, written with op-table rows
+    so it stays on g's device: found_inf = max(found_inf, any(!isfinite(g))); g *= inv."""
+    from ember import all as all_, isfinite, logical_not
+    bad = logical_not(all_(isfinite(g)))
+    name = "_amp_foreach_non_finite_check_and_unscale_"
+    _fe.into(_MAX, [found_inf], [bad.reshape(found_inf.shape)], [found_inf], name)
+    _fe.into(_MUL, [g], [inv_scale.reshape(())], [g], name)
+
+
+def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
+    """PyTorch's torch._amp_foreach_non_finite_check_and_unscale_: self[i] *= inv_scale in
+    place; found_inf (a one-element float32 tensor) becomes 1.0 when any self[i] holds an
+    inf or NaN, else keeps its value. One fused C pass per contiguous CPU tensor; on other
+    devices op-table kernels on the device, with no host sync."""
+    _fe.non_finite_check_and_unscale(self, found_inf, inv_scale, _unscale_composed,
+                                     "_amp_foreach_non_finite_check_and_unscale_")
+
+
+def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor,
+                       scale_backoff_factor, growth_interval):
+    """PyTorch's torch._amp_update_scale_: with found_inf nonzero, scale *= backoff and the
+    tracker restarts; else the tracker counts one more clean step and at growth_interval
+    scale *= growth (when that stays finite) and the tracker restarts. self (the scale,
+    float32) and growth_tracker (int32) are one-element tensors, updated in place and
+    self returned."""
+    from ember import isfinite, where
+    bad = found_inf > 0
+    tracker = where(bad, 0, growth_tracker + 1)
+    grow = (tracker >= growth_interval) & ~bad
+    grown = self * scale_growth_factor
+    new = where(bad, self * scale_backoff_factor,
+                where(grow & isfinite(grown), grown, self))
+    self.copy_(new)
+    growth_tracker.copy_(where(grow, 0, tracker))
+    return self

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numbers
 import operator
 
+from ember import _layout_formats as _fmt
 from ember._C import core as _core
 from ember.backends import kernel
 from ember.ops._kernel_args import _cast_back, _float_tensor, _number, _param, _work, _work_dtype
@@ -84,6 +85,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     running_mean and running_var tensors (for ember.onnx)."""
     op = "batch_norm"
     _float_tensor(input, op)
+    if _fmt._channels_last_input(input):
+        # NHWC read directly: the channels_last tensor viewed as (N*H*W, C) rows is
+        # batch norm over dim 0 of that matrix; the result is viewed back (no copies)
+        n, c, h, w = input.shape
+        rows = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
+        y = batch_norm(rows, running_mean, running_var, weight, bias, training, momentum, eps)
+        return y.reshape(n, h, w, c).permute(0, 3, 1, 2)
     if input.ndim < 2:
         raise ValueError(f"{op}: expected an input of shape (N, C, ...), got "
                          f"{tuple(input.shape)}")

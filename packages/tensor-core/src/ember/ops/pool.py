@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import operator
 
+from ember import _layout_formats as _fmt
 from ember._args import tensor_arg
 from ember._C import core as _core
 from ember._dtypes import float64, iinfo, int64
@@ -196,6 +197,7 @@ def _max_pool(op, input, sd, kernel_size, stride, padding, dilation, ceil_mode,
     return (y, ix) if return_indices else y
 
 
+@_fmt.keeps_channels_last
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over kernel_size windows of an (N, C, H, W) or (C, H, W) input, the padding
@@ -275,6 +277,7 @@ def _avg_pool(op, input, sd, kernel_size, stride, padding, ceil_mode, count_incl
     return _core.record(op, (input,), y, attrs)
 
 
+@_fmt.keeps_channels_last
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over kernel_size windows of an (N, C, H, W) or (C, H, W) input. The divisor
@@ -352,6 +355,7 @@ def _adaptive(op, name, input, sd, output_size, float_only):
         return y, _finish(r[1], lead, sd, int64)
 
 
+@_fmt.keeps_channels_last
 def adaptive_avg_pool2d(input, output_size):
     """Mean over the windows [floor(i * H / OH), ceil((i + 1) * H / OH)) (and likewise in
     W) that split an (N, C, H, W) or (C, H, W) input into output_size (an int, or a
@@ -366,6 +370,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _core.record("adaptive_avg_pool1d", (input,), y, {})
 
 
+@_fmt.keeps_channels_last
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over adaptive_avg_pool2d's windows (NaN wins); with return_indices, also the
     flat h * W + w index of each maximum."""

@@ -440,27 +440,37 @@ def _like(input, dtype, device, op):
             input.device if device is None else device)
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
-    """rand with input's shape, dtype and device."""
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+              memory_format=None, **_):
+    """rand with input's shape, dtype and device (and layout: preserve_format)."""
     shape, d, dev = _like(input, dtype, device, "rand_like")
-    return rand(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
+    return _in_format(rand(shape, generator=generator, dtype=d, device=dev), input,
+                      memory_format, "rand_like").requires_grad_(requires_grad)
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, **_):
-    """randn with input's shape, dtype and device."""
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+              memory_format=None, **_):
+    """randn with input's shape, dtype and device (and layout: preserve_format)."""
     shape, d, dev = _like(input, dtype, device, "randn_like")
-    return randn(shape, generator=generator, dtype=d, device=dev, requires_grad=requires_grad)
+    return _in_format(randn(shape, generator=generator, dtype=d, device=dev), input,
+                      memory_format, "randn_like").requires_grad_(requires_grad)
+
+
+def _in_format(t, input, memory_format, op):
+    from ember import _layout_formats as fmt
+    f = fmt.like_format(input, memory_format or fmt.preserve_format, op)
+    return t if f is fmt.contiguous_format else fmt.to_format(t, f, op)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None,
-                 requires_grad=False, **_):
+                 requires_grad=False, memory_format=None, **_):
     """randint with input's shape, dtype and device: randint_like(x, high) or
     randint_like(x, low, high)."""
     if high is None:
         low, high = 0, low
     shape, d, dev = _like(input, dtype, device, "randint_like")
-    return randint(low, high, shape, generator=generator, dtype=d, device=dev,
-                   requires_grad=requires_grad)
+    return _in_format(randint(low, high, shape, generator=generator, dtype=d, device=dev),
+                      input, memory_format, "randint_like").requires_grad_(requires_grad)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

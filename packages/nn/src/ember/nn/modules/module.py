@@ -447,8 +447,15 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Move and/or cast parameters and buffers: to(device), to(dtype),
-        to(device, dtype), to(tensor). Only floating point tensors change dtype."""
+        to(device, dtype), to(tensor), to(memory_format=ember.channels_last) (4-D and 5-D
+        parameters and buffers take that layout). Only floating point tensors change
+        dtype."""
         device, dtype = kwargs.get("device"), kwargs.get("dtype")
+        fmt = kwargs.get("memory_format")
+        if fmt is not None and fmt not in (em.channels_last, em.channels_last_3d,
+                                           em.contiguous_format, em.preserve_format):
+            raise TypeError(f"nn.Module.to: memory_format must be an ember.memory_format, "
+                            f"got {fmt!r}")
         for a in args:
             if isinstance(a, em.dtype):
                 dtype = a
@@ -464,6 +471,12 @@ class Module:
                 t = t.to(dtype)
             if device is not None:
                 t = t.to(device)
+            if fmt is not None and t.dim() in (4, 5) and fmt is not em.preserve_format:
+                want = fmt if t.dim() == 4 or fmt is not em.channels_last else None
+                if want is em.channels_last_3d and t.dim() != 5:
+                    want = None
+                if want is not None:
+                    t = t.contiguous(memory_format=want)
             return t
         return self._apply(convert)
 

@@ -25,6 +25,8 @@ cdef str describe(object x):
 cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
     """Run elementwise row `op` on up to three operands (tensors or Python scalars),
     into a new tensor or into `out` (in-place ops pass the first operand)."""
+    if em_autocast_on and out is None and AC_EW[op]:
+        return AUTOCAST_EW(op, x0, x1, x2, nin)
     cdef PyObject *args[3]
     args[0] = <PyObject *>x0
     args[1] = <PyObject *>x1
@@ -103,7 +105,10 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
     cdef TensorBase o
     cdef object inplace_attrs = None      # out=: what the recorder gets after the kernel
     if out is None:
-        o = new_tensor(nd, shape, out_dtype, device)
+        if (nd == 4 or nd == 5) and channels_last_operand(args, nin, first, nd, shape):
+            o = new_channels_last(nd, shape, out_dtype, device)    # preserve_format
+        else:
+            o = new_tensor(nd, shape, out_dtype, device)
     else:
         if not isinstance(out, TensorBase):
             raise TypeError(f"{OP_NAMES[op]}: out must be a Tensor, got {type(out).__name__}")
@@ -204,6 +209,53 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
         em_iterate_sized(loop, nin + 1, ptrs, nd, shape, strides, sizes)
 
     return _ew_finish(op, o, out, x0, x1, x2, nin, inplace_attrs, args)
+
+
+cdef bint is_channels_last(TensorBase t):
+    """t's strides are channels_last's (4-D: NHWC order; 5-D: NDHWC), size-1 dims free."""
+    cdef int64_t expected = 1
+    cdef int k, d, nd = t._ndim
+    for k in range(nd):
+        d = 1 if k == 0 else (0 if k == nd - 1 else nd - k)   # C, W, H, (D,) N
+        if t._shape[d] != 1:
+            if t._strides[d] != expected:
+                return False
+            expected *= t._shape[d]
+    return True
+
+
+cdef bint channels_last_operand(PyObject **args, int nin, int first, int nd,
+                                const int64_t *shape):
+    """PyTorch's preserve_format for an elementwise result: the first tensor operand of
+    the result's shape decides; channels_last when it is that and not also contiguous."""
+    cdef int k
+    cdef object a
+    cdef TensorBase t
+    for k in range(first, nin):
+        a = <object>args[k]
+        if isinstance(a, TensorBase):
+            t = <TensorBase>a
+            if t._ndim == nd and not any_differ(nd, t._shape, shape):
+                return is_channels_last(t) and not t.contiguous_c()
+    return False
+
+
+cdef TensorBase new_channels_last(int nd, const int64_t *shape, int dtype, Device device):
+    """A new (N, C, H, W[, D]) tensor stored as N(D)HWC: an NHWC block viewed back."""
+    cdef int64_t pshape[5]
+    cdef int64_t strides[5]
+    cdef int k, d
+    pshape[0] = shape[0]
+    for k in range(2, nd):
+        pshape[k - 1] = shape[k]
+    pshape[nd - 1] = shape[1]
+    cdef TensorBase base = new_tensor(nd, pshape, dtype, device)
+    cdef int64_t s = 1
+    for k in range(nd - 1, -1, -1):          # permuted order: N, (D,) H, W, C
+        d = 0 if k == 0 else (1 if k == nd - 1 else k + 1)
+        strides[d] = s
+        s *= pshape[k]
+    return view_of(base, nd, shape, strides, 0)
 
 
 cdef object _ew_finish(int op, TensorBase o, object out, object x0, object x1, object x2,

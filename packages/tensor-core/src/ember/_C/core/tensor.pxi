@@ -245,7 +245,11 @@ cdef class TensorBase:
         return True
 
     def is_contiguous(self, memory_format=None):
-        return self.contiguous_c()
+        """Row-major (memory_format None / contiguous_format), or dense in another
+        memory format (ember.channels_last, channels_last_3d: ember._layout_formats)."""
+        if memory_format is None or memory_format is CONTIGUOUS_FORMAT:
+            return self.contiguous_c()
+        return IS_IN_FORMAT(self, memory_format)
 
     def _layout(self):
         """(storage, dtype, shape, strides, offset): what a view function needs."""
