@@ -33,7 +33,6 @@ _dim = _optional(_index_arg)
 # activations ----------------------------------------------------------------------------
 
 
-_LOW_FLOATS = tuple(d for d in (em.float16, getattr(em, "bfloat16", None)) if d is not None)
 
 
 def relu(input, inplace=False):

@@ -48,7 +48,18 @@ _complex128 = _core._dtype_by_name("complex128")
 _FLOATING = (_float32, _float64, _complex64, _complex128)
 _int32 = _core._dtype_by_name("int32")
 _int64 = _core._dtype_by_name("int64")
-_record = _core.record
+# the derivatives whose complex forms (extra terms for the phases of U, V, Q) are not
+# written yet: recording one of them for a complex input is refused, not wrong
+_REAL_ONLY_DERIVATIVES = {"linalg_qr", "linalg_qr_r", "linalg_eigh", "linalg_svd"}
+
+
+def _record(name, inputs, out, attrs):
+    if name in _REAL_ONLY_DERIVATIVES and any(
+            t.dtype.kind == "complex" and t.requires_grad for t in inputs):
+        raise RuntimeError(f"{name.replace('_', '.', 1)}: the derivative for complex inputs "
+                           f"is not implemented yet (got {inputs[0].dtype!r} requiring grad); "
+                           f"call it under ember.no_grad() or on a detached input")
+    return _core.record(name, inputs, out, attrs)
 
 
 class LinAlgError(RuntimeError):
@@ -160,6 +171,16 @@ def _triu(x, k=0):
 
 def _mT(x):
     return x.transpose(-2, -1)
+
+
+def _mH(x):
+    """The conjugate transpose: the derivatives' transposes (PyTorch's formulas for
+    complex inputs; a transpose for real ones)."""
+    return _conj(x.transpose(-2, -1))
+
+
+def _conj(x):
+    return _core.elementwise("conj_physical", x) if x.dtype.kind == "complex" else x
 
 
 def _cplx(x):
@@ -383,9 +404,9 @@ def solve(A, B, *, left=True, out=None):
 
 
 def solve_backward(A, X, g, needs):
-    """(gA, gB) of X = A^{-1} B: gB = A^{-T} g, gA = -gB X^T."""
-    gB = solve(_mT(A), g)
-    gA = -(gB @ _mT(X)) if needs[0] else None
+    """(gA, gB) of X = A^{-1} B: gB = A^{-H} g, gA = -gB X^H."""
+    gB = solve(_mH(A), g)
+    gA = -(gB @ _mH(X)) if needs[0] else None
     return gA, (gB if needs[1] else None)
 
 
@@ -527,8 +548,8 @@ inverse = inv
 
 
 def inv_backward(Ainv, g):
-    """gA of Ainv = A^{-1}: -A^{-T} g A^{-T}."""
-    t = _mT(Ainv)
+    """gA of Ainv = A^{-1}: -A^{-H} g A^{-H}."""
+    t = _mH(Ainv)
     return -(t @ g @ t)
 
 
@@ -557,13 +578,13 @@ def det(A, *, out=None):
 
 
 def det_backward(A, D, g):
-    """gA of D = det(A): g D A^{-T} where A is invertible; for a singular A, g times the
+    """gA of D = det(A): g conj(D) A^{-H} where A is invertible; for a singular A, g times the
     cofactor matrix, from the SVD A = U S Vh: det(U) det(Vh) U diag(prod_{j != i} s_j)
     Vh (exact for any A)."""
     em = _em()
-    gD = (g * D).unsqueeze(-1).unsqueeze(-1)
+    gD = (g * _conj(D)).unsqueeze(-1).unsqueeze(-1)
     if bool((D != 0).all()):
-        return gD * _mT(inv(A))
+        return gD * _mH(inv(A))
     U, S, Vh = svd(A, full_matrices=False)
     n = S.shape[-1]
     prods = []
@@ -574,7 +595,7 @@ def det_backward(A, D, g):
     cof_s = em.cat(prods, -1)
     sign = det(U.detach()) * det(Vh.detach())
     cof = (U * cof_s.unsqueeze(-2)) @ Vh * sign.unsqueeze(-1).unsqueeze(-1)
-    return g.unsqueeze(-1).unsqueeze(-1) * cof
+    return g.unsqueeze(-1).unsqueeze(-1) * _conj(cof)
 
 
 @tensor_method
@@ -597,8 +618,8 @@ def slogdet(A, *, out=None):
 
 
 def slogdet_backward(A, g):
-    """gA of logabsdet(A): g A^{-T}."""
-    return g.unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+    """gA of logabsdet(A): g A^{-H}."""
+    return g.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
 
 @tensor_method
@@ -657,10 +678,10 @@ def cholesky_legacy(input, upper=False, *, out=None):
 
 def cholesky_backward(L, g):
     """gA of L = cholesky(A) (A's lower triangle read, the gradient symmetric):
-    L^{-T} Phi(L^T g) L^{-1} with Phi the lower triangle, diagonal halved, mirrored."""
-    gA = _tril(_mT(L) @ g)
-    gA = 0.5 * (gA + _mT(_tril(gA, -1)))
-    gA = solve_triangular(_mT(L), gA, upper=True)
+    L^{-H} Phi(L^H g) L^{-1} with Phi the lower triangle, diagonal halved, mirrored."""
+    gA = _tril(_mH(L) @ g)
+    gA = 0.5 * (gA + _mH(_tril(gA, -1)))
+    gA = solve_triangular(_mH(L), gA, upper=True)
     return solve_triangular(L, gA, upper=False, left=False)
 
 
@@ -717,13 +738,13 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 
 def solve_triangular_backward(A, X, g, attrs, needs):
-    """(gA, gB) of X = solve_triangular(A, B): gB = A^{-T} g (on the same side), gA =
-    -gB X^T (left) or -X^T gB (right), kept to A's triangle (strictly, when unit)."""
+    """(gA, gB) of X = solve_triangular(A, B): gB = A^{-H} g (on the same side), gA =
+    -gB X^H (left) or -X^H gB (right), kept to A's triangle (strictly, when unit)."""
     upper, left, unit = attrs["upper"], attrs["left"], attrs["unitriangular"]
-    gB = solve_triangular(_mT(A), g, upper=not upper, left=left, unitriangular=unit)
+    gB = solve_triangular(_mH(A), g, upper=not upper, left=left, unitriangular=unit)
     gA = None
     if needs[0]:
-        gA = -(gB @ _mT(X)) if left else -(_mT(X) @ gB)
+        gA = -(gB @ _mH(X)) if left else -(_mH(X) @ gB)
         k = 1 if unit else 0
         gA = _triu(gA, k) if upper else _tril(gA, -k)
     return gA, (gB if needs[1] else None)
