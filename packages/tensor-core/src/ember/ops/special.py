@@ -213,6 +213,8 @@ def mvlgamma(input, p, *, out=None):
     exceed (p - 1) / 2). Composed from the lgamma row (so it runs on every device and
     autograd differentiates it through lgamma); as accurate as p lgamma terms summed."""
     tensor_arg(input, "mvlgamma")
+    if out is not None:
+        tensor_arg(out, "mvlgamma", "out")
     p = int_arg(p, "p", "mvlgamma")
     if p < 1:
         raise ValueError(f"mvlgamma: p has to be greater than or equal to 1, got p={p}")
