@@ -44,19 +44,6 @@ bessel_j1 = _ew.special_bessel_j1
 bessel_y0 = _ew.special_bessel_y0
 bessel_y1 = _ew.special_bessel_y1
 spherical_bessel_j0 = _ew.special_spherical_bessel_j0
-# orthogonal polynomials p_n(x): (input, n)
-chebyshev_polynomial_t = _ew.special_chebyshev_polynomial_t
-chebyshev_polynomial_u = _ew.special_chebyshev_polynomial_u
-chebyshev_polynomial_v = _ew.special_chebyshev_polynomial_v
-chebyshev_polynomial_w = _ew.special_chebyshev_polynomial_w
-shifted_chebyshev_polynomial_t = _ew.special_shifted_chebyshev_polynomial_t
-shifted_chebyshev_polynomial_u = _ew.special_shifted_chebyshev_polynomial_u
-shifted_chebyshev_polynomial_v = _ew.special_shifted_chebyshev_polynomial_v
-shifted_chebyshev_polynomial_w = _ew.special_shifted_chebyshev_polynomial_w
-hermite_polynomial_h = _ew.special_hermite_polynomial_h
-hermite_polynomial_he = _ew.special_hermite_polynomial_he
-laguerre_polynomial_l = _ew.special_laguerre_polynomial_l
-legendre_polynomial_p = _ew.special_legendre_polynomial_p
 # logarithms, exponentials and the rest
 xlogy = _ew.xlogy
 xlog1py = _ew.special_xlog1py
@@ -94,10 +81,5 @@ __all__ = [
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
     "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
     "spherical_bessel_j0", "xlogy", "xlog1py", "entr", "sinc", "exp2", "expm1", "log1p",
-    "round", "softmax", "log_softmax", "logsumexp", "chebyshev_polynomial_t",
-    "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
-    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
-    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
-    "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-    "legendre_polynomial_p",
+    "round", "softmax", "log_softmax", "logsumexp",
 ]

@@ -125,46 +125,6 @@ _ROW_DOCS.update({
     "log1p": ("log1p", "log(1 + x), accurate near 0."),
 })
 
-# the orthogonal polynomials (rows special_<name>(x, n)): their error is measured in
-# ulps of a scale, since near a root only absolute accuracy is possible
-POLYNOMIAL_ACCURACY = {
-    "chebyshev_polynomial_t": ("T_n(x) (T_0 = 1, T_1 = x, T_n+1 = 2x T_n - T_n-1; cos(n acos "
-                               "x) for |x| < 1 and n > 6)", "1 on [-1, 1], |T_n(x)| outside"),
-    "chebyshev_polynomial_u": ("U_n(x) (U_1 = 2x; sin((n+1) t) / sin t, t = acos x, for "
-                               "|x| < 1 and n > 8)", "n + 1 on [-1, 1], |U_n(x)| outside"),
-    "chebyshev_polynomial_v": ("V_n(x) (V_1 = 2x - 1; cos((n+1/2) t) / cos(t/2) for |x| < 1 "
-                               "and n > 8)", "2n + 1 on [-1, 1], |V_n(x)| outside"),
-    "chebyshev_polynomial_w": ("W_n(x) (W_1 = 2x + 1; sin((n+1/2) t) / sin(t/2) for |x| < 1 "
-                               "and n > 8)", "2n + 1 on [-1, 1], |W_n(x)| outside"),
-    "shifted_chebyshev_polynomial_t": ("T*_n(x) = T_n(2x - 1)", "that of T_n at 2x - 1"),
-    "shifted_chebyshev_polynomial_u": ("U*_n(x) = U_n(2x - 1)", "that of U_n at 2x - 1"),
-    "shifted_chebyshev_polynomial_v": ("V*_n(x) = V_n(2x - 1)", "that of V_n at 2x - 1"),
-    "shifted_chebyshev_polynomial_w": ("W*_n(x) = W_n(2x - 1)", "that of W_n at 2x - 1"),
-    "hermite_polynomial_h": ("the physicists' Hermite H_n(x) (H_1 = 2x, H_n+1 = 2x H_n - "
-                             "2n H_n-1)", "|H_n(i |x|)|, the sum of its terms' magnitudes"),
-    "hermite_polynomial_he": ("the probabilists' Hermite He_n(x) (He_1 = x, He_n+1 = x He_n "
-                              "- n He_n-1)", "|He_n(i |x|)|, the sum of its terms' magnitudes"),
-    "laguerre_polynomial_l": ("the Laguerre L_n(x) ((n+1) L_n+1 = (2n+1-x) L_n - n L_n-1)",
-                              "L_n(-|x|), the sum of its terms' magnitudes"),
-    "legendre_polynomial_p": ("the Legendre P_n(x) ((n+1) P_n+1 = (2n+1) x P_n - n P_n-1)",
-                              "1 on [-1, 1], |P_n(x)| outside"),
-}
-POLYNOMIAL_ULPS = (1, 12)   # (float32, float64) ulps of the scale per unit of n, n <= 64
-
-
-def _polynomial_doc(name):
-    text, scale = POLYNOMIAL_ACCURACY[name]
-    f32, f64 = POLYNOMIAL_ULPS
-    return (f"{name}(input, n): {text}, elementwise; n is truncated to an integer (0 for "
-            f"n < 0), as torch.special; not differentiable (as PyTorch).\n\nAccuracy: within "
-            f"{f32} n + 8 ulp (float32) and {f64} n + 8 ulp (float64) of {scale}, for n <= 64 "
-            f"(PyTorch's recurrences); float16 is computed in float32.\nOp-table row "
-            f"`special_{name}` (every device).")
-
-
-for _name in POLYNOMIAL_ACCURACY:
-    getattr(_elementwise, "special_" + _name).__doc__ = _polynomial_doc(_name)
-
 for _row, (_name, _text) in _ROW_DOCS.items():
     _fn = getattr(_elementwise, _row)
     _fn.__doc__ = f"{_text}\n\n{accuracy_note(_name)}\nOp-table row `{_row}` (every device)."

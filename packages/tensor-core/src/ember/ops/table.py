@@ -292,20 +292,6 @@ ELEMENTWISE += [
                 domain="positive", method=False, inplace=False),
     Elementwise("special_xlog1py", 2, {F: "em_xlog1py_{T}(a, b)"}, promote="float",
                 domain="positive", method=False, inplace=False),
-] + [
-    # the orthogonal polynomials p_n(x) of torch.special: operand a is x, b is n
-    # (truncated to an integer); not differentiable, as in PyTorch
-    Elementwise(f"special_{name}", 2, {F: f"em_{helper}_{{T}}(a, b)"}, promote="float",
-                domain="unit", method=False, inplace=False, differentiable=False)
-    for name, helper in [
-        ("chebyshev_polynomial_t", "cheb_t"), ("chebyshev_polynomial_u", "cheb_u"),
-        ("chebyshev_polynomial_v", "cheb_v"), ("chebyshev_polynomial_w", "cheb_w"),
-        ("shifted_chebyshev_polynomial_t", "scheb_t"),
-        ("shifted_chebyshev_polynomial_u", "scheb_u"),
-        ("shifted_chebyshev_polynomial_v", "scheb_v"),
-        ("shifted_chebyshev_polynomial_w", "scheb_w"),
-        ("hermite_polynomial_h", "hermite_h"), ("hermite_polynomial_he", "hermite_he"),
-        ("laguerre_polynomial_l", "laguerre_l"), ("legendre_polynomial_p", "legendre_p")]
 ]
 
 REDUCTIONS = [

@@ -965,131 +965,6 @@ EM_INLINE em_sp_w em_sp_xlog1py_w(em_sp_w x, em_sp_w y) {
 }
 EM_INLINE em_sp_w em_sp_lgamma_w(em_sp_w x) { return lgamma(x); }
 
-/* The orthogonal polynomials of torch.special, PyTorch's definitions and formulas: n is
- * truncated to an integer, a negative n gives 0, NaN in either argument NaN; the
- * three-term recurrences (stopped once a value overflows), and for |x| < 1 and n > 6
- * (T) or n > 8 (U, V, W) the trigonometric forms of the Chebyshev kinds. The shifted
- * Chebyshev kinds are the plain ones at 2x - 1. */
-#define EM_SP_POLY_ARGS(x, nf)                                                       \
-    if ((x) != (x) || (nf) != (nf)) return NAN;                                      \
-    em_sp_w n = trunc(nf);                                                           \
-    if (n < 0) return 0;
-EM_INLINE int em_sp_even(em_sp_w n) { return fmod(n, (em_sp_w)2) == 0; }
-EM_INLINE em_sp_w em_sp_poly_rec(em_sp_w x, em_sp_w n, em_sp_w p, em_sp_w q) {
-    /* r_{k+1} = 2x r_k - r_{k-1} from r_0 = p, r_1 = q, up to r_n (n >= 2) */
-    for (em_sp_w k = 2; k <= n && fabs(q) < INFINITY; k += 1) {
-        em_sp_w r = (x + x) * q - p;
-        p = q;
-        q = r;
-    }
-    return q;
-}
-EM_INLINE em_sp_w em_sp_cheb_t_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (fabs(x) == 1) return (x > 0 || em_sp_even(n)) ? 1 : -1;
-    if (n > 6 && fabs(x) < 1) return cos(n * acos(x));
-    if (n == 0) return 1;
-    if (n == 1) return x;
-    return em_sp_poly_rec(x, n, 1, x);
-}
-EM_INLINE em_sp_w em_sp_cheb_u_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (fabs(x) == 1) return (x > 0 || em_sp_even(n)) ? n + 1 : -(n + 1);
-    if (n > 8 && fabs(x) < 1) {
-        em_sp_w t = acos(x), st = sin(t);
-        if (st != 0) return sin((n + 1) * t) / st;
-        return (n + 1) * cos((n + 1) * t) / x;
-    }
-    if (n == 0) return 1;
-    if (n == 1) return x + x;
-    return em_sp_poly_rec(x, n, 1, x + x);
-}
-EM_INLINE em_sp_w em_sp_cheb_v_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (fabs(x) == 1) {
-        if (x > 0) return 1;
-        return em_sp_even(n) ? n + n + 1 : -(n + n + 1);
-    }
-    if (n > 8 && fabs(x) < 1) {
-        em_sp_w t = acos(x);
-        if (sin(t / 2) != 1) return cos((n + (em_sp_w)0.5) * t) / cos(t / 2);
-        return em_sp_even(n) ? n + n + 1 : -(n + n + 1);
-    }
-    if (n == 0) return 1;
-    if (n == 1) return x + x - 1;
-    return em_sp_poly_rec(x, n, 1, x + x - 1);
-}
-EM_INLINE em_sp_w em_sp_cheb_w_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (fabs(x) == 1) {
-        if (x > 0) return n + n + 1;
-        return em_sp_even(n) ? 1 : -1;
-    }
-    if (n > 8 && fabs(x) < 1) {
-        em_sp_w t = acos(x);
-        if (cos(t / 2) != 1) return sin((n + (em_sp_w)0.5) * t) / sin(t / 2);
-        if (x > 0) return n + n + 1;
-        return em_sp_even(n) ? 1 : -1;
-    }
-    if (n == 0) return 1;
-    if (n == 1) return x + x + 1;
-    return em_sp_poly_rec(x, n, 1, x + x + 1);
-}
-EM_INLINE em_sp_w em_sp_scheb_t_w(em_sp_w x, em_sp_w n) { return em_sp_cheb_t_w(x + x - 1, n); }
-EM_INLINE em_sp_w em_sp_scheb_u_w(em_sp_w x, em_sp_w n) { return em_sp_cheb_u_w(x + x - 1, n); }
-EM_INLINE em_sp_w em_sp_scheb_v_w(em_sp_w x, em_sp_w n) { return em_sp_cheb_v_w(x + x - 1, n); }
-EM_INLINE em_sp_w em_sp_scheb_w_w(em_sp_w x, em_sp_w n) { return em_sp_cheb_w_w(x + x - 1, n); }
-/* physicists' Hermite: H_{k+1} = 2x H_k - 2k H_{k-1} */
-EM_INLINE em_sp_w em_sp_hermite_h_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (n == 0) return 1;
-    em_sp_w p = 1, q = x + x;
-    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
-        em_sp_w r = (x + x) * q - (k + k) * p;
-        p = q;
-        q = r;
-    }
-    return q;
-}
-/* probabilists' Hermite: He_{k+1} = x He_k - k He_{k-1} */
-EM_INLINE em_sp_w em_sp_hermite_he_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (n == 0) return 1;
-    em_sp_w p = 1, q = x;
-    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
-        em_sp_w r = x * q - k * p;
-        p = q;
-        q = r;
-    }
-    return q;
-}
-/* Laguerre: (k + 1) L_{k+1} = (2k + 1 - x) L_k - k L_{k-1} */
-EM_INLINE em_sp_w em_sp_laguerre_l_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (x == 0 || n == 0) return 1;
-    em_sp_w p = 1, q = 1 - x;
-    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
-        em_sp_w r = ((k + k + 1 - x) * q - k * p) / (k + 1);
-        p = q;
-        q = r;
-    }
-    return q;
-}
-/* Legendre: (k + 1) P_{k+1} = (2k + 1) x P_k - k P_{k-1} */
-EM_INLINE em_sp_w em_sp_legendre_p_w(em_sp_w x, em_sp_w nf) {
-    EM_SP_POLY_ARGS(x, nf)
-    if (fabs(x) == 1) return (x > 0 || em_sp_even(n)) ? 1 : -1;
-    if (n == 0) return 1;
-    em_sp_w p = 1, q = x;
-    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
-        em_sp_w r = ((k + k + 1) * x * q - k * p) / (k + 1);
-        p = q;
-        q = r;
-    }
-    return q;
-}
-#undef EM_SP_POLY_ARGS
-
 /* The op table's per-dtype names: float64 is the wide function, float32 / float16
  * compute in em_sp_w and round once. */
 #define EM_SP_UNARY(name)                                                           \
@@ -1126,18 +1001,6 @@ EM_SP_BINARY(zeta)
 EM_SP_BINARY(igamma)
 EM_SP_BINARY(igammac)
 EM_SP_BINARY(xlog1py)
-EM_SP_BINARY(cheb_t)
-EM_SP_BINARY(cheb_u)
-EM_SP_BINARY(cheb_v)
-EM_SP_BINARY(cheb_w)
-EM_SP_BINARY(scheb_t)
-EM_SP_BINARY(scheb_u)
-EM_SP_BINARY(scheb_v)
-EM_SP_BINARY(scheb_w)
-EM_SP_BINARY(hermite_h)
-EM_SP_BINARY(hermite_he)
-EM_SP_BINARY(laguerre_l)
-EM_SP_BINARY(legendre_p)
 #undef EM_SP_UNARY
 #undef EM_SP_BINARY
 #define em_lgamma_float16 em_lgamma_float32
@@ -1248,17 +1111,5 @@ EM_SP_BINARY(legendre_p)
 #define em_igamma_float64 em_sp_igamma_w
 #define em_igammac_float64 em_sp_igammac_w
 #define em_xlog1py_float64 em_sp_xlog1py_w
-#define em_cheb_t_float64 em_sp_cheb_t_w
-#define em_cheb_u_float64 em_sp_cheb_u_w
-#define em_cheb_v_float64 em_sp_cheb_v_w
-#define em_cheb_w_float64 em_sp_cheb_w_w
-#define em_scheb_t_float64 em_sp_scheb_t_w
-#define em_scheb_u_float64 em_sp_scheb_u_w
-#define em_scheb_v_float64 em_sp_scheb_v_w
-#define em_scheb_w_float64 em_sp_scheb_w_w
-#define em_hermite_h_float64 em_sp_hermite_h_w
-#define em_hermite_he_float64 em_sp_hermite_he_w
-#define em_laguerre_l_float64 em_sp_laguerre_l_w
-#define em_legendre_p_float64 em_sp_legendre_p_w
 
 #endif /* EMBER_SPECIAL_H */

@@ -1,0 +1,88 @@
+#!/usr/bin/env python
+"""Complex elementwise: ember beside NumPy and PyTorch (when installed), at 1 thread.
+
+    python benchmarks/bench_complex.py [--threads 1] [--quick] [--rounds N] [--json PATH]
+
+Cases (issue 19; ratios are other_time / ember_time, > 1: ember faster), 10^7 elements:
+- mul_c64 / mul_c128: z * w of two complex tensors. Target np/em >= 1.0.
+- abs_c64 / abs_c128: |z| (a real result, overflow-safe hypot). Target >= 1.0.
+
+Each library works on its own copy of the same data into a preallocated result (out=,
+so allocation is not timed); results are checked against NumPy first (a wrong result is
+reported, not timed). Interleaved rounds (benchmarks/harness.py), medians. Nothing
+asserts; FAIL marks a missed target.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import harness
+
+N = 10 ** 7
+TARGETS = {"mul_c64": 1.0, "mul_c128": 1.0, "abs_c64": 1.0, "abs_c128": 1.0}
+
+
+def contenders(case, mods, rng, n):
+    op, kind = case.split("_")
+    dt = np.complex64 if kind == "c64" else np.complex128
+    z = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    w = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    ref = z * w if op == "mul" else np.abs(z)
+    out = {}
+    em = mods["ember"]
+    ez, ew = em.from_numpy(z.copy()), em.from_numpy(w.copy())
+    eo = em.empty(n, dtype=ez.dtype if op == "mul" else ez.real.dtype)
+    out["ember"] = ((lambda: em.mul(ez, ew, out=eo)) if op == "mul" else
+                    (lambda: em.abs(ez, out=eo)), lambda r: r.numpy())
+    no = np.empty(n, dtype=ref.dtype)
+    out["numpy"] = ((lambda: np.multiply(z, w, out=no)) if op == "mul" else
+                    (lambda: np.abs(z, out=no)), lambda r: r)
+    if "torch" in mods:
+        torch = mods["torch"]
+        tz, tw = torch.from_numpy(z.copy()), torch.from_numpy(w.copy())
+        to = torch.empty(n, dtype=tz.dtype if op == "mul" else tz.real.dtype)
+        out["torch"] = ((lambda: torch.mul(tz, tw, out=to)) if op == "mul" else
+                        (lambda: torch.abs(tz, out=to)), lambda r: r.numpy())
+    return out, ref
+
+
+def main():
+    ap = harness.parser(__doc__)
+    ap.add_argument("--rounds", type=int, default=11)
+    args = ap.parse_args()
+    harness.pin_threads(args.threads)
+    mods, info = harness.libs(args.threads)
+    print(harness.describe(info))
+    rng = np.random.default_rng(0)
+    n = N // 10 if args.quick else N
+    rows, results = [], {}
+    libs = ["ember", "numpy"] + (["torch"] if "torch" in mods else [])
+    for case, target in TARGETS.items():
+        fns, ref = contenders(case, mods, rng, n)
+        wrong = {}
+        tol = 1e-6 if case.endswith("c64") else 1e-14
+        for lib, (fn, conv) in fns.items():
+            err = float(np.abs(conv(fn()) - ref).max() / np.abs(ref).max())
+            if not err < tol:
+                wrong[lib] = err
+        st = harness.measure({lib: fn for lib, (fn, _) in fns.items() if lib not in wrong},
+                             args.quick, min_sample=0.05,
+                             reps=3 if args.quick else args.rounds)
+        results[case] = {"stats": st, "wrong": wrong}
+        r_np = harness.ratio(st, "numpy")
+        r_pt = harness.ratio(st, "torch")
+        rows.append([case] + [harness.fmt_time(st[lib]["median"]) if lib in st else
+                              ("WRONG" if lib in wrong else "-") for lib in libs] +
+                    [harness.fmt_ratio(r_np)] + ([harness.fmt_ratio(r_pt)] if "torch" in mods
+                                                 else []) +
+                    [f">= {target:.1f}", harness.verdict(r_np, target),
+                     f"{max(s['spread'] for s in st.values()):.0%}"])
+    head = ["case"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
+        ["target", "result", "spread"]
+    print(harness.table(head, rows, left={"case", "result"}))
+    print(f"{n} elements; {args.threads} thread(s), medians of interleaved rounds")
+    harness.save(args, info=info, results=results)
+
+
+if __name__ == "__main__":
+    main()
