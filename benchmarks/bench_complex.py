@@ -55,31 +55,10 @@ def main():
     print(harness.describe(info))
     rng = np.random.default_rng(0)
     n = N // 10 if args.quick else N
-    rows, results = [], {}
-    libs = ["ember", "numpy"] + (["torch"] if "torch" in mods else [])
-    for case, target in TARGETS.items():
-        fns, ref = contenders(case, mods, rng, n)
-        wrong = {}
-        tol = 1e-6 if case.endswith("c64") else 1e-14
-        for lib, (fn, conv) in fns.items():
-            err = float(np.abs(conv(fn()) - ref).max() / np.abs(ref).max())
-            if not err < tol:
-                wrong[lib] = err
-        st = harness.measure({lib: fn for lib, (fn, _) in fns.items() if lib not in wrong},
-                             args.quick, min_sample=0.05,
-                             reps=3 if args.quick else args.rounds)
-        results[case] = {"stats": st, "wrong": wrong}
-        r_np = harness.ratio(st, "numpy")
-        r_pt = harness.ratio(st, "torch")
-        rows.append([case] + [harness.fmt_time(st[lib]["median"]) if lib in st else
-                              ("WRONG" if lib in wrong else "-") for lib in libs] +
-                    [harness.fmt_ratio(r_np)] + ([harness.fmt_ratio(r_pt)] if "torch" in mods
-                                                 else []) +
-                    [f">= {target:.1f}", harness.verdict(r_np, target),
-                     f"{max(s['spread'] for s in st.values()):.0%}"])
-    head = ["case"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
-        ["target", "result", "spread"]
-    print(harness.table(head, rows, left={"case", "result"}))
+    text, results = harness.checked_cases(
+        TARGETS, lambda case: contenders(case, mods, rng, n), args, mods,
+        lambda case: 1e-6 if case.endswith("c64") else 1e-14)
+    print(text)
     print(f"{n} elements; {args.threads} thread(s), medians of interleaved rounds")
     harness.save(args, info=info, results=results)
 

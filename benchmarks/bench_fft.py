@@ -48,8 +48,8 @@ def contenders(case, mods, rng):
     if has_complex:
         import ember.fft as ef
         xe = ember.from_numpy(x.copy())
-        f = {"fft": ef.fft, "rfft": ef.rfft, "fft2": ef.fft2}[kind]
-        out["ember"] = (lambda: f(xe), lambda r: r.numpy())
+        ef_kind = {"fft": ef.fft, "rfft": ef.rfft, "fft2": ef.fft2}[kind]
+        out["ember"] = (lambda: ef_kind(xe), lambda r: r.numpy())
     else:
         from ember.ops import fft as F
         if kind == "rfft":
@@ -63,8 +63,8 @@ def contenders(case, mods, rng):
     if "torch" in mods:
         pt = mods["torch"]
         xt = pt.from_numpy(x.copy())
-        f = {"fft": pt.fft.fft, "rfft": pt.fft.rfft, "fft2": pt.fft.fft2}[kind]
-        out["torch"] = (lambda: f(xt), lambda r: r.numpy())
+        pt_kind = {"fft": pt.fft.fft, "rfft": pt.fft.rfft, "fft2": pt.fft.fft2}[kind]
+        out["torch"] = (lambda: pt_kind(xt), lambda r: r.numpy())
     return out, ref, has_complex
 
 
@@ -85,30 +85,15 @@ def main():
     mods, info = harness.libs(args.threads)
     print(harness.describe(info))
     rng = np.random.default_rng(0)
-    rows, results, has_complex = [], {}, False
-    libs = ["ember", "numpy"] + (["torch"] if "torch" in mods else [])
-    for case, target in TARGETS.items():
-        fns, ref, has_complex = contenders(case, mods, rng)
-        wrong = {}
-        for lib, (fn, conv) in fns.items():
-            err = float(np.abs(conv(fn()) - ref).max() / np.abs(ref).max())
-            if not err < 1e-4:
-                wrong[lib] = err
-        st = harness.measure({lib: fn for lib, (fn, _) in fns.items() if lib not in wrong},
-                             args.quick, min_sample=0.05,
-                             reps=3 if args.quick else args.rounds)
-        results[case] = {"stats": st, "wrong": wrong}
-        r_np = harness.ratio(st, "numpy")
-        r_pt = harness.ratio(st, "torch")
-        rows.append([case] + [harness.fmt_time(st[lib]["median"]) if lib in st else
-                              ("WRONG" if lib in wrong else "-") for lib in libs] +
-                    [harness.fmt_ratio(r_np)] + ([harness.fmt_ratio(r_pt)] if "torch" in mods
-                                                 else []) +
-                    [f">= {target:.1f}", harness.verdict(r_np, target),
-                     f"{max(s['spread'] for s in st.values()):.0%}"])
-    head = ["case"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
-        ["target", "result", "spread"]
-    print(harness.table(head, rows, left={"case", "result"}))
+    found = {}
+
+    def contenders_of(case):
+        fns, ref, found["complex"] = contenders(case, mods, rng)
+        return fns, ref
+    text, results = harness.checked_cases(TARGETS, contenders_of, args, mods,
+                                          lambda case: 1e-4)
+    has_complex = found.get("complex", False)
+    print(text)
     print("ember: " + ("ember.fft on complex tensors" if has_complex else
                        "the real layer ember.ops.fft on [..., 2] tensors (no complex dtypes "
                        "in this build)") + f"; {args.threads} thread(s), medians of "
