@@ -173,22 +173,17 @@ def _mT(x):
     return x.transpose(-2, -1)
 
 
-def _mH(x):
-    """The conjugate transpose: the derivatives' transposes (PyTorch's formulas for
-    complex inputs; a transpose for real ones)."""
-    return _conj(x.transpose(-2, -1))
-
-
-def _conj(x):
-    return _core.elementwise("conj_physical", x) if x.dtype.kind == "complex" else x
-
-
 def _cplx(x):
     return x.dtype.kind == "complex"
 
 
+def _conj(x):
+    return x.conj_physical() if _cplx(x) else x
+
+
 def _mH(x):
-    """The conjugate transpose (the transpose of a real tensor)."""
+    """The conjugate transpose (the transpose of a real tensor): also the derivatives'
+    transposes, as PyTorch's formulas for complex inputs."""
     return x.mH if _cplx(x) else x.transpose(-2, -1)
 
 
