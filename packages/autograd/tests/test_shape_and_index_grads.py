@@ -1,5 +1,7 @@
 """gradcheck (and gradgradcheck) of the ops that are not op-table rows: views,
 indexing, gather/scatter, joins, scans, the matmul family, softmax."""
+import zlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -167,7 +169,7 @@ def test_gradcheck_linalg(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradcheck(name):
     fn, shape = CASES[name]
-    check(fn, leaf(*shape, seed=hash(name) % 1000))
+    check(fn, leaf(*shape, seed=zlib.crc32(name.encode()) % 1000))
 
 
 def test_cumprod_with_zeros():

@@ -606,6 +606,24 @@ def test_add_sub_alpha(device):
     assert np.allclose(to_numpy(x), [0.0, 0.0], atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["fmin", "fmax", "minimum", "maximum"])
+def test_signed_zero_ties_order_minus_zero_first(name, device):
+    """min/max of +0 and -0: C, NumPy and PyTorch leave the sign to the code path (NumPy's
+    and PyTorch's answers change with the array's length); ember orders -0 before +0, as
+    IEEE 754-2019's minimum/maximum do, in every float dtype on every device."""
+    a = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0, 3.0], np.float32)
+    b = np.array([-0.0, 0.0, 0.0, -0.0, 2.0, np.nan, -3.0], np.float32)
+    low = name in ("fmin", "minimum")
+    zeros = np.array([-0.0, -0.0, 0.0, -0.0] if low else [0.0, 0.0, 0.0, -0.0], np.float32)
+    want = getattr(np, name)(a[4:], b[4:])
+    for dt in (em.float16, em.bfloat16, em.float32, em.float64):
+        got = getattr(em, name)(em.tensor(a.tolist(), dtype=dt, device=device),
+                                em.tensor(b.tolist(), dtype=dt, device=device))
+        got = to_numpy(got.float())
+        assert np.array_equal(np.signbit(got[:4]), np.signbit(zeros)), (name, dt, got[:4])
+        assert np.array_equal(got[4:], want, equal_nan=True), (name, dt, got, want)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: d.name)
 def test_float16_computes_in_float32(dtype, device):
     """float16 bodies run in float32 and round once: 2048 + 1 - 2048 is 0 in float16

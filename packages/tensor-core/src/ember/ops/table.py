@@ -91,12 +91,19 @@ ELEMENTWISE = [
                 aliases=("arctan2",)),
     Elementwise("hypot", 2, {F: "hypot(a, b)"}, promote="float", numpy="hypot"),
     Elementwise("copysign", 2, {F: "copysign(a, b)"}, promote="float", numpy="copysign"),
-    Elementwise("maximum", 2, {B: "a | b", I: "a > b ? a : b", F: "(a > b || a != a) ? a : b"},
+    # A tie of +0 and -0 orders -0 first (IEEE 754-2019 minimum/maximum(Number)): C's
+    # fmin/fmax and NumPy's and PyTorch's SIMD paths leave the zero's sign to the
+    # implementation (it differed between ember's own float32 and bfloat16 rows).
+    Elementwise("maximum", 2, {B: "a | b", I: "a > b ? a : b",
+                               F: "(a > b || a != a || (a == b && signbit(b))) ? a : b"},
                 numpy="maximum"),
-    Elementwise("minimum", 2, {B: "a & b", I: "a < b ? a : b", F: "(a < b || a != a) ? a : b"},
+    Elementwise("minimum", 2, {B: "a & b", I: "a < b ? a : b",
+                               F: "(a < b || a != a || (a == b && signbit(a))) ? a : b"},
                 numpy="minimum"),
-    Elementwise("fmax", 2, {F: "fmax(a, b)"}, numpy="fmax"),
-    Elementwise("fmin", 2, {F: "fmin(a, b)"}, numpy="fmin"),
+    Elementwise("fmax", 2, {F: "(a > b || b != b || (a == b && signbit(b))) ? a : b"},
+                numpy="fmax"),
+    Elementwise("fmin", 2, {F: "(a < b || b != b || (a == b && signbit(a))) ? a : b"},
+                numpy="fmin"),
     # comparisons -----------------------------------------------------------------
     # (the Array API's elementwise `equal` is ember.array_api.equal: ember.equal is
     # PyTorch's one-bool comparison, in ops/elementwise.py)
