@@ -8,8 +8,9 @@ Columns: time per op for NumPy, PyTorch (when installed) and ember on every devi
 given (opencl: each op is followed by a synchronize, so the time includes the launch
 and the wait), interleaved rounds and medians (benchmarks/harness.py); ratios are
 numpy_time / ember_time (> 1: ember faster). Then a training step of the digits CNN
-(examples/train_digits.py, Adam, batch 64) per device, with the kernel launches and
-host<->device transfers the step makes. --quick: smaller arrays, shorter rounds.
+(examples/train_digits.py, Adam, batch 64) and of bench_models.py's small GPT (2 layers,
+d=64, block 64, AdamW, clipping) per device, with the kernel launches and host<->device
+transfers each step makes. --quick: smaller arrays, shorter rounds.
 
 On PoCL (an OpenCL on the CPU, what CI has) the absolute opencl numbers say little
 about a GPU: PoCL runs each work-group on a CPU thread. What holds on every device is
@@ -74,7 +75,7 @@ def sync_for(dev):
     return em.opencl.synchronize if dev.startswith("opencl") else (lambda: None)
 
 
-def training_step(devices, quick):
+def digits_steps(devices):
     from ember import nn
     DigitsCNN = harness.load_example("train_digits.py").DigitsCNN
     rng = np.random.default_rng(0)
@@ -93,6 +94,22 @@ def training_step(devices, quick):
             opt.step()
             return loss.item()
         steps[dev] = step
+    return steps
+
+
+def gpt_steps(devices):
+    """bench_models.py's gpt_small step on each device (the batch moved there once)."""
+    import bench_models
+    steps = {}
+    for dev in devices:
+        model, step = bench_models.setup_case(em, "gpt_small", dev)
+        steps[dev] = (lambda step=step: step(lambda: None).item())
+    return steps
+
+
+def training_step(make_steps, devices, quick):
+    """Time per step on each device, and on a device the launches and transfers of one."""
+    steps = make_steps(devices)
     st = harness.measure(steps, quick)
     counts = {}
     for dev, step in steps.items():
@@ -123,15 +140,18 @@ def main():
                     [harness.fmt_ratio(harness.ratio(st, "numpy", f"ember:{d}"))
                      for d in devices])
     print(harness.table(["case"] + cols + [f"np/{d}" for d in devices], rows))
-    print("\ndigits CNN training step (batch 64, Adam): time per step, and per step on a "
-          "device: kernel launches / host transfers / deferred-check reads")
-    st, counts = training_step(devices, args.quick)
-    for dev, s in st.items():
-        c = counts.get(dev)
-        extra = f"  launches {c['launches']}, host transfers {c['host_transfers']}, " \
-                f"check reads {c['check_reads']}" if c else ""
-        print(f"  {dev:10} {harness.fmt_time(s['median']):>10}{extra}")
-    harness.save(args, info=info, results=results, train_step=st, counters=counts)
+    train = {}
+    for title, make_steps in (("digits CNN training step (batch 64, Adam)", digits_steps),
+                              ("small GPT training step (bench_models gpt_small)", gpt_steps)):
+        print(f"\n{title}: time per step, and per step on a device: kernel launches / "
+              "host transfers / deferred-check reads")
+        st, counts = train[title] = training_step(make_steps, devices, args.quick)
+        for dev, s in st.items():
+            c = counts.get(dev)
+            extra = f"  launches {c['launches']}, host transfers {c['host_transfers']}, " \
+                    f"check reads {c['check_reads']}" if c else ""
+            print(f"  {dev:10} {harness.fmt_time(s['median']):>10}{extra}")
+    harness.save(args, info=info, results=results, train_steps=train)
 
 
 if __name__ == "__main__":

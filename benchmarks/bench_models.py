@@ -122,7 +122,7 @@ def build_gpt(mod, cfg):
             self.lm_head.weight = self.wte.weight      # tied, as nanoGPT
 
         def forward(self, idx, targets):
-            pos = mod.arange(idx.shape[1])
+            pos = mod.arange(idx.shape[1], device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             for block in self.h:
                 x = block(x)
@@ -214,9 +214,10 @@ def fill_weights(mod, model, rng, np):
                 p.copy_(mod.from_numpy(w))
 
 
-def setup_case(mod, name):
+def setup_case(mod, name, device="cpu"):
     """(model, step(timer) -> loss) for case `name` in library `mod`. step calls
-    timer() after the forward + loss and after the backward."""
+    timer() after the forward + loss and after the backward. `device`: the GPT cases
+    only (bench_devices.py runs them on each device)."""
     import numpy as np
     rng = np.random.default_rng(0)
     nn = mod.nn
@@ -225,14 +226,15 @@ def setup_case(mod, name):
         cfg = gpt_config(name)
         model = build_gpt(mod, cfg)
         fill_weights(mod, model, rng, np)
+        model.to(device)
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
         opt = mod.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                {"params": no_decay, "weight_decay": 0.0}],
                               lr=1e-3, betas=(0.9, 0.99))
         shape = (cfg["batch"], cfg["block"])
-        x = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64))
-        y = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64))
+        x = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
+        y = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
 
         def step(mark):
             loss = model(x, y)

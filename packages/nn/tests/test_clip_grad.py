@@ -136,3 +136,32 @@ def test_parameters_to_vector_and_back():
         vector_to_parameters(em.zeros(25), params)
     with pytest.raises(ValueError, match="got no parameters"):
         parameters_to_vector([])
+
+
+def _opencl():
+    try:
+        em.zeros(1, device="opencl").cpu()
+        return True
+    except Exception:       # noqa: BLE001 (no OpenCL device here)
+        return False
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+@pytest.mark.parametrize("foreach", [False, True])
+@pytest.mark.parametrize("scale", [0.01, 100.0])
+def test_clip_on_a_device_never_reads_the_norm_back(scale, foreach):
+    """PyTorch's device clipping: the gradients are scaled by min(1, max_norm / (norm +
+    1e-6)) on the device, so the step has no host transfer; the same values as the CPU."""
+    ps, _ = _params(3, scale, em.float32)
+    dev = [p.detach().to("opencl").requires_grad_() for p in ps]
+    for p, d in zip(ps, dev):
+        d.grad = p.grad.to("opencl")
+    want = clip_grad_norm_(ps, 1.0, foreach=foreach)
+    backend = em._C.core.backend_for(em.device("opencl"))
+    backend.reset_counters()
+    got = clip_grad_norm_(dev, 1.0, foreach=foreach)
+    assert backend.counters()["host_transfers"] == 0
+    assert got.device.type == "opencl"
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    for p, d in zip(ps, dev):
+        np.testing.assert_allclose(d.grad.cpu().numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-7)

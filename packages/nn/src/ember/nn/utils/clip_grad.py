@@ -45,9 +45,21 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients of `parameters` in place by max_norm / (total_norm + 1e-6)
     when that is below 1 (a NaN total norm makes them NaN, as in PyTorch); foreach=True
-    scales them with one em._foreach_mul_."""
+    scales them with one em._foreach_mul_. A device total_norm is not read back: the
+    gradients are multiplied by the coefficient clamped to 1 on the device."""
     grads = _grads(parameters)
     if not grads:
+        return
+    if isinstance(total_norm, em.Tensor) and total_norm.device.type != "cpu":
+        # on a device, as PyTorch: scale by the clamped coefficient where it lies, so the
+        # step never waits for the norm to reach the host
+        with em.no_grad():
+            coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+            if foreach:
+                em._foreach_mul_(grads, coef)
+            else:
+                for g in grads:
+                    g.mul_(coef)
         return
     coef = float(max_norm) / (float(total_norm) + 1e-6)
     if coef < 1.0 or math.isnan(coef):
