@@ -1,0 +1,184 @@
+"""GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
+pivoting and the solve with it, triangular solves and Cholesky, float32 and float64,
+with the CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the
+device: no host transfer, no synchronization (info is written by the kernels; the
+raising forms of ember.ops.linalg read it once, after the call).
+
+Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
+matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
+kernel factors the block column on the device (a work-group per matrix), then the
+trailing matrix is updated by the device GEMM (matmul.h) and a subtraction. The
+triangular solves run one work-item per right-hand side column, diagonal blocks of NB
+rows at a time with the GEMM between them. The eigensolvers, the SVD and QR have no
+device kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
+from __future__ import annotations
+
+SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
+GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
+NB = 32        # the block of the blocked factorizations and solves
+DTYPES = ("float32", "float64")
+KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
+
+
+def _batch(t, tail=2):
+    b = 1
+    for s in t.shape[:t.ndim - tail]:
+        b *= s
+    return b
+
+
+class LinalgKernels:
+    """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
+
+    # the dtypes each kernel has on a device (Backend.kernel refuses the others with
+    # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
+    kernel_dtypes = {name: DTYPES for name in KERNELS}
+
+    def _groups(self, device, kernel, batch, args):
+        """One work-group of GROUP work-items per matrix (grid-stride past 16384)."""
+        if batch > 0:
+            g = min(batch, 16384)
+            self.launch(device, kernel, (g * GROUP,), (GROUP,), args)
+
+    def _sub_product(self, c, a, b):
+        """c -= a @ b on views (the trailing updates), by the device GEMM."""
+        t = self.matmul(a, b)
+        self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+
+    def _trsm(self, a, a_rs, a_cs, b, lower, unit):
+        """b (B, n, k) <- T^{-1} b for T the triangle of a (B, n, n) read with row and
+        column strides (a_rs, a_cs): blocks of NB rows solved by la_trsm, the rest of
+        b updated by GEMM after each."""
+        nb_, n, k = b.shape
+        if nb_ == 0 or n == 0 or k == 0:
+            return b
+        dev, dt = b.device, b.dtype.name
+        abs_, bbs = n * n, n * k
+
+        def solve(i0, i1):
+            self.run(dev, f"la_trsm_{dt}", nb_ * k,
+                     [nb_, i1 - i0, k, self.handle(a), i0 * a_rs + i0 * a_cs, abs_, a_rs,
+                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit)])
+
+        def tri(r0, r1, c0, c1):     # the block [r0:r1, c0:c1] of T
+            return self.view(a, (nb_, r1 - r0, c1 - c0), (abs_, a_rs, a_cs),
+                             r0 * a_rs + c0 * a_cs)
+
+        def rows(r0, r1):            # rows r0:r1 of b
+            return self.view(b, (nb_, r1 - r0, k), (bbs, k, 1), r0 * k)
+
+        if lower:
+            for i0 in range(0, n, NB):
+                i1 = min(n, i0 + NB)
+                solve(i0, i1)
+                if i1 < n:
+                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1))
+        else:
+            for i1 in range(n, 0, -NB):
+                i0 = max(0, i1 - NB)
+                solve(i0, i1)
+                if i0 > 0:
+                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1))
+        return b
+
+    def linalg_lu_factor(self, a, piv, info):
+        """a (..., m, n) <- L and U of A = P L U (in place); piv (..., min(m, n)) int32
+        1-based row interchanges; info (...) int32."""
+        self._check_dtype(a.dtype, a.device, "lu_factor")
+        m, n = a.shape[-2:]
+        batch, k = _batch(a), min(m, n)
+        dev, dt = a.device, a.dtype.name
+        if batch == 0:
+            return a
+        if m <= SMALL and n <= SMALL:
+            self._groups(dev, f"la_getrf_small_{dt}", batch,
+                         [batch, m, n, self.handle(a), self.handle(piv), self.handle(info)])
+            return a
+        self.fill(info, 0)
+        mn = m * n
+        for j0 in range(0, k, NB):
+            jb = min(NB, k - j0)
+            j1 = j0 + jb
+            self._groups(dev, f"la_getrf_panel_{dt}", batch,
+                         [batch, m, n, j0, jb, self.handle(a), self.handle(piv),
+                          self.handle(info)])
+            if j1 < n:
+                # U12 <- L11^{-1} A12 (unit lower, jb rows), then A22 -= L21 U12
+                self.run(dev, f"la_trsm_{dt}", batch * (n - j1),
+                         [batch, jb, n - j1, self.handle(a), j0 * n + j0, mn, n, 1,
+                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1])
+                if j1 < m:
+                    self._sub_product(
+                        self.view(a, (batch, m - j1, n - j1), (mn, n, 1), j1 * n + j1),
+                        self.view(a, (batch, m - j1, jb), (mn, n, 1), j1 * n + j0),
+                        self.view(a, (batch, jb, n - j1), (mn, n, 1), j0 * n + j1))
+        return a
+
+    def linalg_lu_solve(self, lu, piv, b, adjoint):
+        """b (..., n, k) <- A^{-1} b (A^{-T} b when adjoint) from lu (..., n, n) and
+        piv: the interchanges, then the two triangles of lu."""
+        self._check_dtype(lu.dtype, lu.device, "lu_solve")
+        n, k = b.shape[-2:]
+        batch = _batch(lu)
+        if batch == 0 or n == 0 or k == 0:
+            return b
+        dev, dt = b.device, b.dtype.name
+        bv = self.view(b, (batch, n, k), (n * k, k, 1))
+        luv = self.view(lu, (batch, n, n), (n * n, n, 1))
+        swap = [batch, n, k, self.handle(b), self.handle(piv)]
+        if not adjoint:
+            self.run(dev, f"la_laswp_{dt}", batch * k, swap + [0])
+            self._trsm(luv, n, 1, bv, True, True)
+            self._trsm(luv, n, 1, bv, False, False)
+        else:
+            # A^T = U^T L^T P^T: U^T (lower), L^T (upper, unit), then the interchanges
+            # undone
+            self._trsm(luv, 1, n, bv, True, False)
+            self._trsm(luv, 1, n, bv, False, True)
+            self.run(dev, f"la_laswp_{dt}", batch * k, swap + [1])
+        return b
+
+    def linalg_trsm(self, a, b, upper, trans, unit):
+        """b (..., n, k) <- op(A)^{-1} b for the triangle of a (..., n, n) that upper
+        names (the other is not read), op(A) = A^T when trans; unit: ones on the
+        diagonal."""
+        self._check_dtype(a.dtype, a.device, "solve_triangular")
+        n, k = b.shape[-2:]
+        batch = _batch(a)
+        av = self.view(a, (batch, n, n), (n * n, n, 1))
+        bv = self.view(b, (batch, n, k), (n * k, k, 1))
+        lower = bool(upper) if trans else not upper
+        rs, cs = (1, n) if trans else (n, 1)
+        self._trsm(av, rs, cs, bv, lower, bool(unit))
+        return b
+
+    def linalg_cholesky(self, a, info):
+        """a (..., n, n) <- L with A = L L^T from a's lower triangle, zeros above (in
+        place); info (...) int32: the order of the first leading minor that is not
+        positive-definite."""
+        self._check_dtype(a.dtype, a.device, "cholesky")
+        n = a.shape[-1]
+        batch = _batch(a)
+        dev, dt = a.device, a.dtype.name
+        if batch == 0:
+            return a
+        if n <= SMALL:
+            self._groups(dev, f"la_potrf_small_{dt}", batch,
+                         [batch, n, self.handle(a), self.handle(info)])
+            return a
+        self.fill(info, 0)
+        nn = n * n
+        for j0 in range(0, n, NB):
+            jb = min(NB, n - j0)
+            j1 = j0 + jb
+            self._groups(dev, f"la_potrf_panel_{dt}", batch,
+                         [batch, n, j0, jb, self.handle(a), self.handle(info)])
+            if j1 < n:
+                # A22 -= L21 L21^T (the whole square: its upper part is zeroed below)
+                self._sub_product(
+                    self.view(a, (batch, n - j1, n - j1), (nn, n, 1), j1 * n + j1),
+                    self.view(a, (batch, n - j1, jb), (nn, n, 1), j1 * n + j0),
+                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0))
+        self.run(dev, f"la_zero_upper_{dt}", batch * nn,
+                 [batch, n, self.handle(a), self.handle(info)])
+        return a

@@ -1,0 +1,332 @@
+"""ember.linalg's LU, Cholesky and triangular-solve family on every device (the CPU,
+and OpenCL / CUDA through backends/gpu/linalg.py over kernels/gpu/programs/linalg.h)
+against NumPy: batches of small matrices (factored in local memory) and larger ones
+(blocked: panels on the device, trailing updates by the device GEMM), float32 and
+float64, ill-conditioned and singular inputs, info and LinAlgError as on the CPU, the
+derivatives gradchecked on the device; what has no device kernel says so.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ember as em
+from ember._C import core
+from ember.autograd import gradcheck
+from ember_testing import fewer_examples, to_numpy
+
+LA = em.linalg
+EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+DTYPES = (em.float32, em.float64)
+# across the local-memory limit (32) and the block (32) of the device kernels
+SIZES = st.one_of(st.integers(0, 9), st.sampled_from([31, 32, 33, 47, 70]))
+BATCHES = st.sampled_from([(), (1,), (3,), (2, 3)])
+CFG = settings(max_examples=fewer_examples(3), deadline=None)
+
+
+def on(device, a, dtype):
+    return em.from_numpy(np.ascontiguousarray(a, dtype=np.dtype(dtype.name))).to(device)
+
+
+def N(t):
+    return to_numpy(t.cpu()).astype(np.float64)
+
+
+def usable(device, dtype):
+    if device.type != "cpu" and dtype is em.float64 and \
+            not core.backend_for(device).has_fp64(device):
+        pytest.skip(f"no float64 on {device}")
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def well(r, shape):
+    a = r.standard_normal(shape)
+    n = shape[-1]
+    return a + 2 * np.sqrt(max(n, 1)) * np.eye(n)
+
+
+def spd(r, shape):
+    a = r.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def backward_error(a, x, b):
+    """||A X - B|| / (||A|| ||X|| + ||B||) (max norms, the whole batch)."""
+    if x.size == 0:
+        return 0.0
+    r = np.abs(a @ x - b).max()
+    return r / (np.abs(a).max() * np.abs(x).max() * a.shape[-1] + np.abs(b).max() + 1e-300)
+
+
+# --------------------------------------------------------------------- LU family --
+
+@CFG
+@given(BATCHES, SIZES, SIZES, st.sampled_from(DTYPES), st.integers(0, 2 ** 32 - 1))
+def test_lu_factor_reconstructs(device, batch, m, n, dtype, seed):
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (m, n))
+    A = on(device, a, dtype)
+    LU, piv, info = LA.lu_factor_ex(A)
+    assert LU.device == A.device and piv.device == A.device and info.device == A.device
+    P, L, U = em.lu_unpack(LU, piv)
+    k = min(m, n)
+    assert tuple(piv.shape) == batch + (k,) and piv.dtype is em.int32
+    recon = N(P) @ N(L) @ N(U)
+    scale = max(np.abs(a).max(), 1.0) if a.size else 1.0
+    assert np.abs(recon - a.astype(dtype.name)).max(initial=0) <= \
+        16 * max(m, n, 1) * EPS[dtype.name] * scale
+    assert np.all(np.abs(N(L)) <= 1 + 1e-6)             # partial pivoting
+    assert not N(info).any()
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(DTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_solve_inv_det_slogdet_match_numpy(device, batch, n, k, dtype, left, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    a = well(r, batch + (n, n))
+    b = r.standard_normal(batch + ((n, k) if left else (k, n)))
+    A, B = on(device, a, dtype), on(device, b, dtype)
+    tol = 2e-4 if dtype is em.float32 else 1e-11
+    X = LA.solve(A, B, left=left)
+    ref = np.linalg.solve(a, b) if left else np.swapaxes(
+        np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    assert X.device == A.device and np.abs(N(X) - ref).max(initial=0) <= \
+        tol * max(np.abs(ref).max(initial=0), 1)
+    Ai = LA.inv(A)
+    assert np.abs(N(Ai) - np.linalg.inv(a)).max(initial=0) <= tol
+    if n <= 33:      # det of the bigger ones overflows float32
+        np.testing.assert_allclose(N(LA.det(A)), np.linalg.det(a), rtol=tol * 10 * max(n, 1))
+    sign, logabs = LA.slogdet(A)
+    rs, rl = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(N(sign), rs)
+    np.testing.assert_allclose(N(logabs), rl, rtol=tol * max(n, 1), atol=tol * max(n, 1))
+    X2, info = LA.solve_ex(A, B, left=left)
+    assert info.device == A.device and not N(info).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [8, 30, 100])
+def test_ill_conditioned_solve_has_a_small_backward_error(device, dtype, n):
+    usable(device, dtype)
+    r = rng(n)
+    u, _ = np.linalg.qr(r.standard_normal((4, n, n)))
+    v, _ = np.linalg.qr(r.standard_normal((4, n, n)))
+    a = (u * np.logspace(0, -6 if dtype is em.float32 else -12, n)) @ v    # cond 1e6 / 1e12
+    a = a.astype(dtype.name).astype(np.float64)
+    b = r.standard_normal((4, n, 2))
+    X = N(LA.solve(on(device, a, dtype), on(device, b, dtype)))
+    assert backward_error(a, X, b.astype(dtype.name)) <= 8 * EPS[dtype.name]
+
+
+def test_lu_solve_left_right_adjoint_and_lu(device):
+    r = rng(5)
+    for n in (4, 40):
+        a, b = well(r, (2, n, n)), r.standard_normal((2, n, 3))
+        A, B = on(device, a, em.float32), on(device, b, em.float32)
+        LU, piv = LA.lu_factor(A)
+        tol = 1e-4
+        np.testing.assert_allclose(N(LA.lu_solve(LU, piv, B)), np.linalg.solve(a, b),
+                                   atol=tol)
+        at = np.swapaxes(a, -1, -2)
+        np.testing.assert_allclose(N(LA.lu_solve(LU, piv, B, adjoint=True)),
+                                   np.linalg.solve(at, b), atol=tol)
+        c = r.standard_normal((2, 3, n))
+        np.testing.assert_allclose(
+            N(LA.lu_solve(LU, piv, on(device, c, em.float32), left=False)),
+            np.swapaxes(np.linalg.solve(at, np.swapaxes(c, -1, -2)), -1, -2), atol=tol)
+        P, L, U = LA.lu(A)
+        np.testing.assert_allclose(N(P) @ N(L) @ N(U), a, atol=1e-4 * n)
+        # the device's pivots are the CPU's (the same pivot search)
+        cpu_piv = LA.lu_factor(on("cpu", a, em.float32)).pivots
+        assert N(piv).tolist() == N(cpu_piv).tolist()
+
+
+def test_singular_inputs_give_the_cpus_info_and_messages(device):
+    a = np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0]), np.eye(3)])
+    for dtype in DTYPES:
+        if dtype is em.float64 and device.type != "cpu" and \
+                not core.backend_for(device).has_fp64(device):
+            continue
+        A = on(device, a, dtype)
+        with pytest.raises(LA.LinAlgError, match=r"^linalg.solve: the solver failed because "
+                                                 r"the input matrix is singular .*, batch 1$"):
+            LA.solve(A, on(device, np.ones((3, 3, 1)), dtype))
+        with pytest.raises(LA.LinAlgError, match=r"^linalg.inv: the diagonal element 2 is "
+                                                 r"zero, .*, batch 1$"):
+            LA.inv(A)
+        with pytest.raises(LA.LinAlgError, match=r"linalg.lu_factor: U\[1, 1\] is zero"):
+            LA.lu_factor(A[1])
+        assert N(LA.solve_ex(A, on(device, np.ones((3, 3, 1)), dtype)).info).tolist() == \
+            [0, 2, 0]
+        assert N(LA.inv_ex(A).info).tolist() == [0, 2, 0]
+        assert N(LA.lu_factor_ex(A).info).tolist() == [0, 2, 0]
+        assert N(LA.det(A)).tolist() == [1.0, 0.0, 1.0]
+        sign, logabs = LA.slogdet(A)
+        assert N(sign).tolist() == [1.0, 0.0, 1.0] and N(logabs)[1] == -np.inf
+    # a big singular matrix (the blocked path): the first zero pivot of its panels
+    big = rng(1).standard_normal((2, 70, 70))
+    big[1, :, 40] = big[1, :, 3] * 2.0     # column 40 dependent on column 3
+    big[1, :, 41] = 0.0
+    info = N(LA.lu_factor_ex(on(device, big, em.float32)).info)
+    cpu = N(LA.lu_factor_ex(on("cpu", big, em.float32)).info)
+    assert info[0] == 0 and info[1] > 0 and info.tolist() == cpu.tolist()
+    with pytest.raises(LA.LinAlgError, match=r"batch \(1, 0\)"):   # a 2-d batch index
+        LA.inv(on(device, np.stack([np.stack([np.eye(2), np.eye(2)]),
+                                    np.stack([np.zeros((2, 2)), np.eye(2)])]), em.float32))
+
+
+def test_the_raising_forms_read_info_once_and_the_ex_forms_never(device):
+    if device.type == "cpu":
+        pytest.skip("counts host transfers of a device")
+    backend = core.backend_for(device)
+    a = well(rng(2), (64, 8, 8))
+    A, B = on(device, a, em.float32), on(device, a[..., :1], em.float32)
+    big = on(device, well(rng(3), (40, 40)), em.float32)
+    for fn, reads in ((lambda: LA.solve_ex(A, B), 0), (lambda: LA.solve(A, B), 1),
+                      (lambda: LA.inv_ex(A), 0), (lambda: LA.inv(A), 1),
+                      (lambda: LA.cholesky_ex(A @ A.mT), 0), (lambda: LA.det(A), 0),
+                      (lambda: LA.lu_factor_ex(big), 0), (lambda: LA.cholesky(big @ big.mT), 1)):
+        fn()
+        backend.reset_counters()
+        fn()
+        assert backend.counters()["host_transfers"] == reads
+
+
+# ---------------------------------------------------------- Cholesky, triangular --
+
+@CFG
+@given(BATCHES, SIZES, st.sampled_from(DTYPES), st.booleans(), st.integers(0, 2 ** 32 - 1))
+def test_cholesky_matches_numpy_and_reads_one_triangle(device, batch, n, dtype, upper, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    s = spd(r, batch + (n, n))
+    junk = np.triu(r.standard_normal(batch + (n, n)), 1)
+    given_ = np.tril(s) + junk if not upper else np.triu(s) + np.swapaxes(junk, -1, -2)
+    Lm = LA.cholesky(on(device, given_, dtype), upper=upper)
+    ref = np.linalg.cholesky(s)
+    if upper:
+        ref = np.swapaxes(ref, -1, -2)
+    tol = 1e-4 if dtype is em.float32 else 1e-12
+    assert Lm.device.type == device.type
+    assert np.abs(N(Lm) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+    L, info = LA.cholesky_ex(on(device, s, dtype))
+    assert not N(info).any()
+    b = r.standard_normal(batch + (n, 2))
+    X = em.cholesky_solve(on(device, b, dtype), L)
+    assert backward_error(s, N(X), b) <= 16 * EPS[dtype.name] * max(n, 1)
+
+
+def test_cholesky_not_positive_definite_message_and_info(device):
+    for n in (4, 70):          # local memory, blocked
+        a = np.stack([np.eye(n)] * 3)
+        a[2, 2, 2] = -1.0
+        a[1, n - 1, n - 1] = np.nan
+        A = on(device, a, em.float32)
+        with pytest.raises(LA.LinAlgError) as e:
+            LA.cholesky(A)
+        assert str(e.value) == (f"linalg.cholesky: the factorization could not be completed "
+                                f"because the input is not positive-definite (the leading "
+                                f"minor of order {n} is not positive-definite), batch 1")
+        L, info = LA.cholesky_ex(A)
+        assert N(info).tolist() == [0, n, 3]
+        np.testing.assert_array_equal(N(L[0]), np.eye(n))
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(DTYPES), st.booleans(),
+       st.booleans(), st.booleans(), st.integers(0, 2 ** 32 - 1))
+def test_solve_triangular_matches_numpy(device, batch, n, k, dtype, upper, left, unit, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    # off-diagonal entries of size 1 / sqrt(n): random triangular matrices of O(1)
+    # entries are exponentially ill-conditioned in n
+    a = r.standard_normal(batch + (n, n)) / np.sqrt(max(n, 1)) + 3 * np.eye(n)
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        tri[..., range(n), range(n)] = 1.0
+    b = r.standard_normal(batch + ((n, k) if left else (k, n)))
+    X = LA.solve_triangular(on(device, a, dtype), on(device, b, dtype), upper=upper,
+                            left=left, unitriangular=unit)
+    ref = np.linalg.solve(tri, b) if left else np.swapaxes(
+        np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    tol = 1e-4 if dtype is em.float32 else 1e-11
+    assert np.abs(N(X) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+
+
+def test_triangular_solve_and_cholesky_inverse(device):
+    r = rng(9)
+    for n in (5, 70):
+        a = np.triu(r.standard_normal((n, n))) / np.sqrt(n) + 3 * np.eye(n)
+        b = r.standard_normal((n, 4))
+        X, coeff = em.triangular_solve(on(device, b, em.float32), on(device, a, em.float32))
+        np.testing.assert_allclose(N(X), np.linalg.solve(a, b), atol=1e-4)
+        X, _ = em.triangular_solve(on(device, b, em.float32), on(device, a, em.float32),
+                                   transpose=True)
+        np.testing.assert_allclose(N(X), np.linalg.solve(a.T, b), atol=1e-4)
+        s = spd(r, (n, n))
+        L = LA.cholesky(on(device, s, em.float32))
+        np.testing.assert_allclose(N(em.cholesky_inverse(L)), np.linalg.inv(s), atol=1e-5)
+
+
+def test_matrix_exp_and_power_run_on_the_device(device):
+    r = rng(3)
+    a = r.standard_normal((2, 5, 5)) / 4
+    E = LA.matrix_exp(on(device, a, em.float32))
+    ref = LA.matrix_exp(on("cpu", a, em.float64))
+    assert E.device.type == device.type
+    np.testing.assert_allclose(N(E), N(ref), atol=1e-5)
+    w = well(r, (5, 5))
+    np.testing.assert_allclose(N(LA.matrix_power(on(device, w, em.float32), -2)),
+                               np.linalg.matrix_power(w, -2), atol=1e-5)
+
+
+# ------------------------------------------------------------------- derivatives --
+
+def test_gradcheck_solve_inv_det_cholesky(device):
+    usable(device, em.float64)
+    r = rng(11)
+
+    def x(a):
+        return on(device, a, em.float64).requires_grad_()
+
+    a, b = x(well(r, (2, 3, 3))), x(r.standard_normal((2, 3, 2)))
+    assert gradcheck(lambda A, B: LA.solve(A, B), (a, b))
+    assert gradcheck(LA.inv, (a,))
+    assert gradcheck(LA.det, (a,))
+    assert gradcheck(lambda A: LA.slogdet(A).logabsdet, (a,))
+    s = x(spd(r, (2, 3, 3)))
+    assert gradcheck(lambda A: LA.cholesky((A + A.mT) / 2), (s,))
+    assert gradcheck(lambda A, B: LA.solve_triangular(A, B, upper=True), (a, b))
+    assert gradcheck(lambda A, B: LA.lu_solve(*LA.lu_factor(A), B), (a, b))
+
+
+# ------------------------------------------------------------- no device kernels --
+
+def test_what_has_no_device_kernel_says_so(device):
+    if device.type == "cpu":
+        pytest.skip("the CPU has every kernel")
+    A = em.eye(3, device=device)
+    device = A.device
+    for name, call in (("linalg.svd", lambda: LA.svd(A)), ("linalg.eigh", lambda: LA.eigh(A)),
+                       ("linalg.qr", lambda: LA.qr(A)), ("linalg.eig", lambda: LA.eig(A)),
+                       # composed ones name the op they reach without a kernel
+                       ("linalg.svd", lambda: LA.lstsq(A, A)),
+                       ("linalg.qr", lambda: LA.lstsq(A, A, driver="gels")),
+                       ("linalg.svd", lambda: LA.pinv(A))):
+        with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
+                                                      rf"\(float32\)$"):
+            call()
+    if hasattr(em, "complex64"):
+        Z = A.to(em.complex64)
+        with pytest.raises(NotImplementedError,
+                           match=rf"^linalg.solve: no kernel for {device} \(complex64\)$"):
+            LA.solve(Z, Z)
+        with pytest.raises(NotImplementedError,
+                           match=rf"^linalg.cholesky: no kernel for {device} \(complex64\)$"):
+            LA.cholesky(Z)
