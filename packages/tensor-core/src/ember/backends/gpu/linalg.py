@@ -16,6 +16,10 @@ from __future__ import annotations
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
 GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
 NB = 32        # the block of the blocked factorizations and solves
+# the least work-group of the small kernels: a CUDA warp; on OpenCL 8 (PoCL runs a
+# work-group as loops between barriers, so idle work-items cost: 64 of them made the
+# 8 x 8 LU 6x slower than 8)
+SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
 
@@ -34,11 +38,19 @@ class LinalgKernels:
     # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
     kernel_dtypes = {name: DTYPES for name in KERNELS}
 
-    def _groups(self, device, kernel, batch, args):
-        """One work-group of GROUP work-items per matrix (grid-stride past 16384)."""
+    def _groups(self, device, kernel, batch, args, group=GROUP):
+        """One work-group of `group` work-items per matrix (grid-stride past 16384)."""
         if batch > 0:
             g = min(batch, 16384)
-            self.launch(device, kernel, (g * GROUP,), (GROUP,), args)
+            self.launch(device, kernel, (g * group,), (group,), args)
+
+    def _small_group(self, n):
+        """The work-group of a small kernel for matrices of order n: a work-item per
+        row or column (a power of two from SMALL_GROUP_MIN up)."""
+        g = SMALL_GROUP_MIN.get(self.name, 8)
+        while g < n and g < GROUP:
+            g *= 2
+        return g
 
     def _sub_product(self, c, a, b):
         """c -= a @ b on views (the trailing updates), by the device GEMM."""
@@ -92,7 +104,8 @@ class LinalgKernels:
             return a
         if m <= SMALL and n <= SMALL:
             self._groups(dev, f"la_getrf_small_{dt}", batch,
-                         [batch, m, n, self.handle(a), self.handle(piv), self.handle(info)])
+                         [batch, m, n, self.handle(a), self.handle(piv), self.handle(info)],
+                         self._small_group(max(m, n)))
             return a
         self.fill(info, 0)
         mn = m * n
@@ -164,7 +177,7 @@ class LinalgKernels:
             return a
         if n <= SMALL:
             self._groups(dev, f"la_potrf_small_{dt}", batch,
-                         [batch, n, self.handle(a), self.handle(info)])
+                         [batch, n, self.handle(a), self.handle(info)], self._small_group(n))
             return a
         self.fill(info, 0)
         nn = n * n

@@ -13,7 +13,8 @@
  * CPU's getf2/potrf step for step (the same pivot choice, the same order of the
  * sums), so info and the pivots are the CPU's.
  *
- * Work-groups are EM_LA_GROUP work-items (the host launches them so). info is int32
+ * The panels' work-groups are EM_LA_GROUP work-items, the small kernels' any size (the
+ * host sizes them to the matrix). info is int32
  * per matrix: LAPACK's meaning, written by the kernels, never read back here. */
 #ifndef EM_LA_SMALL
 #define EM_LA_SMALL 32
@@ -40,23 +41,43 @@ EM_INLINE int EM_NAME(la_argmax)(EM_LPTR EM_CT *v, EM_LPTR int *ix) {
     return r;
 }
 
-/* LU steps j0 .. j1-1 of the m x n matrix S (row stride ld): the pivot (the first
- * largest |S[i, j]|, i >= j; NaN never wins), the swap of the whole rows (all n
+/* The pivot row p of column j (int p is declared): the first largest |S[i, j]|, i >= j,
+ * NaN never winning, as the CPU's scan. PIVOT_TREE: every work-item scans a stride of
+ * the rows, then a reduction over the group (v, ix: local arrays of EM_LA_GROUP);
+ * PIVOT_SERIAL: work-item 0 scans them all (the small matrices: fewer barriers), the
+ * result in the local pv[0]. */
+#define EM_LA_PIVOT_TREE(S, ld, m, j)                                                 \
+    EM_CT best = -1;                                                                 \
+    int bi = EM_LA_NONE;                                                             \
+    for (em_int64 i = j + 1 + lid; i < (m); i += ls) {                               \
+        EM_CT t = fabs(S[i * (ld) + j]);                                             \
+        if (t > best) { best = t; bi = (int)i; }                                     \
+    }                                                                                \
+    v[lid] = best;                                                                   \
+    ix[lid] = bi;                                                                    \
+    int p = EM_NAME(la_argmax)(v, ix);                                               \
+    if (p == EM_LA_NONE || !(fabs(S[p * (ld) + j]) > fabs(S[j * (ld) + j])))        \
+        p = (int)j;
+#define EM_LA_PIVOT_SERIAL(S, ld, m, j)                                               \
+    if (lid == 0) {                                                                  \
+        int q = (int)j;                                                              \
+        EM_CT best = fabs(S[j * (ld) + j]);                                          \
+        for (em_int64 i = j + 1; i < (m); i++) {                                     \
+            EM_CT t = fabs(S[i * (ld) + j]);                                         \
+            if (t > best) { best = t; q = (int)i; }                                  \
+        }                                                                            \
+        pv[0] = q;                                                                   \
+    }                                                                                \
+    EM_BARRIER();                                                                    \
+    int p = pv[0];
+
+/* LU steps j0 .. j1-1 of the m x n matrix S (row stride ld) by a work-group of ls
+ * work-items: the pivot (PIVOT, one of the above), the swap of the whole rows (all n
  * columns), the multipliers, and the update of columns j+1 .. ce-1. PIV[j] gets the
  * 1-based pivot row, INFO (an lvalue) j+1 for the first exactly zero pivot. */
-#define EM_LA_GETF2(S, ld, m, n, j0, j1, ce, PIV, INFO, v, ix)                        \
+#define EM_LA_GETF2(S, ld, m, n, j0, j1, ce, PIV, INFO, PIVOT)                        \
     for (em_int64 j = (j0); j < (j1); j++) {                                         \
-        EM_CT best = -1;                                                             \
-        int bi = EM_LA_NONE;                                                         \
-        for (em_int64 i = j + 1 + lid; i < (m); i += EM_LA_GROUP) {                  \
-            EM_CT t = fabs(S[i * (ld) + j]);                                         \
-            if (t > best) { best = t; bi = (int)i; }                                 \
-        }                                                                            \
-        v[lid] = best;                                                               \
-        ix[lid] = bi;                                                                \
-        int p = EM_NAME(la_argmax)(v, ix);                                           \
-        if (p == EM_LA_NONE || !(fabs(S[p * (ld) + j]) > fabs(S[j * (ld) + j])))    \
-            p = (int)j;                                                              \
+        PIVOT(S, ld, m, j)                                                           \
         const EM_CT pivot = S[p * (ld) + j];                                         \
         if (lid == 0) {                                                              \
             PIV[j] = p + 1;                                                          \
@@ -64,7 +85,7 @@ EM_INLINE int EM_NAME(la_argmax)(EM_LPTR EM_CT *v, EM_LPTR int *ix) {
         }                                                                            \
         EM_BARRIER();                  /* every work-item has read the pivot column */ \
         if (pivot != 0 && p != j)                                                    \
-            for (em_int64 c = lid; c < (n); c += EM_LA_GROUP) {                      \
+            for (em_int64 c = lid; c < (n); c += ls) {                               \
                 EM_CT t = S[j * (ld) + c];                                           \
                 S[j * (ld) + c] = S[p * (ld) + c];                                   \
                 S[p * (ld) + c] = t;                                                 \
@@ -72,11 +93,11 @@ EM_INLINE int EM_NAME(la_argmax)(EM_LPTR EM_CT *v, EM_LPTR int *ix) {
         EM_BARRIER();                                                                \
         if (pivot != 0) {                                                            \
             const EM_CT r = 1 / pivot;                                               \
-            for (em_int64 i = j + 1 + lid; i < (m); i += EM_LA_GROUP) S[i * (ld) + j] *= r; \
+            for (em_int64 i = j + 1 + lid; i < (m); i += ls) S[i * (ld) + j] *= r;   \
         }                                                                            \
         EM_BARRIER();                                                                \
         const em_int64 w = (ce) - j - 1;                                             \
-        for (em_int64 e = lid; e < ((m) - j - 1) * w; e += EM_LA_GROUP) {            \
+        for (em_int64 e = lid; e < ((m) - j - 1) * w; e += ls) {                     \
             const em_int64 i = j + 1 + e / w, c = j + 1 + e % w;                     \
             const EM_CT l = S[i * (ld) + j];                                         \
             if (l != 0) S[i * (ld) + c] -= l * S[j * (ld) + c];                      \
@@ -90,19 +111,18 @@ EM_KERNEL void EM_NAME(la_getrf_small)(em_int64 batch, em_int64 m, em_int64 n,
                                        EM_GLOBAL EM_T *a, EM_GLOBAL em_int32 *piv,
                                        EM_GLOBAL em_int32 *info) {
     EM_LOCAL EM_CT s[EM_LA_SMALL * EM_LA_SMALL];
-    EM_LOCAL EM_CT v[EM_LA_GROUP];
-    EM_LOCAL int ix[EM_LA_GROUP];
+    EM_LOCAL int pv[1];
     EM_LOCAL em_int32 inf[1];
-    const int lid = EM_LID();
+    const int lid = EM_LID(), ls = EM_LSIZE();
     const em_int64 k = m < n ? m : n;
     for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
         EM_GLOBAL EM_T *ab = a + b * m * n;
         EM_GLOBAL em_int32 *pb = piv + b * k;
-        for (em_int64 e = lid; e < m * n; e += EM_LA_GROUP) s[e] = ab[e];
+        for (em_int64 e = lid; e < m * n; e += ls) s[e] = ab[e];
         if (lid == 0) inf[0] = 0;
         EM_BARRIER();
-        EM_LA_GETF2(s, n, m, n, 0, k, n, pb, inf[0], v, ix)
-        for (em_int64 e = lid; e < m * n; e += EM_LA_GROUP) ab[e] = s[e];
+        EM_LA_GETF2(s, n, m, n, 0, k, n, pb, inf[0], EM_LA_PIVOT_SERIAL)
+        for (em_int64 e = lid; e < m * n; e += ls) ab[e] = s[e];
         if (lid == 0) info[b] = inf[0];
         EM_BARRIER();
     }
@@ -116,12 +136,12 @@ EM_KERNEL void EM_NAME(la_getrf_panel)(em_int64 batch, em_int64 m, em_int64 n, e
                                        EM_GLOBAL em_int32 *piv, EM_GLOBAL em_int32 *info) {
     EM_LOCAL EM_CT v[EM_LA_GROUP];
     EM_LOCAL int ix[EM_LA_GROUP];
-    const int lid = EM_LID();
+    const int lid = EM_LID(), ls = EM_LA_GROUP;
     const em_int64 k = m < n ? m : n;
     for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
         EM_GLOBAL EM_T *ab = a + b * m * n;
         EM_GLOBAL em_int32 *pb = piv + b * k;
-        EM_LA_GETF2(ab, n, m, n, j0, j0 + jb, j0 + jb, pb, info[b], v, ix)
+        EM_LA_GETF2(ab, n, m, n, j0, j0 + jb, j0 + jb, pb, info[b], EM_LA_PIVOT_TREE)
     }
 }
 
@@ -140,7 +160,7 @@ EM_KERNEL void EM_NAME(la_getrf_panel)(em_int64 batch, em_int64 m, em_int64 n, e
         EM_BARRIER();                                                                \
         if (!(FAILED)) {                                                             \
             const EM_CT d = S[j * (ld) + j];                                         \
-            for (em_int64 i = j + 1 + lid; i < (n); i += EM_LA_GROUP) {              \
+            for (em_int64 i = j + 1 + lid; i < (n); i += ls) {                       \
                 EM_CT t = S[i * (ld) + j];                                           \
                 for (em_int64 c = (j0); c < j; c++) t -= S[i * (ld) + c] * S[j * (ld) + c]; \
                 S[i * (ld) + j] = t / d;                                             \
@@ -156,15 +176,15 @@ EM_KERNEL void EM_NAME(la_potrf_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
     EM_LOCAL EM_CT s[EM_LA_SMALL * EM_LA_SMALL];
     EM_LOCAL em_int32 inf[1];
     EM_LOCAL int failed[1];
-    const int lid = EM_LID();
+    const int lid = EM_LID(), ls = EM_LSIZE();
     for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
         EM_GLOBAL EM_T *ab = a + b * n * n;
-        for (em_int64 e = lid; e < n * n; e += EM_LA_GROUP) s[e] = ab[e];
+        for (em_int64 e = lid; e < n * n; e += ls) s[e] = ab[e];
         if (lid == 0) { inf[0] = 0; failed[0] = 0; }
         EM_BARRIER();
         EM_LA_POTF2(s, n, n, 0, n, inf[0], failed[0])
         const int ok = !failed[0];
-        for (em_int64 e = lid; e < n * n; e += EM_LA_GROUP)
+        for (em_int64 e = lid; e < n * n; e += ls)
             ab[e] = (ok && e % n > e / n) ? (EM_CT)0 : s[e];
         if (lid == 0) info[b] = inf[0];
         EM_BARRIER();
@@ -177,7 +197,7 @@ EM_KERNEL void EM_NAME(la_potrf_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
 EM_KERNEL void EM_NAME(la_potrf_panel)(em_int64 batch, em_int64 n, em_int64 j0, em_int64 jb,
                                        EM_GLOBAL EM_T *a, EM_GLOBAL em_int32 *info) {
     EM_LOCAL int failed[1];
-    const int lid = EM_LID();
+    const int lid = EM_LID(), ls = EM_LA_GROUP;
     for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
         EM_GLOBAL EM_T *ab = a + b * n * n;
         if (lid == 0) failed[0] = info[b] != 0;
