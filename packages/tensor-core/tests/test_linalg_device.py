@@ -1,4 +1,4 @@
-"""ember.linalg's LU, Cholesky and triangular-solve family on every device (the CPU,
+"""ember.linalg's LU, Cholesky, triangular-solve and QR family on every device (the CPU,
 and OpenCL / CUDA through backends/gpu/linalg.py over kernels/gpu/programs/linalg.h)
 against NumPy: batches of small matrices (factored in local memory) and larger ones
 (blocked: panels on the device, trailing updates by the device GEMM), float32 and
@@ -286,6 +286,58 @@ def test_matrix_exp_and_power_run_on_the_device(device):
                                np.linalg.matrix_power(w, -2), atol=1e-5)
 
 
+# ------------------------------------------------------------------------- QR --
+
+@CFG
+@given(BATCHES, SIZES, SIZES, st.sampled_from(DTYPES), st.integers(0, 2 ** 32 - 1))
+def test_qr_backward_error_orthogonality_and_modes(device, batch, m, n, dtype, seed):
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (m, n))
+    A = on(device, a, dtype)
+    eps, k = EPS[dtype.name], min(m, n)
+    Q, R = LA.qr(A)
+    assert Q.device == A.device and tuple(Q.shape) == batch + (m, k)
+    q, r = N(Q), N(R)
+    scale = max(np.abs(a).max(initial=0), 1.0)
+    assert np.abs(q @ r - a.astype(dtype.name)).max(initial=0) <= 8 * max(m, n, 1) * eps * scale
+    assert np.abs(np.swapaxes(q, -1, -2) @ q - np.eye(k)).max(initial=0) <= 8 * max(m, 1) * eps
+    assert np.allclose(np.tril(r, -1), 0)
+    Qc, Rc = LA.qr(A, "complete")
+    assert tuple(Qc.shape) == batch + (m, m)
+    qc = N(Qc)
+    assert np.abs(np.swapaxes(qc, -1, -2) @ qc - np.eye(m)).max(initial=0) <= 8 * max(m, 1) * eps
+    np.testing.assert_allclose(N(LA.qr(A, "r").R), r, atol=8 * max(m, 1) * eps * scale)
+    # the CPU's R (the same reflectors, up to rounding)
+    np.testing.assert_allclose(r, N(LA.qr(on("cpu", a, dtype)).R),
+                               atol=32 * max(m, n, 1) * eps * scale)
+
+
+def test_geqrf_householder_product_ormqr_and_gels(device):
+    r = rng(4)
+    for shape in ((3, 6, 4), (1, 70, 40)):
+        g = r.standard_normal(shape)
+        h, tau = em.geqrf(on(device, g, em.float64 if _fp64(device) else em.float32))
+        Q = LA.householder_product(h, tau)
+        ref = LA.qr(on("cpu", g, Q.dtype)).Q
+        np.testing.assert_allclose(N(Q), N(ref), atol=1e-5)
+        c = r.standard_normal(shape[:-2] + (shape[-2], 3))
+        C = on(device, c, Q.dtype)
+        np.testing.assert_allclose(N(em.ormqr(h, tau, C, transpose=True)),
+                                   np.swapaxes(N(Q), -1, -2) @ c if shape[-2] == shape[-1]
+                                   else N(em.ormqr(h.cpu(), tau.cpu(), C.cpu(),
+                                                   transpose=True)), atol=1e-5)
+        b = r.standard_normal(shape[:-1] + (2,))
+        X = LA.lstsq(on(device, g, Q.dtype), on(device, b, Q.dtype), driver="gels").solution
+        np.testing.assert_allclose(N(X), np.linalg.lstsq(g[0], b[0], rcond=None)[0][None]
+                                   if shape[0] == 1 else
+                                   np.stack([np.linalg.lstsq(gi, bi, rcond=None)[0]
+                                             for gi, bi in zip(g, b)]), atol=1e-4)
+
+
+def _fp64(device):
+    return device.type == "cpu" or core.backend_for(device).has_fp64(device)
+
+
 # ------------------------------------------------------------------- derivatives --
 
 def test_gradcheck_solve_inv_det_cholesky(device):
@@ -304,6 +356,9 @@ def test_gradcheck_solve_inv_det_cholesky(device):
     assert gradcheck(lambda A: LA.cholesky((A + A.mT) / 2), (s,))
     assert gradcheck(lambda A, B: LA.solve_triangular(A, B, upper=True), (a, b))
     assert gradcheck(lambda A, B: LA.lu_solve(*LA.lu_factor(A), B), (a, b))
+    g = x(r.standard_normal((2, 4, 3)))
+    assert gradcheck(lambda A: LA.qr(A).Q, (g,))
+    assert gradcheck(lambda A: LA.qr(A).R, (g,))
 
 
 # ------------------------------------------------------------- no device kernels --
@@ -314,10 +369,9 @@ def test_what_has_no_device_kernel_says_so(device):
     A = em.eye(3, device=device)
     device = A.device
     for name, call in (("linalg.svd", lambda: LA.svd(A)), ("linalg.eigh", lambda: LA.eigh(A)),
-                       ("linalg.qr", lambda: LA.qr(A)), ("linalg.eig", lambda: LA.eig(A)),
+                       ("linalg.eig", lambda: LA.eig(A)),
                        # composed ones name the op they reach without a kernel
                        ("linalg.svd", lambda: LA.lstsq(A, A)),
-                       ("linalg.qr", lambda: LA.lstsq(A, A, driver="gels")),
                        ("linalg.svd", lambda: LA.pinv(A))):
         with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
                                                       rf"\(float32\)$"):

@@ -1,5 +1,6 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
-pivoting and the solve with it, triangular solves and Cholesky, float32 and float64,
+pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
+applying its Q, float32 and float64,
 with the CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the
 device: no host transfer, no synchronization (info is written by the kernels; the
 raising forms of ember.ops.linalg read it once, after the call).
@@ -9,8 +10,10 @@ matrix in local memory. Larger ones are blocked right-looking by NB columns: a p
 kernel factors the block column on the device (a work-group per matrix), then the
 trailing matrix is updated by the device GEMM (matmul.h) and a subtraction. The
 triangular solves run one work-item per right-hand side column, diagonal blocks of NB
-rows at a time with the GEMM between them. The eigensolvers, the SVD and QR have no
-device kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
+rows at a time with the GEMM between them. QR is unblocked, a work-group per matrix
+(la_geqr2; its Q applied a work-item per column, la_ormqr): the batched small case;
+one large matrix is one work-group's work. The eigensolvers and the SVD have no device
+kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
 from __future__ import annotations
 
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
@@ -21,7 +24,8 @@ NB = 32        # the block of the blocked factorizations and solves
 # 8 x 8 LU 6x slower than 8)
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
-KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
+KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
+           "linalg_geqrf", "linalg_ormqr")
 
 
 def _batch(t, tail=2):
@@ -195,3 +199,29 @@ class LinalgKernels:
         self.run(dev, f"la_zero_upper_{dt}", batch * nn,
                  [batch, n, self.handle(a), self.handle(info)])
         return a
+
+    def linalg_geqrf(self, a, tau):
+        """a (..., m, n) <- R and the Householder vectors below it (in place); tau
+        (..., min(m, n))."""
+        self._check_dtype(a.dtype, a.device, "geqrf")
+        m, n = a.shape[-2:]
+        batch = _batch(a)
+        if batch and min(m, n):
+            self._groups(a.device, f"la_geqr2_{a.dtype.name}", batch,
+                         [batch, m, n, self.handle(a), self.handle(tau)],
+                         self._small_group(max(m, n)))
+        return a
+
+    def linalg_ormqr(self, v, tau, c, trans):
+        """c (..., m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1} from the
+        reflectors in the first k = tau.shape[-1] columns of v (..., m, nv)."""
+        self._check_dtype(v.dtype, v.device, "ormqr")
+        m, nv = v.shape[-2:]
+        p = c.shape[-1]
+        k = tau.shape[-1] if tau.ndim else 0
+        batch = _batch(v)
+        if batch and k and p:
+            self.run(c.device, f"la_ormqr_{c.dtype.name}", batch * p,
+                     [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
+                      int(trans)])
+        return c

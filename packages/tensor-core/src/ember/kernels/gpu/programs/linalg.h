@@ -1,7 +1,8 @@
 // dtypes: float32 float64
 /* ember.linalg's device kernels (kernels/cpu/linalg.c on the CPU; the host half is
  * backends/gpu/linalg.py): LU with partial pivoting, Cholesky, triangular solves and
- * the row interchanges of a solve, each over a batch of contiguous row-major matrices.
+ * the row interchanges of a solve, Householder QR and applying its Q, each over a batch
+ * of contiguous row-major matrices.
  *
  * Two shapes of work. A small matrix (both dims <= EM_LA_SMALL) is factored by one
  * work-group in local memory from load to store (la_getrf_small, la_potrf_small: one
@@ -16,6 +17,8 @@
  * The panels' work-groups are EM_LA_GROUP work-items, the small kernels' any size (the
  * host sizes them to the matrix). info is int32
  * per matrix: LAPACK's meaning, written by the kernels, never read back here. */
+#include "../group_reduce.h"
+
 #ifndef EM_LA_SMALL
 #define EM_LA_SMALL 32
 #define EM_LA_GROUP 64
@@ -259,6 +262,84 @@ EM_KERNEL void EM_NAME(la_laswp)(em_int64 batch, em_int64 n, em_int64 k, EM_GLOB
                 B[i * k] = B[p * k];
                 B[p * k] = x;
             }
+        }
+    }
+}
+
+/* Householder QR of each a (batch, m, n) in place (R on and above the diagonal, the
+ * reflectors' vectors below it, LAPACK's larfg: beta = -sign(alpha) ||(alpha, x)||,
+ * tau = (beta - alpha) / beta, v = x / (alpha - beta)), tau (batch, min(m, n)): one
+ * work-group per matrix in global memory (unblocked: the batched small case; a single
+ * large matrix is one work-group's work). The norm of x is scaled by its largest
+ * magnitude (no overflow or underflow, as the CPU's nrm2); each reflector is applied
+ * to the later columns a column per work-item. */
+EM_KERNEL void EM_NAME(la_geqr2)(em_int64 batch, em_int64 m, em_int64 n, EM_GLOBAL EM_T *a,
+                                 EM_GLOBAL EM_T *tau) {
+    EM_LOCAL EM_CT buf[EM_LA_GROUP];
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    const em_int64 k = m < n ? m : n;
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
+        EM_GLOBAL EM_T *A = a + b * m * n;
+        for (em_int64 j = 0; j < k; j++) {
+            const EM_CT alpha = A[j * n + j];
+            EM_CT mx = 0;
+            for (em_int64 i = j + 1 + lid; i < m; i += ls) {
+                const EM_CT t = fabs(A[i * n + j]);
+                mx = (t > mx || t != t) ? t : mx;
+            }
+            mx = EM_NAME(group_max)(buf, mx);
+            EM_CT ss = 0;
+            if (mx != 0)
+                for (em_int64 i = j + 1 + lid; i < m; i += ls) {
+                    const EM_CT t = A[i * n + j] / mx;
+                    ss += t * t;
+                }
+            ss = EM_NAME(group_sum)(buf, ss);
+            const EM_CT xnorm = mx != 0 ? mx * sqrt(ss) : (EM_CT)0;
+            const int skip = xnorm == 0;
+            const EM_CT beta = -copysign(hypot(fabs(alpha), xnorm), alpha);
+            const EM_CT tj = skip ? (EM_CT)0 : (beta - alpha) / beta;
+            if (!skip) {
+                const EM_CT scal = 1 / (alpha - beta);
+                for (em_int64 i = j + 1 + lid; i < m; i += ls) A[i * n + j] *= scal;
+            }
+            EM_BARRIER();
+            if (lid == 0) {
+                tau[b * k + j] = tj;
+                if (!skip) A[j * n + j] = beta;
+            }
+            if (!skip)
+                for (em_int64 c = j + 1 + lid; c < n; c += ls) {
+                    EM_CT w = A[j * n + c];
+                    for (em_int64 i = j + 1; i < m; i++) w += A[i * n + j] * A[i * n + c];
+                    w *= tj;
+                    A[j * n + c] -= w;
+                    for (em_int64 i = j + 1; i < m; i++) A[i * n + c] -= A[i * n + j] * w;
+                }
+            EM_BARRIER();
+        }
+    }
+}
+
+/* c (batch, m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1}, H_i = I - tau_i v_i
+ * v_i^T with v_i below the diagonal of column i of v (batch, m, nv) (1 on it), tau
+ * (batch, k): one work-item per column of c, the reflectors one after the other (the
+ * last first for Q c). */
+EM_KERNEL void EM_NAME(la_ormqr)(em_int64 batch, em_int64 m, em_int64 nv, em_int64 k,
+                                 em_int64 p, EM_GLOBAL const EM_T *v,
+                                 EM_GLOBAL const EM_T *tau, EM_GLOBAL EM_T *c, int trans) {
+    for (em_int64 t = EM_GID(); t < batch * p; t += EM_GSIZE()) {
+        const em_int64 bi = t / p, col = t % p;
+        EM_GLOBAL const EM_T *V = v + bi * m * nv;
+        EM_GLOBAL EM_T *C = c + bi * m * p + col;
+        for (em_int64 s = 0; s < k; s++) {
+            const em_int64 i = trans ? s : k - 1 - s;
+            const EM_CT ti = tau[bi * k + i];
+            EM_CT w = C[i * p];
+            for (em_int64 r = i + 1; r < m; r++) w += V[r * nv + i] * C[r * p];
+            w *= ti;
+            C[i * p] -= w;
+            for (em_int64 r = i + 1; r < m; r++) C[r * p] -= V[r * nv + i] * w;
         }
     }
 }
