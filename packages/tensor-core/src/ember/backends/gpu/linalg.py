@@ -12,9 +12,13 @@ trailing matrix is updated by the device GEMM (matmul.h) and a subtraction. The
 triangular solves run one work-item per right-hand side column, diagonal blocks of NB
 rows at a time with the GEMM between them. QR is unblocked, a work-group per matrix
 (la_geqr2; its Q applied a work-item per column, la_ormqr): the batched small case;
-one large matrix is one work-group's work. The eigensolvers and the SVD have no device
-kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
+one large matrix is one work-group's work. The symmetric eigenproblem (eigh, eigvalsh)
+of matrices up to SMALL: cyclic Jacobi in local memory, a work-group per matrix; larger
+ones, the nonsymmetric eigenproblem and the SVD have no device kernels yet: their ops
+say "no kernel for <device>" (backends/base.py)."""
 from __future__ import annotations
+
+import functools
 
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
 GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
@@ -25,7 +29,8 @@ NB = 32        # the block of the blocked factorizations and solves
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
-           "linalg_geqrf", "linalg_ormqr")
+           "linalg_geqrf", "linalg_ormqr", "linalg_syev")
+SIZED = ("linalg_syev",)   # kernels that refuse matrices above SMALL, naming the op
 
 
 def _batch(t, tail=2):
@@ -41,6 +46,10 @@ class LinalgKernels:
     # the dtypes each kernel has on a device (Backend.kernel refuses the others with
     # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
     kernel_dtypes = {name: DTYPES for name in KERNELS}
+
+    def kernel(self, name, op, device, dtype):
+        fn = super().kernel(name, op, device, dtype)
+        return functools.partial(fn, op=op) if name in SIZED else fn
 
     def _groups(self, device, kernel, batch, args, group=GROUP):
         """One work-group of `group` work-items per matrix (grid-stride past 16384)."""
@@ -225,3 +234,21 @@ class LinalgKernels:
                      [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
                       int(trans)])
         return c
+
+    def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):
+        """Symmetric a (..., n, n) <- its eigenvectors as columns (when vectors; in
+        place); w (..., n) the eigenvalues ascending; info (...) int32 (1: no
+        convergence, -1: a non-finite entry). n <= SMALL only (op names the refusal)."""
+        n = a.shape[-1]
+        if n > SMALL:
+            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
+                                      f"matrices larger than {SMALL} x {SMALL} (got {n} x {n})")
+        self._check_dtype(a.dtype, a.device, "eigh")
+        batch = _batch(a)
+        if batch and n:
+            self._groups(a.device, f"la_syevj_small_{a.dtype.name}", batch,
+                         [batch, n, self.handle(a), self.handle(w), self.handle(info),
+                          int(bool(vectors))], self._small_group(n))
+        elif batch:
+            self.fill(info, 0)
+        return a

@@ -1,8 +1,9 @@
 // dtypes: float32 float64
 /* ember.linalg's device kernels (kernels/cpu/linalg.c on the CPU; the host half is
  * backends/gpu/linalg.py): LU with partial pivoting, Cholesky, triangular solves and
- * the row interchanges of a solve, Householder QR and applying its Q, each over a batch
- * of contiguous row-major matrices.
+ * the row interchanges of a solve, Householder QR and applying its Q, and the symmetric
+ * eigenproblem of small matrices (cyclic Jacobi), each over a batch of contiguous
+ * row-major matrices.
  *
  * Two shapes of work. A small matrix (both dims <= EM_LA_SMALL) is factored by one
  * work-group in local memory from load to store (la_getrf_small, la_potrf_small: one
@@ -23,7 +24,10 @@
 #define EM_LA_SMALL 32
 #define EM_LA_GROUP 64
 #define EM_LA_NONE 0x7fffffff
+#define EM_LA_SWEEPS 40
 #endif
+#undef EM_LA_EPS
+#define EM_LA_EPS (sizeof(EM_CT) == 8 ? (EM_CT)2.220446049250313e-16 : (EM_CT)1.1920929e-07f)
 
 /* The row of the largest value v[] (EM_LA_GROUP candidates (value, row), -1 / EM_LA_NONE
  * for none), the smallest row among equal values: the first maximum, as the CPU's
@@ -341,5 +345,125 @@ EM_KERNEL void EM_NAME(la_ormqr)(em_int64 batch, em_int64 m, em_int64 nv, em_int
             C[i * p] -= w;
             for (em_int64 r = i + 1; r < m; r++) C[r * p] -= V[r * nv + i] * w;
         }
+    }
+}
+
+/* Pair k of round r of the round-robin (circle) ordering of n2 (even) indices: over
+ * n2 - 1 rounds every pair (p < q) meets once, the n2 / 2 pairs of a round disjoint. */
+EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR int *qq) {
+    int p, q;
+    if (k == 0) {
+        p = r;
+        q = n2 - 1;
+    } else {
+        p = (r + k) % (n2 - 1);
+        q = (r - k + n2 - 1) % (n2 - 1);
+    }
+    pp[k] = p < q ? p : q;
+    qq[k] = p < q ? q : p;
+}
+
+/* Eigenvalues (w (batch, n), ascending) and, when `vectors`, eigenvectors (written over
+ * a, as columns) of each symmetric a (batch, n, n), n <= EM_LA_SMALL: cyclic Jacobi in
+ * local memory, a work-group per matrix. Each round rotates n/2 disjoint pairs (p, q)
+ * at once (Rutishauser's rotation, t = sign(tau) / (|tau| + sqrt(1 + tau^2))), rows then
+ * columns; a pair whose |a_pq| <= eps sqrt(|a_pp a_qq|) is not rotated, and a sweep
+ * without a rotation ends the iteration. info: 0, 1 (not converged in EM_LA_SWEEPS
+ * sweeps) or -1 (a non-finite entry), as the CPU's. */
+EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
+                                       EM_GLOBAL EM_T *w, EM_GLOBAL em_int32 *info,
+                                       int vectors) {
+    EM_LOCAL EM_CT A[EM_LA_SMALL * EM_LA_SMALL];
+    EM_LOCAL EM_CT V[EM_LA_SMALL * EM_LA_SMALL];
+    EM_LOCAL EM_CT cs[EM_LA_SMALL / 2];
+    EM_LOCAL EM_CT sn[EM_LA_SMALL / 2];
+    EM_LOCAL int pp[EM_LA_SMALL / 2];
+    EM_LOCAL int qq[EM_LA_SMALL / 2];
+    EM_LOCAL int rot[1];
+    EM_LOCAL int bad[1];
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    const int nn = (int)n, n2 = nn + (nn & 1), np_ = n2 / 2;
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
+        EM_GLOBAL EM_T *ab = a + b * n * n;
+        if (lid == 0) bad[0] = 0;
+        EM_BARRIER();
+        for (int e = lid; e < nn * nn; e += ls) {
+            const EM_CT x = ab[e];
+            A[e] = x;
+            V[e] = (e / nn == e % nn) ? (EM_CT)1 : (EM_CT)0;
+            if (x * 0 != 0) bad[0] = 1;          /* inf or NaN */
+        }
+        EM_BARRIER();
+        int go = !bad[0] && nn > 1, sweeps = 0;
+        while (go) {
+            EM_BARRIER();
+            if (lid == 0) rot[0] = 0;
+            EM_BARRIER();
+            for (int r = 0; r < n2 - 1; r++) {
+                for (int k = lid; k < np_; k += ls) {
+                    EM_NAME(la_pair)(r, k, n2, pp, qq);
+                    const int p = pp[k], q = qq[k];
+                    EM_CT c = 1, s = 0;
+                    if (q < nn) {
+                        const EM_CT apq = A[p * nn + q], app = A[p * nn + p], aqq = A[q * nn + q];
+                        if (apq != 0 && !(fabs(apq) <= EM_LA_EPS * sqrt(fabs(app) * fabs(aqq)))) {
+                            const EM_CT tau = (aqq - app) / (2 * apq);
+                            const EM_CT t = (tau >= 0 ? (EM_CT)1 : (EM_CT)-1) /
+                                            (fabs(tau) + hypot((EM_CT)1, tau));
+                            c = 1 / sqrt(1 + t * t);
+                            s = t * c;
+                            rot[0] = 1;
+                        }
+                    }
+                    cs[k] = c;
+                    sn[k] = s;
+                }
+                EM_BARRIER();
+                for (int e = lid; e < np_ * nn; e += ls) {      /* rows p, q */
+                    const int k = e / nn, col = e % nn;
+                    const EM_CT c = cs[k], s = sn[k];
+                    if (s != 0) {
+                        const int p = pp[k], q = qq[k];
+                        const EM_CT x = A[p * nn + col], y = A[q * nn + col];
+                        A[p * nn + col] = c * x - s * y;
+                        A[q * nn + col] = s * x + c * y;
+                    }
+                }
+                EM_BARRIER();
+                for (int e = lid; e < np_ * nn; e += ls) {      /* columns p, q */
+                    const int k = e / nn, row = e % nn;
+                    const EM_CT c = cs[k], s = sn[k];
+                    if (s != 0) {
+                        const int p = pp[k], q = qq[k];
+                        const EM_CT x = A[row * nn + p], y = A[row * nn + q];
+                        A[row * nn + p] = row == q ? (EM_CT)0 : c * x - s * y;
+                        A[row * nn + q] = row == p ? (EM_CT)0 : s * x + c * y;
+                        if (vectors) {
+                            const EM_CT u = V[row * nn + p], v = V[row * nn + q];
+                            V[row * nn + p] = c * u - s * v;
+                            V[row * nn + q] = s * u + c * v;
+                        }
+                    }
+                }
+                EM_BARRIER();
+            }
+            sweeps++;
+            go = rot[0] && sweeps < EM_LA_SWEEPS;
+        }
+        EM_BARRIER();
+        /* ascending: entry i goes to its rank (ties by index) */
+        for (int i = lid; i < nn; i += ls) {
+            const EM_CT d = A[i * nn + i];
+            int rank = 0;
+            for (int j = 0; j < nn; j++) {
+                const EM_CT x = A[j * nn + j];
+                rank += (x < d || (x == d && j < i)) ? 1 : 0;
+            }
+            w[b * n + rank] = d;
+            if (vectors)
+                for (int row = 0; row < nn; row++) ab[row * nn + rank] = V[row * nn + i];
+        }
+        if (lid == 0) info[b] = bad[0] ? -1 : (nn > 1 && rot[0]) ? 1 : 0;
+        EM_BARRIER();
     }
 }
