@@ -155,7 +155,7 @@ HAND_WRITTEN_KERNELS = {
 # dispatch's "<op>: no kernel for <device> (<dtype>)" (never a silent copy to the host).
 # (The device linalg kernels are float32/float64 only: kernel_dtypes of
 # backends/gpu/linalg.py.)
-HOST_ONLY_KERNELS = frozenset({"linalg_svd", "linalg_geev"})
+HOST_ONLY_KERNELS = frozenset({"linalg_geev"})
 
 
 def missing_kernels(backend):

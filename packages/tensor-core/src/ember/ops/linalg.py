@@ -21,13 +21,13 @@ Cholesky, the triangular solves (cholesky_solve, cholesky_inverse, ...) and Hous
 QR (qr, geqrf, householder_product, ormqr, lstsq with driver='gels') run wholly on the
 device: matrices of at most 32 rows and columns one work-group each in local memory,
 larger LU and Cholesky blocked with the panels on the device and the trailing updates
-on the device GEMM (QR: a work-group per matrix, unblocked). eigh and eigvalsh: up to
-32 x 32 (Jacobi in local memory). No host transfer is made: the `_ex` forms return info
-on the device, the raising forms read it once (one host transfer of batch int32s per
-call). The SVD (and what is built on it: svdvals, pinv, matrix_rank, cond, lstsq's
-other drivers), eig/eigvals, eigh above 32 x 32 and complex dtypes have no device
-kernels: they raise the dispatch's "<op>: no kernel for <device> (<dtype>)"; nothing is
-copied to the host.
+on the device GEMM (QR: a work-group per matrix, unblocked). eigh/eigvalsh and the SVD
+(svd, svdvals, pinv, matrix_rank, cond, lstsq's other drivers): up to 32 x 32, by
+Jacobi in local memory. No host transfer is made: the `_ex` forms return info on the
+device, the raising forms read it once (one host transfer of batch int32s per call).
+eig/eigvals, eigh and the SVD above 32 x 32 and complex dtypes have no device kernels:
+they raise "<op>: no kernel for <device> (<dtype>)" (with the size, for the sized
+ones); nothing is copied to the host.
 """
 from __future__ import annotations
 

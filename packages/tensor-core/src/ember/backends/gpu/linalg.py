@@ -13,9 +13,9 @@ triangular solves run one work-item per right-hand side column, diagonal blocks 
 rows at a time with the GEMM between them. QR is unblocked, a work-group per matrix
 (la_geqr2; its Q applied a work-item per column, la_ormqr): the batched small case;
 one large matrix is one work-group's work. The symmetric eigenproblem (eigh, eigvalsh)
-of matrices up to SMALL: cyclic Jacobi in local memory, a work-group per matrix; larger
-ones, the nonsymmetric eigenproblem and the SVD have no device kernels yet: their ops
-say "no kernel for <device>" (backends/base.py)."""
+and the SVD of matrices up to SMALL: cyclic and one-sided Jacobi in local memory, a
+work-group per matrix; larger ones and the nonsymmetric eigenproblem have no device
+kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
 from __future__ import annotations
 
 import functools
@@ -29,8 +29,8 @@ NB = 32        # the block of the blocked factorizations and solves
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
-           "linalg_geqrf", "linalg_ormqr", "linalg_syev")
-SIZED = ("linalg_syev",)   # kernels that refuse matrices above SMALL, naming the op
+           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd")
+SIZED = ("linalg_syev", "linalg_svd")   # kernels that refuse matrices above SMALL, naming the op
 
 
 def _batch(t, tail=2):
@@ -249,6 +249,27 @@ class LinalgKernels:
             self._groups(a.device, f"la_syevj_small_{a.dtype.name}", batch,
                          [batch, n, self.handle(a), self.handle(w), self.handle(info),
                           int(bool(vectors))], self._small_group(n))
+        elif batch:
+            self.fill(info, 0)
+        return a
+
+    def linalg_svd(self, a, s, u, vh, info, vectors, *, op="linalg.svd"):
+        """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
+        when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
+        info (...) int32 (1: no convergence, -1: a non-finite entry). Both dims <= SMALL
+        only (op names the refusal)."""
+        m, n = a.shape[-2:]
+        if max(m, n) > SMALL:
+            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
+                                      f"matrices larger than {SMALL} x {SMALL} (got {m} x {n})")
+        self._check_dtype(a.dtype, a.device, "svd")
+        batch = _batch(a)
+        if batch and min(m, n):
+            h = self.handle
+            self._groups(a.device, f"la_gesvj_small_{a.dtype.name}", batch,
+                         [batch, m, n, h(a), h(s), h(u) if vectors else h(s),
+                          h(vh) if vectors else h(s), h(info), int(bool(vectors))],
+                         self._small_group(max(m, n)))
         elif batch:
             self.fill(info, 0)
         return a

@@ -2,8 +2,8 @@
 /* ember.linalg's device kernels (kernels/cpu/linalg.c on the CPU; the host half is
  * backends/gpu/linalg.py): LU with partial pivoting, Cholesky, triangular solves and
  * the row interchanges of a solve, Householder QR and applying its Q, and the symmetric
- * eigenproblem of small matrices (cyclic Jacobi), each over a batch of contiguous
- * row-major matrices.
+ * eigenproblem and the SVD of small matrices (cyclic and one-sided Jacobi), each over a
+ * batch of contiguous row-major matrices.
  *
  * Two shapes of work. A small matrix (both dims <= EM_LA_SMALL) is factored by one
  * work-group in local memory from load to store (la_getrf_small, la_potrf_small: one
@@ -464,6 +464,149 @@ EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
                 for (int row = 0; row < nn; row++) ab[row * nn + rank] = V[row * nn + i];
         }
         if (lid == 0) info[b] = bad[0] ? -1 : (nn > 1 && rot[0]) ? 1 : 0;
+        EM_BARRIER();
+    }
+}
+
+/* The SVD A = U diag(S) Vh of each a (batch, m, n), max(m, n) <= EM_LA_SMALL, k =
+ * min(m, n): sv (batch, k) descending and, when `vectors`, u (batch, m, k) and vh
+ * (batch, k, n); a is not written. One-sided (Hestenes) Jacobi in local memory, a
+ * work-group per matrix: the k columns of W = A (A^T when m < n), scaled by max |a|,
+ * are rotated in round-robin pairs until every pair is orthogonal to eps (|w_p.w_q| <=
+ * eps |w_p| |w_q|), the rotations accumulated in V; then S = the column norms, U = the
+ * normalised columns (W^T gives Vh when m < n, V gives U). A column of norm 0 is
+ * completed to an orthonormal one (Gram-Schmidt of unit vectors, twice). info as
+ * la_syevj_small's. */
+EM_KERNEL void EM_NAME(la_gesvj_small)(em_int64 batch, em_int64 m, em_int64 n,
+                                       EM_GLOBAL const EM_T *a, EM_GLOBAL EM_T *sv,
+                                       EM_GLOBAL EM_T *u, EM_GLOBAL EM_T *vh,
+                                       EM_GLOBAL em_int32 *info, int vectors) {
+    EM_LOCAL EM_CT W[EM_LA_SMALL * EM_LA_SMALL];
+    EM_LOCAL EM_CT V[EM_LA_SMALL * EM_LA_SMALL];
+    EM_LOCAL EM_CT cs[EM_LA_SMALL / 2];
+    EM_LOCAL EM_CT sn[EM_LA_SMALL / 2];
+    EM_LOCAL EM_CT sig[EM_LA_SMALL];
+    EM_LOCAL EM_CT buf[EM_LA_GROUP];
+    EM_LOCAL int pp[EM_LA_SMALL / 2];
+    EM_LOCAL int qq[EM_LA_SMALL / 2];
+    EM_LOCAL int rot[1];
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    const int tall = m >= n;
+    const int L = (int)(tall ? m : n), k = (int)(tall ? n : m);
+    const int k2 = k + (k & 1), np_ = k2 / 2;
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
+        EM_GLOBAL const EM_T *A = a + b * m * n;
+        EM_CT mx = 0;
+        for (int e = lid; e < L * k; e += ls) {
+            const int i = e / k, j = e % k;
+            const EM_CT x = tall ? A[i * n + j] : A[j * n + i];
+            W[e] = x;
+            const EM_CT t = fabs(x);
+            mx = (t > mx || t != t) ? t : mx;
+        }
+        for (int e = lid; e < k * k; e += ls) V[e] = (e / k == e % k) ? (EM_CT)1 : (EM_CT)0;
+        mx = EM_NAME(group_max)(buf, mx);
+        const int bad = mx * 0 != 0;
+        const EM_CT scale = (bad || mx == 0) ? (EM_CT)1 : mx;
+        for (int e = lid; e < L * k; e += ls) W[e] /= scale;
+        int go = !bad && k > 1, sweeps = 0;
+        while (go) {
+            EM_BARRIER();
+            if (lid == 0) rot[0] = 0;
+            EM_BARRIER();
+            for (int r = 0; r < k2 - 1; r++) {
+                for (int kk = lid; kk < np_; kk += ls) {
+                    EM_NAME(la_pair)(r, kk, k2, pp, qq);
+                    const int p = pp[kk], q = qq[kk];
+                    EM_CT c = 1, s = 0;
+                    if (q < k) {
+                        EM_CT al = 0, be = 0, ga = 0;
+                        for (int i = 0; i < L; i++) {
+                            const EM_CT x = W[i * k + p], y = W[i * k + q];
+                            al += x * x;
+                            be += y * y;
+                            ga += x * y;
+                        }
+                        if (ga != 0 && !(fabs(ga) <= EM_LA_EPS * sqrt(al * be))) {
+                            const EM_CT zeta = (be - al) / (2 * ga);
+                            const EM_CT t = (zeta >= 0 ? (EM_CT)1 : (EM_CT)-1) /
+                                            (fabs(zeta) + hypot((EM_CT)1, zeta));
+                            c = 1 / sqrt(1 + t * t);
+                            s = t * c;
+                            rot[0] = 1;
+                        }
+                    }
+                    cs[kk] = c;
+                    sn[kk] = s;
+                }
+                EM_BARRIER();
+                for (int e = lid; e < np_ * (L + k); e += ls) {
+                    const int kk = e / (L + k), i = e % (L + k);
+                    const EM_CT c = cs[kk], s = sn[kk];
+                    if (s != 0 && (i < L || vectors)) {
+                        EM_LPTR EM_CT *X = i < L ? W + i * k : V + (i - L) * k;
+                        const int p = pp[kk], q = qq[kk];
+                        const EM_CT x = X[p], y = X[q];
+                        X[p] = c * x - s * y;
+                        X[q] = s * x + c * y;
+                    }
+                }
+                EM_BARRIER();
+            }
+            sweeps++;
+            go = rot[0] && sweeps < EM_LA_SWEEPS;
+        }
+        EM_BARRIER();
+        for (int j = lid; j < k; j += ls) {
+            EM_CT t = 0;
+            for (int i = 0; i < L; i++) t += W[i * k + j] * W[i * k + j];
+            sig[j] = sqrt(t);
+        }
+        EM_BARRIER();
+        if (vectors) {
+            for (int e = lid; e < L * k; e += ls)
+                if (sig[e % k] != 0) W[e] /= sig[e % k];
+            EM_BARRIER();
+            if (lid == 0)
+                for (int j = 0; j < k; j++) {
+                    if (sig[j] != 0) continue;
+                    for (int t = 0; t < L; t++) {
+                        for (int i = 0; i < L; i++) W[i * k + j] = i == t ? (EM_CT)1 : (EM_CT)0;
+                        for (int pass = 0; pass < 2; pass++)
+                            for (int o = 0; o < k; o++) {
+                                if (o == j || !(sig[o] != 0 || o < j)) continue;
+                                EM_CT d = 0;
+                                for (int i = 0; i < L; i++) d += W[i * k + o] * W[i * k + j];
+                                for (int i = 0; i < L; i++) W[i * k + j] -= d * W[i * k + o];
+                            }
+                        EM_CT nr = 0;
+                        for (int i = 0; i < L; i++) nr += W[i * k + j] * W[i * k + j];
+                        nr = sqrt(nr);
+                        /* the complement's dimension d >= 1 is sum_t |P e_t|^2, so
+                           some t has |P e_t|^2 >= 1 / L */
+                        if (nr * nr * L > (EM_CT)0.5) {
+                            for (int i = 0; i < L; i++) W[i * k + j] /= nr;
+                            break;
+                        }
+                    }
+                }
+            EM_BARRIER();
+        }
+        for (int j = lid; j < k; j += ls) {
+            const EM_CT d = sig[j];
+            int rank = 0;
+            for (int i = 0; i < k; i++) rank += (sig[i] > d || (sig[i] == d && i < j)) ? 1 : 0;
+            sv[b * k + rank] = d * scale;
+            if (vectors) {
+                EM_GLOBAL EM_T *U = u + b * m * k;
+                EM_GLOBAL EM_T *Vh = vh + b * k * n;
+                for (int i = 0; i < (int)m; i++)
+                    U[i * k + rank] = tall ? W[i * k + j] : V[i * k + j];
+                for (int c = 0; c < (int)n; c++)
+                    Vh[rank * n + c] = tall ? V[c * k + j] : W[c * k + j];
+            }
+        }
+        if (lid == 0) info[b] = bad ? -1 : (k > 1 && rot[0]) ? 1 : 0;
         EM_BARRIER();
     }
 }
