@@ -1,9 +1,10 @@
-"""ember.linalg's LU, Cholesky, triangular solves, QR, (small) eigh and SVD on every device (the CPU,
-and OpenCL / CUDA through backends/gpu/linalg.py over kernels/gpu/programs/linalg.h)
-against NumPy: batches of small matrices (factored in local memory) and larger ones
-(blocked: panels on the device, trailing updates by the device GEMM), float32 and
-float64, ill-conditioned and singular inputs, info and LinAlgError as on the CPU, the
-derivatives gradchecked on the device; what has no device kernel says so.
+"""ember.linalg's LU, Cholesky, triangular solves, QR and (up to 32 x 32) eigh and SVD on
+every device (the CPU, and OpenCL / CUDA through backends/gpu/linalg.py over
+kernels/gpu/programs/linalg.h) against NumPy: batches of small matrices (factored in
+local memory) and larger ones (LU and Cholesky blocked: panels on the device, trailing
+updates by the device GEMM), float32 and float64, ill-conditioned, rank-deficient and
+singular inputs, info and LinAlgError as on the CPU, the derivatives gradchecked on the
+device; what has no device kernel says so.
 """
 from __future__ import annotations
 

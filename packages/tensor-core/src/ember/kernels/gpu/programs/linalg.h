@@ -363,12 +363,30 @@ EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR i
     qq[k] = p < q ? q : p;
 }
 
+/* The Jacobi rotation (c, s) -> (cs[k], sn[k]) that zeroes the off-diagonal of the
+ * symmetric 2 x 2 [[app, apq], [apq, aqq]] (Rutishauser's: t = sign(tau) / (|tau| +
+ * sqrt(1 + tau^2)), tau = (aqq - app) / (2 apq), c = 1 / sqrt(1 + t^2), s = t c); (1, 0)
+ * when |apq| <= eps sqrt(|app aqq|). Returns whether it rotates. */
+EM_INLINE int EM_NAME(la_jacobi)(EM_CT app, EM_CT aqq, EM_CT apq, EM_LPTR EM_CT *cs,
+                                 EM_LPTR EM_CT *sn, int k) {
+    EM_CT c = 1, s = 0;
+    const int rotate = apq != 0 && !(fabs(apq) <= EM_LA_EPS * sqrt(fabs(app) * fabs(aqq)));
+    if (rotate) {
+        const EM_CT tau = (aqq - app) / (2 * apq);
+        const EM_CT t = (tau >= 0 ? (EM_CT)1 : (EM_CT)-1) / (fabs(tau) + hypot((EM_CT)1, tau));
+        c = 1 / sqrt(1 + t * t);
+        s = t * c;
+    }
+    cs[k] = c;
+    sn[k] = s;
+    return rotate;
+}
+
 /* Eigenvalues (w (batch, n), ascending) and, when `vectors`, eigenvectors (written over
  * a, as columns) of each symmetric a (batch, n, n), n <= EM_LA_SMALL: cyclic Jacobi in
  * local memory, a work-group per matrix. Each round rotates n/2 disjoint pairs (p, q)
- * at once (Rutishauser's rotation, t = sign(tau) / (|tau| + sqrt(1 + tau^2))), rows then
- * columns; a pair whose |a_pq| <= eps sqrt(|a_pp a_qq|) is not rotated, and a sweep
- * without a rotation ends the iteration. info: 0, 1 (not converged in EM_LA_SWEEPS
+ * at once (la_jacobi), rows then columns; a pair whose |a_pq| <= eps sqrt(|a_pp a_qq|)
+ * is not rotated, and a sweep without a rotation ends the iteration. info: 0, 1 (not converged in EM_LA_SWEEPS
  * sweeps) or -1 (a non-finite entry), as the CPU's. */
 EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
                                        EM_GLOBAL EM_T *w, EM_GLOBAL em_int32 *info,
@@ -403,20 +421,11 @@ EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
                 for (int k = lid; k < np_; k += ls) {
                     EM_NAME(la_pair)(r, k, n2, pp, qq);
                     const int p = pp[k], q = qq[k];
-                    EM_CT c = 1, s = 0;
-                    if (q < nn) {
-                        const EM_CT apq = A[p * nn + q], app = A[p * nn + p], aqq = A[q * nn + q];
-                        if (apq != 0 && !(fabs(apq) <= EM_LA_EPS * sqrt(fabs(app) * fabs(aqq)))) {
-                            const EM_CT tau = (aqq - app) / (2 * apq);
-                            const EM_CT t = (tau >= 0 ? (EM_CT)1 : (EM_CT)-1) /
-                                            (fabs(tau) + hypot((EM_CT)1, tau));
-                            c = 1 / sqrt(1 + t * t);
-                            s = t * c;
-                            rot[0] = 1;
-                        }
-                    }
-                    cs[k] = c;
-                    sn[k] = s;
+                    /* the padding index (odd n) pairs with nobody */
+                    if (q < nn ? EM_NAME(la_jacobi)(A[p * nn + p], A[q * nn + q], A[p * nn + q],
+                                                    cs, sn, k)
+                               : EM_NAME(la_jacobi)(1, 1, 0, cs, sn, k))
+                        rot[0] = 1;
                 }
                 EM_BARRIER();
                 for (int e = lid; e < np_ * nn; e += ls) {      /* rows p, q */
@@ -472,8 +481,8 @@ EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
  * min(m, n): sv (batch, k) descending and, when `vectors`, u (batch, m, k) and vh
  * (batch, k, n); a is not written. One-sided (Hestenes) Jacobi in local memory, a
  * work-group per matrix: the k columns of W = A (A^T when m < n), scaled by max |a|,
- * are rotated in round-robin pairs until every pair is orthogonal to eps (|w_p.w_q| <=
- * eps |w_p| |w_q|), the rotations accumulated in V; then S = the column norms, U = the
+ * are rotated in round-robin pairs (la_jacobi of their Gram matrix) until every pair is
+ * orthogonal to eps (|w_p.w_q| <= eps |w_p| |w_q|), the rotations accumulated in V; then S = the column norms, U = the
  * normalised columns (W^T gives Vh when m < n, V gives U). A column of norm 0 is
  * completed to an orthonormal one (Gram-Schmidt of unit vectors, twice). info as
  * la_syevj_small's. */
@@ -518,26 +527,18 @@ EM_KERNEL void EM_NAME(la_gesvj_small)(em_int64 batch, em_int64 m, em_int64 n,
                 for (int kk = lid; kk < np_; kk += ls) {
                     EM_NAME(la_pair)(r, kk, k2, pp, qq);
                     const int p = pp[kk], q = qq[kk];
-                    EM_CT c = 1, s = 0;
+                    /* the Gram matrix of columns p and q (the padding column: none) */
+                    EM_CT al = 1, be = 1, ga = 0;
                     if (q < k) {
-                        EM_CT al = 0, be = 0, ga = 0;
+                        al = be = 0;
                         for (int i = 0; i < L; i++) {
                             const EM_CT x = W[i * k + p], y = W[i * k + q];
                             al += x * x;
                             be += y * y;
                             ga += x * y;
                         }
-                        if (ga != 0 && !(fabs(ga) <= EM_LA_EPS * sqrt(al * be))) {
-                            const EM_CT zeta = (be - al) / (2 * ga);
-                            const EM_CT t = (zeta >= 0 ? (EM_CT)1 : (EM_CT)-1) /
-                                            (fabs(zeta) + hypot((EM_CT)1, zeta));
-                            c = 1 / sqrt(1 + t * t);
-                            s = t * c;
-                            rot[0] = 1;
-                        }
                     }
-                    cs[kk] = c;
-                    sn[kk] = s;
+                    if (EM_NAME(la_jacobi)(al, be, ga, cs, sn, kk)) rot[0] = 1;
                 }
                 EM_BARRIER();
                 for (int e = lid; e < np_ * (L + k); e += ls) {
