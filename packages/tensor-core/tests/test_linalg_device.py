@@ -111,6 +111,28 @@ def test_solve_inv_det_slogdet_match_numpy(device, batch, n, k, dtype, left, see
     assert info.device == A.device and not N(info).any()
 
 
+def test_layouts_broadcasting_and_empty_on_the_device(device):
+    """Transposed, step-sliced and expanded operands, broadcast batches, vectors and
+    empty batches reach the kernels as the CPU's do."""
+    r = rng(8)
+    a, b = well(r, (3, 5, 5)), r.standard_normal((5, 2))
+    At = on(device, np.swapaxes(a, -1, -2), em.float32).transpose(-1, -2)   # a, strided
+    X = LA.solve(At, on(device, b, em.float32))                 # B broadcast over the batch
+    np.testing.assert_allclose(N(X), np.linalg.solve(a, b), atol=1e-5)
+    v = r.standard_normal((3, 5))
+    np.testing.assert_allclose(N(LA.solve(At, on(device, v, em.float32))),
+                               np.linalg.solve(a, v[..., None])[..., 0], atol=1e-5)
+    big = on(device, well(r, (10, 10)), em.float32)[::2, ::2]   # step-sliced
+    np.testing.assert_allclose(N(LA.inv(big)), np.linalg.inv(N(big)), atol=1e-5)
+    one = on(device, a[:1], em.float32).expand(4, 5, 5)           # zero batch stride
+    np.testing.assert_allclose(N(LA.det(one)), [np.linalg.det(a[0])] * 4, rtol=1e-5)
+    e = em.empty(0, 4, 4, device=device)
+    assert tuple(LA.inv(e).shape) == (0, 4, 4) and LA.cholesky_ex(e).info.numel() == 0
+    assert tuple(LA.qr(e).Q.shape) == (0, 4, 4) and LA.svdvals(e).numel() == 0
+    z = em.empty(2, 0, 0, device=device)
+    assert N(LA.det(z)).tolist() == [1.0, 1.0] and tuple(LA.eigh(z)[1].shape) == (2, 0, 0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("n", [8, 30, 100])
 def test_ill_conditioned_solve_has_a_small_backward_error(device, dtype, n):
