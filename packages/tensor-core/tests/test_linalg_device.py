@@ -337,7 +337,7 @@ def test_qr_backward_error_orthogonality_and_modes(device, batch, m, n, dtype, s
 
 def test_geqrf_householder_product_ormqr_and_gels(device):
     r = rng(4)
-    for shape in ((3, 6, 4), (1, 70, 40)):
+    for shape in ((3, 6, 4), (1, 70, 40), (2, 100, 80)):     # QR_BLOCKED = 64
         g = r.standard_normal(shape)
         h, tau = em.geqrf(on(device, g, em.float64 if _fp64(device) else em.float32))
         Q = LA.householder_product(h, tau)

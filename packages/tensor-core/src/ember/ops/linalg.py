@@ -21,7 +21,8 @@ Cholesky, the triangular solves (cholesky_solve, cholesky_inverse, ...) and Hous
 QR (qr, geqrf, householder_product, ormqr, lstsq with driver='gels') run wholly on the
 device: matrices of at most 32 rows and columns one work-group each in local memory,
 larger LU and Cholesky blocked with the panels on the device and the trailing updates
-on the device GEMM (QR: a work-group per matrix, unblocked). eigh/eigvalsh and the SVD
+on the device GEMM (QR too, above 64 columns: compact WY block reflectors). eigh/eigvalsh
+and the SVD
 (svd, svdvals, pinv, matrix_rank, cond, lstsq's other drivers): up to 32 x 32, by
 Jacobi in local memory. No host transfer is made: the `_ex` forms return info on the
 device, the raising forms read it once (one host transfer of batch int32s per call).

@@ -10,9 +10,10 @@ matrix in local memory. Larger ones are blocked right-looking by NB columns: a p
 kernel factors the block column on the device (a work-group per matrix), then the
 trailing matrix is updated by the device GEMM (matmul.h) and a subtraction. The
 triangular solves run one work-item per right-hand side column, diagonal blocks of NB
-rows at a time with the GEMM between them. QR is unblocked, a work-group per matrix
-(la_geqr2; its Q applied a work-item per column, la_ormqr): the batched small case;
-one large matrix is one work-group's work. The symmetric eigenproblem (eigh, eigvalsh)
+rows at a time with the GEMM between them. QR up to QR_BLOCKED columns is unblocked,
+a work-group per matrix (la_geqr2; its Q applied a work-item per column, la_ormqr);
+wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I - V T
+V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike. The symmetric eigenproblem (eigh, eigvalsh)
 and the SVD of matrices up to SMALL: cyclic and one-sided Jacobi in local memory, a
 work-group per matrix; larger ones and the nonsymmetric eigenproblem have no device
 kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
@@ -23,6 +24,7 @@ import functools
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
 GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
 NB = 32        # the block of the blocked factorizations and solves
+QR_BLOCKED = 64   # QR (and applying its Q) unblocked up to this many reflectors
 # the least work-group of the small kernels: a CUDA warp; on OpenCL 8 (PoCL runs a
 # work-group as loops between barriers, so idle work-items cost: 64 of them made the
 # 8 x 8 LU 6x slower than 8)
@@ -209,30 +211,78 @@ class LinalgKernels:
                  [batch, n, self.handle(a), self.handle(info)])
         return a
 
+    def _larfb(self, v, tau, j0, jb, c, trans):
+        """c (B, m - j0, p), a view, <- (I - V T V^T) c (T^T when trans) for the block
+        reflector of the reflectors j0 .. j0+jb-1 in v (B, m, nv), tau (B, k): V made
+        explicit, T by la_larft from V^T V, the rest GEMMs."""
+        nb_, m, nv = v.shape
+        k = tau.shape[-1]
+        r, p = m - j0, c.shape[-1]
+        dev, dt = v.device, v.dtype.name
+        V = self.empty((nb_, r, jb), v.dtype, dev)
+        self.run(dev, f"la_qr_v_{dt}", nb_ * r * jb,
+                 [nb_, m, nv, j0, jb, self.handle(v), self.handle(V)])
+        Vt = self.view(V, (nb_, jb, r), (r * jb, 1, jb))
+        G = self.matmul(Vt, V)
+        T = self.empty((nb_, jb, jb), v.dtype, dev)
+        self._groups(dev, f"la_larft_{dt}", nb_,
+                     [nb_, k, j0, jb, self.handle(tau), self.handle(G), self.handle(T)],
+                     self._small_group(jb))
+        if trans:
+            T = self.view(T, (nb_, jb, jb), (jb * jb, 1, jb))
+        self._sub_product(c, V, self.matmul(T, self.matmul(Vt, c)))
+
     def linalg_geqrf(self, a, tau):
         """a (..., m, n) <- R and the Householder vectors below it (in place); tau
-        (..., min(m, n))."""
+        (..., min(m, n)). Up to QR_BLOCKED columns unblocked (la_geqr2 applies each
+        reflector to every column), more blocked: la_geqr2 on a panel of NB columns,
+        the trailing columns by _larfb's GEMMs."""
         self._check_dtype(a.dtype, a.device, "geqrf")
         m, n = a.shape[-2:]
-        batch = _batch(a)
-        if batch and min(m, n):
-            self._groups(a.device, f"la_geqr2_{a.dtype.name}", batch,
-                         [batch, m, n, self.handle(a), self.handle(tau)],
-                         self._small_group(max(m, n)))
+        batch, k = _batch(a), min(m, n)
+        if not (batch and k):
+            return a
+        dev, dt = a.device, a.dtype.name
+        group = self._small_group(max(m, n))
+        if k <= QR_BLOCKED:
+            self._groups(dev, f"la_geqr2_{dt}", batch,
+                         [batch, m, n, 0, k, n, self.handle(a), self.handle(tau)], group)
+            return a
+        av = self.view(a, (batch, m, n), (m * n, n, 1))
+        tv = self.view(tau, (batch, k), (k, 1))
+        for j0 in range(0, k, NB):
+            j1 = min(k, j0 + NB)
+            self._groups(dev, f"la_geqr2_{dt}", batch,
+                         [batch, m, n, j0, j1, j1, self.handle(a), self.handle(tau)], group)
+            if j1 < n:
+                self._larfb(av, tv, j0, j1 - j0,
+                            self.view(a, (batch, m - j0, n - j1), (m * n, n, 1), j0 * n + j1),
+                            True)
         return a
 
     def linalg_ormqr(self, v, tau, c, trans):
         """c (..., m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1} from the
-        reflectors in the first k = tau.shape[-1] columns of v (..., m, nv)."""
+        reflectors in the first k = tau.shape[-1] columns of v (..., m, nv): one
+        work-item per column of c up to QR_BLOCKED reflectors, more by blocks of NB
+        (_larfb)."""
         self._check_dtype(v.dtype, v.device, "ormqr")
         m, nv = v.shape[-2:]
         p = c.shape[-1]
         k = tau.shape[-1] if tau.ndim else 0
         batch = _batch(v)
-        if batch and k and p:
+        if not (batch and k and p):
+            return c
+        if k <= QR_BLOCKED:
             self.run(c.device, f"la_ormqr_{c.dtype.name}", batch * p,
                      [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
                       int(trans)])
+            return c
+        vv = self.view(v, (batch, m, nv), (m * nv, nv, 1))
+        tv = self.view(tau, (batch, k), (k, 1))
+        starts = list(range(0, k, NB))
+        for j0 in (starts if trans else reversed(starts)):   # Q c: the last block first
+            self._larfb(vv, tv, j0, min(NB, k - j0),
+                        self.view(c, (batch, m - j0, p), (m * p, p, 1), j0 * p), trans)
         return c
 
     def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):

@@ -270,21 +270,22 @@ EM_KERNEL void EM_NAME(la_laswp)(em_int64 batch, em_int64 n, em_int64 k, EM_GLOB
     }
 }
 
-/* Householder QR of each a (batch, m, n) in place (R on and above the diagonal, the
- * reflectors' vectors below it, LAPACK's larfg: beta = -sign(alpha) ||(alpha, x)||,
- * tau = (beta - alpha) / beta, v = x / (alpha - beta)), tau (batch, min(m, n)): one
- * work-group per matrix in global memory (unblocked: the batched small case; a single
- * large matrix is one work-group's work). The norm of x is scaled by its largest
- * magnitude (no overflow or underflow, as the CPU's nrm2); each reflector is applied
- * to the later columns a column per work-item. */
-EM_KERNEL void EM_NAME(la_geqr2)(em_int64 batch, em_int64 m, em_int64 n, EM_GLOBAL EM_T *a,
+/* Householder QR steps j0 .. j1-1 of each a (batch, m, n) in place (R on and above the
+ * diagonal, the reflectors' vectors below it, LAPACK's larfg: beta = -sign(alpha)
+ * ||(alpha, x)||, tau = (beta - alpha) / beta, v = x / (alpha - beta)), each reflector
+ * applied to the columns up to ce-1 (all of them, or the panel's when the host blocks);
+ * tau (batch, min(m, n)). One work-group per matrix in global memory. The norm of x is
+ * scaled by its largest magnitude (no overflow or underflow, as the CPU's nrm2); the
+ * reflector is applied a column per work-item. */
+EM_KERNEL void EM_NAME(la_geqr2)(em_int64 batch, em_int64 m, em_int64 n, em_int64 j0,
+                                 em_int64 j1, em_int64 ce, EM_GLOBAL EM_T *a,
                                  EM_GLOBAL EM_T *tau) {
     EM_LOCAL EM_CT buf[EM_LA_GROUP];
     const int lid = EM_LID(), ls = EM_LSIZE();
     const em_int64 k = m < n ? m : n;
     for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
         EM_GLOBAL EM_T *A = a + b * m * n;
-        for (em_int64 j = 0; j < k; j++) {
+        for (em_int64 j = j0; j < j1; j++) {
             const EM_CT alpha = A[j * n + j];
             EM_CT mx = 0;
             for (em_int64 i = j + 1 + lid; i < m; i += ls) {
@@ -313,13 +314,49 @@ EM_KERNEL void EM_NAME(la_geqr2)(em_int64 batch, em_int64 m, em_int64 n, EM_GLOB
                 if (!skip) A[j * n + j] = beta;
             }
             if (!skip)
-                for (em_int64 c = j + 1 + lid; c < n; c += ls) {
+                for (em_int64 c = j + 1 + lid; c < ce; c += ls) {
                     EM_CT w = A[j * n + c];
                     for (em_int64 i = j + 1; i < m; i++) w += A[i * n + j] * A[i * n + c];
                     w *= tj;
                     A[j * n + c] -= w;
                     for (em_int64 i = j + 1; i < m; i++) A[i * n + c] -= A[i * n + j] * w;
                 }
+            EM_BARRIER();
+        }
+    }
+}
+
+/* The explicit V (batch, m - j0, jb) of the reflectors j0 .. j0+jb-1 stored in a
+ * (batch, m, n): ones on its diagonal, zeros above (the blocked QR's larfb). */
+EM_KERNEL void EM_NAME(la_qr_v)(em_int64 batch, em_int64 m, em_int64 n, em_int64 j0,
+                                em_int64 jb, EM_GLOBAL const EM_T *a, EM_GLOBAL EM_T *v) {
+    const em_int64 r = m - j0, per = r * jb;
+    for (em_int64 t = EM_GID(); t < batch * per; t += EM_GSIZE()) {
+        const em_int64 bi = t / per, e = t % per, i = e / jb, c = e % jb;
+        v[t] = i == c ? (EM_CT)1 : i > c ? a[bi * m * n + (j0 + i) * n + j0 + c] : (EM_CT)0;
+    }
+}
+
+/* The upper triangular T (batch, jb, jb) of the block reflector H_j0 ... H_j0+jb-1 =
+ * I - V T V^T (LAPACK's larft, forward, column by column: T[c, c] = tau_c, T[:c, c] =
+ * -tau_c T[:c, :c] G[:c, c]) from G = V^T V (batch, jb, jb, the host's GEMM) and tau
+ * (batch, k); a work-group per matrix, the rows of a column in parallel. */
+EM_KERNEL void EM_NAME(la_larft)(em_int64 batch, em_int64 k, em_int64 j0, em_int64 jb,
+                                 EM_GLOBAL const EM_T *tau, EM_GLOBAL const EM_T *g,
+                                 EM_GLOBAL EM_T *t) {
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
+        EM_GLOBAL EM_T *T = t + b * jb * jb;
+        EM_GLOBAL const EM_T *G = g + b * jb * jb;
+        for (em_int64 e = lid; e < jb * jb; e += ls) T[e] = 0;
+        EM_BARRIER();
+        for (em_int64 c = 0; c < jb; c++) {
+            const EM_CT tc = tau[b * k + j0 + c];
+            for (em_int64 r = lid; r <= c; r += ls) {
+                EM_CT x = 0;
+                for (em_int64 q = r; q < c; q++) x += T[r * jb + q] * G[q * jb + c];
+                T[r * jb + c] = r == c ? tc : -tc * x;
+            }
             EM_BARRIER();
         }
     }
