@@ -16,19 +16,18 @@ them (flattened and concatenated along the last dim); the results the user gets 
 views of it, so one backward row sees every output's gradient.
 
 On OpenCL and CUDA (backends/gpu/linalg.py over kernels/gpu/programs/linalg.h), float32
-and float64: LU (so solve, inv, det, slogdet, lu, lu_factor, lu_solve, matrix_exp, ...),
-Cholesky, the triangular solves (cholesky_solve, cholesky_inverse, ...) and Householder
-QR (qr, geqrf, householder_product, ormqr, lstsq with driver='gels') run wholly on the
-device: matrices of at most 32 rows and columns one work-group each in local memory,
-larger LU and Cholesky blocked with the panels on the device and the trailing updates
-on the device GEMM (QR too, above 64 columns: compact WY block reflectors). eigh/eigvalsh
-and the SVD
-(svd, svdvals, pinv, matrix_rank, cond, lstsq's other drivers): up to 32 x 32, by
-Jacobi in local memory. No host transfer is made: the `_ex` forms return info on the
-device, the raising forms read it once (one host transfer of batch int32s per call).
-eig/eigvals, eigh and the SVD above 32 x 32 and complex dtypes have no device kernels:
-they raise "<op>: no kernel for <device> (<dtype>)" (with the size, for the sized
-ones); nothing is copied to the host.
+and float64, everything runs on the device: LU (so solve, inv, det, slogdet, lu,
+lu_factor, lu_solve, matrix_exp, ...), Cholesky, the triangular solves (cholesky_solve,
+cholesky_inverse, ...) and Householder QR (qr, geqrf, householder_product, ormqr) for
+any size: small matrices (LU, Cholesky: at most 32 x 32) one work-group each in local
+memory, larger ones blocked with the panels factored on the device and the trailing
+updates on the device GEMM (QR above 64 columns: compact WY block reflectors).
+eigh/eigvalsh and the SVD (svd, svdvals, pinv, matrix_rank, cond, lstsq): up to 32 x 32,
+by Jacobi in local memory. No host transfer is made: the `_ex` forms return info on
+the device, the raising forms read it once (one host transfer of batch int32s per
+call). eig/eigvals, eigh and the SVD above 32 x 32 and complex dtypes have no device
+kernels: they raise "<op>: no kernel for <device> (<dtype>)" (with the size, for the
+sized ones); nothing is copied to the host.
 """
 from __future__ import annotations
 
