@@ -1,9 +1,9 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
-applying its Q, float32 and float64,
-with the CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the
-device: no host transfer, no synchronization (info is written by the kernels; the
-raising forms of ember.ops.linalg read it once, after the call).
+applying its Q, the symmetric eigenproblem and the SVD, float32 and float64, with the
+CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the device: no host
+transfer, no synchronization (info is written by the kernels; the raising forms of
+ember.ops.linalg read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
@@ -13,10 +13,11 @@ triangular solves run one work-item per right-hand side column, diagonal blocks 
 rows at a time with the GEMM between them. QR up to QR_BLOCKED columns is unblocked,
 a work-group per matrix (la_geqr2; its Q applied a work-item per column, la_ormqr);
 wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I - V T
-V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike. The symmetric eigenproblem (eigh, eigvalsh)
-and the SVD of matrices up to SMALL: cyclic and one-sided Jacobi in local memory, a
-work-group per matrix; larger ones and the nonsymmetric eigenproblem have no device
-kernels yet: their ops say "no kernel for <device>" (backends/base.py)."""
+V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
+The symmetric eigenproblem (eigh, eigvalsh) and the SVD of matrices up to SMALL:
+cyclic and one-sided Jacobi in local memory, a work-group per matrix; larger ones and
+the nonsymmetric eigenproblem have no device kernels yet: their ops say "no kernel for
+<device>" (backends/base.py)."""
 from __future__ import annotations
 
 import functools
@@ -217,7 +218,7 @@ class LinalgKernels:
         explicit, T by la_larft from V^T V, the rest GEMMs."""
         nb_, m, nv = v.shape
         k = tau.shape[-1]
-        r, p = m - j0, c.shape[-1]
+        r = m - j0
         dev, dt = v.device, v.dtype.name
         V = self.empty((nb_, r, jb), v.dtype, dev)
         self.run(dev, f"la_qr_v_{dt}", nb_ * r * jb,
