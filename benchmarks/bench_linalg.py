@@ -4,12 +4,16 @@ installed), at 1 thread by default.
     python benchmarks/bench_linalg.py                         # n = 64, 512; float64, float32
     python benchmarks/bench_linalg.py --sizes 64,512,2048 --ops solve,qr
     python benchmarks/bench_linalg.py --quick --json out.json
+    python benchmarks/bench_linalg.py --device opencl --ops solve,inv,cholesky --sizes 64
 
 What it times (benchmarks/harness.py: interleaved rounds, medians):
 - solve (A x = b, one right-hand side), inv,
   cholesky, qr (reduced, Q and R), eigh (values and vectors), svd (reduced, U S Vh) of
   random n x n matrices (symmetric positive-definite for cholesky and eigh);
-- the same on a batch of 4096 8 x 8 matrices.
+- the same on a batch of 4096 8 x 8 matrices;
+- with --device opencl (or cuda), also ember on that device (column ember@<device>:
+  inputs already there, each call followed by a synchronize; ops without device kernels
+  show "-"). On PoCL (OpenCL on the CPU) that is all CPU cores, not 1 thread.
 Every result is checked against NumPy's first (a wrong result is reported, not timed).
 
 Targets (issue 20): ember's time at most 1.5x NumPy's at n = 512 for solve, inv,
@@ -44,7 +48,9 @@ def calls(lib, m):
 def check(op, out, a, b, np):
     """The backward error of a result (any library), as a float."""
     def arr(x):
-        return np.asarray(x.numpy() if hasattr(x, "numpy") else x, np.float64)
+        if hasattr(x, "numpy"):
+            x = (x.cpu() if hasattr(x, "cpu") else x).numpy()
+        return np.asarray(x, np.float64)
     A, B = a.astype(np.float64), b.astype(np.float64)
     scale = np.abs(A).max()
     if op == "solve":
@@ -70,6 +76,7 @@ def main():
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--dtypes", default="float64,float32")
     p.add_argument("--batch", type=int, default=4096, help="small matrices in the batch")
+    p.add_argument("--device", default=None, help="also time ember on this device (opencl)")
     args = p.parse_args()
     harness.pin_threads(args.threads)
     import numpy as np
@@ -79,6 +86,12 @@ def main():
     cases = [(int(n), 1) for n in args.sizes.split(",") if n] + [(8, args.batch)]
     rows, results = [], []
     libs = [k for k in ("ember", "numpy", "torch") if k in mods]
+    on = f"ember@{args.device}" if args.device else None
+    if on:
+        import ember
+        dev = ember.device(args.device)
+        sync = getattr(ember, dev.type).synchronize
+        libs.insert(1, on)
     for dt in args.dtypes.split(","):
         for n, batch in cases:
             shape = (n, n) if batch == 1 else (batch, n, n)
@@ -90,11 +103,24 @@ def main():
                 a = sym if op in ("cholesky", "eigh") else general
                 contenders, wrong = {}, {}
                 for lib in libs:
-                    m = mods[lib]
-                    f = calls(lib, m)[op]
+                    m = mods[lib.split("@")[0]]
+                    f = calls(lib.split("@")[0], m)[op]
                     x = a.copy() if lib == "numpy" else m.from_numpy(a.copy())
                     y = b.copy() if lib == "numpy" else m.from_numpy(b.copy())
-                    err = check(op, f(x, y), a, b, np)
+                    if lib == on:
+                        x, y, f0 = x.to(dev), y.to(dev), f
+
+                        def f(x, y, f0=f0):
+                            r = f0(x, y)
+                            sync()
+                            return r
+                        try:
+                            out = f(x, y)
+                        except NotImplementedError:
+                            continue
+                    else:
+                        out = f(x, y)
+                    err = check(op, out, a, b, np)
                     if not err < (1e-3 if dt == "float32" else 1e-9):
                         wrong[lib] = err
                         continue

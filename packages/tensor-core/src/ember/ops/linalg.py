@@ -15,8 +15,19 @@ Ops with several differentiable outputs (qr, eigh, svd) record ONE output that p
 them (flattened and concatenated along the last dim); the results the user gets are
 views of it, so one backward row sees every output's gradient.
 
-No device backend has these kernels yet: on OpenCL and CUDA tensors the ops raise the
-dispatch's "<op>: no kernel for <device> (<dtype>)"; nothing is copied to the host.
+On OpenCL and CUDA (backends/gpu/linalg.py over kernels/gpu/programs/linalg.h), float32
+and float64, everything runs on the device: LU (so solve, inv, det, slogdet, lu,
+lu_factor, lu_solve, matrix_exp, ...), Cholesky, the triangular solves (cholesky_solve,
+cholesky_inverse, ...) and Householder QR (qr, geqrf, householder_product, ormqr) for
+any size: small matrices (LU, Cholesky: at most 32 x 32) one work-group each in local
+memory, larger ones blocked with the panels factored on the device and the trailing
+updates on the device GEMM (QR above 64 columns: compact WY block reflectors).
+eigh/eigvalsh and the SVD (svd, svdvals, pinv, matrix_rank, cond, lstsq): up to 32 x 32,
+by Jacobi in local memory. No host transfer is made: the `_ex` forms return info on
+the device, the raising forms read it once (one host transfer of batch int32s per
+call). eig/eigvals, eigh and the SVD above 32 x 32 and complex dtypes have no device
+kernels: they raise "<op>: no kernel for <device> (<dtype>)" (with the size, for the
+sized ones); nothing is copied to the host.
 """
 from __future__ import annotations
 

@@ -1,0 +1,326 @@
+"""GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
+pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
+applying its Q, the symmetric eigenproblem and the SVD, float32 and float64, with the
+CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the device: no host
+transfer, no synchronization (info is written by the kernels; the raising forms of
+ember.ops.linalg read it once, after the call).
+
+Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
+matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
+kernel factors the block column on the device (a work-group per matrix), then the
+trailing matrix is updated by the device GEMM (matmul.h) and a subtraction. The
+triangular solves run one work-item per right-hand side column, diagonal blocks of NB
+rows at a time with the GEMM between them. QR up to QR_BLOCKED columns is unblocked,
+a work-group per matrix (la_geqr2; its Q applied a work-item per column, la_ormqr);
+wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I - V T
+V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
+The symmetric eigenproblem (eigh, eigvalsh) and the SVD of matrices up to SMALL:
+cyclic and one-sided Jacobi in local memory, a work-group per matrix; larger ones and
+the nonsymmetric eigenproblem have no device kernels yet: their ops say "no kernel for
+<device>" (backends/base.py)."""
+from __future__ import annotations
+
+import functools
+
+SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
+GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
+NB = 32        # the block of the blocked factorizations and solves
+QR_BLOCKED = 64   # QR (and applying its Q) unblocked up to this many reflectors
+# the least work-group of the small kernels: a CUDA warp; on OpenCL 8 (PoCL runs a
+# work-group as loops between barriers, so idle work-items cost: 64 of them made the
+# 8 x 8 LU 6x slower than 8)
+SMALL_GROUP_MIN = {"cuda": 32}
+DTYPES = ("float32", "float64")
+KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
+           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd")
+SIZED = ("linalg_syev", "linalg_svd")   # kernels that refuse matrices above SMALL, naming the op
+
+
+def _batch(t, tail=2):
+    b = 1
+    for s in t.shape[:t.ndim - tail]:
+        b *= s
+    return b
+
+
+class LinalgKernels:
+    """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
+
+    # the dtypes each kernel has on a device (Backend.kernel refuses the others with
+    # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
+    kernel_dtypes = {name: DTYPES for name in KERNELS}
+
+    def kernel(self, name, op, device, dtype):
+        fn = super().kernel(name, op, device, dtype)
+        return functools.partial(fn, op=op) if name in SIZED else fn
+
+    def _groups(self, device, kernel, batch, args, group=GROUP):
+        """One work-group of `group` work-items per matrix (grid-stride past 16384)."""
+        if batch > 0:
+            g = min(batch, 16384)
+            self.launch(device, kernel, (g * group,), (group,), args)
+
+    def _small_group(self, n):
+        """The work-group of a small kernel for matrices of order n: a work-item per
+        row or column (a power of two from SMALL_GROUP_MIN up)."""
+        g = SMALL_GROUP_MIN.get(self.name, 8)
+        while g < n and g < GROUP:
+            g *= 2
+        return g
+
+    def _sub_product(self, c, a, b):
+        """c -= a @ b on views (the trailing updates), by the device GEMM."""
+        t = self.matmul(a, b)
+        self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+
+    def _trsm(self, a, a_rs, a_cs, b, lower, unit):
+        """b (B, n, k) <- T^{-1} b for T the triangle of a (B, n, n) read with row and
+        column strides (a_rs, a_cs): blocks of NB rows solved by la_trsm, the rest of
+        b updated by GEMM after each."""
+        nb_, n, k = b.shape
+        if nb_ == 0 or n == 0 or k == 0:
+            return b
+        dev, dt = b.device, b.dtype.name
+        abs_, bbs = n * n, n * k
+
+        def solve(i0, i1):
+            self.run(dev, f"la_trsm_{dt}", nb_ * k,
+                     [nb_, i1 - i0, k, self.handle(a), i0 * a_rs + i0 * a_cs, abs_, a_rs,
+                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit)])
+
+        def tri(r0, r1, c0, c1):     # the block [r0:r1, c0:c1] of T
+            return self.view(a, (nb_, r1 - r0, c1 - c0), (abs_, a_rs, a_cs),
+                             r0 * a_rs + c0 * a_cs)
+
+        def rows(r0, r1):            # rows r0:r1 of b
+            return self.view(b, (nb_, r1 - r0, k), (bbs, k, 1), r0 * k)
+
+        if lower:
+            for i0 in range(0, n, NB):
+                i1 = min(n, i0 + NB)
+                solve(i0, i1)
+                if i1 < n:
+                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1))
+        else:
+            for i1 in range(n, 0, -NB):
+                i0 = max(0, i1 - NB)
+                solve(i0, i1)
+                if i0 > 0:
+                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1))
+        return b
+
+    def linalg_lu_factor(self, a, piv, info):
+        """a (..., m, n) <- L and U of A = P L U (in place); piv (..., min(m, n)) int32
+        1-based row interchanges; info (...) int32."""
+        self._check_dtype(a.dtype, a.device, "lu_factor")
+        m, n = a.shape[-2:]
+        batch, k = _batch(a), min(m, n)
+        dev, dt = a.device, a.dtype.name
+        if batch == 0:
+            return a
+        if m <= SMALL and n <= SMALL:
+            self._groups(dev, f"la_getrf_small_{dt}", batch,
+                         [batch, m, n, self.handle(a), self.handle(piv), self.handle(info)],
+                         self._small_group(max(m, n)))
+            return a
+        self.fill(info, 0)
+        mn = m * n
+        for j0 in range(0, k, NB):
+            jb = min(NB, k - j0)
+            j1 = j0 + jb
+            self._groups(dev, f"la_getrf_panel_{dt}", batch,
+                         [batch, m, n, j0, jb, self.handle(a), self.handle(piv),
+                          self.handle(info)])
+            if j1 < n:
+                # U12 <- L11^{-1} A12 (unit lower, jb rows), then A22 -= L21 U12
+                self.run(dev, f"la_trsm_{dt}", batch * (n - j1),
+                         [batch, jb, n - j1, self.handle(a), j0 * n + j0, mn, n, 1,
+                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1])
+                if j1 < m:
+                    self._sub_product(
+                        self.view(a, (batch, m - j1, n - j1), (mn, n, 1), j1 * n + j1),
+                        self.view(a, (batch, m - j1, jb), (mn, n, 1), j1 * n + j0),
+                        self.view(a, (batch, jb, n - j1), (mn, n, 1), j0 * n + j1))
+        return a
+
+    def linalg_lu_solve(self, lu, piv, b, adjoint):
+        """b (..., n, k) <- A^{-1} b (A^{-T} b when adjoint) from lu (..., n, n) and
+        piv: the interchanges, then the two triangles of lu."""
+        self._check_dtype(lu.dtype, lu.device, "lu_solve")
+        n, k = b.shape[-2:]
+        batch = _batch(lu)
+        if batch == 0 or n == 0 or k == 0:
+            return b
+        dev, dt = b.device, b.dtype.name
+        bv = self.view(b, (batch, n, k), (n * k, k, 1))
+        luv = self.view(lu, (batch, n, n), (n * n, n, 1))
+        swap = [batch, n, k, self.handle(b), self.handle(piv)]
+        if not adjoint:
+            self.run(dev, f"la_laswp_{dt}", batch * k, swap + [0])
+            self._trsm(luv, n, 1, bv, True, True)
+            self._trsm(luv, n, 1, bv, False, False)
+        else:
+            # A^T = U^T L^T P^T: U^T (lower), L^T (upper, unit), then the interchanges
+            # undone
+            self._trsm(luv, 1, n, bv, True, False)
+            self._trsm(luv, 1, n, bv, False, True)
+            self.run(dev, f"la_laswp_{dt}", batch * k, swap + [1])
+        return b
+
+    def linalg_trsm(self, a, b, upper, trans, unit):
+        """b (..., n, k) <- op(A)^{-1} b for the triangle of a (..., n, n) that upper
+        names (the other is not read), op(A) = A^T when trans; unit: ones on the
+        diagonal."""
+        self._check_dtype(a.dtype, a.device, "solve_triangular")
+        n, k = b.shape[-2:]
+        batch = _batch(a)
+        av = self.view(a, (batch, n, n), (n * n, n, 1))
+        bv = self.view(b, (batch, n, k), (n * k, k, 1))
+        lower = bool(upper) if trans else not upper
+        rs, cs = (1, n) if trans else (n, 1)
+        self._trsm(av, rs, cs, bv, lower, bool(unit))
+        return b
+
+    def linalg_cholesky(self, a, info):
+        """a (..., n, n) <- L with A = L L^T from a's lower triangle, zeros above (in
+        place); info (...) int32: the order of the first leading minor that is not
+        positive-definite."""
+        self._check_dtype(a.dtype, a.device, "cholesky")
+        n = a.shape[-1]
+        batch = _batch(a)
+        dev, dt = a.device, a.dtype.name
+        if batch == 0:
+            return a
+        if n <= SMALL:
+            self._groups(dev, f"la_potrf_small_{dt}", batch,
+                         [batch, n, self.handle(a), self.handle(info)], self._small_group(n))
+            return a
+        self.fill(info, 0)
+        nn = n * n
+        for j0 in range(0, n, NB):
+            jb = min(NB, n - j0)
+            j1 = j0 + jb
+            self._groups(dev, f"la_potrf_panel_{dt}", batch,
+                         [batch, n, j0, jb, self.handle(a), self.handle(info)])
+            if j1 < n:
+                # A22 -= L21 L21^T (the whole square: its upper part is zeroed below)
+                self._sub_product(
+                    self.view(a, (batch, n - j1, n - j1), (nn, n, 1), j1 * n + j1),
+                    self.view(a, (batch, n - j1, jb), (nn, n, 1), j1 * n + j0),
+                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0))
+        self.run(dev, f"la_zero_upper_{dt}", batch * nn,
+                 [batch, n, self.handle(a), self.handle(info)])
+        return a
+
+    def _larfb(self, v, tau, j0, jb, c, trans):
+        """c (B, m - j0, p), a view, <- (I - V T V^T) c (T^T when trans) for the block
+        reflector of the reflectors j0 .. j0+jb-1 in v (B, m, nv), tau (B, k): V made
+        explicit, T by la_larft from V^T V, the rest GEMMs."""
+        nb_, m, nv = v.shape
+        k = tau.shape[-1]
+        r = m - j0
+        dev, dt = v.device, v.dtype.name
+        V = self.empty((nb_, r, jb), v.dtype, dev)
+        self.run(dev, f"la_qr_v_{dt}", nb_ * r * jb,
+                 [nb_, m, nv, j0, jb, self.handle(v), self.handle(V)])
+        Vt = self.view(V, (nb_, jb, r), (r * jb, 1, jb))
+        G = self.matmul(Vt, V)
+        T = self.empty((nb_, jb, jb), v.dtype, dev)
+        self._groups(dev, f"la_larft_{dt}", nb_,
+                     [nb_, k, j0, jb, self.handle(tau), self.handle(G), self.handle(T)],
+                     self._small_group(jb))
+        if trans:
+            T = self.view(T, (nb_, jb, jb), (jb * jb, 1, jb))
+        self._sub_product(c, V, self.matmul(T, self.matmul(Vt, c)))
+
+    def linalg_geqrf(self, a, tau):
+        """a (..., m, n) <- R and the Householder vectors below it (in place); tau
+        (..., min(m, n)). Up to QR_BLOCKED columns unblocked (la_geqr2 applies each
+        reflector to every column), more blocked: la_geqr2 on a panel of NB columns,
+        the trailing columns by _larfb's GEMMs."""
+        self._check_dtype(a.dtype, a.device, "geqrf")
+        m, n = a.shape[-2:]
+        batch, k = _batch(a), min(m, n)
+        if not (batch and k):
+            return a
+        dev, dt = a.device, a.dtype.name
+        group = self._small_group(max(m, n))
+        if k <= QR_BLOCKED:
+            self._groups(dev, f"la_geqr2_{dt}", batch,
+                         [batch, m, n, 0, k, n, self.handle(a), self.handle(tau)], group)
+            return a
+        av = self.view(a, (batch, m, n), (m * n, n, 1))
+        tv = self.view(tau, (batch, k), (k, 1))
+        for j0 in range(0, k, NB):
+            j1 = min(k, j0 + NB)
+            self._groups(dev, f"la_geqr2_{dt}", batch,
+                         [batch, m, n, j0, j1, j1, self.handle(a), self.handle(tau)], group)
+            if j1 < n:
+                self._larfb(av, tv, j0, j1 - j0,
+                            self.view(a, (batch, m - j0, n - j1), (m * n, n, 1), j0 * n + j1),
+                            True)
+        return a
+
+    def linalg_ormqr(self, v, tau, c, trans):
+        """c (..., m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1} from the
+        reflectors in the first k = tau.shape[-1] columns of v (..., m, nv): one
+        work-item per column of c up to QR_BLOCKED reflectors, more by blocks of NB
+        (_larfb)."""
+        self._check_dtype(v.dtype, v.device, "ormqr")
+        m, nv = v.shape[-2:]
+        p = c.shape[-1]
+        k = tau.shape[-1] if tau.ndim else 0
+        batch = _batch(v)
+        if not (batch and k and p):
+            return c
+        if k <= QR_BLOCKED:
+            self.run(c.device, f"la_ormqr_{c.dtype.name}", batch * p,
+                     [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
+                      int(trans)])
+            return c
+        vv = self.view(v, (batch, m, nv), (m * nv, nv, 1))
+        tv = self.view(tau, (batch, k), (k, 1))
+        starts = list(range(0, k, NB))
+        for j0 in (starts if trans else reversed(starts)):   # Q c: the last block first
+            self._larfb(vv, tv, j0, min(NB, k - j0),
+                        self.view(c, (batch, m - j0, p), (m * p, p, 1), j0 * p), trans)
+        return c
+
+    def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):
+        """Symmetric a (..., n, n) <- its eigenvectors as columns (when vectors; in
+        place); w (..., n) the eigenvalues ascending; info (...) int32 (1: no
+        convergence, -1: a non-finite entry). n <= SMALL only (op names the refusal)."""
+        n = a.shape[-1]
+        if n > SMALL:
+            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
+                                      f"matrices larger than {SMALL} x {SMALL} (got {n} x {n})")
+        self._check_dtype(a.dtype, a.device, "eigh")
+        batch = _batch(a)
+        if batch and n:
+            self._groups(a.device, f"la_syevj_small_{a.dtype.name}", batch,
+                         [batch, n, self.handle(a), self.handle(w), self.handle(info),
+                          int(bool(vectors))], self._small_group(n))
+        elif batch:
+            self.fill(info, 0)
+        return a
+
+    def linalg_svd(self, a, s, u, vh, info, vectors, *, op="linalg.svd"):
+        """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
+        when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
+        info (...) int32 (1: no convergence, -1: a non-finite entry). Both dims <= SMALL
+        only (op names the refusal)."""
+        m, n = a.shape[-2:]
+        if max(m, n) > SMALL:
+            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
+                                      f"matrices larger than {SMALL} x {SMALL} (got {m} x {n})")
+        self._check_dtype(a.dtype, a.device, "svd")
+        batch = _batch(a)
+        if batch and min(m, n):
+            h = self.handle
+            self._groups(a.device, f"la_gesvj_small_{a.dtype.name}", batch,
+                         [batch, m, n, h(a), h(s), h(u) if vectors else h(s),
+                          h(vh) if vectors else h(s), h(info), int(bool(vectors))],
+                         self._small_group(max(m, n)))
+        elif batch:
+            self.fill(info, 0)
+        return a

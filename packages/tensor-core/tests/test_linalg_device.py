@@ -1,0 +1,518 @@
+"""ember.linalg's LU, Cholesky, triangular solves, QR and (up to 32 x 32) eigh and SVD on
+every device (the CPU, and OpenCL / CUDA through backends/gpu/linalg.py over
+kernels/gpu/programs/linalg.h) against NumPy: batches of small matrices (factored in
+local memory) and larger ones (LU and Cholesky blocked: panels on the device, trailing
+updates by the device GEMM), float32 and float64, ill-conditioned, rank-deficient and
+singular inputs, info and LinAlgError as on the CPU, the derivatives gradchecked on the
+device; what has no device kernel says so.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ember as em
+from ember._C import core
+from ember.autograd import gradcheck
+from ember_testing import fewer_examples, to_numpy
+
+LA = em.linalg
+EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+DTYPES = (em.float32, em.float64)
+# across the local-memory limit (32) and the block (32) of the device kernels
+SIZES = st.one_of(st.integers(0, 9), st.sampled_from([31, 32, 33, 47, 70]))
+BATCHES = st.sampled_from([(), (1,), (3,), (2, 3)])
+CFG = settings(max_examples=fewer_examples(3), deadline=None)
+
+
+def on(device, a, dtype):
+    return em.from_numpy(np.ascontiguousarray(a, dtype=np.dtype(dtype.name))).to(device)
+
+
+def N(t):
+    return to_numpy(t.cpu()).astype(np.float64)
+
+
+def usable(device, dtype):
+    if device.type != "cpu" and dtype is em.float64 and \
+            not core.backend_for(device).has_fp64(device):
+        pytest.skip(f"no float64 on {device}")
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def well(r, shape):
+    a = r.standard_normal(shape)
+    n = shape[-1]
+    return a + 2 * np.sqrt(max(n, 1)) * np.eye(n)
+
+
+def spd(r, shape):
+    a = r.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def backward_error(a, x, b):
+    """||A X - B|| / (||A|| ||X|| + ||B||) (max norms, the whole batch)."""
+    if x.size == 0:
+        return 0.0
+    r = np.abs(a @ x - b).max()
+    return r / (np.abs(a).max() * np.abs(x).max() * a.shape[-1] + np.abs(b).max() + 1e-300)
+
+
+# --------------------------------------------------------------------- LU family --
+
+@CFG
+@given(BATCHES, SIZES, SIZES, st.sampled_from(DTYPES), st.integers(0, 2 ** 32 - 1))
+def test_lu_factor_reconstructs(device, batch, m, n, dtype, seed):
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (m, n))
+    A = on(device, a, dtype)
+    LU, piv, info = LA.lu_factor_ex(A)
+    assert LU.device == A.device and piv.device == A.device and info.device == A.device
+    P, L, U = em.lu_unpack(LU, piv)
+    k = min(m, n)
+    assert tuple(piv.shape) == batch + (k,) and piv.dtype is em.int32
+    recon = N(P) @ N(L) @ N(U)
+    scale = max(np.abs(a).max(), 1.0) if a.size else 1.0
+    assert np.abs(recon - a.astype(dtype.name)).max(initial=0) <= \
+        16 * max(m, n, 1) * EPS[dtype.name] * scale
+    assert np.all(np.abs(N(L)) <= 1 + 1e-6)             # partial pivoting
+    assert not N(info).any()
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(DTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_solve_inv_det_slogdet_match_numpy(device, batch, n, k, dtype, left, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    a = well(r, batch + (n, n))
+    b = r.standard_normal(batch + ((n, k) if left else (k, n)))
+    A, B = on(device, a, dtype), on(device, b, dtype)
+    tol = 2e-4 if dtype is em.float32 else 1e-11
+    X = LA.solve(A, B, left=left)
+    ref = np.linalg.solve(a, b) if left else np.swapaxes(
+        np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    assert X.device == A.device and np.abs(N(X) - ref).max(initial=0) <= \
+        tol * max(np.abs(ref).max(initial=0), 1)
+    Ai = LA.inv(A)
+    assert np.abs(N(Ai) - np.linalg.inv(a)).max(initial=0) <= tol
+    if n <= 33:      # det of the bigger ones overflows float32
+        np.testing.assert_allclose(N(LA.det(A)), np.linalg.det(a), rtol=tol * 10 * max(n, 1))
+    sign, logabs = LA.slogdet(A)
+    rs, rl = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(N(sign), rs)
+    np.testing.assert_allclose(N(logabs), rl, rtol=tol * max(n, 1), atol=tol * max(n, 1))
+    X2, info = LA.solve_ex(A, B, left=left)
+    assert info.device == A.device and not N(info).any()
+
+
+def test_layouts_broadcasting_and_empty_on_the_device(device):
+    """Transposed, step-sliced and expanded operands, broadcast batches, vectors and
+    empty batches reach the kernels as the CPU's do."""
+    r = rng(8)
+    a, b = well(r, (3, 5, 5)), r.standard_normal((5, 2))
+    At = on(device, np.swapaxes(a, -1, -2), em.float32).transpose(-1, -2)   # a, strided
+    X = LA.solve(At, on(device, b, em.float32))                 # B broadcast over the batch
+    np.testing.assert_allclose(N(X), np.linalg.solve(a, b), atol=1e-5)
+    v = r.standard_normal((3, 5))
+    np.testing.assert_allclose(N(LA.solve(At, on(device, v, em.float32))),
+                               np.linalg.solve(a, v[..., None])[..., 0], atol=1e-5)
+    big = on(device, well(r, (10, 10)), em.float32)[::2, ::2]   # step-sliced
+    np.testing.assert_allclose(N(LA.inv(big)), np.linalg.inv(N(big)), atol=1e-5)
+    one = on(device, a[:1], em.float32).expand(4, 5, 5)           # zero batch stride
+    np.testing.assert_allclose(N(LA.det(one)), [np.linalg.det(a[0])] * 4, rtol=1e-5)
+    e = em.empty(0, 4, 4, device=device)
+    assert tuple(LA.inv(e).shape) == (0, 4, 4) and LA.cholesky_ex(e).info.numel() == 0
+    assert tuple(LA.qr(e).Q.shape) == (0, 4, 4) and LA.svdvals(e).numel() == 0
+    z = em.empty(2, 0, 0, device=device)
+    assert N(LA.det(z)).tolist() == [1.0, 1.0] and tuple(LA.eigh(z)[1].shape) == (2, 0, 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [8, 30, 100])
+def test_ill_conditioned_solve_has_a_small_backward_error(device, dtype, n):
+    usable(device, dtype)
+    r = rng(n)
+    u, _ = np.linalg.qr(r.standard_normal((4, n, n)))
+    v, _ = np.linalg.qr(r.standard_normal((4, n, n)))
+    a = (u * np.logspace(0, -6 if dtype is em.float32 else -12, n)) @ v    # cond 1e6 / 1e12
+    a = a.astype(dtype.name).astype(np.float64)
+    b = r.standard_normal((4, n, 2))
+    X = N(LA.solve(on(device, a, dtype), on(device, b, dtype)))
+    assert backward_error(a, X, b.astype(dtype.name)) <= 8 * EPS[dtype.name]
+
+
+def test_lu_solve_left_right_adjoint_and_lu(device):
+    r = rng(5)
+    for n in (4, 40):
+        a, b = well(r, (2, n, n)), r.standard_normal((2, n, 3))
+        A, B = on(device, a, em.float32), on(device, b, em.float32)
+        LU, piv = LA.lu_factor(A)
+        tol = 1e-4
+        np.testing.assert_allclose(N(LA.lu_solve(LU, piv, B)), np.linalg.solve(a, b),
+                                   atol=tol)
+        at = np.swapaxes(a, -1, -2)
+        np.testing.assert_allclose(N(LA.lu_solve(LU, piv, B, adjoint=True)),
+                                   np.linalg.solve(at, b), atol=tol)
+        c = r.standard_normal((2, 3, n))
+        np.testing.assert_allclose(
+            N(LA.lu_solve(LU, piv, on(device, c, em.float32), left=False)),
+            np.swapaxes(np.linalg.solve(at, np.swapaxes(c, -1, -2)), -1, -2), atol=tol)
+        P, L, U = LA.lu(A)
+        np.testing.assert_allclose(N(P) @ N(L) @ N(U), a, atol=1e-4 * n)
+        # the device's pivots are the CPU's (the same pivot search)
+        cpu_piv = LA.lu_factor(on("cpu", a, em.float32)).pivots
+        assert N(piv).tolist() == N(cpu_piv).tolist()
+
+
+def test_singular_inputs_give_the_cpus_info_and_messages(device):
+    a = np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0]), np.eye(3)])
+    for dtype in DTYPES:
+        if dtype is em.float64 and device.type != "cpu" and \
+                not core.backend_for(device).has_fp64(device):
+            continue
+        A = on(device, a, dtype)
+        with pytest.raises(LA.LinAlgError, match=r"^linalg.solve: the solver failed because "
+                                                 r"the input matrix is singular .*, batch 1$"):
+            LA.solve(A, on(device, np.ones((3, 3, 1)), dtype))
+        with pytest.raises(LA.LinAlgError, match=r"^linalg.inv: the diagonal element 2 is "
+                                                 r"zero, .*, batch 1$"):
+            LA.inv(A)
+        with pytest.raises(LA.LinAlgError, match=r"linalg.lu_factor: U\[1, 1\] is zero"):
+            LA.lu_factor(A[1])
+        assert N(LA.solve_ex(A, on(device, np.ones((3, 3, 1)), dtype)).info).tolist() == \
+            [0, 2, 0]
+        assert N(LA.inv_ex(A).info).tolist() == [0, 2, 0]
+        assert N(LA.lu_factor_ex(A).info).tolist() == [0, 2, 0]
+        assert N(LA.det(A)).tolist() == [1.0, 0.0, 1.0]
+        sign, logabs = LA.slogdet(A)
+        assert N(sign).tolist() == [1.0, 0.0, 1.0] and N(logabs)[1] == -np.inf
+    # a big singular matrix (the blocked path): the first zero pivot of its panels
+    big = rng(1).standard_normal((2, 70, 70))
+    big[1, :, 40] = big[1, :, 3] * 2.0     # column 40 dependent on column 3
+    big[1, :, 41] = 0.0
+    info = N(LA.lu_factor_ex(on(device, big, em.float32)).info)
+    cpu = N(LA.lu_factor_ex(on("cpu", big, em.float32)).info)
+    assert info[0] == 0 and info[1] > 0 and info.tolist() == cpu.tolist()
+    with pytest.raises(LA.LinAlgError, match=r"batch \(1, 0\)"):   # a 2-d batch index
+        LA.inv(on(device, np.stack([np.stack([np.eye(2), np.eye(2)]),
+                                    np.stack([np.zeros((2, 2)), np.eye(2)])]), em.float32))
+
+
+def test_the_raising_forms_read_info_once_and_the_ex_forms_never(device):
+    if device.type == "cpu":
+        pytest.skip("counts host transfers of a device")
+    backend = core.backend_for(device)
+    a = well(rng(2), (64, 8, 8))
+    A, B = on(device, a, em.float32), on(device, a[..., :1], em.float32)
+    big = on(device, well(rng(3), (40, 40)), em.float32)
+    for fn, reads in ((lambda: LA.solve_ex(A, B), 0), (lambda: LA.solve(A, B), 1),
+                      (lambda: LA.inv_ex(A), 0), (lambda: LA.inv(A), 1),
+                      (lambda: LA.cholesky_ex(A @ A.mT), 0), (lambda: LA.det(A), 0),
+                      (lambda: LA.lu_factor_ex(big), 0), (lambda: LA.cholesky(big @ big.mT), 1)):
+        fn()
+        backend.reset_counters()
+        fn()
+        assert backend.counters()["host_transfers"] == reads
+
+
+# ---------------------------------------------------------- Cholesky, triangular --
+
+@CFG
+@given(BATCHES, SIZES, st.sampled_from(DTYPES), st.booleans(), st.integers(0, 2 ** 32 - 1))
+def test_cholesky_matches_numpy_and_reads_one_triangle(device, batch, n, dtype, upper, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    s = spd(r, batch + (n, n))
+    junk = np.triu(r.standard_normal(batch + (n, n)), 1)
+    given_ = np.tril(s) + junk if not upper else np.triu(s) + np.swapaxes(junk, -1, -2)
+    Lm = LA.cholesky(on(device, given_, dtype), upper=upper)
+    ref = np.linalg.cholesky(s)
+    if upper:
+        ref = np.swapaxes(ref, -1, -2)
+    tol = 1e-4 if dtype is em.float32 else 1e-12
+    assert Lm.device.type == device.type
+    assert np.abs(N(Lm) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+    L, info = LA.cholesky_ex(on(device, s, dtype))
+    assert not N(info).any()
+    b = r.standard_normal(batch + (n, 2))
+    X = em.cholesky_solve(on(device, b, dtype), L)
+    assert backward_error(s, N(X), b) <= 16 * EPS[dtype.name] * max(n, 1)
+
+
+def test_cholesky_not_positive_definite_message_and_info(device):
+    for n in (4, 70):          # local memory, blocked
+        a = np.stack([np.eye(n)] * 3)
+        a[2, 2, 2] = -1.0
+        a[1, n - 1, n - 1] = np.nan
+        A = on(device, a, em.float32)
+        with pytest.raises(LA.LinAlgError) as e:
+            LA.cholesky(A)
+        assert str(e.value) == (f"linalg.cholesky: the factorization could not be completed "
+                                f"because the input is not positive-definite (the leading "
+                                f"minor of order {n} is not positive-definite), batch 1")
+        L, info = LA.cholesky_ex(A)
+        assert N(info).tolist() == [0, n, 3]
+        np.testing.assert_array_equal(N(L[0]), np.eye(n))
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(DTYPES), st.booleans(),
+       st.booleans(), st.booleans(), st.integers(0, 2 ** 32 - 1))
+def test_solve_triangular_matches_numpy(device, batch, n, k, dtype, upper, left, unit, seed):
+    usable(device, dtype)
+    r = rng(seed)
+    # off-diagonal entries of size 1 / sqrt(n): random triangular matrices of O(1)
+    # entries are exponentially ill-conditioned in n
+    a = r.standard_normal(batch + (n, n)) / np.sqrt(max(n, 1)) + 3 * np.eye(n)
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        tri[..., range(n), range(n)] = 1.0
+    b = r.standard_normal(batch + ((n, k) if left else (k, n)))
+    X = LA.solve_triangular(on(device, a, dtype), on(device, b, dtype), upper=upper,
+                            left=left, unitriangular=unit)
+    ref = np.linalg.solve(tri, b) if left else np.swapaxes(
+        np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    tol = 1e-4 if dtype is em.float32 else 1e-11
+    assert np.abs(N(X) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+
+
+def test_triangular_solve_and_cholesky_inverse(device):
+    r = rng(9)
+    for n in (5, 70):
+        a = np.triu(r.standard_normal((n, n))) / np.sqrt(n) + 3 * np.eye(n)
+        b = r.standard_normal((n, 4))
+        X, coeff = em.triangular_solve(on(device, b, em.float32), on(device, a, em.float32))
+        np.testing.assert_allclose(N(X), np.linalg.solve(a, b), atol=1e-4)
+        X, _ = em.triangular_solve(on(device, b, em.float32), on(device, a, em.float32),
+                                   transpose=True)
+        np.testing.assert_allclose(N(X), np.linalg.solve(a.T, b), atol=1e-4)
+        s = spd(r, (n, n))
+        L = LA.cholesky(on(device, s, em.float32))
+        np.testing.assert_allclose(N(em.cholesky_inverse(L)), np.linalg.inv(s), atol=1e-5)
+
+
+def test_matrix_exp_and_power_run_on_the_device(device):
+    r = rng(3)
+    a = r.standard_normal((2, 5, 5)) / 4
+    E = LA.matrix_exp(on(device, a, em.float32))
+    ref = LA.matrix_exp(on("cpu", a, em.float64))
+    assert E.device.type == device.type
+    np.testing.assert_allclose(N(E), N(ref), atol=1e-5)
+    w = well(r, (5, 5))
+    np.testing.assert_allclose(N(LA.matrix_power(on(device, w, em.float32), -2)),
+                               np.linalg.matrix_power(w, -2), atol=1e-5)
+
+
+# ------------------------------------------------------------------------- QR --
+
+@CFG
+@given(BATCHES, SIZES, SIZES, st.sampled_from(DTYPES), st.integers(0, 2 ** 32 - 1))
+def test_qr_backward_error_orthogonality_and_modes(device, batch, m, n, dtype, seed):
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (m, n))
+    A = on(device, a, dtype)
+    eps, k = EPS[dtype.name], min(m, n)
+    Q, R = LA.qr(A)
+    assert Q.device == A.device and tuple(Q.shape) == batch + (m, k)
+    q, r = N(Q), N(R)
+    scale = max(np.abs(a).max(initial=0), 1.0)
+    assert np.abs(q @ r - a.astype(dtype.name)).max(initial=0) <= 8 * max(m, n, 1) * eps * scale
+    assert np.abs(np.swapaxes(q, -1, -2) @ q - np.eye(k)).max(initial=0) <= 8 * max(m, 1) * eps
+    assert np.allclose(np.tril(r, -1), 0)
+    Qc, Rc = LA.qr(A, "complete")
+    assert tuple(Qc.shape) == batch + (m, m)
+    qc = N(Qc)
+    assert np.abs(np.swapaxes(qc, -1, -2) @ qc - np.eye(m)).max(initial=0) <= 8 * max(m, 1) * eps
+    np.testing.assert_allclose(N(LA.qr(A, "r").R), r, atol=8 * max(m, 1) * eps * scale)
+    # the CPU's R (the same reflectors, up to rounding)
+    np.testing.assert_allclose(r, N(LA.qr(on("cpu", a, dtype)).R),
+                               atol=32 * max(m, n, 1) * eps * scale)
+
+
+def test_geqrf_householder_product_ormqr_and_gels(device):
+    r = rng(4)
+    for shape in ((3, 6, 4), (1, 70, 40), (2, 100, 80)):     # QR_BLOCKED = 64
+        g = r.standard_normal(shape)
+        h, tau = em.geqrf(on(device, g, em.float64 if _fp64(device) else em.float32))
+        Q = LA.householder_product(h, tau)
+        ref = LA.qr(on("cpu", g, Q.dtype)).Q
+        np.testing.assert_allclose(N(Q), N(ref), atol=1e-5)
+        c = r.standard_normal(shape[:-2] + (shape[-2], 3))
+        C = on(device, c, Q.dtype)
+        np.testing.assert_allclose(N(em.ormqr(h, tau, C, transpose=True)),
+                                   np.swapaxes(N(Q), -1, -2) @ c if shape[-2] == shape[-1]
+                                   else N(em.ormqr(h.cpu(), tau.cpu(), C.cpu(),
+                                                   transpose=True)), atol=1e-5)
+        b = r.standard_normal(shape[:-1] + (2,))
+        X = LA.lstsq(on(device, g, Q.dtype), on(device, b, Q.dtype), driver="gels").solution
+        np.testing.assert_allclose(N(X), np.linalg.lstsq(g[0], b[0], rcond=None)[0][None]
+                                   if shape[0] == 1 else
+                                   np.stack([np.linalg.lstsq(gi, bi, rcond=None)[0]
+                                             for gi, bi in zip(g, b)]), atol=1e-4)
+
+
+# ----------------------------------------------------------------------- eigh --
+
+SMALL_SIZES = st.one_of(st.integers(0, 9), st.sampled_from([16, 31, 32]))
+
+
+@CFG
+@given(BATCHES, SMALL_SIZES, st.sampled_from(DTYPES), st.sampled_from(["L", "U"]),
+       st.integers(0, 2 ** 32 - 1))
+def test_eigh_matches_numpy(device, batch, n, dtype, uplo, seed):
+    """Up to 32 x 32 on a device (Jacobi in local memory); eigenpairs A v = w v with
+    orthonormal V, eigenvalues as NumPy's."""
+    usable(device, dtype)
+    r = rng(seed)
+    g = r.standard_normal(batch + (n, n))
+    a = (g + np.swapaxes(g, -1, -2)).astype(dtype.name).astype(np.float64)
+    junk = r.standard_normal(batch + (n, n))
+    given_ = np.tril(a) + np.triu(junk, 1) if uplo == "L" else np.triu(a) + np.tril(junk, -1)
+    w, V = LA.eigh(on(device, given_, dtype), UPLO=uplo)
+    assert w.device.type == device.type and V.device.type == device.type
+    eps, scale = EPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    ref = np.linalg.eigvalsh(a)
+    assert np.abs(N(w) - ref).max(initial=0) <= 8 * max(n, 1) * eps * scale
+    v, wv = N(V), N(w)
+    assert np.abs(a @ v - v * wv[..., None, :]).max(initial=0) <= 8 * max(n, 1) * eps * scale
+    assert np.abs(np.swapaxes(v, -1, -2) @ v - np.eye(n)).max(initial=0) <= 8 * max(n, 1) * eps
+    np.testing.assert_array_equal(N(LA.eigvalsh(on(device, given_, dtype), UPLO=uplo)), wv)
+
+
+def test_eigh_degenerate_non_finite_and_too_large(device):
+    dt = em.float64 if _fp64(device) else em.float32
+    eye = LA.eigh(on(device, np.stack([np.eye(5), np.zeros((5, 5))]), dt))
+    np.testing.assert_array_equal(N(eye.eigenvalues), [[1.0] * 5, [0.0] * 5])
+    np.testing.assert_allclose(np.abs(N(eye.eigenvectors)), np.stack([np.eye(5)] * 2))
+    bad = np.stack([np.eye(3), np.eye(3)])
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.eigh: the input matrix contains "
+                                             r"non-finite values, batch 1$"):
+        LA.eigh(on(device, bad, dt))
+    big = on(device, np.eye(33), dt)
+    if device.type == "cpu":
+        assert LA.eigvalsh(big).shape == (33,)
+        return
+    for fn, name in ((LA.eigh, "linalg.eigh"), (LA.eigvalsh, "linalg.eigvalsh")):
+        with pytest.raises(NotImplementedError,
+                           match=rf"^{name}: no kernel for {big.device} \({dt.name}\) for "
+                                 rf"matrices larger than 32 x 32 \(got 33 x 33\)$"):
+            fn(big)
+
+
+# ------------------------------------------------------------------------ SVD --
+
+@CFG
+@given(BATCHES, SMALL_SIZES, SMALL_SIZES, st.sampled_from(DTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_svd_matches_numpy(device, batch, m, n, dtype, deficient, seed):
+    """Up to 32 x 32 on a device (one-sided Jacobi in local memory), rank-deficient
+    inputs included: S as NumPy's, U and Vh orthonormal, U S Vh = A."""
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (m, n))
+    if deficient and n >= 3:
+        a[..., 2] = a[..., 0]
+        a[..., 1] = 0.0
+    a = a.astype(dtype.name).astype(np.float64)
+    A = on(device, a, dtype)
+    k = min(m, n)
+    eps, scale = EPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    U, S, Vh = LA.svd(A, full_matrices=False)
+    assert U.device == A.device and tuple(U.shape) == batch + (m, k)
+    u, sv, vh = N(U), N(S), N(Vh)
+    tol = 16 * max(m, n, 1) * eps
+    assert np.abs(sv - np.linalg.svd(a, compute_uv=False)).max(initial=0) <= tol * scale
+    assert np.abs((u * sv[..., None, :]) @ vh - a).max(initial=0) <= tol * scale
+    assert np.abs(np.swapaxes(u, -1, -2) @ u - np.eye(k)).max(initial=0) <= tol
+    assert np.abs(vh @ np.swapaxes(vh, -1, -2) - np.eye(k)).max(initial=0) <= tol
+    np.testing.assert_array_equal(N(LA.svdvals(A)), sv)
+    Uf, _, Vhf = LA.svd(A)
+    assert tuple(Uf.shape) == batch + (m, m) and tuple(Vhf.shape) == batch + (n, n)
+    assert np.abs(np.swapaxes(N(Uf), -1, -2) @ N(Uf) - np.eye(m)).max(initial=0) <= tol
+
+
+def test_svd_built_ops_and_refusals(device):
+    r = rng(6)
+    dt = em.float64 if _fp64(device) else em.float32
+    tol = 1e-9 if dt is em.float64 else 1e-4
+    a = r.standard_normal((3, 7, 4))
+    b = r.standard_normal((3, 7, 2))
+    A, B = on(device, a, dt), on(device, b, dt)
+    np.testing.assert_allclose(N(LA.pinv(A)), np.linalg.pinv(a), atol=tol)
+    ref = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(a, b)])
+    for driver in ("gelsy", "gelsd", "gelss"):
+        np.testing.assert_allclose(N(LA.lstsq(A, B, driver=driver).solution), ref, atol=tol)
+    low = on(device, np.ones((4, 5)), dt)
+    assert int(LA.matrix_rank(low).cpu().item()) == 1
+    np.testing.assert_allclose(N(LA.cond(A)), np.linalg.cond(a), rtol=tol * 10)
+    if device.type == "cpu":
+        return
+    big = on(device, np.ones((4, 33)), dt)
+    with pytest.raises(NotImplementedError,
+                       match=rf"^linalg.svd: no kernel for {big.device} \({dt.name}\) for "
+                             rf"matrices larger than 32 x 32 \(got 4 x 33\)$"):
+        LA.svd(big)
+    with pytest.raises(NotImplementedError, match=r"^linalg.svdvals: no kernel for "):
+        LA.svdvals(big)
+
+
+def _fp64(device):
+    return device.type == "cpu" or core.backend_for(device).has_fp64(device)
+
+
+# ------------------------------------------------------------------- derivatives --
+
+def test_gradcheck_solve_inv_det_cholesky(device):
+    usable(device, em.float64)
+    r = rng(11)
+
+    def x(a):
+        return on(device, a, em.float64).requires_grad_()
+
+    a, b = x(well(r, (2, 3, 3))), x(r.standard_normal((2, 3, 2)))
+    assert gradcheck(lambda A, B: LA.solve(A, B), (a, b))
+    assert gradcheck(LA.inv, (a,))
+    assert gradcheck(LA.det, (a,))
+    assert gradcheck(lambda A: LA.slogdet(A).logabsdet, (a,))
+    s = x(spd(r, (2, 3, 3)))
+    assert gradcheck(lambda A: LA.cholesky((A + A.mT) / 2), (s,))
+    assert gradcheck(lambda A, B: LA.solve_triangular(A, B, upper=True), (a, b))
+    assert gradcheck(lambda A, B: LA.lu_solve(*LA.lu_factor(A), B), (a, b))
+    sym = x(r.standard_normal((2, 4, 4)))
+    assert gradcheck(lambda A: LA.eigvalsh(A + A.mT), (sym,))
+    assert gradcheck(lambda A: (lambda w, V: V * V)(*LA.eigh(A + A.mT)), (sym,))
+    g = x(r.standard_normal((2, 4, 3)))
+    assert gradcheck(LA.svdvals, (g,))
+    assert gradcheck(lambda A: (lambda U, S, Vh: (U * S.unsqueeze(-2)) @ Vh)(
+        *LA.svd(A, full_matrices=False)), (g,))
+    assert gradcheck(LA.pinv, (g,))
+    assert gradcheck(lambda A: LA.qr(A).Q, (g,))
+    assert gradcheck(lambda A: LA.qr(A).R, (g,))
+
+
+# ------------------------------------------------------------- no device kernels --
+
+def test_what_has_no_device_kernel_says_so(device):
+    if device.type == "cpu":
+        pytest.skip("the CPU has every kernel")
+    A = em.eye(3, device=device)
+    device = A.device
+    for name, call in (("linalg.eig", lambda: LA.eig(A)),
+                       ("linalg.eigvals", lambda: LA.eigvals(A))):
+        with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
+                                                      rf"\(float32\)$"):
+            call()
+    if hasattr(em, "complex64"):
+        Z = A.to(em.complex64)
+        with pytest.raises(NotImplementedError,
+                           match=rf"^linalg.solve: no kernel for {device} \(complex64\)$"):
+            LA.solve(Z, Z)
+        with pytest.raises(NotImplementedError,
+                           match=rf"^linalg.cholesky: no kernel for {device} \(complex64\)$"):
+            LA.cholesky(Z)
