@@ -1083,8 +1083,9 @@ def _complete(Q, op):
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh (torch.linalg.svd): S descending; U (m, m) and
     Vh (n, n) with full_matrices, else (m, k) and (k, n). Golub-Kahan
-    bidiagonalisation + implicit-shift QR, in double precision. `driver` (a cuSOLVER
-    name in PyTorch) is accepted and has no effect: ember has one SVD."""
+    bidiagonalisation, then implicit-shift QR (below 32 columns) or divide and conquer
+    (LAPACK's gesdd), in double precision. `driver` (a cuSOLVER name in PyTorch) is
+    accepted and has no effect: ember has one SVD."""
     op = "linalg.svd"
     _matrix(A, op)
     if driver not in (None, "gesvd", "gesvdj", "gesvda"):

@@ -6,7 +6,9 @@
  * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2, for
  * small matrices; from SYEVD_MIN rows blocked tridiagonalisation, divide and conquer
  * and blocked back-transformation, LAPACK's syevd;
- * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc;
+ * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc, for small
+ * matrices; from GESDD_MIN columns blocked bidiagonalisation, Gu and Eisenstat's
+ * divide and conquer for the vectors and blocked back-transformation, LAPACK's gesdd;
  * nonsymmetric: Householder reduction to Hessenberg form + Francis double-shift QR
  * and back-substitution for the eigenvectors, EISPACK's orthes/hqr2) work in double
  * for both real dtypes: float32 inputs are widened into the double workspace, so
@@ -1852,14 +1854,21 @@ static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh,
             }
         }
     }
-    /* the real bidiagonal B (upper: d, e), column-major, by the real SVD */
-    memset(B, 0, nn * nn * sizeof(double));
-    for (int64_t i = 0; i < n; i++) {
-        B[i * n + i] = d[i];
-        if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+    /* the real bidiagonal B (upper: d, e) by the real SVD: divide and conquer for
+     * the vectors from GESDD_MIN, else dsvdc on B column-major */
+    int rc;
+    if (want && n >= GESDD_MIN) {
+        memcpy(s, d, nn * sizeof(double));
+        rc = bdsdc(s, e, n, ub, vb);
+    } else {
+        memset(B, 0, nn * nn * sizeof(double));
+        for (int64_t i = 0; i < n; i++) {
+            B[i * n + i] = d[i];
+            if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+        }
+        memset(ub, 0, 2 * nn * nn * sizeof(double));
+        rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
     }
-    memset(ub, 0, 2 * nn * nn * sizeof(double));
-    int rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
     if (!rc && want) {
         /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
         for (int64_t r = 0; r < m; r++)
@@ -2214,9 +2223,11 @@ static int eig_svd_entry(job *J, int64_t i)
                     double x = f32 ? ((const float *)src)[r * n + c] : ((const double *)src)[r * n + c];
                     a[tr ? c * m + r : r * n + c] = x;
                 }
-            int rc = all_finite(a, mm * nn) ? gesdd(a, mm, nn, s, u, vh) : -1;
-            if (rc == EM_LINALG_ENOMEM) { free(ws); return rc; }
-            J->info[i] = rc < 0 ? -1 : rc;
+            int fin = all_finite(a, mm * nn), rc = 0;
+            if (fin) rc = gesdd(a, mm, nn, s, u, vh);
+            else memset(u, 0, (size_t)(mm * nn + nn * nn + nn) * sizeof(double));
+            if (rc < 0) { free(ws); return rc; }
+            J->info[i] = fin ? rc : -1;
             STORE(J->b + (size_t)i * k * el, s, k);
             char *uo = J->c + (size_t)i * m * k * el, *vo = J->d + (size_t)i * k * n * el;
             /* m >= n: U = u, Vh = vh. m < n: A = V' S U'^T, U = vh^T (m x m), Vh = u^T */
@@ -2236,12 +2247,14 @@ static int eig_svd_entry(job *J, int64_t i)
             return 0;
         }
         if (!want && nn >= GESDD_MIN) {
-            /* the values only: gebrd and the bidiagonal's QR iteration without vectors */
-            double *ws = (double *)malloc((size_t)(mm * nn + 4 * nn + (mm + nn) *
+            /* the values only: gebrd and the bidiagonal's QR iteration without vectors;
+             * where that does not converge (dsvdc has no zero shift for graded
+             * matrices), the bidiagonal's divide and conquer */
+            double *ws = (double *)malloc((size_t)(mm * nn + 6 * nn + (mm + nn) *
                                                    (GEBRD_NB + 2)) * sizeof(double));
             if (!ws) return EM_LINALG_ENOMEM;
             double *a = ws, *s = a + mm * nn, *e = s + nn, *tq = e + nn, *tp = tq + nn,
-                   *w2 = tp + nn;
+                   *s0 = tp + nn, *e0 = s0 + nn, *w2 = e0 + nn;
             const char *src = J->a + (size_t)i * m * n * el;
             for (int64_t r = 0; r < m; r++)
                 for (int64_t c = 0; c < n; c++) {
@@ -2252,7 +2265,20 @@ static int eig_svd_entry(job *J, int64_t i)
             if (!all_finite(a, mm * nn)) J->info[i] = -1;
             else if ((rc = gebrd(a, mm, nn, s, e, tq, tp, w2)) == 0) {
                 e[nn - 1] = 0;
+                memcpy(s0, s, (size_t)nn * sizeof(double));
+                memcpy(e0, e, (size_t)nn * sizeof(double));
                 J->info[i] = svd_iter(s, e, nn, nn, nn, NULL, NULL, 0);
+                if (J->info[i]) {
+                    double *q = (double *)malloc((size_t)(2 * nn * nn) * sizeof(double));
+                    if (!q) rc = EM_LINALG_ENOMEM;
+                    else {
+                        memcpy(s, s0, (size_t)nn * sizeof(double));
+                        memcpy(e, e0, (size_t)nn * sizeof(double));
+                        J->info[i] = bdsdc(s, e, nn, q, q + nn * nn);
+                        if (J->info[i] < 0) rc = J->info[i];
+                        free(q);
+                    }
+                }
             }
             if (rc) { free(ws); return rc; }
             STORE(J->b + (size_t)i * k * el, s, k);
