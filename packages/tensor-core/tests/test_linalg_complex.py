@@ -228,11 +228,18 @@ def test_svd_complex(batch, m, n, dtype, lay, deficient):
 
 
 def test_svd_complex_larger():
-    for m, n in ((70, 40), (40, 70)):
-        a = crandn((m, n))
+    # from 32 columns the real bidiagonal's vectors come from divide and conquer
+    r = crandn((50, 8))
+    for a in (crandn((70, 40)), crandn((40, 70)), r @ H(r), crandn((100, 100))):
+        m, n = a.shape
+        k = min(m, n)
         U, S, Vh = LA.svd(T(a), full_matrices=False)
-        assert mx((N(U) * N(S).real) @ N(Vh) - a) <= 20 * m * EPS[em.complex128] * mx(a)
-        np.testing.assert_allclose(N(S).real, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+        u, s, vh = N(U), N(S).real, N(Vh)
+        assert mx((u * s) @ vh - a) <= 20 * m * EPS[em.complex128] * mx(a)
+        assert mx(H(u) @ u - np.eye(k)) <= 20 * m * EPS[em.complex128]
+        assert mx(vh @ H(vh) - np.eye(k)) <= 20 * m * EPS[em.complex128]
+        np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12 * mx(a))
+        np.testing.assert_allclose(N(LA.svdvals(T(a))).real, s, atol=1e-12 * mx(a))
 
 
 @CFG
