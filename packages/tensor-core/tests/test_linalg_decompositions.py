@@ -469,6 +469,69 @@ def test_svd_matches_numpy(batch, m, n, dtype, lay, deficient):
     np.testing.assert_allclose(N(LA.svdvals(A)), N(S), atol=1e-6)
 
 
+def _spectrum(kind, m, n, rng):
+    """An m x n matrix whose singular values are of the named kind."""
+    k = min(m, n)
+    U = np.linalg.qr(rng.standard_normal((m, k)))[0]
+    V = np.linalg.qr(rng.standard_normal((n, k)))[0]
+    if kind == "random":
+        return rng.standard_normal((m, n))
+    if kind == "rank_deficient":
+        r = k // 3
+        return rng.standard_normal((m, r)) @ rng.standard_normal((r, n))
+    if kind == "zero_columns":
+        a = rng.standard_normal((m, n))
+        a[:, ::3] = 0
+        return a
+    s = {"ill_conditioned": np.logspace(0, -13, k), "graded": np.logspace(0, -250, k),
+         "repeated": np.ones(k), "clustered": 1 + 1e-11 * rng.standard_normal(k),
+         "two_clusters": np.where(np.arange(k) % 2, 1.0, 1e-9)}[kind]
+    return (U * s) @ V.T
+
+
+@pytest.mark.parametrize("kind", ["random", "ill_conditioned", "graded", "rank_deficient",
+                                  "zero_columns", "repeated", "clustered", "two_clusters"])
+@pytest.mark.parametrize("m,n", [(33, 33), (40, 33), (33, 40), (130, 130), (200, 70),
+                                 (70, 200)])
+def test_svd_divide_and_conquer(kind, m, n):
+    """From 32 columns the vectors come from the blocked bidiagonalisation and the
+    bidiagonal divide and conquer (more than 64: blocked panels; more than 24: merges):
+    LAPACK's backward error and orthogonality on every kind of spectrum."""
+    rng = np.random.default_rng(m * 1000 + n)
+    a = _spectrum(kind, m, n, rng)
+    k = min(m, n)
+    for dtype in FLOATS:
+        eps = EPS[dtype]
+        ad = a.astype(npd(dtype)).astype(np.float64)
+        norm = max(np.linalg.norm(ad, 2), 1e-300)
+        U, S, Vh = LA.svd(T(ad, dtype=dtype), full_matrices=False)
+        u, s, vh = N(U), N(S), N(Vh)
+        assert np.linalg.norm((u * s) @ vh - ad, 2) <= 10 * k * eps * norm, (kind, dtype)
+        assert mx(u.T @ u - np.eye(k)) <= 10 * k * eps, (kind, dtype)
+        assert mx(vh @ vh.T - np.eye(k)) <= 10 * k * eps, (kind, dtype)
+        assert np.all(np.diff(s) <= 0) and np.all(s >= 0)
+        ref = np.linalg.svd(ad, compute_uv=False)
+        assert mx(s - ref) <= 10 * k * eps * norm, (kind, dtype)
+        assert mx(N(LA.svdvals(T(ad, dtype=dtype))) - ref) <= 10 * k * eps * norm
+
+
+def test_svd_divide_and_conquer_batched_and_transposed():
+    a = RNG.standard_normal((2, 3, 50, 45))
+    for lay in ("contiguous", "transposed"):
+        U, S, Vh = LA.svd(T(a, lay), full_matrices=False)
+        u, s, vh = N(U), N(S), N(Vh)
+        assert mx((u * s[..., None, :]) @ vh - a) <= 10 * 50 * EPS[em.float64] * mx(a)
+        assert mx(np.swapaxes(u, -1, -2) @ u - np.eye(45)) <= 10 * 50 * EPS[em.float64]
+        np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+    U, S, Vh = LA.svd(T(a[0, 0]))                       # full_matrices completes U
+    assert tuple(U.shape) == (50, 50)
+    assert mx(N(U).T @ N(U) - np.eye(50)) <= 10 * 50 * EPS[em.float64]
+    with pytest.raises(LA.LinAlgError, match="non-finite"):
+        LA.svd(T(np.full((40, 40), np.nan)))
+    with pytest.raises(LA.LinAlgError, match="non-finite"):
+        LA.svdvals(T(np.full((40, 40), np.inf)))
+
+
 def test_svd_legacy_larger_and_errors():
     a = RNG.standard_normal((5, 3))
     U, S, V = em.svd(T(a))

@@ -1433,11 +1433,12 @@ def _(n, g):
 def _(n, g):
     S, = n.inputs
     if em.is_grad_enabled():
-        w, V = em.linalg.eigh(S)
-        packed = em.cat([w.unsqueeze(-2), V], -2)
+        packed = LA.eigh_packed(*LA.eigh_unchecked(S))
     else:
         packed = n.output
-    return LA.eigh_backward(packed, g),
+    check = n.attrs.get("phase_check", True)
+    n.attrs["phase_check"] = False         # the first backward only (LA._check_phase)
+    return LA.eigh_backward(packed, g, check),
 
 
 def _mH(x):
@@ -1490,9 +1491,9 @@ def _(n, g):
 def _(n, g):
     A, = n.inputs
     if em.is_grad_enabled():
-        U, S, Vh = em.linalg.svd(A, full_matrices=False)
-        batch = tuple(A.shape[:-2])
-        packed = em.cat([U.reshape(*batch, -1), S, Vh.reshape(*batch, -1)], -1)
+        packed = LA.svd_packed(*LA.svd_unchecked(A))
     else:
         packed = n.output
-    return LA.svd_backward(packed, g, n.attrs),
+    attrs = dict(n.attrs)
+    n.attrs["phase_check"] = False         # the first backward only (LA._check_phase)
+    return LA.svd_backward(packed, g, attrs),

@@ -59,18 +59,6 @@ _complex128 = _core._dtype_by_name("complex128")
 _FLOATING = (_float32, _float64, _complex64, _complex128)
 _int32 = _core._dtype_by_name("int32")
 _int64 = _core._dtype_by_name("int64")
-# the derivatives whose complex forms (extra terms for the phases of U, V, Q) are not
-# written yet: recording one of them for a complex input is refused, not wrong
-_REAL_ONLY_DERIVATIVES = {"linalg_qr", "linalg_qr_r", "linalg_eigh", "linalg_svd"}
-
-
-def _record(name, inputs, out, attrs):
-    if name in _REAL_ONLY_DERIVATIVES and any(
-            t.dtype.kind == "complex" and t.requires_grad for t in inputs):
-        raise RuntimeError(f"{name.replace('_', '.', 1)}: the derivative for complex inputs "
-                           f"is not implemented yet (got {inputs[0].dtype!r} requiring grad); "
-                           f"call it under ember.no_grad() or on a detached input")
-    return _core.record(name, inputs, out, attrs)
 
 
 class LinAlgError(RuntimeError):
@@ -245,7 +233,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
         _raise_info(info, tuple(A.shape[:-2]), op,
                     lambda c: f"U[{c - 1}, {c - 1}] is zero: the matrix is singular")
     if _core.any_requires_grad((A,)):
-        _record("linalg_lu_factor", (A,), LU, {"pivots": piv})
+        _core.record("linalg_lu_factor", (A,), LU, {"pivots": piv})
     return LUFactorExResult(LU, piv, info)
 
 
@@ -393,7 +381,7 @@ def _solve(A, B, left, op):
     B2, vector, batch = _rhs(A, B, op)
     X, info = _solve_kernel(A, B2, batch, op)
     if _core.any_requires_grad((A, B2)):
-        _record("linalg_solve", (A, B2), X, None)
+        _core.record("linalg_solve", (A, B2), X, None)
     if vector:
         X = X.squeeze(-1)
     return X, info
@@ -536,7 +524,7 @@ def _inv(A, op):
     batch = tuple(A.shape[:-2])
     X, info = _solve_kernel(A, _eye(n, n, A, batch), batch, op)
     if _core.any_requires_grad((A,)):
-        _record("linalg_inv", (A,), X, None)
+        _core.record("linalg_inv", (A,), X, None)
     return X, info
 
 
@@ -579,7 +567,7 @@ def det(A, *, out=None):
     d, sign, _ = _det_parts(A, op)
     out = _core.contiguous_copy(d.prod(-1) * sign)
     if _core.any_requires_grad((A,)):
-        _record("linalg_det", (A,), out, None)
+        _core.record("linalg_det", (A,), out, None)
     return out
 
 
@@ -619,7 +607,7 @@ def slogdet(A, *, out=None):
         sign = _core.contiguous_copy(psign * em.sign(d).prod(-1))
     logabs = _core.contiguous_copy(em.log(em.abs(d)).sum(-1))
     if _core.any_requires_grad((A,)):
-        _record("linalg_slogdet", (A,), logabs, None)
+        _core.record("linalg_slogdet", (A,), logabs, None)
     return SlogdetResult(sign, logabs)
 
 
@@ -662,7 +650,7 @@ def _cholesky(A, upper, op):
     info = _info_tensor(tuple(A.shape[:-2]), A.device)
     _run("linalg_cholesky", op, L, info)
     if _core.any_requires_grad((A,)):
-        _record("linalg_cholesky", (src,), L, None)
+        _core.record("linalg_cholesky", (src,), L, None)
     return (_mH(L) if upper else L), info
 
 
@@ -738,7 +726,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         X = _mT(Xt)
     if _core.any_requires_grad((A, B)):
         X = _core.contiguous_copy(X) if not left else X
-        _record("linalg_solve_triangular", (A, B), X,
+        _core.record("linalg_solve_triangular", (A, B), X,
                 {"upper": bool(upper), "left": bool(left), "unitriangular": bool(unitriangular)})
     return X
 
@@ -887,7 +875,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode == "r":
         R = _core.contiguous_copy(_triu(a.narrow(-2, 0, k)))
         if _core.any_requires_grad((A,)):
-            _record("linalg_qr_r", (A,), R, None)
+            _core.record("linalg_qr_r", (A,), R, None)
         return QRResult(em.empty(0, dtype=A.dtype, device=A.device), R)
     qcols = m if mode == "complete" else k
     Q = _apply_q(a, tau, _eye(m, qcols, A, batch), False, op)
@@ -907,7 +895,7 @@ def _pack_record(name, inputs, outs, attrs):
     packed = em.cat(flat, -1)
     a = dict(attrs or {})
     a["shapes"] = [tuple(o.shape) for o in outs]
-    _record(name, inputs, packed, a)
+    _core.record(name, inputs, packed, a)
     views, off = [], 0
     for o, f in zip(outs, flat):
         size = f.shape[-1]
@@ -930,27 +918,33 @@ def unpack_grad(g, shapes):
 
 
 def qr_backward(A, Q, R, gQ, gR, mode):
-    """gA of (Q, R) = qr(A): for m >= n (reduced), gA = (gQ + Q copyltu(M)) R^{-T} with
-    M = R gR^T - gQ^T Q and copyltu(M) = tril(M) + tril(M, -1)^T; for m < n, A = [X
-    Y], R = [U V]: gX from X = Q U with gQ + Y gV^T, and gY = Q gV."""
+    """gA of (Q, R) = qr(A): for m >= n (reduced), gA = (gQ + Q copyltu(M)) R^{-H} with
+    M = R gR^H - gQ^H Q and copyltu(M) = tril(M, -1) + tril(M, -1)^H + Re(diag(M))
+    (R's diagonal is real: no phase is free); for m < n, A = [X Y], R = [U V]: gX from
+    X = Q U with gQ + Y gV^H, and gY = Q gV."""
     em = _em()
     m, n = A.shape[-2:]
     if mode == "complete" and m > n:
         raise RuntimeError("linalg.qr: the QR decomposition is not differentiable when "
                            "mode='complete' and nrows > ncols")
     if m >= n:
-        M = R @ _mT(gR) - _mT(gQ) @ Q
-        copyltu = _tril(M) + _mT(_tril(M, -1))
+        M = R @ _mH(gR) - _mH(gQ) @ Q
+        low = _tril(M, -1)
+        if _cplx(M):
+            copyltu = low + _mH(low) + em.diag_embed(em.real(em.diagonal(M, 0, -2, -1))
+                                                     ).to(M.dtype)
+        else:
+            copyltu = _tril(M) + _mT(low)
         return _solve_right_rt(R, gQ + Q @ copyltu)
     U, gU = R.narrow(-1, 0, m), gR.narrow(-1, 0, m)
     Y, gV = A.narrow(-1, m, n - m), gR.narrow(-1, m, n - m)
-    gX = qr_backward(A.narrow(-1, 0, m), Q, U, gQ + Y @ _mT(gV), gU, "reduced")
+    gX = qr_backward(A.narrow(-1, 0, m), Q, U, gQ + Y @ _mH(gV), gU, "reduced")
     return em.cat([gX, Q @ gV], -1)
 
 
 def _solve_right_rt(R, B):
-    """B R^{-T} (R upper square): X R^T = B."""
-    return solve_triangular(_mT(R), B, upper=False, left=False)
+    """B R^{-H} (R upper square): X R^H = B."""
+    return solve_triangular(_mH(R), B, upper=False, left=False)
 
 
 @tensor_method(names=("qr",))
@@ -1001,12 +995,25 @@ def eigh(A, UPLO="L", *, out=None):
     return EighResult(w, V)
 
 
-def _pack_eigh(name, A, UPLO, w, V):
+def eigh_packed(w, V):
+    """[w; V] as one tensor of V's dtype (a complex V's real eigenvalues widened)."""
+    return _em().cat([w.unsqueeze(-2).to(V.dtype), V], -2)
+
+
+def _pack_eigh(name, A, UPLO, w, V, check=True):
     em = _em()
-    packed = em.cat([w.unsqueeze(-2), V], -2)
+    packed = eigh_packed(w, V)
     n = A.shape[-1]
-    _record(name, (_symmetrize(A, UPLO),), packed, None)
-    return packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
+    _core.record(name, (_symmetrize(A, UPLO),), packed, {"phase_check": check})
+    w = packed.narrow(-2, 0, 1).squeeze(-2)
+    return (em.real(w) if _cplx(w) else w), packed.narrow(-2, 1, n)
+
+
+def eigh_unchecked(S):
+    """eigh(S) recorded without the phase check (_check_phase): the formulas' recomputed
+    forward for higher-order derivatives, whose paths each carry part of a gradient."""
+    w, V = _syev(S, "L", True, "linalg.eigh")
+    return _pack_eigh("linalg_eigh", S, "L", w, V, False)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -1017,24 +1024,44 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return _syev(A, UPLO, False, op)[0]
 
 
-def eigh_backward(packed, g):
-    """gA of (L, V) = eigh(A) (packed as [L; V]): V (diag(gL) + skew(V^T gV) / E) V^T
+def eigh_backward(packed, g, check=True):
+    """gA of (L, V) = eigh(A) (packed as [L; V]): V (diag(gL) + skew(V^H gV) / E) V^H
     with E_ij = L_j - L_i (infinite where eigenvalues repeat: a warning, as PyTorch's
-    documentation says the gradient then is not defined)."""
+    documentation says the gradient then is not defined). Complex eigenvectors are
+    defined up to a phase each: a loss that depends on the phases (Im diag(V^H gV) not
+    zero) has no derivative and is refused, as PyTorch's linalg_eig_backward
+    (check=False skips that: see _check_phase)."""
     em = _em()
     n = packed.shape[-1]
     L, V = packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
     gL, gV = g.narrow(-2, 0, 1).squeeze(-2), g.narrow(-2, 1, n)
-    VtgV = _mT(V) @ gV
-    inner = 0.5 * (VtgV - _mT(VtgV))
+    VtgV = _mH(V) @ gV
+    if _cplx(V):
+        L, gL = em.real(L), em.real(gL)
+        if check:
+            im = em.imag(em.diagonal(VtgV, 0, -2, -1))
+            _check_phase(im, em.zeros_like(im), "linalg.eigh", "eigenvectors")
+    inner = 0.5 * (VtgV - _mH(VtgV))
     E = L.unsqueeze(-2) - L.unsqueeze(-1)
     eye = em.eye(n, dtype=L.dtype, device=L.device)
     if bool(((E == 0) & (eye == 0)).any()) and bool((gV != 0).any()):
         warnings.warn("linalg.eigh: the eigenvectors' gradient is not finite for repeated "
                       "eigenvalues", UserWarning, stacklevel=3)
     inner = inner / (E + eye)
-    inner = inner * (1 - eye) + em.diag_embed(gL)
-    return V @ inner @ _mT(V)
+    inner = inner * (1 - eye) + em.diag_embed(gL).to(inner.dtype)
+    return V @ inner @ _mH(V)
+
+
+def _check_phase(a, b, op, what):
+    """PyTorch's check that a loss of complex singular/eigen vectors does not depend on
+    their phases: a == b (imaginary parts) within its lax allclose(rtol=atol=1e-2).
+    It runs on a node's first backward only: in higher-order derivatives the formulas
+    recompute the forward, and each path into a node then carries only part of the
+    gauge-invariant total (the formulas project that part, so the sum is right)."""
+    if bool(((a - b).abs() > 1e-2 + 1e-2 * b.abs()).any()):
+        raise RuntimeError(f"{op}: the {what} in the complex case are specified up to "
+                           f"multiplication by e^{{i phi}}; the specified loss function "
+                           f"depends on this phase term, making it ill-defined")
 
 
 # ------------------------------------------------------------------------ SVD --
@@ -1067,8 +1094,9 @@ def _complete(Q, op):
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh (torch.linalg.svd): S descending; U (m, m) and
     Vh (n, n) with full_matrices, else (m, k) and (k, n). Golub-Kahan
-    bidiagonalisation + implicit-shift QR, in double precision. `driver` (a cuSOLVER
-    name in PyTorch) is accepted and has no effect: ember has one SVD."""
+    bidiagonalisation, then implicit-shift QR (below 32 columns) or divide and conquer
+    (LAPACK's gesdd), in double precision. `driver` (a cuSOLVER name in PyTorch) is
+    accepted and has no effect: ember has one SVD."""
     op = "linalg.svd"
     _matrix(A, op)
     if driver not in (None, "gesvd", "gesvdj", "gesvda"):
@@ -1089,24 +1117,38 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return SVDResult(U, S, Vh)
 
 
-def _pack_svd(A, U, S, Vh):
+def _pack_svd(A, U, S, Vh, check=True):
     em = _em()
     batch = tuple(A.shape[:-2])
     m, n = A.shape[-2:]
     k = S.shape[-1]
-    packed = em.cat([U.reshape(*batch, m * k), S, Vh.reshape(*batch, k * n)], -1)
-    _record("linalg_svd", (A,), packed, {"m": m, "n": n, "k": k})
+    packed = svd_packed(U, S, Vh)
+    _core.record("linalg_svd", (A,), packed, {"m": m, "n": n, "k": k, "phase_check": check})
     U = packed.narrow(-1, 0, m * k).reshape(*batch, m, k)
     S = packed.narrow(-1, m * k, k)
     Vh = packed.narrow(-1, m * k + k, k * n).reshape(*batch, k, n)
-    return U, S, Vh
+    return U, (em.real(S) if _cplx(S) else S), Vh
+
+
+def svd_unchecked(A):
+    """svd(A, full_matrices=False) recorded without the phase check (eigh_unchecked)."""
+    return _pack_svd(A, *_svd_kernel(A, True, "linalg.svd"), False)
+
+
+def svd_packed(U, S, Vh):
+    """[U, S, Vh] flattened along the last dim, in U's dtype (a complex U's real S
+    widened)."""
+    batch = tuple(U.shape[:-2])
+    return _em().cat([U.reshape(*batch, -1), S.to(U.dtype), Vh.reshape(*batch, -1)], -1)
 
 
 def svd_backward(packed, g, attrs):
     """gA of (U, S, Vh) = svd(A, full_matrices=False): PyTorch's formula, with E_jk =
-    S_k^2 - S_j^2: U [(skew(U^T gU) S + S skew(V^T gV)) / E + diag(gS)] Vh, plus the
-    parts outside U's (m > n) or V's (m < n) span. The gauge (the signs of U's and V's
-    columns) does not change it; repeated singular values make it infinite (warned)."""
+    S_k^2 - S_j^2: U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS) + i Im(diag(U^H
+    gU)) / S] Vh, plus the parts outside U's (m > n) or V's (m < n) span. The gauge (a
+    common sign, or phase, of U's and V's columns) does not change it; a complex loss
+    that depends on the phases (Im diag(U^H gU + V^H gV) not zero) is refused, as
+    PyTorch's; repeated singular values make it infinite (warned)."""
     em = _em()
     m, n, k = attrs["m"], attrs["n"], attrs["k"]
     batch = tuple(packed.shape[:-1])
@@ -1117,7 +1159,10 @@ def svd_backward(packed, g, attrs):
 
     U, S, Vh = parts(packed)
     gU, gS, gVh = parts(g)
-    V, gV = _mT(Vh), _mT(gVh)
+    cplx = _cplx(U)
+    if cplx:
+        S, gS = em.real(S), em.real(gS)
+    V, gV = _mH(Vh), _mH(gVh)
     eye = em.eye(k, dtype=S.dtype, device=S.device)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
@@ -1125,15 +1170,21 @@ def svd_backward(packed, g, attrs):
         warnings.warn("linalg.svd: the gradient through U and Vh is not finite for repeated "
                       "singular values", UserWarning, stacklevel=3)
     E = E + eye
-    UtgU = _mT(U) @ gU
-    VtgV = _mT(V) @ gV
-    skU = UtgU - _mT(UtgU)
-    skV = VtgV - _mT(VtgV)
+    UtgU = _mH(U) @ gU
+    VtgV = _mH(V) @ gV
+    skU = UtgU - _mH(UtgU)
+    skV = VtgV - _mH(VtgV)
     inner = (skU * S.unsqueeze(-2) + S.unsqueeze(-1) * skV) / E
-    inner = inner * (1 - eye) + em.diag_embed(gS)
+    inner = inner * (1 - eye) + em.diag_embed(gS).to(inner.dtype)
+    if cplx:
+        imU = em.imag(em.diagonal(UtgU, 0, -2, -1))
+        if attrs.get("phase_check", True):
+            _check_phase(imU, -em.imag(em.diagonal(VtgV, 0, -2, -1)), "linalg.svd",
+                         "singular vectors")
+        inner = inner + em.diag_embed(em.complex(em.zeros_like(imU), imU / S))
     if m > n:
         gUS = gU / S.unsqueeze(-2)
-        return (U @ inner + gUS - U @ (_mT(U) @ gUS)) @ Vh
+        return (U @ inner + gUS - U @ (_mH(U) @ gUS)) @ Vh
     if m < n:
         SgVh = gVh / S.unsqueeze(-1)
         return U @ (inner @ Vh + SgVh - (SgVh @ V) @ Vh)
@@ -1544,7 +1595,7 @@ def eig(A, *, out=None):
         # PyTorch's linalg_eig_backward); the results are views of it
         with _core._no_record():
             packed = em.cat([w.unsqueeze(-2), V], -2)
-        _record("linalg_eig", (A,), packed, None)
+        _core.record("linalg_eig", (A,), packed, None)
         return packed.narrow(-2, 0, 1).squeeze(-2), packed.narrow(-2, 1, n)
     return w, V
 

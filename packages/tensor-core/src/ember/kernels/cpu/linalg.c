@@ -6,7 +6,9 @@
  * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2, for
  * small matrices; from SYEVD_MIN rows blocked tridiagonalisation, divide and conquer
  * and blocked back-transformation, LAPACK's syevd;
- * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc;
+ * SVD: Golub-Kahan bidiagonalisation + implicit-shift QR, LINPACK's dsvdc, for small
+ * matrices; from GESDD_MIN columns blocked bidiagonalisation, Gu and Eisenstat's
+ * divide and conquer for the vectors and blocked back-transformation, LAPACK's gesdd;
  * nonsymmetric: Householder reduction to Hessenberg form + Francis double-shift QR
  * and back-substitution for the eigenvectors, EISPACK's orthes/hqr2) work in double
  * for both real dtypes: float32 inputs are widened into the double workspace, so
@@ -622,6 +624,9 @@ static int syevd(double *z, int64_t n, double *w, double *vout, int vectors)
 /* A (m x n, m >= n >= 1, column-major: a[j * m + i]) = U diag(s) V^T, s descending
  * (n values), U m x n and V n x n column-major. a is destroyed; e is n and work m
  * elements. Returns 0 or 1 (no convergence). */
+CLONES static int svd_iter(double *s, double *e, int64_t m, int64_t n, int64_t p,
+                           double *u, double *v, int want);
+
 CLONES static int svd_core(double *a, int64_t m, int64_t n, double *s, double *u, double *v,
                     int want, double *e, double *work)
 {
@@ -720,7 +725,19 @@ CLONES static int svd_core(double *a, int64_t m, int64_t n, double *s, double *u
             vk[k] = 1;
         }
     }
-    /* the implicit-shift QR iteration on the bidiagonal (s, e) */
+    return svd_iter(s, e, m, n, p, u, v, want);
+#undef A
+#undef U
+#undef Vm
+}
+
+/* The implicit-shift QR iteration on the bidiagonal (s, e) of order p (e[p - 1] = 0),
+ * the rotations applied to U (m x n) and V (n x n, column-major) when want. */
+CLONES static int svd_iter(double *s, double *e, int64_t m, int64_t n, int64_t p, double *u,
+                           double *v, int want)
+{
+#define U(i, j) u[(j) * m + (i)]
+#define Vm(i, j) v[(j) * n + (i)]
     int64_t pp = p - 1;
     int iter = 0;
     while (p > 0) {
@@ -864,9 +881,472 @@ CLONES static int svd_core(double *a, int64_t m, int64_t n, double *s, double *u
         }
     }
     return 0;
-#undef A
 #undef U
 #undef Vm
+}
+
+/* ------------------------------------------------ SVD, divide and conquer -- */
+
+/* For vectors from GESDD_MIN columns (LAPACK's gesdd): Householder bidiagonalisation
+ * (gebd2), the bidiagonal SVD by Gu and Eisenstat's divide and conquer (bdsdc: the
+ * merges' secular equation 1 + sum z_j^2 / (d_j^2 - s^2) = 0 solved by the symmetric
+ * solver's `secular` on the squared poles, the vectors by their formula so that they
+ * are orthogonal, and their products with the halves' vectors in GEMMs), and the
+ * back-transformation by the reflectors in blocks (ormqr). The rotations of the QR
+ * iteration (dsvdc above) would cost 12 n^3 flops of level-1 work instead. */
+#define GESDD_MIN 32
+#define BD_LEAF 24
+
+/* A subproblem is the upper bidiagonal B (n x (n + sqre)): d[i] at (i, i), e[i] at
+ * (i, i + 1). Its SVD B = U [diag(d) 0] V^T has d ascending, U (n x n, ld ldu) and V
+ * ((n + sqre) square, ld ldv), column-major; for sqre V's last column is B's null
+ * vector. A leaf is the square [B; 0] by dsvdc: its zero row keeps the last left
+ * vector e_n exactly (it deflates first and is never rotated again). */
+static int bd_leaf(double *d, const double *e, int64_t n, int sqre, double *u, int64_t ldu,
+                   double *v, int64_t ldv)
+{
+    enum { L = BD_LEAF + 1 };
+    double a[L * L], uc[L * L], vc[L * L], s[L], ee[L], wk[L];
+    int64_t N = n + sqre;
+    memset(a, 0, sizeof a);
+    memset(uc, 0, sizeof uc);
+    memset(vc, 0, sizeof vc);
+    for (int64_t i = 0; i < n; i++) {
+        a[i * N + i] = d[i];
+        if (i + 1 < N) a[(i + 1) * N + i] = e[i];
+    }
+    if (svd_core(a, N, N, s, uc, vc, 1, ee, wk)) return 1;
+    for (int64_t c = 0; c < n; c++) {     /* ascending: column c is dsvdc's n - 1 - c */
+        int64_t src = n - 1 - c;
+        d[c] = s[src];
+        memcpy(u + c * ldu, uc + src * N, (size_t)n * sizeof(double));
+        memcpy(v + c * ldv, vc + src * N, (size_t)N * sizeof(double));
+    }
+    if (sqre) memcpy(v + n * ldv, vc + n * N, (size_t)N * sizeof(double));
+    return 0;
+}
+
+typedef struct { double d, z; int64_t uc, vc; int fu, fv; } bd_item;
+static int bd_cmp(const void *x, const void *y)
+{
+    double a = ((const bd_item *)x)->d, b = ((const bd_item *)y)->d;
+    return a < b ? -1 : a > b;
+}
+
+/* The merge (dlasd1-3): d[0:nl] and d[nl+1:n] the halves' singular values, u and v
+ * block diagonal with their vectors (the left half n_l x (n_l + 1), the right n_r x
+ * (n_r + sqre)), alpha and beta the middle row's entries. With the middle row first
+ * and the left half's null vector as column 0, U~^T B V~ = e_0 z^T + diag(0, d): its
+ * SVD from the secular equation. Flags say which row blocks of U (top, middle,
+ * bottom) and V (top, bottom) a column is nonzero in, so the GEMMs skip zeros. */
+static int bd_merge(double *d, int64_t n, int sqre, double alpha, double beta, double *u,
+                    int64_t ldu, double *v, int64_t ldv)
+{
+    int64_t nl = n / 2, nr = n - nl - 1, N = n + sqre;
+    size_t nn = (size_t)N;
+    bd_item *it = (bd_item *)malloc(nn * sizeof(bd_item));
+    int64_t *nd = (int64_t *)malloc(nn * sizeof(int64_t));
+    double *buf = (double *)malloc((4 * nn + 7 * nn * nn) * sizeof(double));
+    if (!it || !nd || !buf) { free(it); free(nd); free(buf); return EM_LINALG_ENOMEM; }
+    double *dl = buf, *zl = dl + N, *lam = zl + N, *zh = lam + N;
+    double *Dm = zh + N, *Us = Dm + nn * nn, *Vs = Us + nn * nn, *Un = Vs + nn * nn,
+           *Vn = Un + nn * nn, *G = Vn + nn * nn, *Wg = G + nn * nn;
+    u[nl * ldu + nl] = 1;
+    it[0] = (bd_item){0, alpha * v[nl * ldv + nl], nl, nl, 2, 1};
+    double dmx = dmax(fabs(alpha), fabs(beta));
+    for (int64_t i = 0; i < nl; i++) {
+        it[1 + i] = (bd_item){d[i], alpha * v[i * ldv + nl], i, i, 1, 1};
+        dmx = dmax(dmx, d[i]);
+    }
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t c = nl + 1 + i;
+        it[1 + nl + i] = (bd_item){d[c], beta * v[c * ldv + nl + 1], c, c, 4, 2};
+        dmx = dmax(dmx, d[c]);
+    }
+    if (sqre) {
+        /* the right half's null vector, rotated into column 0: its z becomes 0 and it
+         * is the merged problem's null vector */
+        double zx = beta * v[(N - 1) * ldv + nl + 1], r = hypot(it[0].z, zx);
+        if (r > 0) {
+            double c = it[0].z / r, s = zx / r, *x = v + nl * ldv, *y = v + (N - 1) * ldv;
+            for (int64_t q = 0; q < N; q++) {
+                double xq = x[q], yq = y[q];
+                x[q] = c * xq + s * yq;
+                y[q] = c * yq - s * xq;
+            }
+            it[0].z = r;
+            it[0].fv = 3;
+        }
+    }
+    double tol = 8 * EPS * dmx;
+    qsort(it + 1, (size_t)(n - 1), sizeof(bd_item), bd_cmp);
+    if (fabs(it[0].z) <= tol) it[0].z = tol;
+    if (n > 1 && it[1].d <= 0.5 * tol) it[1].d = 0.5 * tol;
+    int64_t K = 0, pj = -1;
+    nd[K++] = 0;
+    for (int64_t t = 1; t < n; t++) {
+        bd_item *y = it + t;
+        if (fabs(y->z) <= tol) { y->z = 0; continue; }       /* deflated: z = 0 */
+        if (pj < 0) { pj = t; continue; }
+        bd_item *x = it + pj;
+        if (y->d - x->d <= tol) {
+            /* two close poles: a rotation zeros x's z, which deflates */
+            double r = hypot(x->z, y->z), c = y->z / r, s = -x->z / r;
+            double *xu = u + x->uc * ldu, *yu = u + y->uc * ldu;
+            for (int64_t q = 0; q < n; q++) {
+                double a = xu[q], b = yu[q];
+                xu[q] = c * a + s * b;
+                yu[q] = c * b - s * a;
+            }
+            double *xv = v + x->vc * ldv, *yv = v + y->vc * ldv;
+            for (int64_t q = 0; q < N; q++) {
+                double a = xv[q], b = yv[q];
+                xv[q] = c * a + s * b;
+                yv[q] = c * b - s * a;
+            }
+            x->fu = y->fu = x->fu | y->fu;
+            x->fv = y->fv = x->fv | y->fv;
+            y->z = r;
+            x->z = 0;
+        } else {
+            nd[K++] = pj;
+        }
+        pj = t;
+    }
+    if (pj >= 0) nd[K++] = pj;
+    for (int64_t j = 0; j < K; j++) {
+        dl[j] = it[nd[j]].d * it[nd[j]].d;
+        zl[j] = it[nd[j]].z;
+    }
+    for (int64_t i = 0; i < K; i++) lam[i] = secular(K, dl, zl, 1.0, i, Dm + i * K);
+    /* Gu-Eisenstat: the z for which the computed roots are exact */
+    for (int64_t j = 0; j < K; j++) {
+        double w = -Dm[j * K + j];
+        for (int64_t k = 0; k < K; k++)
+            if (k != j) w *= -Dm[k * K + j] / (dl[k] - dl[j]);
+        zh[j] = copysign(sqrt(fabs(w)), zl[j]);
+    }
+    /* the vectors of e_0 z^T + diag(d) (row-major K x K, column i for root i): right
+     * z_j / (d_j^2 - s_i^2), left (-1, d_j z_j / (d_j^2 - s_i^2)) */
+    for (int64_t i = 0; i < K; i++) {
+        double nu = 0, nv = 0;
+        for (int64_t j = 0; j < K; j++) {
+            double x = zh[j] / Dm[i * K + j], y = j ? it[nd[j]].d * x : -1;
+            Vs[j * K + i] = x;
+            Us[j * K + i] = y;
+            nv += x * x;
+            nu += y * y;
+        }
+        nv = 1 / sqrt(nv);
+        nu = 1 / sqrt(nu);
+        for (int64_t j = 0; j < K; j++) { Vs[j * K + i] *= nv; Us[j * K + i] *= nu; }
+    }
+    /* Un (n x K) = U~[:, nd] Us and Vn (N x K) = V~[:, nd] Vs, by row blocks */
+    int rc = 0;
+    for (int side = 0; side < 2 && !rc; side++) {
+        const double *S = side ? Vs : Us;
+        double *out = side ? Vn : Un, *src = side ? v : u;
+        int64_t ld = side ? ldv : ldu, rows = side ? N : n;
+        int64_t r0s[3] = {0, nl, nl + 1}, nrs[3] = {nl, 1, n - nl - 1};
+        int nb = 3;
+        if (side) { r0s[1] = nl + 1; nrs[0] = nl + 1; nrs[1] = N - nl - 1; nb = 2; }
+        for (int b = 0; b < nb && !rc; b++) {
+            int64_t r0 = r0s[b], nrw = nrs[b], kk = 0;
+            if (nrw <= 0) continue;
+            for (int64_t j = 0; j < K; j++) {
+                const bd_item *x = it + nd[j];
+                if (!((side ? x->fv : x->fu) & (1 << b))) continue;
+                memcpy(G + kk * nrw, src + (side ? x->vc : x->uc) * ld + r0,
+                       (size_t)nrw * sizeof(double));
+                memcpy(Wg + kk * K, S + j * K, (size_t)K * sizeof(double));
+                kk++;
+            }
+            if (kk == 0) {
+                for (int64_t i = 0; i < K; i++) memset(out + i * rows + r0, 0, (size_t)nrw * 8);
+            } else if (em_gemm(8, nrw, K, kk, 1.0, G, 1, nrw, Wg, K, 1, 0.0, out + r0, 1, rows)) {
+                rc = EM_LINALG_ENOMEM;
+            }
+        }
+    }
+    if (!rc) {
+        /* everything ascending: the roots (Un's, Vn's columns) and the deflated */
+        dc_pair *pr = (dc_pair *)malloc((size_t)n * sizeof(dc_pair));
+        if (!pr) rc = EM_LINALG_ENOMEM;
+        else {
+            int64_t q = 0;
+            char *isnd = (char *)calloc((size_t)n, 1);
+            for (int64_t i = 0; i < K; i++) { pr[q].v = sqrt(lam[i]); pr[q++].src = i; }
+            for (int64_t j = 0; j < K && isnd; j++) isnd[nd[j]] = 1;
+            for (int64_t t = 0; t < n && isnd; t++)
+                if (!isnd[t]) { pr[q].v = it[t].d; pr[q++].src = -1 - t; }
+            if (!isnd) rc = EM_LINALG_ENOMEM;
+            else {
+                qsort(pr, (size_t)n, sizeof(dc_pair), dc_cmp);
+                /* G, Wg (n x n, N x n) take the sorted columns, then back into u, v */
+                for (int64_t t = 0; t < n; t++) {
+                    int64_t s = pr[t].src;
+                    const double *cu = s >= 0 ? Un + s * n : u + it[-1 - s].uc * ldu;
+                    const double *cv = s >= 0 ? Vn + s * N : v + it[-1 - s].vc * ldv;
+                    memcpy(G + t * n, cu, (size_t)n * sizeof(double));
+                    memcpy(Wg + t * N, cv, nn * sizeof(double));
+                }
+                for (int64_t t = 0; t < n; t++) {
+                    d[t] = pr[t].v;
+                    memcpy(u + t * ldu, G + t * n, (size_t)n * sizeof(double));
+                    memcpy(v + t * ldv, Wg + t * N, nn * sizeof(double));
+                }
+            }
+            free(isnd);
+            free(pr);
+        }
+    }
+    free(it); free(nd); free(buf);
+    return rc;
+}
+
+static int bd_rec(double *d, double *e, int64_t n, int sqre, double *u, int64_t ldu,
+                  double *v, int64_t ldv)
+{
+    if (n <= BD_LEAF) return bd_leaf(d, e, n, sqre, u, ldu, v, ldv);
+    int64_t nl = n / 2, nr = n - nl - 1;
+    double alpha = d[nl], beta = e[nl];
+    int rc = bd_rec(d, e, nl, 1, u, ldu, v, ldv);
+    if (!rc) rc = bd_rec(d + nl + 1, e + nl + 1, nr, sqre, u + (nl + 1) * ldu + nl + 1, ldu,
+                         v + (nl + 1) * ldv + nl + 1, ldv);
+    if (!rc) rc = bd_merge(d, n, sqre, alpha, beta, u, ldu, v, ldv);
+    return rc;
+}
+
+/* The upper bidiagonal (d, e) (n x n) = U diag(d) V^T: d descending, U and V (n x n,
+ * column-major) written. Scaled to max 1 (the merges' tolerances are absolute). */
+static int bdsdc(double *d, double *e, int64_t n, double *u, double *v)
+{
+    size_t nn = (size_t)n;
+    memset(u, 0, nn * nn * sizeof(double));
+    memset(v, 0, nn * nn * sizeof(double));
+    double sc = 0;
+    for (int64_t i = 0; i < n; i++) sc = dmax(sc, fabs(d[i]));
+    for (int64_t i = 0; i + 1 < n; i++) sc = dmax(sc, fabs(e[i]));
+    if (sc == 0) {
+        for (int64_t i = 0; i < n; i++) { u[i * n + i] = v[i * n + i] = 1; d[i] = 0; }
+        return 0;
+    }
+    for (int64_t i = 0; i < n; i++) d[i] /= sc;
+    for (int64_t i = 0; i + 1 < n; i++) e[i] /= sc;
+    int rc = bd_rec(d, e, n, 0, u, n, v, n);
+    if (rc) return rc;
+    for (int64_t i = 0; i < n; i++) d[i] *= sc;
+    for (int64_t a = 0, b = n - 1; a < b; a++, b--) {     /* descending */
+        double t = d[a]; d[a] = d[b]; d[b] = t;
+        for (int64_t r = 0; r < n; r++) {
+            t = u[a * n + r]; u[a * n + r] = u[b * n + r]; u[b * n + r] = t;
+            t = v[a * n + r]; v[a * n + r] = v[b * n + r]; v[b * n + r] = t;
+        }
+    }
+    return 0;
+}
+
+/* larfg: H (alpha, x[0], x[s], ...) = (beta, 0) with H = I - tau v v^T, v = (1, x');
+ * x' is written over x and alpha becomes beta. */
+static double larfg_d(double *alpha, double *x, int64_t k, int64_t s)
+{
+    double xn = k > 0 ? nrm2_f64(x, k, s) : 0;
+    if (xn == 0) return 0;
+    double beta = -copysign(hypot(*alpha, xn), *alpha), sc = 1 / (*alpha - beta);
+    double tau = (beta - *alpha) / beta;
+    for (int64_t i = 0; i < k; i++) x[i * s] *= sc;
+    *alpha = beta;
+    return tau;
+}
+
+#define GEBRD_NB 32
+
+/* Householder bidiagonalisation of a (m x n, row-major, m >= n): Q^T A P = B upper
+ * bidiagonal (d, e); H_i's vector below A(i, i), G_i's right of A(i, i + 1), their
+ * units implied (gebrd). Panels of GEBRD_NB by labrd: each column's reflectors see
+ * the panel's earlier ones through X (m x nb) and Y (n x nb), and the trailing matrix
+ * is updated once per panel, A22 -= V Y^T + X U^T, in two GEMMs; the last columns
+ * unblocked (gebd2). ws holds (m + n) * GEBRD_NB + 2 * (m + n) doubles. */
+CLONES static int gebrd(double *a, int64_t m, int64_t n, double *d, double *e, double *tq,
+                        double *tp, double *ws)
+{
+#define A(i, j) a[(i) * n + (j)]
+    const int64_t nb = GEBRD_NB;
+    double *X = ws, *Y = X + m * nb, *t1 = Y + n * nb, *t2 = t1 + (m + n);
+    int64_t i0 = 0;
+    for (; n - i0 > 2 * nb; i0 += nb) {
+        memset(X, 0, (size_t)(m * nb) * sizeof(double));
+        memset(Y, 0, (size_t)(n * nb) * sizeof(double));
+        for (int64_t j = 0; j < nb; j++) {
+            int64_t i = i0 + j;
+            /* column i (rows i:) with the panel's earlier reflectors applied */
+            for (int64_t r = i; r < m; r++) {
+                double acc = 0;
+                for (int64_t q = 0; q < j; q++)
+                    acc += A(r, i0 + q) * Y[i * nb + q] + X[r * nb + q] * A(i0 + q, i);
+                A(r, i) -= acc;
+            }
+            tq[i] = larfg_d(&A(i, i), &A(i + 1, i), m - i - 1, n);
+            d[i] = A(i, i);
+            A(i, i) = 1;
+            /* Y(i+1:, j) = tau (A^T v - Y (V^T v) - U^T (X^T v)), v = A(i:, i) */
+            double *yc = t2;
+            for (int64_t c = i + 1; c < n; c++) yc[c] = 0;
+            for (int64_t q = 0; q < j; q++) t1[q] = t1[nb + q] = 0;
+            int64_t r = i;
+            for (; r + 4 <= m; r += 4) {      /* four rows a pass: y is read once for them */
+                double v0 = A(r, i), v1 = A(r + 1, i), v2 = A(r + 2, i), v3 = A(r + 3, i);
+                const double *a0 = &A(r, 0), *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+                for (int64_t c = i + 1; c < n; c++)
+                    yc[c] += (v0 * a0[c] + v1 * a1[c]) + (v2 * a2[c] + v3 * a3[c]);
+            }
+            for (; r < m; r++) {
+                double vr = A(r, i);
+                const double *ar = &A(r, 0);
+                for (int64_t c = i + 1; c < n; c++) yc[c] += vr * ar[c];
+            }
+            for (r = i; r < m && j; r++) {
+                double vr = A(r, i);
+                for (int64_t q = 0; q < j; q++) {
+                    t1[q] += A(r, i0 + q) * vr;
+                    t1[nb + q] += X[r * nb + q] * vr;
+                }
+            }
+            for (int64_t c = i + 1; c < n; c++) {
+                double acc = yc[c];
+                for (int64_t q = 0; q < j; q++)
+                    acc -= Y[c * nb + q] * t1[q] + A(i0 + q, c) * t1[nb + q];
+                Y[c * nb + j] = tq[i] * acc;
+            }
+            /* row i (columns i+1:) with the panel's reflectors applied, this one too */
+            for (int64_t c = i + 1; c < n; c++) {
+                double acc = 0;
+                for (int64_t q = 0; q <= j; q++) acc += Y[c * nb + q] * A(i, i0 + q);
+                for (int64_t q = 0; q < j; q++) acc += A(i0 + q, c) * X[i * nb + q];
+                A(i, c) -= acc;
+            }
+            tp[i] = larfg_d(&A(i, i + 1), &A(i, i + 2), n - i - 2, 1);
+            e[i] = A(i, i + 1);
+            A(i, i + 1) = 1;
+            /* X(i+1:, j) = tau (A u - V (Y^T u) - X (U u)), u = A(i, i+1:) */
+            const double *uu = &A(i, i + 1);
+            int64_t nu = n - i - 1;
+            for (int64_t q = 0; q <= j; q++) {
+                double acc = 0;
+                for (int64_t c = i + 1; c < n; c++) acc += Y[c * nb + q] * A(i, c);
+                t1[q] = acc;
+            }
+            for (int64_t q = 0; q < j; q++) t1[nb + q] = dot(&A(i0 + q, i + 1), uu, nu);
+            for (int64_t r = i + 1; r < m; r += 4) {    /* four rows a pass: u read once */
+                int64_t rb = imin(4, m - r);
+                double s4[4] = {0, 0, 0, 0};
+                if (rb == 4) {
+                    const double *a0 = &A(r, i + 1), *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+                    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                    for (int64_t c = 0; c < nu; c++) {
+                        double x = uu[c];
+                        s0 += a0[c] * x;
+                        s1 += a1[c] * x;
+                        s2 += a2[c] * x;
+                        s3 += a3[c] * x;
+                    }
+                    s4[0] = s0; s4[1] = s1; s4[2] = s2; s4[3] = s3;
+                } else {
+                    for (int64_t q = 0; q < rb; q++) s4[q] = dot(&A(r + q, i + 1), uu, nu);
+                }
+                for (int64_t q = 0; q < rb; q++) X[(r + q) * nb + j] = s4[q];
+            }
+            for (int64_t r = i + 1; r < m; r++) {
+                double acc = X[r * nb + j];
+                for (int64_t q = 0; q <= j; q++) acc -= A(r, i0 + q) * t1[q];
+                for (int64_t q = 0; q < j; q++) acc -= X[r * nb + q] * t1[nb + q];
+                X[r * nb + j] = tp[i] * acc;
+            }
+        }
+        /* A22 -= V Y^T + X U^T (rows, columns i0 + nb:) */
+        int64_t k1 = i0 + nb, M2 = m - k1, N2 = n - k1;
+        if (em_gemm(8, M2, N2, nb, -1.0, &A(k1, i0), n, 1, Y + k1 * nb, 1, nb, 1.0, &A(k1, k1),
+                    n, 1) ||
+            em_gemm(8, M2, N2, nb, -1.0, X + k1 * nb, nb, 1, &A(i0, k1), n, 1, 1.0, &A(k1, k1),
+                    n, 1))
+            return EM_LINALG_ENOMEM;
+    }
+    double *wk = t1;
+    for (int64_t i = i0; i < n; i++) {
+        /* the column reflector: H_i zeros A(i+1:, i) */
+        double t = larfg_d(&A(i, i), &A(i + 1 < m ? i + 1 : i, i), m - i - 1, n);
+        tq[i] = t;
+        d[i] = A(i, i);
+        if (t != 0 && i + 1 < n) {      /* A(i:, i+1:) -= tau v (v^T A) */
+            A(i, i) = 1;
+            for (int64_t c = i + 1; c < n; c++) wk[c] = 0;
+            for (int64_t r = i; r < m; r++) {
+                double vr = A(r, i);
+                const double *ar = &A(r, 0);
+                for (int64_t c = i + 1; c < n; c++) wk[c] += vr * ar[c];
+            }
+            for (int64_t r = i; r < m; r++) {
+                double vr = t * A(r, i);
+                double *ar = &A(r, 0);
+                for (int64_t c = i + 1; c < n; c++) ar[c] -= vr * wk[c];
+            }
+        }
+        if (i + 1 >= n) continue;
+        /* the row reflector: A(i+1:, i+1:) <- A G_i zeros A(i, i+2:) */
+        t = larfg_d(&A(i, i + 1), &A(i, i + 2 < n ? i + 2 : i + 1), n - i - 2, 1);
+        tp[i] = t;
+        e[i] = A(i, i + 1);
+        if (t != 0) {
+            A(i, i + 1) = 1;
+            const double *vv = &A(i, i + 1);
+            for (int64_t r = i + 1; r < m; r++) {
+                double *ar = &A(r, i + 1);
+                double acc = t * dot(ar, vv, n - i - 1);
+                for (int64_t c = 0; c < n - i - 1; c++) ar[c] -= acc * vv[c];
+            }
+        }
+    }
+    return 0;
+#undef A
+}
+
+/* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^T with vectors: s (n)
+ * descending, u (m x n) and vh (n x n) row-major. */
+static int gesdd(const double *a0, int64_t m, int64_t n, double *s, double *u, double *vh)
+{
+    size_t mm = (size_t)m, nn = (size_t)n;
+    double *a = (double *)malloc((mm * nn + 3 * nn + 3 * nn * nn +
+                                  (mm + nn) * (GEBRD_NB + 2)) * sizeof(double));
+    if (!a) return EM_LINALG_ENOMEM;
+    double *tq = a + mm * nn, *tp = tq + n, *e = tp + n, *ub = e + n, *vb = ub + nn * nn,
+           *P = vb + nn * nn, *ws = P + nn * nn;
+    memcpy(a, a0, mm * nn * sizeof(double));
+#define A(i, j) a[(i) * n + (j)]
+    if (gebrd(a, m, n, s, e, tq, tp, ws)) { free(a); return EM_LINALG_ENOMEM; }
+    int rc = bdsdc(s, e, n, ub, vb);
+    if (!rc) {
+        /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) u[r * n + c] = r < n ? ub[c * n + r] : 0;
+        rc = ormqr_f64(a, m, n, n, tq, u, n, 0);
+    }
+    if (!rc) {
+        /* V = P Vb, P = G_0 ... G_{n-2} with G_i's vector in A(i, i+1:) */
+        int64_t m1 = n - 1;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) P[r * n + c] = vb[c * n + r];
+        if (m1 > 0) {
+            double *Rp = ub;     /* Ub is no longer needed */
+            for (int64_t c = 0; c < m1; c++)
+                for (int64_t r = c + 1; r < m1; r++) Rp[r * m1 + c] = A(c, r + 1);
+            rc = ormqr_f64(Rp, m1, m1, m1, tp, P + n, n, 0);
+        }
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < n; c++) vh[r * n + c] = P[c * n + r];
+    }
+#undef A
+    free(a);
+    return rc;
 }
 
 /* -------------------------------------------------- nonsymmetric eigensolver -- */
@@ -1374,14 +1854,21 @@ static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh,
             }
         }
     }
-    /* the real bidiagonal B (upper: d, e), column-major, by the real SVD */
-    memset(B, 0, nn * nn * sizeof(double));
-    for (int64_t i = 0; i < n; i++) {
-        B[i * n + i] = d[i];
-        if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+    /* the real bidiagonal B (upper: d, e) by the real SVD: divide and conquer for
+     * the vectors from GESDD_MIN, else dsvdc on B column-major */
+    int rc;
+    if (want && n >= GESDD_MIN) {
+        memcpy(s, d, nn * sizeof(double));
+        rc = bdsdc(s, e, n, ub, vb);
+    } else {
+        memset(B, 0, nn * nn * sizeof(double));
+        for (int64_t i = 0; i < n; i++) {
+            B[i * n + i] = d[i];
+            if (i + 1 < n) B[(i + 1) * n + i] = e[i];
+        }
+        memset(ub, 0, 2 * nn * nn * sizeof(double));
+        rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
     }
-    memset(ub, 0, 2 * nn * nn * sizeof(double));
-    int rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
     if (!rc && want) {
         /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
         for (int64_t r = 0; r < m; r++)
@@ -1725,6 +2212,79 @@ static int eig_svd_entry(job *J, int64_t i)
         int tr = m < n;
         int64_t mm = tr ? n : m, nn = tr ? m : n, k = nn;
         int want = J->f1;
+        if (want && nn >= GESDD_MIN) {
+            /* A' = A (m >= n) or A^T, row-major m' x n': A' = U' S V'^T */
+            double *ws = (double *)malloc((size_t)(2 * mm * nn + nn * nn + nn) * sizeof(double));
+            if (!ws) return EM_LINALG_ENOMEM;
+            double *a = ws, *u = a + mm * nn, *vh = u + mm * nn, *s = vh + nn * nn;
+            const char *src = J->a + (size_t)i * m * n * el;
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < n; c++) {
+                    double x = f32 ? ((const float *)src)[r * n + c] : ((const double *)src)[r * n + c];
+                    a[tr ? c * m + r : r * n + c] = x;
+                }
+            int fin = all_finite(a, mm * nn), rc = 0;
+            if (fin) rc = gesdd(a, mm, nn, s, u, vh);
+            else memset(u, 0, (size_t)(mm * nn + nn * nn + nn) * sizeof(double));
+            if (rc < 0) { free(ws); return rc; }
+            J->info[i] = fin ? rc : -1;
+            STORE(J->b + (size_t)i * k * el, s, k);
+            char *uo = J->c + (size_t)i * m * k * el, *vo = J->d + (size_t)i * k * n * el;
+            /* m >= n: U = u, Vh = vh. m < n: A = V' S U'^T, U = vh^T (m x m), Vh = u^T */
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < k; c++) {
+                    double x = tr ? vh[c * m + r] : u[r * k + c];
+                    if (f32) ((float *)uo)[r * k + c] = (float)x;
+                    else ((double *)uo)[r * k + c] = x;
+                }
+            for (int64_t r = 0; r < k; r++)
+                for (int64_t c = 0; c < n; c++) {
+                    double x = tr ? u[c * k + r] : vh[r * n + c];
+                    if (f32) ((float *)vo)[r * n + c] = (float)x;
+                    else ((double *)vo)[r * n + c] = x;
+                }
+            free(ws);
+            return 0;
+        }
+        if (!want && nn >= GESDD_MIN) {
+            /* the values only: gebrd and the bidiagonal's QR iteration without vectors;
+             * where that does not converge (dsvdc has no zero shift for graded
+             * matrices), the bidiagonal's divide and conquer */
+            double *ws = (double *)malloc((size_t)(mm * nn + 6 * nn + (mm + nn) *
+                                                   (GEBRD_NB + 2)) * sizeof(double));
+            if (!ws) return EM_LINALG_ENOMEM;
+            double *a = ws, *s = a + mm * nn, *e = s + nn, *tq = e + nn, *tp = tq + nn,
+                   *s0 = tp + nn, *e0 = s0 + nn, *w2 = e0 + nn;
+            const char *src = J->a + (size_t)i * m * n * el;
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t c = 0; c < n; c++) {
+                    double x = f32 ? ((const float *)src)[r * n + c] : ((const double *)src)[r * n + c];
+                    a[tr ? c * m + r : r * n + c] = x;
+                }
+            int rc = 0;
+            if (!all_finite(a, mm * nn)) J->info[i] = -1;
+            else if ((rc = gebrd(a, mm, nn, s, e, tq, tp, w2)) == 0) {
+                e[nn - 1] = 0;
+                memcpy(s0, s, (size_t)nn * sizeof(double));
+                memcpy(e0, e, (size_t)nn * sizeof(double));
+                J->info[i] = svd_iter(s, e, nn, nn, nn, NULL, NULL, 0);
+                if (J->info[i]) {
+                    double *q = (double *)malloc((size_t)(2 * nn * nn) * sizeof(double));
+                    if (!q) rc = EM_LINALG_ENOMEM;
+                    else {
+                        memcpy(s, s0, (size_t)nn * sizeof(double));
+                        memcpy(e, e0, (size_t)nn * sizeof(double));
+                        J->info[i] = bdsdc(s, e, nn, q, q + nn * nn);
+                        if (J->info[i] < 0) rc = J->info[i];
+                        free(q);
+                    }
+                }
+            }
+            if (rc) { free(ws); return rc; }
+            STORE(J->b + (size_t)i * k * el, s, k);
+            free(ws);
+            return 0;
+        }
         double *ws = (double *)malloc((size_t)(mm * nn * 2 + nn * nn + 2 * nn + mm) *
                                       sizeof(double));
         if (!ws) return EM_LINALG_ENOMEM;
