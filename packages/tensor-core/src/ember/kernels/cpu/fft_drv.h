@@ -1,12 +1,15 @@
 /* The executors and line loops of kernels/cpu/fft.c, a template included once per
  * (real type, instruction set): T the real type, DSUF the suffix of the functions made
- * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), VLV the vector
- * length of KV, T1_4 the radix-4 pass for ido == 1 (vectorised over k) where HAVE_T1. */
+ * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), KVB / KSB those
+ * of the batched ones (FK_BATCH), VLV the vector length of KV, T1_4 the radix-4 pass
+ * for ido == 1 (vectorised over k) where HAVE_T1. */
 #define FD_CAT_(a, b) a##b
 #define FD_CAT(a, b) FD_CAT_(a, b)
 #define DN(x) FD_CAT(x, FD_CAT(_, DSUF))
 #define PV(x) FD_CAT(x, FD_CAT(_, KV))
 #define PS(x) FD_CAT(x, FD_CAT(_, KS))
+#define PVB(x) FD_CAT(x, FD_CAT(_, KVB))
+#define PSB(x) FD_CAT(x, FD_CAT(_, KSB))
 
 /* One pass over i in [0, ido): the vector loop, then the scalar tail. */
 #define FD_PASS(name, ...)                                                              \
@@ -68,6 +71,42 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
                 if (iv) PV(passg)(ip, ido, l1, 0, iv, p1, p2, tw, p->roots[f]);
                 if (iv < ido) PS(passg)(ip, ido, l1, iv, ido, p1, p2, tw, p->roots[f]);
             }
+        }
+        T *t = p1;
+        p1 = p2;
+        p2 = t;
+        l1 *= ip;
+    }
+    return p1;
+}
+
+/* The transform of B adjacent lines at once (entry e of line b at data[2 (B e + b)];
+ * work as large), by the batched passes: vector ones when B is a multiple of VLV. Not
+ * for Bluestein plans. Returns the buffer holding the result. */
+#define FD_BPASS(name, ...)                                                             \
+    do {                                                                                \
+        if (vec) PVB(name)(__VA_ARGS__, B, p1, p2, tw, fwd);                            \
+        else PSB(name)(__VA_ARGS__, B, p1, p2, tw, fwd);                                \
+    } while (0)
+
+static T *DN(exec_b)(const fft_plan *p, T *data, T *work, int64_t B) {
+    T *p1 = data, *p2 = work;
+    const int64_t n = p->n;
+    const int fwd = p->fwd, vec = B % VLV == 0;
+    int64_t l1 = 1;
+    for (int f = 0; f < p->nfct; f++) {
+        const int64_t ip = p->fct[f], ido = n / (l1 * ip);
+        const T *tw = p->tw[f];
+        switch (ip) {
+        case 2: FD_BPASS(pass2, ido, l1); break;
+        case 3: FD_BPASS(pass3, ido, l1); break;
+        case 4: FD_BPASS(pass4, ido, l1); break;
+        case 5: FD_BPASS(pass5, ido, l1); break;
+        case 7: FD_BPASS(pass7, ido, l1); break;
+        case 8: FD_BPASS(pass8, ido, l1); break;
+        default:
+            if (vec) PVB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
+            else PSB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
         }
         T *t = p1;
         p1 = p2;
@@ -161,59 +200,113 @@ static void DN(store)(T *y, int64_t s, const T *r, int64_t m, T scale) {
 }
 
 /* c2c lines that are strided but whose neighbours (the innermost batch dim, stride 2
- * in and out) are adjacent: up to FFT_BLOCK of them at a time, gathered and scattered
- * a row of neighbours at a time (whole cache lines instead of one number per line).
- * Only for line strides up to FFT_BLOCK_STRIDE bytes: measured slower for far-apart
- * rows (many rows in one cache set). */
-#define FFT_BLOCK 8
-#define FFT_BLOCK_STRIDE 16384
+ * in and out) are adjacent: up to B of them at a time (about FFT_BLOCK_BYTES of data,
+ * at least a cache line a row), copied out a row of neighbours at a time (contiguous
+ * runs, no transpose), transformed together by exec_b and copied back. */
+#define FFT_BLOCK_BYTES ((int64_t)1 << 18)
 static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
     const fft_plan *p = J->p;
-    const int64_t n = J->n, nb = n + 2, inner = J->bshape[J->bdims - 1];
-    const size_t nbytes = (size_t)(FFT_BLOCK * nb + p->work) * 2 * sizeof(T);
+    const int64_t n = J->n, inner = J->bshape[J->bdims - 1], z = 2 * (int64_t)sizeof(T);
+    int64_t bmax = FFT_BLOCK_BYTES / (n * z);
+    bmax -= bmax % VLV;
+    if (bmax < 64 / z) bmax = 64 / z;
+    const size_t nbytes = (size_t)(2 * bmax * n) * 2 * sizeof(T);
     T *buf = scratch_get(nbytes);
     if (!buf) {
         __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
         return;
     }
-    T *work = buf + 2 * FFT_BLOCK * nb;
+    T *work = buf + 2 * bmax * n;
     const int64_t si = J->s_in, so = J->s_out, m = J->n_in < n ? J->n_in : n;
+    const T sc = J->scale;
     for (int64_t li = b0; li < b1;) {
-        int64_t c = FFT_BLOCK, left = inner - li % inner;
+        int64_t c = bmax, left = inner - li % inner;
         if (c > left) c = left;
         if (c > b1 - li) c = b1 - li;
+        if (c >= VLV) c -= c % VLV;     /* the rest (< VLV lines) next, by scalar passes */
         int64_t oi, oo;
         DN(offsets)(J, li, &oi, &oo);
         const T *x = J->in + oi;
         T *y = J->out + oo;
-        for (int64_t j = 0; j < m; j++)
-            for (int64_t q = 0; q < c; q++) {
-                buf[2 * (q * nb + j)] = x[j * si + 2 * q];
-                buf[2 * (q * nb + j) + 1] = x[j * si + 2 * q + 1];
-            }
-        for (int64_t q = 0; q < c; q++) {
-            T *line = buf + 2 * q * nb;
-            if (m < n) memset(line + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
-            T *r = DN(exec)(p, line, work);
-            if (r != line) memcpy(line, r, (size_t)n * 2 * sizeof(T));
+        const size_t row = (size_t)c * 2 * sizeof(T);
+        for (int64_t j = 0; j < m; j++) memcpy(buf + 2 * c * j, x + j * si, row);
+        if (m < n) memset(buf + 2 * c * m, 0, (size_t)(n - m) * row);
+        const T *r = DN(exec_b)(p, buf, work, c);
+        for (int64_t j = 0; j < n; j++) {
+            const T *rj = r + 2 * c * j;
+            T *yj = y + j * so;
+            if (sc == (T)1) memcpy(yj, rj, row);
+            else
+                for (int64_t q = 0; q < 2 * c; q++) yj[q] = rj[q] * sc;
         }
-        const T sc = J->scale;
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t q = 0; q < c; q++) {
-                y[j * so + 2 * q] = buf[2 * (q * nb + j)] * sc;
-                y[j * so + 2 * q + 1] = buf[2 * (q * nb + j) + 1] * sc;
-            }
         li += c;
     }
     scratch_put(buf, nbytes);
 }
 
+/* r2c / c2r of odd n, two lines (li, li + 1) at once: one complex transform of
+ * x1 + i x2 (r2c) or of X1 + i X2 (c2r, each Hermitian half extended), split by
+ * symmetry (X1 = (Z_k + conj Z_-k) / 2, X2 = (Z_k - conj Z_-k) / 2i; x1, x2 = re, im):
+ * half a complex transform per line, as the packed even-n transform costs. The
+ * rounding errors are those of the pair's transform: relative to ||x1|| + ||x2||. */
+static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
+    const fft_plan *p = J->p;
+    const int64_t n = J->n, h = n / 2, si = J->s_in, so = J->s_out;
+    int64_t oi1, oo1, oi2, oo2;
+    DN(offsets)(J, li, &oi1, &oo1);
+    DN(offsets)(J, li + 1, &oi2, &oo2);
+    const T *x1 = J->in + oi1, *x2 = J->in + oi2;
+    T *y1 = J->out + oo1, *y2 = J->out + oo2;
+    const T sc = J->scale;
+    if (J->kind == 1) {
+        const int64_t m = J->n_in < n ? J->n_in : n;
+        for (int64_t j = 0; j < m; j++) {
+            buf[2 * j] = x1[j * si];
+            buf[2 * j + 1] = x2[j * si];
+        }
+        if (m < n) memset(buf + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+        const T *r = DN(exec)(p->half, buf, work);
+        const T hs = (T)0.5 * sc;
+        for (int64_t k = 0; k < J->n_out; k++) {
+            const int64_t q = k ? n - k : 0;
+            T ar = r[2 * k], ai = r[2 * k + 1], br = r[2 * q], bi = -r[2 * q + 1];
+            y1[k * so] = hs * (ar + br);
+            y1[k * so + 1] = hs * (ai + bi);
+            y2[k * so] = hs * (ai - bi);
+            y2[k * so + 1] = -hs * (ar - br);
+        }
+    } else {
+        const int64_t m = J->n_in < h + 1 ? J->n_in : h + 1;
+        for (int64_t j = 0; j <= h; j++) {
+            T ar = 0, ai = 0, br = 0, bi = 0;
+            if (j < m) {
+                ar = x1[j * si];
+                br = x2[j * si];
+                if (j) {
+                    ai = x1[j * si + 1];
+                    bi = x2[j * si + 1];
+                }
+            }
+            buf[2 * j] = ar - bi;
+            buf[2 * j + 1] = ai + br;
+            if (j) {
+                buf[2 * (n - j)] = ar + bi;
+                buf[2 * (n - j) + 1] = br - ai;
+            }
+        }
+        const T *r = DN(exec)(p->half, buf, work);
+        for (int64_t j = 0; j < n; j++) {
+            y1[j * so] = r[2 * j] * sc;
+            y2[j * so] = r[2 * j + 1] * sc;
+        }
+    }
+}
+
 static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     DN(job_t) *J = ctx;
-    if (J->kind == 0 && J->bdims && J->s_in != 2 && J->bs_in[J->bdims - 1] == 2 &&
-        J->s_in > 0 && J->s_out > 0 && (size_t)J->s_in * sizeof(T) <= FFT_BLOCK_STRIDE &&
-        (size_t)J->s_out * sizeof(T) <= FFT_BLOCK_STRIDE &&
-        J->bs_out[J->bdims - 1] == 2 && J->bshape[J->bdims - 1] > 1) {
+    if (J->kind == 0 && J->bdims && J->s_in != 2 && !J->p->n2 &&
+        J->bs_in[J->bdims - 1] == 2 && J->bs_out[J->bdims - 1] == 2 &&
+        J->bshape[J->bdims - 1] > 1) {
         DN(block_lines)(J, b0, b1);
         return;
     }
@@ -231,6 +324,10 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     T *work = buf + 2 * nb;
     const int even = (n % 2) == 0;
     for (int64_t li = b0; li < b1; li++) {
+        if (J->kind && !even && li + 1 < b1) {
+            DN(odd_pair)(J, li++, buf, work);
+            continue;
+        }
         int64_t oi, oo;
         DN(offsets)(J, li, &oi, &oo);
         const T *x = J->in + oi;
@@ -333,6 +430,9 @@ static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64
 }
 
 #undef FD_PASS
+#undef FD_BPASS
+#undef PSB
+#undef PVB
 #undef PS
 #undef PV
 #undef DN
