@@ -100,6 +100,9 @@ def test_the_generic_butterflies_agree_with_numpy():
                 r = z.real
                 _check(_cpx(F.fft_r2c(em.tensor(r.astype(NP_DT[dtype])))), np.fft.rfft(r),
                        np.linalg.norm(r), n, dtype)
+                h = np.fft.rfft(r).astype(np.complex64).astype(np.complex128)
+                _check(F.fft_c2r(_ri(h, dtype), n=n).numpy(), np.fft.irfft(h, n=n),
+                       np.linalg.norm(h), n, dtype, 2 / n)
     finally:
         K.force_generic(False)
 
@@ -300,6 +303,36 @@ def test_odd_length_real_lines_in_pairs(dtype):
                        2 / m)
             _check(F.fft_c2r(_ri(h.T.copy(), dtype), dim=0, n=n).numpy(),
                    np.fft.irfft(h, n=n).T, hn, n, dtype, 2 / n)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_odd_length_real_lines_of_unlike_norms_keep_their_own_accuracy(dtype):
+    """Lines are paired only when their norms are within 8x and finite: a zero line beside
+    a large one transforms to exact zeros, each line is within its own error bound, and
+    an inf or NaN in one line does not reach the next."""
+    n = 243
+    r = _rand((5, n), 31, cplx=False)
+    r[0] = 0
+    r[2] *= 1e6
+    r[4] *= 1e-6
+    if dtype is em.float32:
+        r = r.astype(np.float32).astype(np.float64)
+    got = _cpx(F.fft_r2c(em.tensor(r.astype(NP_DT[dtype]))))
+    want = np.fft.rfft(r)
+    assert np.all(got[0] == 0)
+    for i in range(1, 5):
+        _check(got[i], want[i], np.linalg.norm(r[i]), n, dtype)
+    back = F.fft_c2r(_ri(want, dtype), n=n).numpy()
+    assert np.all(back[0] == 0)
+    for i in range(1, 5):
+        _check(back[i], r[i], np.linalg.norm(want[i]), n, dtype, 2 / n)
+    bad = _rand((4, n), 32, cplx=False)
+    bad[1, 5] = np.inf
+    bad[3, 7] = np.nan
+    got = _cpx(F.fft_r2c(em.tensor(bad.astype(NP_DT[dtype]))))
+    for i in (0, 2):
+        _check(got[i], np.fft.rfft(bad[i].astype(NP_DT[dtype]).astype(np.float64)),
+               np.linalg.norm(bad[i]), n, dtype)
 
 
 def test_several_dims_in_place_passes_leave_the_input_and_match_numpy():

@@ -319,6 +319,12 @@ FFT_INLINE v32_t v32_rotm(v32_t a) {       /* (r, i) -> (i, -r) */
     return _mm256_xor_ps(_mm256_permute_ps(a, 0xB1),
                          _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f));
 }
+FFT_INLINE v32_t v32_rev(v32_t a) {        /* the 4 complex numbers in reverse order */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0x1B));
+}
+FFT_INLINE v32_t v32_conj(v32_t a) {
+    return _mm256_xor_ps(a, _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f));
+}
 FFT_INLINE v32_t v32_scale(v32_t a, float s) { return _mm256_mul_ps(a, _mm256_set1_ps(s)); }
 FFT_INLINE v32_t v32_fma(v32_t a, float s, v32_t c) {
     return _mm256_fmadd_ps(a, _mm256_set1_ps(s), c);
@@ -339,6 +345,10 @@ FFT_INLINE v64_t v64_rotp(v64_t a) {
 }
 FFT_INLINE v64_t v64_rotm(v64_t a) {
     return _mm256_xor_pd(_mm256_permute_pd(a, 0x5), _mm256_setr_pd(0., -0., 0., -0.));
+}
+FFT_INLINE v64_t v64_rev(v64_t a) { return _mm256_permute2f128_pd(a, a, 0x01); }
+FFT_INLINE v64_t v64_conj(v64_t a) {
+    return _mm256_xor_pd(a, _mm256_setr_pd(0., -0., 0., -0.));
 }
 FFT_INLINE v64_t v64_scale(v64_t a, double s) { return _mm256_mul_pd(a, _mm256_set1_pd(s)); }
 FFT_INLINE v64_t v64_fma(v64_t a, double s, v64_t c) {

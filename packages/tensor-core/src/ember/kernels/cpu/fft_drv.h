@@ -10,6 +10,7 @@
 #define PS(x) FD_CAT(x, FD_CAT(_, KS))
 #define PVB(x) FD_CAT(x, FD_CAT(_, KVB))
 #define PSB(x) FD_CAT(x, FD_CAT(_, KSB))
+#define VO(x) FD_CAT(KV, FD_CAT(_, x))
 
 /* One pass over i in [0, ido): the vector loop, then the scalar tail. */
 #define FD_PASS(name, ...)                                                              \
@@ -45,15 +46,16 @@ static T *DN(blue)(const fft_plan *p, T *data, T *work) {
     return data;
 }
 
-/* The transform of data (n complex) using work (p->work complex); returns the buffer
- * holding the result (data or work). */
-static T *DN(exec)(const fft_plan *p, T *data, T *work) {
-    if (p->n2) return DN(blue)(p, data, work);
-    T *p1 = data, *p2 = work;
+/* The passes of a non-Bluestein plan from src, ping-ponging between a and b (src may
+ * be a), the last one into dst (NULL: into a or b); returns the result's buffer. src
+ * is read by the first pass only, so dst may be src when there are two passes or more. */
+static T *DN(passes)(const fft_plan *p, const T *src, T *dst, T *a, T *b) {
+    const T *p1 = src;
     const int64_t n = p->n;
     const int fwd = p->fwd;
     int64_t l1 = 1;
     for (int f = 0; f < p->nfct; f++) {
+        T *p2 = dst && f == p->nfct - 1 ? dst : p1 == a ? b : a;
         const int64_t ip = p->fct[f], ido = n / (l1 * ip);
         const T *tw = p->tw[f];
         const int64_t iv = ido - ido % VLV;
@@ -72,12 +74,16 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
                 if (iv < ido) PS(passg)(ip, ido, l1, iv, ido, p1, p2, tw, p->roots[f]);
             }
         }
-        T *t = p1;
         p1 = p2;
-        p2 = t;
         l1 *= ip;
     }
-    return p1;
+    return (T *)p1;
+}
+
+/* The transform of data (n complex) using work (p->work complex); returns the buffer
+ * holding the result (data or work). */
+static T *DN(exec)(const fft_plan *p, T *data, T *work) {
+    return p->n2 ? DN(blue)(p, data, work) : DN(passes)(p, data, NULL, data, work);
 }
 
 /* The transform of B adjacent lines at once (entry e of line b at data[2 (B e + b)];
@@ -117,12 +123,24 @@ static T *DN(exec_b)(const fft_plan *p, T *data, T *work, int64_t B) {
 }
 
 /* r2c of even n: z (h = n / 2 complex: the packed reals, transformed) into out
- * (h + 1 complex; may be z). */
+ * (h + 1 complex; may be z). Pairs (k, h - k): VLV of them at a time from both ends
+ * (the far ones reversed in the register), the middle ones one by one. */
 static void DN(r2c_post)(const fft_plan *rp, const T *z, T *out) {
     const int64_t h = rp->n / 2;
     const T *w = rp->rtw;
     T z0r = z[0], z0i = z[1];
-    for (int64_t k = 1; 2 * k <= h; k++) {
+    int64_t k = 1;
+#if VLV > 1
+    for (; k + VLV - 1 < h - k - VLV + 1; k += VLV) {
+        const int64_t q = h - k - VLV + 1;
+        VO(t) a = VO(ld)(z + 2 * k), b = VO(conj)(VO(rev)(VO(ld)(z + 2 * q)));
+        VO(t) e = VO(scale)(VO(add)(a, b), (T)0.5);
+        VO(t) t = VO(mul)(VO(rotm)(VO(scale)(VO(sub)(a, b), (T)0.5)), VO(ld)(w + 2 * k));
+        VO(st)(out + 2 * k, VO(add)(e, t));
+        VO(st)(out + 2 * q, VO(rev)(VO(conj)(VO(sub)(e, t))));
+    }
+#endif
+    for (; 2 * k <= h; k++) {
         const int64_t q = h - k;
         T ar = z[2 * k], ai = z[2 * k + 1], br = z[2 * q], bi = -z[2 * q + 1];
         T er = (T)0.5 * (ar + br), ei = (T)0.5 * (ai + bi);
@@ -141,12 +159,23 @@ static void DN(r2c_post)(const fft_plan *rp, const T *z, T *out) {
 }
 
 /* c2r of even n: X (h + 1 complex) into Z (h complex, in place), whose backward
- * transform is the n reals. */
+ * transform is the n reals; pairs as in r2c_post. */
 static void DN(c2r_pre)(const fft_plan *rp, T *x) {
     const int64_t h = rp->n / 2;
     const T *w = rp->rtw;
     T x0 = x[0], xh = x[2 * h];
-    for (int64_t k = 1; 2 * k <= h; k++) {
+    int64_t k = 1;
+#if VLV > 1
+    for (; k + VLV - 1 < h - k - VLV + 1; k += VLV) {
+        const int64_t q = h - k - VLV + 1;
+        VO(t) a = VO(ld)(x + 2 * k), b = VO(conj)(VO(rev)(VO(ld)(x + 2 * q)));
+        VO(t) sm = VO(add)(a, b);
+        VO(t) ie = VO(rotp)(VO(mul)(VO(sub)(a, b), VO(conj)(VO(ld)(w + 2 * k))));
+        VO(st)(x + 2 * k, VO(add)(sm, ie));
+        VO(st)(x + 2 * q, VO(rev)(VO(conj)(VO(sub)(sm, ie))));
+    }
+#endif
+    for (; 2 * k <= h; k++) {
         const int64_t q = h - k;
         T ar = x[2 * k], ai = x[2 * k + 1], br = x[2 * q], bi = -x[2 * q + 1];
         T sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
@@ -244,12 +273,20 @@ static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
     scratch_put(buf, nbytes);
 }
 
+/* Both squared norms finite (an inf or NaN would spread to the other line) and within
+ * 64x of each other (norms within 8x). */
+static int DN(balanced)(T s1, T s2) {
+    return s1 - s1 == 0 && s2 - s2 == 0 && s1 <= 64 * s2 && s2 <= 64 * s1;
+}
+
 /* r2c / c2r of odd n, two lines (li, li + 1) at once: one complex transform of
  * x1 + i x2 (r2c) or of X1 + i X2 (c2r, each Hermitian half extended), split by
  * symmetry (X1 = (Z_k + conj Z_-k) / 2, X2 = (Z_k - conj Z_-k) / 2i; x1, x2 = re, im):
  * half a complex transform per line, as the packed even-n transform costs. The
- * rounding errors are those of the pair's transform: relative to ||x1|| + ||x2||. */
-static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
+ * rounding errors are those of the pair's transform, relative to ||x1|| + ||x2||: lines
+ * whose norms differ by more than 8x are not paired (returns 0, nothing written), so
+ * each keeps within a small factor of its own transform's accuracy. */
+static int DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
     const fft_plan *p = J->p;
     const int64_t n = J->n, h = n / 2, si = J->s_in, so = J->s_out;
     int64_t oi1, oo1, oi2, oo2;
@@ -260,10 +297,15 @@ static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
     const T sc = J->scale;
     if (J->kind == 1) {
         const int64_t m = J->n_in < n ? J->n_in : n;
+        T s1 = 0, s2 = 0;
         for (int64_t j = 0; j < m; j++) {
-            buf[2 * j] = x1[j * si];
-            buf[2 * j + 1] = x2[j * si];
+            T a = x1[j * si], b = x2[j * si];
+            buf[2 * j] = a;
+            buf[2 * j + 1] = b;
+            s1 += a * a;
+            s2 += b * b;
         }
+        if (!DN(balanced)(s1, s2)) return 0;
         if (m < n) memset(buf + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
         const T *r = DN(exec)(p->half, buf, work);
         const T hs = (T)0.5 * sc;
@@ -277,6 +319,7 @@ static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
         }
     } else {
         const int64_t m = J->n_in < h + 1 ? J->n_in : h + 1;
+        T s1 = 0, s2 = 0;
         for (int64_t j = 0; j <= h; j++) {
             T ar = 0, ai = 0, br = 0, bi = 0;
             if (j < m) {
@@ -287,6 +330,8 @@ static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
                     bi = x2[j * si + 1];
                 }
             }
+            s1 += ar * ar + ai * ai;
+            s2 += br * br + bi * bi;
             buf[2 * j] = ar - bi;
             buf[2 * j + 1] = ai + br;
             if (j) {
@@ -294,12 +339,14 @@ static void DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
                 buf[2 * (n - j) + 1] = br - ai;
             }
         }
+        if (!DN(balanced)(s1, s2)) return 0;
         const T *r = DN(exec)(p->half, buf, work);
         for (int64_t j = 0; j < n; j++) {
             y1[j * so] = r[2 * j] * sc;
             y2[j * so] = r[2 * j + 1] * sc;
         }
     }
+    return 1;
 }
 
 static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
@@ -324,8 +371,8 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     T *work = buf + 2 * nb;
     const int even = (n % 2) == 0;
     for (int64_t li = b0; li < b1; li++) {
-        if (J->kind && !even && li + 1 < b1) {
-            DN(odd_pair)(J, li++, buf, work);
+        if (J->kind && !even && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
+            li++;
             continue;
         }
         int64_t oi, oo;
@@ -335,6 +382,12 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
         const int64_t si = J->s_in, so = J->s_out;
         if (J->kind == 0) {
             const int64_t m = J->n_in < n ? J->n_in : n;
+            if (si == 2 && m == n && !p->n2 && p->nfct && (p->nfct > 1 || x != y)) {
+                /* straight from the input line (and into the output's, unscaled) */
+                T *r = DN(passes)(p, x, so == 2 && J->scale == (T)1 ? y : NULL, buf, work);
+                if (r != y) DN(store)(y, so, r, n, J->scale);
+                continue;
+            }
             if (si == 2) memcpy(buf, x, (size_t)m * 2 * sizeof(T));
             else
                 for (int64_t j = 0; j < m; j++) {
@@ -348,11 +401,20 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
             const int64_t m = J->n_in < n ? J->n_in : n;
             T *r;
             if (even) {           /* the reals as h complex numbers */
-                if (si == 1) memcpy(buf, x, (size_t)m * sizeof(T));
-                else
-                    for (int64_t j = 0; j < m; j++) buf[j] = x[j * si];
-                if (m < n) memset(buf + m, 0, (size_t)(n - m) * sizeof(T));
-                r = DN(exec)(p->half, buf, work);
+                const fft_plan *hp = p->half;
+                if (si == 1 && m == n && !hp->n2 && hp->nfct) {
+                    r = DN(passes)(hp, x, NULL, buf, work);
+                } else {
+                    if (si == 1) memcpy(buf, x, (size_t)m * sizeof(T));
+                    else
+                        for (int64_t j = 0; j < m; j++) buf[j] = x[j * si];
+                    if (m < n) memset(buf + m, 0, (size_t)(n - m) * sizeof(T));
+                    r = DN(exec)(hp, buf, work);
+                }
+                if (so == 2 && J->scale == (T)1 && J->n_out == h + 1) {
+                    DN(r2c_post)(p, r, y);      /* straight into the output line */
+                    continue;
+                }
                 DN(r2c_post)(p, r, buf);
                 r = buf;
             } else {
@@ -380,7 +442,12 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
             T *r;
             if (even) {
                 DN(c2r_pre)(p, buf);
-                r = DN(exec)(p->half, buf, work);
+                const fft_plan *hp = p->half;
+                if (so == 1 && J->scale == (T)1 && !hp->n2 && hp->nfct) {
+                    DN(passes)(hp, buf, y, buf, work);  /* the last pass into the output */
+                    continue;
+                }
+                r = DN(exec)(hp, buf, work);
                 if (so == 1 && J->scale == (T)1) memcpy(y, r, (size_t)n * sizeof(T));
                 else
                     for (int64_t j = 0; j < n; j++) y[j * so] = r[j] * J->scale;
@@ -432,6 +499,7 @@ static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64
 #undef FD_PASS
 #undef FD_BPASS
 #undef PSB
+#undef VO
 #undef PVB
 #undef PS
 #undef PV
