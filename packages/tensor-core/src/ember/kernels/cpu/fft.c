@@ -248,7 +248,6 @@ SC_OPS(s64, double)
 #define KV s32
 #define KS s32
 #define KVB s32b
-#define KSB s32b
 #define VLV 1
 #define HAVE_T1 0
 #define T1_4(...) ((void)0)
@@ -257,7 +256,6 @@ SC_OPS(s64, double)
 #undef HAVE_T1
 #undef VLV
 #undef KS
-#undef KSB
 #undef KVB
 #undef KV
 #undef DSUF
@@ -280,7 +278,6 @@ SC_OPS(s64, double)
 #define KV s64
 #define KS s64
 #define KVB s64b
-#define KSB s64b
 #define VLV 1
 #define HAVE_T1 0
 #define T1_4(...) ((void)0)
@@ -289,7 +286,6 @@ SC_OPS(s64, double)
 #undef HAVE_T1
 #undef VLV
 #undef KS
-#undef KSB
 #undef KVB
 #undef KV
 #undef DSUF
@@ -442,11 +438,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define OPS s32
 #define KSUF s32x
 #include "fft_kern.h"
-#define FK_BATCH 1
-#undef KSUF
-#define KSUF s32xb
-#include "fft_kern.h"
-#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
@@ -454,7 +445,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define KV v32
 #define KS s32x
 #define KVB v32b
-#define KSB s32xb
 #define VLV 4
 #define HAVE_T1 1
 #define T1_4 t1_4_f32
@@ -463,7 +453,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #undef HAVE_T1
 #undef VLV
 #undef KS
-#undef KSB
 #undef KVB
 #undef KV
 #undef DSUF
@@ -486,11 +475,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define OPS s64
 #define KSUF s64x
 #include "fft_kern.h"
-#define FK_BATCH 1
-#undef KSUF
-#define KSUF s64xb
-#include "fft_kern.h"
-#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
@@ -498,7 +482,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define KV v64
 #define KS s64x
 #define KVB v64b
-#define KSB s64xb
 #define VLV 2
 #define HAVE_T1 1
 #define T1_4 t1_4_f64
@@ -507,7 +490,6 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #undef HAVE_T1
 #undef VLV
 #undef KS
-#undef KSB
 #undef KVB
 #undef KV
 #undef DSUF

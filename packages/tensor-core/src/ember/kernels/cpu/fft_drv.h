@@ -1,7 +1,7 @@
 /* The executors and line loops of kernels/cpu/fft.c, a template included once per
  * (real type, instruction set): T the real type, DSUF the suffix of the functions made
- * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), KVB / KSB those
- * of the batched ones (FK_BATCH), VLV the vector length of KV, T1_4 the radix-4 pass
+ * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), KVB that of
+ * the batched vector ones (FK_BATCH), VLV the vector length of KV, T1_4 the radix-4 pass
  * for ido == 1 (vectorised over k) where HAVE_T1. */
 #define FD_CAT_(a, b) a##b
 #define FD_CAT(a, b) FD_CAT_(a, b)
@@ -9,7 +9,6 @@
 #define PV(x) FD_CAT(x, FD_CAT(_, KV))
 #define PS(x) FD_CAT(x, FD_CAT(_, KS))
 #define PVB(x) FD_CAT(x, FD_CAT(_, KVB))
-#define PSB(x) FD_CAT(x, FD_CAT(_, KSB))
 #define VO(x) FD_CAT(KV, FD_CAT(_, x))
 
 /* One pass over i in [0, ido): the vector loop, then the scalar tail. */
@@ -87,18 +86,15 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
 }
 
 /* The transform of B adjacent lines at once (entry e of line b at data[2 (B e + b)];
- * work as large), by the batched passes: vector ones when B is a multiple of VLV. Not
- * for Bluestein plans. Returns the buffer holding the result. */
-#define FD_BPASS(name, ...)                                                             \
-    do {                                                                                \
-        if (vec) PVB(name)(__VA_ARGS__, B, p1, p2, tw, fwd);                            \
-        else PSB(name)(__VA_ARGS__, B, p1, p2, tw, fwd);                                \
-    } while (0)
+ * work as large; B a multiple of VLV), by the batched passes. Each lane computes as any
+ * other, so a line's result does not depend on its block. Not for Bluestein plans.
+ * Returns the buffer holding the result. */
+#define FD_BPASS(name, ...) PVB(name)(__VA_ARGS__, B, p1, p2, tw, fwd)
 
 static T *DN(exec_b)(const fft_plan *p, T *data, T *work, int64_t B) {
     T *p1 = data, *p2 = work;
     const int64_t n = p->n;
-    const int fwd = p->fwd, vec = B % VLV == 0;
+    const int fwd = p->fwd;
     int64_t l1 = 1;
     for (int f = 0; f < p->nfct; f++) {
         const int64_t ip = p->fct[f], ido = n / (l1 * ip);
@@ -110,9 +106,7 @@ static T *DN(exec_b)(const fft_plan *p, T *data, T *work, int64_t B) {
         case 5: FD_BPASS(pass5, ido, l1); break;
         case 7: FD_BPASS(pass7, ido, l1); break;
         case 8: FD_BPASS(pass8, ido, l1); break;
-        default:
-            if (vec) PVB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
-            else PSB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
+        default: PVB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
         }
         T *t = p1;
         p1 = p2;
@@ -229,9 +223,10 @@ static void DN(store)(T *y, int64_t s, const T *r, int64_t m, T scale) {
 }
 
 /* c2c lines that are strided but whose neighbours (the innermost batch dim, stride 2
- * in and out) are adjacent: up to B of them at a time (about FFT_BLOCK_BYTES of data,
- * at least a cache line a row), copied out a row of neighbours at a time (contiguous
- * runs, no transpose), transformed together by exec_b and copied back. */
+ * in and out) are adjacent: up to bmax of them at a time (about FFT_BLOCK_BYTES of
+ * data, at least a cache line a row), copied out a row of neighbours at a time
+ * (contiguous runs, no transpose; zero lanes up to a multiple of VLV), transformed
+ * together by exec_b and copied back. */
 #define FFT_BLOCK_BYTES ((int64_t)1 << 18)
 static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
     const fft_plan *p = J->p;
@@ -252,17 +247,20 @@ static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
         int64_t c = bmax, left = inner - li % inner;
         if (c > left) c = left;
         if (c > b1 - li) c = b1 - li;
-        if (c >= VLV) c -= c % VLV;     /* the rest (< VLV lines) next, by scalar passes */
+        const int64_t cv = (c + VLV - 1) / VLV * VLV;
         int64_t oi, oo;
         DN(offsets)(J, li, &oi, &oo);
         const T *x = J->in + oi;
         T *y = J->out + oo;
-        const size_t row = (size_t)c * 2 * sizeof(T);
-        for (int64_t j = 0; j < m; j++) memcpy(buf + 2 * c * j, x + j * si, row);
-        if (m < n) memset(buf + 2 * c * m, 0, (size_t)(n - m) * row);
-        const T *r = DN(exec_b)(p, buf, work, c);
+        const size_t row = (size_t)c * 2 * sizeof(T), pad = (size_t)(cv - c) * 2 * sizeof(T);
+        for (int64_t j = 0; j < m; j++) {
+            memcpy(buf + 2 * cv * j, x + j * si, row);
+            if (pad) memset(buf + 2 * (cv * j + c), 0, pad);
+        }
+        if (m < n) memset(buf + 2 * cv * m, 0, (size_t)((n - m) * cv) * 2 * sizeof(T));
+        const T *r = DN(exec_b)(p, buf, work, cv);
         for (int64_t j = 0; j < n; j++) {
-            const T *rj = r + 2 * c * j;
+            const T *rj = r + 2 * cv * j;
             T *yj = y + j * so;
             if (sc == (T)1) memcpy(yj, rj, row);
             else
@@ -492,13 +490,13 @@ static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64
     /* a grain of about 2^15 points of work per task */
     int64_t grain = ((int64_t)1 << 15) / (n + 1);
     if (grain < 1) grain = 1;
+    if (kind && n % 2) grain += grain % 2;    /* odd_pair's pairs whatever the threads */
     em_parallel_for(lines, grain, DN(lines), &J);
     return J.failed ? -1 : 0;
 }
 
 #undef FD_PASS
 #undef FD_BPASS
-#undef PSB
 #undef VO
 #undef PVB
 #undef PS
