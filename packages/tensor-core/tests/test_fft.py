@@ -100,6 +100,9 @@ def test_the_generic_butterflies_agree_with_numpy():
                 r = z.real
                 _check(_cpx(F.fft_r2c(em.tensor(r.astype(NP_DT[dtype])))), np.fft.rfft(r),
                        np.linalg.norm(r), n, dtype)
+                h = np.fft.rfft(r).astype(np.complex64).astype(np.complex128)
+                _check(F.fft_c2r(_ri(h, dtype), n=n).numpy(), np.fft.irfft(h, n=n),
+                       np.linalg.norm(h), n, dtype, 2 / n)
     finally:
         K.force_generic(False)
 
@@ -225,6 +228,142 @@ def test_strided_lines_with_adjacent_neighbours(dtype):
     _check(_cpx(F.fft_c2c(t, dim=0)), np.fft.fft(big, axis=0), np.linalg.norm(big), 2, dtype)
 
 
+def _generic(on):
+    from ember._C import fft as K
+    K.force_generic(on)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+@pytest.mark.parametrize("generic", [False, True])
+def test_outer_dim_lines_batched_every_length_to_64(dtype, generic):
+    """Lines along an outer dim whose neighbours are adjacent run B at a time through the
+    batched passes (vector ones for B a multiple of the vector length, scalar ones for
+    the rest): every length 1..64 (every radix, the generic odd one), with 1..9 and 33
+    neighbours, both directions, through a strided view too."""
+    _generic(generic)
+    try:
+        for n in range(1, 65):
+            inner = (1, 2, 3, 4, 5, 8, 9, 33)[n % 8]
+            z = _rand((n, 2, inner), 500 + n).astype(np.complex64).astype(np.complex128)
+            x = _ri(z, dtype)
+            xn = np.linalg.norm(z)
+            for forward in (True, False):
+                want = np.fft.fft(z, axis=0) if forward else np.fft.ifft(z, axis=0)
+                _check(_cpx(F.fft_c2c(x, dim=0, forward=forward)), want, xn, n, dtype,
+                       factor=12)
+            if inner > 2:
+                zs, xs = z[:, :, 1:], x[:, :, 1:]
+                _check(_cpx(F.fft_c2c(xs, dim=0)), np.fft.fft(zs, axis=0),
+                       np.linalg.norm(zs), n, dtype, factor=12)
+    finally:
+        _generic(False)
+
+
+@settings(max_examples=fewer_examples(4), deadline=None)
+@given(st.integers(1, 100_000), st.integers(1, 12), st.integers(0, 2 ** 31))
+def test_outer_dim_lines_random_lengths_match_numpy(n, inner, seed):
+    """Random lengths to 10^5 (Bluestein ones take the line-at-a-time path) along dim 0
+    of [n, inner] and dim 1 of [2, n, inner]."""
+    inner = max(1, min(inner, 400_000 // n))
+    z = _rand((n, inner), seed)
+    _check(_cpx(F.fft_c2c(_ri(z), dim=0)), np.fft.fft(z, axis=0), np.linalg.norm(z), n,
+           em.float64, factor=12)
+    z3 = np.stack([z, z[::-1]])
+    _check(_cpx(F.fft_c2c(_ri(z3), dim=1, forward=False, norm="forward")),
+           np.fft.ifft(z3, axis=1, norm="forward"), np.linalg.norm(z3), n, em.float64,
+           factor=12)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_odd_length_real_lines_in_pairs(dtype):
+    """r2c / c2r of odd n run two lines per complex transform: odd and even batch counts
+    (the last line alone), every odd length to 65 and some large ones (Bluestein too),
+    onesided or not, padded and trimmed, along an inner and an outer dim."""
+    for n in list(range(1, 66, 2)) + [243, 1001, 10007, 99991]:
+        for batch in (2, 3) if n < 100 else (3,):
+            r = _rand((batch, n), 700 + n, cplx=False)
+            if dtype is em.float32:
+                r = r.astype(np.float32).astype(np.float64)
+            x = em.tensor(r.astype(NP_DT[dtype]))
+            rn = np.linalg.norm(r)
+            _check(_cpx(F.fft_r2c(x)), np.fft.rfft(r), rn, n, dtype)
+            _check(_cpx(F.fft_r2c(x, onesided=False)), np.fft.fft(r), rn, n, dtype)
+            _check(_cpx(F.fft_r2c(x.t(), dim=0)), np.fft.rfft(r, axis=1).T, rn, n, dtype)
+            if n > 2:
+                _check(_cpx(F.fft_r2c(x, n=n - 2)), np.fft.rfft(r, n=n - 2), rn, n, dtype)
+                _check(_cpx(F.fft_r2c(x, n=n + 2)), np.fft.rfft(r, n=n + 2), rn, n, dtype)
+            h = np.fft.rfft(r)
+            h = h + 0.5j * np.random.default_rng(n).standard_normal(h.shape)  # Im h[0] unused
+            if dtype is em.float32:
+                h = h.astype(np.complex64).astype(np.complex128)
+            hn = np.linalg.norm(h)
+            xh = _ri(h, dtype)
+            for m in (n, n + 2, max(1, n - 2)):
+                _check(F.fft_c2r(xh, n=m).numpy(), np.fft.irfft(h, n=m), hn, m, dtype,
+                       2 / m)
+            _check(F.fft_c2r(_ri(h.T.copy(), dtype), dim=0, n=n).numpy(),
+                   np.fft.irfft(h, n=n).T, hn, n, dtype, 2 / n)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_odd_length_real_lines_of_unlike_norms_keep_their_own_accuracy(dtype):
+    """Lines are paired only when their norms are within 8x and finite: a zero line beside
+    a large one transforms to exact zeros, each line is within its own error bound, and
+    an inf or NaN in one line does not reach the next."""
+    n = 243
+    r = _rand((5, n), 31, cplx=False)
+    r[0] = 0
+    r[2] *= 1e6
+    r[4] *= 1e-6
+    if dtype is em.float32:
+        r = r.astype(np.float32).astype(np.float64)
+    got = _cpx(F.fft_r2c(em.tensor(r.astype(NP_DT[dtype]))))
+    want = np.fft.rfft(r)
+    assert np.all(got[0] == 0)
+    for i in range(1, 5):
+        _check(got[i], want[i], np.linalg.norm(r[i]), n, dtype)
+    back = F.fft_c2r(_ri(want, dtype), n=n).numpy()
+    assert np.all(back[0] == 0)
+    for i in range(1, 5):
+        _check(back[i], r[i], np.linalg.norm(want[i]), n, dtype, 2 / n)
+    bad = _rand((4, n), 32, cplx=False)
+    bad[1, 5] = np.inf
+    bad[3, 7] = np.nan
+    got = _cpx(F.fft_r2c(em.tensor(bad.astype(NP_DT[dtype]))))
+    for i in (0, 2):
+        _check(got[i], np.fft.rfft(bad[i].astype(NP_DT[dtype]).astype(np.float64)),
+               np.linalg.norm(bad[i]), n, dtype)
+
+
+def test_several_dims_in_place_passes_leave_the_input_and_match_numpy():
+    """fftn / rfftn / irfftn run their later passes in place on their own intermediate
+    when nothing is recorded: the input is left as it was, results match NumPy and the
+    recorded (out-of-place) path."""
+    z = _rand((3, 16, 12, 5), 21)
+    x = _ri(z)
+    before = x.numpy().copy()
+    dims = (1, 2, 0)
+    got = F.fftn_c2c(x, dim=dims)
+    np.testing.assert_array_equal(x.numpy(), before)
+    np.testing.assert_allclose(_cpx(got), np.fft.fftn(z, axes=dims), atol=1e-10)
+    np.testing.assert_allclose(_cpx(F.fftn_c2c(x, s=(16, 7, 3), dim=dims, forward=False)),
+                               np.fft.ifftn(z, s=(16, 7, 3), axes=dims),
+                               atol=1e-10)
+    xg = _ri(z)
+    xg.requires_grad_(True)
+    np.testing.assert_allclose(F.fftn_c2c(xg, dim=dims).detach().numpy(), got.numpy(),
+                               atol=1e-12)
+    r = z.real
+    np.testing.assert_allclose(_cpx(F.fftn_r2c(em.tensor(r), dim=(0, 1, 3))),
+                               np.fft.rfftn(r, axes=(0, 1, 3)), atol=1e-10)
+    h = np.fft.rfftn(r, axes=(1, 2))
+    xh = _ri(h)
+    hb = xh.numpy().copy()
+    np.testing.assert_allclose(F.fftn_c2r(xh, dim=(0, 1, 2), s=(3, 16, 12)).numpy(),
+                               np.fft.irfftn(h, axes=(0, 1, 2), s=(3, 16, 12)), atol=1e-10)
+    np.testing.assert_array_equal(xh.numpy(), hb)
+
+
 def test_batches_are_spread_over_threads_with_the_same_result():
     z = _rand((64, 300), 5)
     x = _ri(z)
@@ -237,6 +376,32 @@ def test_batches_are_spread_over_threads_with_the_same_result():
     finally:
         em.set_num_threads(old)
     np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_blocked_and_paired_lines_do_not_depend_on_the_block_or_the_threads(dtype):
+    """A line along an outer dim gives the same bits whichever block of neighbours it is
+    transformed in (any count, padded to whole vectors) and with 1 or 2 threads; odd-n
+    real lines are paired the same way with 1 or 2 threads."""
+    z = _rand((240, 9), 40)
+    x = _ri(z, dtype)
+    whole = F.fft_c2c(x, dim=0).numpy()
+    for w in range(1, 9):
+        np.testing.assert_array_equal(F.fft_c2c(x[:, :w], dim=0).numpy(), whole[:, :w])
+        np.testing.assert_array_equal(F.fft_c2c(x[:, 9 - w:].contiguous(), dim=0).numpy(),
+                                      whole[:, 9 - w:])
+    big = _ri(_rand((256, 300), 41), dtype)      # 300 lines: chunks of 127 on 2 threads
+    r = em.tensor(_rand((301, 261), 42, cplx=False).astype(NP_DT[dtype]))  # grain 125 -> 126
+    old = em.get_num_threads()
+    try:
+        em.set_num_threads(1)
+        one = F.fft_c2c(big, dim=0).numpy(), F.fft_r2c(r).numpy()
+        em.set_num_threads(2)
+        two = F.fft_c2c(big, dim=0).numpy(), F.fft_r2c(r).numpy()
+    finally:
+        em.set_num_threads(old)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_integer_and_float16_inputs_compute_in_float():

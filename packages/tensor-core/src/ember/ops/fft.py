@@ -255,16 +255,30 @@ def _dims_and_sizes(shape, s, dim, op, last_hermitian=False):
     return dims, sizes
 
 
+def _c2c_passes(x, y, dims, sizes, forward, norm):
+    """y after successive c2c passes along dims (x: the op's input). Past the first
+    pass, a pass that keeps its length runs in place on the intermediate the previous
+    one made, when nothing is recorded and it is on the CPU (whose kernels copy a block
+    of lines out before writing it back): one allocation, no second pass over fresh
+    pages."""
+    inplace = x.device.type == "cpu" and not _core.any_requires_grad((x,))
+    for d, n in zip(dims, sizes):
+        n = y.shape[d] if n is None else n
+        scale = _scale(norm, n, forward)
+        if inplace and y is not x and n == y.shape[d]:
+            kernel("fft_c2c", "fft", y)(y, y, d, bool(forward), float(scale))
+        else:
+            y = _c2c(y, d, n, forward, scale)
+    return y
+
+
 def fftn_c2c(x, s=None, dim=None, norm=None, forward=True):
     """The DFT over several dims of a complex [..., 2] signal (successive 1-D passes)."""
     op = "fftn" if forward else "ifftn"
     x = _complex_input(x, op)
     norm = _norm_arg(norm, op)
     dims, sizes = _dims_and_sizes(tuple(x.shape[:-1]), s, dim, op)
-    for d, n in zip(dims, sizes):
-        n = x.shape[d] if n is None else n
-        x = _c2c(x, d, n, forward, _scale(norm, n, forward))
-    return x
+    return _c2c_passes(x, x, dims, sizes, forward, norm)
 
 
 def fftn_r2c(x, s=None, dim=None, norm=None):
@@ -275,10 +289,7 @@ def fftn_r2c(x, s=None, dim=None, norm=None):
     dims, sizes = _dims_and_sizes(tuple(x.shape), s, dim, op, True)
     n = x.shape[dims[-1]] if sizes[-1] is None else sizes[-1]
     y = _r2c(x, dims[-1], n, _scale(norm, n, True))
-    for d, n in zip(dims[:-1], sizes[:-1]):
-        n = y.shape[d] if n is None else n
-        y = _c2c(y, d, n, True, _scale(norm, n, True))
-    return y
+    return _c2c_passes(x, y, dims[:-1], sizes[:-1], True, norm)
 
 
 def fftn_c2r(x, s=None, dim=None, norm=None):
@@ -288,9 +299,7 @@ def fftn_c2r(x, s=None, dim=None, norm=None):
     x = _complex_input(x, op)
     norm = _norm_arg(norm, op)
     dims, sizes = _dims_and_sizes(tuple(x.shape[:-1]), s, dim, op, True)
-    for d, n in zip(dims[:-1], sizes[:-1]):
-        n = x.shape[d] if n is None else n
-        x = _c2c(x, d, n, False, _scale(norm, n, False))
+    x = _c2c_passes(x, x, dims[:-1], sizes[:-1], False, norm)
     d = dims[-1]
     n = 2 * (x.shape[d] - 1) if sizes[-1] is None else sizes[-1]
     if n < 1:

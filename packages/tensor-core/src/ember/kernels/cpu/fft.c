@@ -216,6 +216,7 @@ static void plan_free(fft_plan *p) {
 #define SC_OPS(P, TT)                                                                    \
     typedef struct { TT r, i; } P##_t;                                                   \
     FFT_INLINE P##_t P##_ld(const TT *p) { P##_t v = {p[0], p[1]}; return v; }          \
+    FFT_INLINE P##_t P##_bc(const TT *p) { P##_t v = {p[0], p[1]}; return v; }          \
     FFT_INLINE void P##_st(TT *p, P##_t v) { p[0] = v.r; p[1] = v.i; }                  \
     FFT_INLINE P##_t P##_add(P##_t a, P##_t b) { P##_t v = {a.r + b.r, a.i + b.i}; return v; } \
     FFT_INLINE P##_t P##_sub(P##_t a, P##_t b) { P##_t v = {a.r - b.r, a.i - b.i}; return v; } \
@@ -235,12 +236,18 @@ SC_OPS(s64, double)
 #define OPS s32
 #define KSUF s32
 #include "fft_kern.h"
+#define FK_BATCH 1
+#undef KSUF
+#define KSUF s32b
+#include "fft_kern.h"
+#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
 #define DSUF f32
 #define KV s32
 #define KS s32
+#define KVB s32b
 #define VLV 1
 #define HAVE_T1 0
 #define T1_4(...) ((void)0)
@@ -249,6 +256,7 @@ SC_OPS(s64, double)
 #undef HAVE_T1
 #undef VLV
 #undef KS
+#undef KVB
 #undef KV
 #undef DSUF
 #undef T
@@ -258,12 +266,18 @@ SC_OPS(s64, double)
 #define OPS s64
 #define KSUF s64
 #include "fft_kern.h"
+#define FK_BATCH 1
+#undef KSUF
+#define KSUF s64b
+#include "fft_kern.h"
+#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
 #define DSUF f64
 #define KV s64
 #define KS s64
+#define KVB s64b
 #define VLV 1
 #define HAVE_T1 0
 #define T1_4(...) ((void)0)
@@ -272,6 +286,7 @@ SC_OPS(s64, double)
 #undef HAVE_T1
 #undef VLV
 #undef KS
+#undef KVB
 #undef KV
 #undef DSUF
 #undef T
@@ -282,6 +297,9 @@ SC_OPS(s64, double)
 
 typedef __m256 v32_t;
 FFT_INLINE v32_t v32_ld(const float *p) { return _mm256_loadu_ps(p); }
+FFT_INLINE v32_t v32_bc(const float *p) {  /* one complex number in every lane */
+    return _mm256_castpd_ps(_mm256_broadcast_sd((const double *)p));
+}
 FFT_INLINE void v32_st(float *p, v32_t v) { _mm256_storeu_ps(p, v); }
 FFT_INLINE v32_t v32_add(v32_t a, v32_t b) { return _mm256_add_ps(a, b); }
 FFT_INLINE v32_t v32_sub(v32_t a, v32_t b) { return _mm256_sub_ps(a, b); }
@@ -297,6 +315,12 @@ FFT_INLINE v32_t v32_rotm(v32_t a) {       /* (r, i) -> (i, -r) */
     return _mm256_xor_ps(_mm256_permute_ps(a, 0xB1),
                          _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f));
 }
+FFT_INLINE v32_t v32_rev(v32_t a) {        /* the 4 complex numbers in reverse order */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0x1B));
+}
+FFT_INLINE v32_t v32_conj(v32_t a) {
+    return _mm256_xor_ps(a, _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f));
+}
 FFT_INLINE v32_t v32_scale(v32_t a, float s) { return _mm256_mul_ps(a, _mm256_set1_ps(s)); }
 FFT_INLINE v32_t v32_fma(v32_t a, float s, v32_t c) {
     return _mm256_fmadd_ps(a, _mm256_set1_ps(s), c);
@@ -304,6 +328,7 @@ FFT_INLINE v32_t v32_fma(v32_t a, float s, v32_t c) {
 
 typedef __m256d v64_t;
 FFT_INLINE v64_t v64_ld(const double *p) { return _mm256_loadu_pd(p); }
+FFT_INLINE v64_t v64_bc(const double *p) { return _mm256_broadcast_pd((const __m128d *)p); }
 FFT_INLINE void v64_st(double *p, v64_t v) { _mm256_storeu_pd(p, v); }
 FFT_INLINE v64_t v64_add(v64_t a, v64_t b) { return _mm256_add_pd(a, b); }
 FFT_INLINE v64_t v64_sub(v64_t a, v64_t b) { return _mm256_sub_pd(a, b); }
@@ -316,6 +341,10 @@ FFT_INLINE v64_t v64_rotp(v64_t a) {
 }
 FFT_INLINE v64_t v64_rotm(v64_t a) {
     return _mm256_xor_pd(_mm256_permute_pd(a, 0x5), _mm256_setr_pd(0., -0., 0., -0.));
+}
+FFT_INLINE v64_t v64_rev(v64_t a) { return _mm256_permute2f128_pd(a, a, 0x01); }
+FFT_INLINE v64_t v64_conj(v64_t a) {
+    return _mm256_xor_pd(a, _mm256_setr_pd(0., -0., 0., -0.));
 }
 FFT_INLINE v64_t v64_scale(v64_t a, double s) { return _mm256_mul_pd(a, _mm256_set1_pd(s)); }
 FFT_INLINE v64_t v64_fma(v64_t a, double s, v64_t c) {
@@ -397,6 +426,11 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define OPS v32
 #define KSUF v32
 #include "fft_kern.h"
+#define FK_BATCH 1
+#undef KSUF
+#define KSUF v32b
+#include "fft_kern.h"
+#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
@@ -410,6 +444,7 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define DSUF f32x
 #define KV v32
 #define KS s32x
+#define KVB v32b
 #define VLV 4
 #define HAVE_T1 1
 #define T1_4 t1_4_f32
@@ -418,6 +453,7 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #undef HAVE_T1
 #undef VLV
 #undef KS
+#undef KVB
 #undef KV
 #undef DSUF
 #undef T
@@ -427,6 +463,11 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define OPS v64
 #define KSUF v64
 #include "fft_kern.h"
+#define FK_BATCH 1
+#undef KSUF
+#define KSUF v64b
+#include "fft_kern.h"
+#undef FK_BATCH
 #undef KSUF
 #undef OPS
 #undef VL
@@ -440,6 +481,7 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #define DSUF f64x
 #define KV v64
 #define KS s64x
+#define KVB v64b
 #define VLV 2
 #define HAVE_T1 1
 #define T1_4 t1_4_f64
@@ -448,6 +490,7 @@ static void t1_4_f64(int64_t l1, const double *restrict cc, double *restrict ch,
 #undef HAVE_T1
 #undef VLV
 #undef KS
+#undef KVB
 #undef KV
 #undef DSUF
 #undef T

@@ -12,8 +12,11 @@
  * algorithm for lengths with large prime factors. Twiddles are computed in double
  * from an octant-reduced table, so float32 errors grow like log n. Plans
  * (factorisation, twiddles, Bluestein chirp) are kept in a bounded, thread-safe
- * cache per (kind, length, dtype, direction). Batches of lines are spread over
- * ember's thread pool.
+ * cache per (kind, length, dtype, direction). Lines along an outer dim whose
+ * neighbours are adjacent run a block at a time through batched passes (whole-vector
+ * loads, no transpose); contiguous lines run straight from the input into the output;
+ * real transforms of odd n take two lines per complex transform. Batches of lines are
+ * spread over ember's thread pool.
  *
  * dtype: 0 float32, 1 float64. Results are multiplied by `scale`. Each returns 0, or
  * -1 when out of memory.

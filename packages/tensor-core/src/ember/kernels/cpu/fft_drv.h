@@ -1,12 +1,15 @@
 /* The executors and line loops of kernels/cpu/fft.c, a template included once per
  * (real type, instruction set): T the real type, DSUF the suffix of the functions made
- * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), VLV the vector
- * length of KV, T1_4 the radix-4 pass for ido == 1 (vectorised over k) where HAVE_T1. */
+ * here, KV / KS the suffixes of the vector / scalar passes (fft_kern.h), KVB that of
+ * the batched vector ones (FK_BATCH), VLV the vector length of KV, T1_4 the radix-4 pass
+ * for ido == 1 (vectorised over k) where HAVE_T1. */
 #define FD_CAT_(a, b) a##b
 #define FD_CAT(a, b) FD_CAT_(a, b)
 #define DN(x) FD_CAT(x, FD_CAT(_, DSUF))
 #define PV(x) FD_CAT(x, FD_CAT(_, KV))
 #define PS(x) FD_CAT(x, FD_CAT(_, KS))
+#define PVB(x) FD_CAT(x, FD_CAT(_, KVB))
+#define VO(x) FD_CAT(KV, FD_CAT(_, x))
 
 /* One pass over i in [0, ido): the vector loop, then the scalar tail. */
 #define FD_PASS(name, ...)                                                              \
@@ -42,15 +45,16 @@ static T *DN(blue)(const fft_plan *p, T *data, T *work) {
     return data;
 }
 
-/* The transform of data (n complex) using work (p->work complex); returns the buffer
- * holding the result (data or work). */
-static T *DN(exec)(const fft_plan *p, T *data, T *work) {
-    if (p->n2) return DN(blue)(p, data, work);
-    T *p1 = data, *p2 = work;
+/* The passes of a non-Bluestein plan from src, ping-ponging between a and b (src may
+ * be a), the last one into dst (NULL: into a or b); returns the result's buffer. src
+ * is read by the first pass only, so dst may be src when there are two passes or more. */
+static T *DN(passes)(const fft_plan *p, const T *src, T *dst, T *a, T *b) {
+    const T *p1 = src;
     const int64_t n = p->n;
     const int fwd = p->fwd;
     int64_t l1 = 1;
     for (int f = 0; f < p->nfct; f++) {
+        T *p2 = dst && f == p->nfct - 1 ? dst : p1 == a ? b : a;
         const int64_t ip = p->fct[f], ido = n / (l1 * ip);
         const T *tw = p->tw[f];
         const int64_t iv = ido - ido % VLV;
@@ -69,6 +73,41 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
                 if (iv < ido) PS(passg)(ip, ido, l1, iv, ido, p1, p2, tw, p->roots[f]);
             }
         }
+        p1 = p2;
+        l1 *= ip;
+    }
+    return (T *)p1;
+}
+
+/* The transform of data (n complex) using work (p->work complex); returns the buffer
+ * holding the result (data or work). */
+static T *DN(exec)(const fft_plan *p, T *data, T *work) {
+    return p->n2 ? DN(blue)(p, data, work) : DN(passes)(p, data, NULL, data, work);
+}
+
+/* The transform of B adjacent lines at once (entry e of line b at data[2 (B e + b)];
+ * work as large; B a multiple of VLV), by the batched passes. Each lane computes as any
+ * other, so a line's result does not depend on its block. Not for Bluestein plans.
+ * Returns the buffer holding the result. */
+#define FD_BPASS(name, ...) PVB(name)(__VA_ARGS__, B, p1, p2, tw, fwd)
+
+static T *DN(exec_b)(const fft_plan *p, T *data, T *work, int64_t B) {
+    T *p1 = data, *p2 = work;
+    const int64_t n = p->n;
+    const int fwd = p->fwd;
+    int64_t l1 = 1;
+    for (int f = 0; f < p->nfct; f++) {
+        const int64_t ip = p->fct[f], ido = n / (l1 * ip);
+        const T *tw = p->tw[f];
+        switch (ip) {
+        case 2: FD_BPASS(pass2, ido, l1); break;
+        case 3: FD_BPASS(pass3, ido, l1); break;
+        case 4: FD_BPASS(pass4, ido, l1); break;
+        case 5: FD_BPASS(pass5, ido, l1); break;
+        case 7: FD_BPASS(pass7, ido, l1); break;
+        case 8: FD_BPASS(pass8, ido, l1); break;
+        default: PVB(passg)(ip, ido, l1, B, p1, p2, tw, p->roots[f]);
+        }
         T *t = p1;
         p1 = p2;
         p2 = t;
@@ -78,12 +117,24 @@ static T *DN(exec)(const fft_plan *p, T *data, T *work) {
 }
 
 /* r2c of even n: z (h = n / 2 complex: the packed reals, transformed) into out
- * (h + 1 complex; may be z). */
+ * (h + 1 complex; may be z). Pairs (k, h - k): VLV of them at a time from both ends
+ * (the far ones reversed in the register), the middle ones one by one. */
 static void DN(r2c_post)(const fft_plan *rp, const T *z, T *out) {
     const int64_t h = rp->n / 2;
     const T *w = rp->rtw;
     T z0r = z[0], z0i = z[1];
-    for (int64_t k = 1; 2 * k <= h; k++) {
+    int64_t k = 1;
+#if VLV > 1
+    for (; k + VLV - 1 < h - k - VLV + 1; k += VLV) {
+        const int64_t q = h - k - VLV + 1;
+        VO(t) a = VO(ld)(z + 2 * k), b = VO(conj)(VO(rev)(VO(ld)(z + 2 * q)));
+        VO(t) e = VO(scale)(VO(add)(a, b), (T)0.5);
+        VO(t) t = VO(mul)(VO(rotm)(VO(scale)(VO(sub)(a, b), (T)0.5)), VO(ld)(w + 2 * k));
+        VO(st)(out + 2 * k, VO(add)(e, t));
+        VO(st)(out + 2 * q, VO(rev)(VO(conj)(VO(sub)(e, t))));
+    }
+#endif
+    for (; 2 * k <= h; k++) {
         const int64_t q = h - k;
         T ar = z[2 * k], ai = z[2 * k + 1], br = z[2 * q], bi = -z[2 * q + 1];
         T er = (T)0.5 * (ar + br), ei = (T)0.5 * (ai + bi);
@@ -102,12 +153,23 @@ static void DN(r2c_post)(const fft_plan *rp, const T *z, T *out) {
 }
 
 /* c2r of even n: X (h + 1 complex) into Z (h complex, in place), whose backward
- * transform is the n reals. */
+ * transform is the n reals; pairs as in r2c_post. */
 static void DN(c2r_pre)(const fft_plan *rp, T *x) {
     const int64_t h = rp->n / 2;
     const T *w = rp->rtw;
     T x0 = x[0], xh = x[2 * h];
-    for (int64_t k = 1; 2 * k <= h; k++) {
+    int64_t k = 1;
+#if VLV > 1
+    for (; k + VLV - 1 < h - k - VLV + 1; k += VLV) {
+        const int64_t q = h - k - VLV + 1;
+        VO(t) a = VO(ld)(x + 2 * k), b = VO(conj)(VO(rev)(VO(ld)(x + 2 * q)));
+        VO(t) sm = VO(add)(a, b);
+        VO(t) ie = VO(rotp)(VO(mul)(VO(sub)(a, b), VO(conj)(VO(ld)(w + 2 * k))));
+        VO(st)(x + 2 * k, VO(add)(sm, ie));
+        VO(st)(x + 2 * q, VO(rev)(VO(conj)(VO(sub)(sm, ie))));
+    }
+#endif
+    for (; 2 * k <= h; k++) {
         const int64_t q = h - k;
         T ar = x[2 * k], ai = x[2 * k + 1], br = x[2 * q], bi = -x[2 * q + 1];
         T sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
@@ -161,59 +223,135 @@ static void DN(store)(T *y, int64_t s, const T *r, int64_t m, T scale) {
 }
 
 /* c2c lines that are strided but whose neighbours (the innermost batch dim, stride 2
- * in and out) are adjacent: up to FFT_BLOCK of them at a time, gathered and scattered
- * a row of neighbours at a time (whole cache lines instead of one number per line).
- * Only for line strides up to FFT_BLOCK_STRIDE bytes: measured slower for far-apart
- * rows (many rows in one cache set). */
-#define FFT_BLOCK 8
-#define FFT_BLOCK_STRIDE 16384
+ * in and out) are adjacent: up to bmax of them at a time (about FFT_BLOCK_BYTES of
+ * data, at least a cache line a row), copied out a row of neighbours at a time
+ * (contiguous runs, no transpose; zero lanes up to a multiple of VLV), transformed
+ * together by exec_b and copied back. */
+#define FFT_BLOCK_BYTES ((int64_t)1 << 18)
 static void DN(block_lines)(DN(job_t) *J, int64_t b0, int64_t b1) {
     const fft_plan *p = J->p;
-    const int64_t n = J->n, nb = n + 2, inner = J->bshape[J->bdims - 1];
-    const size_t nbytes = (size_t)(FFT_BLOCK * nb + p->work) * 2 * sizeof(T);
+    const int64_t n = J->n, inner = J->bshape[J->bdims - 1], z = 2 * (int64_t)sizeof(T);
+    int64_t bmax = FFT_BLOCK_BYTES / (n * z);
+    bmax -= bmax % VLV;
+    if (bmax < 64 / z) bmax = 64 / z;
+    const size_t nbytes = (size_t)(2 * bmax * n) * 2 * sizeof(T);
     T *buf = scratch_get(nbytes);
     if (!buf) {
         __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
         return;
     }
-    T *work = buf + 2 * FFT_BLOCK * nb;
+    T *work = buf + 2 * bmax * n;
     const int64_t si = J->s_in, so = J->s_out, m = J->n_in < n ? J->n_in : n;
+    const T sc = J->scale;
     for (int64_t li = b0; li < b1;) {
-        int64_t c = FFT_BLOCK, left = inner - li % inner;
+        int64_t c = bmax, left = inner - li % inner;
         if (c > left) c = left;
         if (c > b1 - li) c = b1 - li;
+        const int64_t cv = (c + VLV - 1) / VLV * VLV;
         int64_t oi, oo;
         DN(offsets)(J, li, &oi, &oo);
         const T *x = J->in + oi;
         T *y = J->out + oo;
-        for (int64_t j = 0; j < m; j++)
-            for (int64_t q = 0; q < c; q++) {
-                buf[2 * (q * nb + j)] = x[j * si + 2 * q];
-                buf[2 * (q * nb + j) + 1] = x[j * si + 2 * q + 1];
-            }
-        for (int64_t q = 0; q < c; q++) {
-            T *line = buf + 2 * q * nb;
-            if (m < n) memset(line + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
-            T *r = DN(exec)(p, line, work);
-            if (r != line) memcpy(line, r, (size_t)n * 2 * sizeof(T));
+        const size_t row = (size_t)c * 2 * sizeof(T), pad = (size_t)(cv - c) * 2 * sizeof(T);
+        for (int64_t j = 0; j < m; j++) {
+            memcpy(buf + 2 * cv * j, x + j * si, row);
+            if (pad) memset(buf + 2 * (cv * j + c), 0, pad);
         }
-        const T sc = J->scale;
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t q = 0; q < c; q++) {
-                y[j * so + 2 * q] = buf[2 * (q * nb + j)] * sc;
-                y[j * so + 2 * q + 1] = buf[2 * (q * nb + j) + 1] * sc;
-            }
+        if (m < n) memset(buf + 2 * cv * m, 0, (size_t)((n - m) * cv) * 2 * sizeof(T));
+        const T *r = DN(exec_b)(p, buf, work, cv);
+        for (int64_t j = 0; j < n; j++) {
+            const T *rj = r + 2 * cv * j;
+            T *yj = y + j * so;
+            if (sc == (T)1) memcpy(yj, rj, row);
+            else
+                for (int64_t q = 0; q < 2 * c; q++) yj[q] = rj[q] * sc;
+        }
         li += c;
     }
     scratch_put(buf, nbytes);
 }
 
+/* Both squared norms finite (an inf or NaN would spread to the other line) and within
+ * 64x of each other (norms within 8x). */
+static int DN(balanced)(T s1, T s2) {
+    return s1 - s1 == 0 && s2 - s2 == 0 && s1 <= 64 * s2 && s2 <= 64 * s1;
+}
+
+/* r2c / c2r of odd n, two lines (li, li + 1) at once: one complex transform of
+ * x1 + i x2 (r2c) or of X1 + i X2 (c2r, each Hermitian half extended), split by
+ * symmetry (X1 = (Z_k + conj Z_-k) / 2, X2 = (Z_k - conj Z_-k) / 2i; x1, x2 = re, im):
+ * half a complex transform per line, as the packed even-n transform costs. The
+ * rounding errors are those of the pair's transform, relative to ||x1|| + ||x2||: lines
+ * whose norms differ by more than 8x are not paired (returns 0, nothing written), so
+ * each keeps within a small factor of its own transform's accuracy. */
+static int DN(odd_pair)(const DN(job_t) *J, int64_t li, T *buf, T *work) {
+    const fft_plan *p = J->p;
+    const int64_t n = J->n, h = n / 2, si = J->s_in, so = J->s_out;
+    int64_t oi1, oo1, oi2, oo2;
+    DN(offsets)(J, li, &oi1, &oo1);
+    DN(offsets)(J, li + 1, &oi2, &oo2);
+    const T *x1 = J->in + oi1, *x2 = J->in + oi2;
+    T *y1 = J->out + oo1, *y2 = J->out + oo2;
+    const T sc = J->scale;
+    if (J->kind == 1) {
+        const int64_t m = J->n_in < n ? J->n_in : n;
+        T s1 = 0, s2 = 0;
+        for (int64_t j = 0; j < m; j++) {
+            T a = x1[j * si], b = x2[j * si];
+            buf[2 * j] = a;
+            buf[2 * j + 1] = b;
+            s1 += a * a;
+            s2 += b * b;
+        }
+        if (!DN(balanced)(s1, s2)) return 0;
+        if (m < n) memset(buf + 2 * m, 0, (size_t)(n - m) * 2 * sizeof(T));
+        const T *r = DN(exec)(p->half, buf, work);
+        const T hs = (T)0.5 * sc;
+        for (int64_t k = 0; k < J->n_out; k++) {
+            const int64_t q = k ? n - k : 0;
+            T ar = r[2 * k], ai = r[2 * k + 1], br = r[2 * q], bi = -r[2 * q + 1];
+            y1[k * so] = hs * (ar + br);
+            y1[k * so + 1] = hs * (ai + bi);
+            y2[k * so] = hs * (ai - bi);
+            y2[k * so + 1] = -hs * (ar - br);
+        }
+    } else {
+        const int64_t m = J->n_in < h + 1 ? J->n_in : h + 1;
+        T s1 = 0, s2 = 0;
+        for (int64_t j = 0; j <= h; j++) {
+            T ar = 0, ai = 0, br = 0, bi = 0;
+            if (j < m) {
+                ar = x1[j * si];
+                br = x2[j * si];
+                if (j) {
+                    ai = x1[j * si + 1];
+                    bi = x2[j * si + 1];
+                }
+            }
+            s1 += ar * ar + ai * ai;
+            s2 += br * br + bi * bi;
+            buf[2 * j] = ar - bi;
+            buf[2 * j + 1] = ai + br;
+            if (j) {
+                buf[2 * (n - j)] = ar + bi;
+                buf[2 * (n - j) + 1] = br - ai;
+            }
+        }
+        if (!DN(balanced)(s1, s2)) return 0;
+        const T *r = DN(exec)(p->half, buf, work);
+        for (int64_t j = 0; j < n; j++) {
+            y1[j * so] = r[2 * j] * sc;
+            y2[j * so] = r[2 * j + 1] * sc;
+        }
+    }
+    return 1;
+}
+
 static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     DN(job_t) *J = ctx;
-    if (J->kind == 0 && J->bdims && J->s_in != 2 && J->bs_in[J->bdims - 1] == 2 &&
-        J->s_in > 0 && J->s_out > 0 && (size_t)J->s_in * sizeof(T) <= FFT_BLOCK_STRIDE &&
-        (size_t)J->s_out * sizeof(T) <= FFT_BLOCK_STRIDE &&
-        J->bs_out[J->bdims - 1] == 2 && J->bshape[J->bdims - 1] > 1) {
+    if (J->kind == 0 && J->bdims && J->s_in != 2 && !J->p->n2 &&
+        J->bs_in[J->bdims - 1] == 2 && J->bs_out[J->bdims - 1] == 2 &&
+        J->bshape[J->bdims - 1] > 1) {
         DN(block_lines)(J, b0, b1);
         return;
     }
@@ -231,6 +369,10 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     T *work = buf + 2 * nb;
     const int even = (n % 2) == 0;
     for (int64_t li = b0; li < b1; li++) {
+        if (J->kind && !even && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
+            li++;
+            continue;
+        }
         int64_t oi, oo;
         DN(offsets)(J, li, &oi, &oo);
         const T *x = J->in + oi;
@@ -238,6 +380,12 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
         const int64_t si = J->s_in, so = J->s_out;
         if (J->kind == 0) {
             const int64_t m = J->n_in < n ? J->n_in : n;
+            if (si == 2 && m == n && !p->n2 && p->nfct && (p->nfct > 1 || x != y)) {
+                /* straight from the input line (and into the output's, unscaled) */
+                T *r = DN(passes)(p, x, so == 2 && J->scale == (T)1 ? y : NULL, buf, work);
+                if (r != y) DN(store)(y, so, r, n, J->scale);
+                continue;
+            }
             if (si == 2) memcpy(buf, x, (size_t)m * 2 * sizeof(T));
             else
                 for (int64_t j = 0; j < m; j++) {
@@ -251,11 +399,20 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
             const int64_t m = J->n_in < n ? J->n_in : n;
             T *r;
             if (even) {           /* the reals as h complex numbers */
-                if (si == 1) memcpy(buf, x, (size_t)m * sizeof(T));
-                else
-                    for (int64_t j = 0; j < m; j++) buf[j] = x[j * si];
-                if (m < n) memset(buf + m, 0, (size_t)(n - m) * sizeof(T));
-                r = DN(exec)(p->half, buf, work);
+                const fft_plan *hp = p->half;
+                if (si == 1 && m == n && !hp->n2 && hp->nfct) {
+                    r = DN(passes)(hp, x, NULL, buf, work);
+                } else {
+                    if (si == 1) memcpy(buf, x, (size_t)m * sizeof(T));
+                    else
+                        for (int64_t j = 0; j < m; j++) buf[j] = x[j * si];
+                    if (m < n) memset(buf + m, 0, (size_t)(n - m) * sizeof(T));
+                    r = DN(exec)(hp, buf, work);
+                }
+                if (so == 2 && J->scale == (T)1 && J->n_out == h + 1) {
+                    DN(r2c_post)(p, r, y);      /* straight into the output line */
+                    continue;
+                }
                 DN(r2c_post)(p, r, buf);
                 r = buf;
             } else {
@@ -283,7 +440,12 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
             T *r;
             if (even) {
                 DN(c2r_pre)(p, buf);
-                r = DN(exec)(p->half, buf, work);
+                const fft_plan *hp = p->half;
+                if (so == 1 && J->scale == (T)1 && !hp->n2 && hp->nfct) {
+                    DN(passes)(hp, buf, y, buf, work);  /* the last pass into the output */
+                    continue;
+                }
+                r = DN(exec)(hp, buf, work);
                 if (so == 1 && J->scale == (T)1) memcpy(y, r, (size_t)n * sizeof(T));
                 else
                     for (int64_t j = 0; j < n; j++) y[j * so] = r[j] * J->scale;
@@ -328,11 +490,15 @@ static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64
     /* a grain of about 2^15 points of work per task */
     int64_t grain = ((int64_t)1 << 15) / (n + 1);
     if (grain < 1) grain = 1;
+    if (kind && n % 2) grain += grain % 2;    /* odd_pair's pairs whatever the threads */
     em_parallel_for(lines, grain, DN(lines), &J);
     return J.failed ? -1 : 0;
 }
 
 #undef FD_PASS
+#undef FD_BPASS
+#undef VO
+#undef PVB
 #undef PS
 #undef PV
 #undef DN

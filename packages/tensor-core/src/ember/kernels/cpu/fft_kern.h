@@ -8,36 +8,54 @@
  * (i, j, k) = cc[i + ido * (j + ip * k)] and output (i, k, j) = ch[i + ido * (k + l1 * j)],
  * the butterfly runs over j and output j > 0 is multiplied by the twiddle
  * tw[(j - 1) * ido + i] (NULL when ido == 1). A pass covers i in [i0, i1) in steps of
- * VL, so the vector loop and the scalar tail are two calls. */
+ * VL, so the vector loop and the scalar tail are two calls.
+ *
+ * With FK_BATCH, a pass transforms B adjacent lines at once (FK_RANGE is B instead of
+ * i0, i1): each entry above is a row of B complex numbers (entry e, line b at
+ * 2 (B e + b)), the butterflies run over b in steps of VL with one twiddle broadcast
+ * to every lane, so the loads are whole vectors however short ido is. */
 #define FK_CAT_(a, b) a##b
 #define FK_CAT(a, b) FK_CAT_(a, b)
 #define O(x) FK_CAT(OPS, FK_CAT(_, x))
 #define KN(x) FK_CAT(x, FK_CAT(_, KSUF))
 #define CV O(t)
-#define CC(i, j) (cc + 2 * ((i) + ido * ((j) + IP * k)))
-#define CH(i, j) (ch + 2 * ((i) + ido * (k + l1 * (j))))
-#define TW(j, i) (tw + 2 * (((j) - 1) * ido + (i)))
+#ifdef FK_BATCH
+#define FK_RANGE int64_t B
+#define FK_LOOP                                                                         \
+    for (int64_t k = 0; k < l1; k++)                                                    \
+        for (int64_t i = 0; i < ido; i++)                                               \
+            for (int64_t b = 0; b < B; b += VL)
+#define EL(e) (B * (e) + b)
+#define TWL(j, i) O(bc)(tw + 2 * (((j) - 1) * ido + (i)))
+#else
+#define FK_RANGE int64_t i0, int64_t i1
+#define FK_LOOP                                                                         \
+    for (int64_t k = 0; k < l1; k++)                                                    \
+        for (int64_t i = i0; i < i1; i += VL)
+#define EL(e) (e)
+#define TWL(j, i) O(ld)(tw + 2 * (((j) - 1) * ido + (i)))
+#endif
+#define CC(i, j) (cc + 2 * EL((i) + ido * ((j) + IP * k)))
+#define CH(i, j) (ch + 2 * EL((i) + ido * (k + l1 * (j))))
 #define ROT(fwd, a) ((fwd) ? O(rotm)(a) : O(rotp)(a))   /* times -i (forward) or +i */
 
-static void KN(pass2)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass2)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 2 };
     (void)fwd;
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1));
             CV y1 = O(sub)(a0, a1);
             O(st)(CH(i, 0), O(add)(a0, a1));
-            if (tw) y1 = O(mul)(y1, O(ld)(TW(1, i)));
+            if (tw) y1 = O(mul)(y1, TWL(1, i));
             O(st)(CH(i, 1), y1);
         }
 }
 
-static void KN(pass4)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass4)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 4 };
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2)),
                a3 = O(ld)(CC(i, 3));
             CV t1 = O(sub)(a0, a2), t2 = O(add)(a0, a2), t3 = O(add)(a1, a3),
@@ -45,9 +63,9 @@ static void KN(pass4)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
             CV y1 = O(add)(t1, t4), y2 = O(sub)(t2, t3), y3 = O(sub)(t1, t4);
             O(st)(CH(i, 0), O(add)(t2, t3));
             if (tw) {
-                y1 = O(mul)(y1, O(ld)(TW(1, i)));
-                y2 = O(mul)(y2, O(ld)(TW(2, i)));
-                y3 = O(mul)(y3, O(ld)(TW(3, i)));
+                y1 = O(mul)(y1, TWL(1, i));
+                y2 = O(mul)(y2, TWL(2, i));
+                y3 = O(mul)(y3, TWL(3, i));
             }
             O(st)(CH(i, 1), y1);
             O(st)(CH(i, 2), y2);
@@ -56,12 +74,11 @@ static void KN(pass4)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
 }
 
 /* radix 8: a radix-2 step (j, j + 4) with the eighth roots, then two radix-4 steps */
-static void KN(pass8)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass8)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 8 };
     const T h = (T)0.70710678118654752440;
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2)),
                a3 = O(ld)(CC(i, 3)), a4 = O(ld)(CC(i, 4)), a5 = O(ld)(CC(i, 5)),
                a6 = O(ld)(CC(i, 6)), a7 = O(ld)(CC(i, 7));
@@ -85,13 +102,13 @@ static void KN(pass8)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
                y7 = O(sub)(t1, t4);
             O(st)(CH(i, 0), y0);
             if (tw) {
-                y1 = O(mul)(y1, O(ld)(TW(1, i)));
-                y2 = O(mul)(y2, O(ld)(TW(2, i)));
-                y3 = O(mul)(y3, O(ld)(TW(3, i)));
-                y4 = O(mul)(y4, O(ld)(TW(4, i)));
-                y5 = O(mul)(y5, O(ld)(TW(5, i)));
-                y6 = O(mul)(y6, O(ld)(TW(6, i)));
-                y7 = O(mul)(y7, O(ld)(TW(7, i)));
+                y1 = O(mul)(y1, TWL(1, i));
+                y2 = O(mul)(y2, TWL(2, i));
+                y3 = O(mul)(y3, TWL(3, i));
+                y4 = O(mul)(y4, TWL(4, i));
+                y5 = O(mul)(y5, TWL(5, i));
+                y6 = O(mul)(y6, TWL(6, i));
+                y7 = O(mul)(y7, TWL(7, i));
             }
             O(st)(CH(i, 1), y1);
             O(st)(CH(i, 2), y2);
@@ -103,34 +120,32 @@ static void KN(pass8)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
         }
 }
 
-static void KN(pass3)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass3)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 3 };
     const T c1 = (T)-0.5, s1 = (T)((fwd ? -1 : 1) * 0.86602540378443864676);
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2));
             CV t1 = O(add)(a1, a2), t2 = O(sub)(a1, a2);
             CV ca = O(fma)(t1, c1, a0), cb = O(rotp)(O(scale)(t2, s1));
             CV y1 = O(add)(ca, cb), y2 = O(sub)(ca, cb);
             O(st)(CH(i, 0), O(add)(a0, t1));
             if (tw) {
-                y1 = O(mul)(y1, O(ld)(TW(1, i)));
-                y2 = O(mul)(y2, O(ld)(TW(2, i)));
+                y1 = O(mul)(y1, TWL(1, i));
+                y2 = O(mul)(y2, TWL(2, i));
             }
             O(st)(CH(i, 1), y1);
             O(st)(CH(i, 2), y2);
         }
 }
 
-static void KN(pass5)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass5)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 5 };
     const double sg = fwd ? -1 : 1;
     const T c1 = (T)0.3090169943749474241, s1 = (T)(sg * 0.95105651629515357212),
             c2 = (T)-0.8090169943749474241, s2 = (T)(sg * 0.58778525229247312917);
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2)),
                a3 = O(ld)(CC(i, 3)), a4 = O(ld)(CC(i, 4));
             CV t1 = O(add)(a1, a4), t4 = O(sub)(a1, a4), t2 = O(add)(a2, a3),
@@ -143,10 +158,10 @@ static void KN(pass5)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
             cb = O(rotp)(O(fma)(t3, -s1, O(scale)(t4, s2)));
             CV y2 = O(add)(ca, cb), y3 = O(sub)(ca, cb);
             if (tw) {
-                y1 = O(mul)(y1, O(ld)(TW(1, i)));
-                y2 = O(mul)(y2, O(ld)(TW(2, i)));
-                y3 = O(mul)(y3, O(ld)(TW(3, i)));
-                y4 = O(mul)(y4, O(ld)(TW(4, i)));
+                y1 = O(mul)(y1, TWL(1, i));
+                y2 = O(mul)(y2, TWL(2, i));
+                y3 = O(mul)(y3, TWL(3, i));
+                y4 = O(mul)(y4, TWL(4, i));
             }
             O(st)(CH(i, 1), y1);
             O(st)(CH(i, 2), y2);
@@ -155,15 +170,14 @@ static void KN(pass5)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
         }
 }
 
-static void KN(pass7)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *restrict cc,
+static void KN(pass7)(int64_t ido, int64_t l1, FK_RANGE, const T *restrict cc,
                       T *restrict ch, const T *restrict tw, int fwd) {
     enum { IP = 7 };
     const double sg = fwd ? -1 : 1;
     const T c1 = (T)0.623489801858733530525, s1 = (T)(sg * 0.7818314824680298087084),
             c2 = (T)-0.222520933956314404289, s2 = (T)(sg * 0.9749279121818236070181),
             c3 = (T)-0.9009688679024191262361, s3 = (T)(sg * 0.4338837391175581204758);
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), a1 = O(ld)(CC(i, 1)), a2 = O(ld)(CC(i, 2)),
                a3 = O(ld)(CC(i, 3)), a4 = O(ld)(CC(i, 4)), a5 = O(ld)(CC(i, 5)),
                a6 = O(ld)(CC(i, 6));
@@ -180,12 +194,12 @@ static void KN(pass7)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
             cb = O(rotp)(O(fma)(m3, s2, O(fma)(m2, -s1, O(scale)(m1, s3))));
             CV y3 = O(add)(ca, cb), y4 = O(sub)(ca, cb);
             if (tw) {
-                y1 = O(mul)(y1, O(ld)(TW(1, i)));
-                y2 = O(mul)(y2, O(ld)(TW(2, i)));
-                y3 = O(mul)(y3, O(ld)(TW(3, i)));
-                y4 = O(mul)(y4, O(ld)(TW(4, i)));
-                y5 = O(mul)(y5, O(ld)(TW(5, i)));
-                y6 = O(mul)(y6, O(ld)(TW(6, i)));
+                y1 = O(mul)(y1, TWL(1, i));
+                y2 = O(mul)(y2, TWL(2, i));
+                y3 = O(mul)(y3, TWL(3, i));
+                y4 = O(mul)(y4, TWL(4, i));
+                y5 = O(mul)(y5, TWL(5, i));
+                y6 = O(mul)(y6, TWL(6, i));
             }
             O(st)(CH(i, 1), y1);
             O(st)(CH(i, 2), y2);
@@ -198,13 +212,12 @@ static void KN(pass7)(int64_t ido, int64_t l1, int64_t i0, int64_t i1, const T *
 
 /* Any odd radix ip <= FFT_MAX_GENERIC: the direct DFT over j, pairing j with ip - j.
  * roots[2 m], roots[2 m + 1] = cos, sin(sign 2 pi m / ip). */
-static void KN(passg)(int64_t IP, int64_t ido, int64_t l1, int64_t i0, int64_t i1,
+static void KN(passg)(int64_t IP, int64_t ido, int64_t l1, FK_RANGE,
                       const T *restrict cc, T *restrict ch, const T *restrict tw,
                       const T *restrict roots) {
     const int64_t h = (IP - 1) / 2;
     CV tp[FFT_MAX_GENERIC / 2 + 1], tm[FFT_MAX_GENERIC / 2 + 1];
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t i = i0; i < i1; i += VL) {
+    FK_LOOP {
             CV a0 = O(ld)(CC(i, 0)), s = a0;
             for (int64_t j = 1; j <= h; j++) {
                 CV x = O(ld)(CC(i, j)), y = O(ld)(CC(i, IP - j));
@@ -226,8 +239,8 @@ static void KN(passg)(int64_t IP, int64_t ido, int64_t l1, int64_t i0, int64_t i
                 cb = O(rotp)(cb);
                 CV y1 = O(add)(ca, cb), y2 = O(sub)(ca, cb);
                 if (tw) {
-                    y1 = O(mul)(y1, O(ld)(TW(m, i)));
-                    y2 = O(mul)(y2, O(ld)(TW(IP - m, i)));
+                    y1 = O(mul)(y1, TWL(m, i));
+                    y2 = O(mul)(y2, TWL(IP - m, i));
                 }
                 O(st)(CH(i, m), y1);
                 O(st)(CH(i, IP - m), y2);
@@ -236,7 +249,10 @@ static void KN(passg)(int64_t IP, int64_t ido, int64_t l1, int64_t i0, int64_t i
 }
 
 #undef ROT
-#undef TW
+#undef TWL
+#undef EL
+#undef FK_LOOP
+#undef FK_RANGE
 #undef CH
 #undef CC
 #undef CV
