@@ -400,11 +400,11 @@ def worker(lib, case, threads, clock_name="wall"):
 # ---------------------------------------------------------------------- driver
 
 def find_torch_python(args):
-    try:
-        import torch  # noqa: F401
+    # found, not imported: the workers forked from here would inherit torch's RSS as
+    # their ru_maxrss high-water mark (Linux keeps it across exec)
+    import importlib.util
+    if importlib.util.find_spec("torch") is not None:
         return sys.executable
-    except ImportError:
-        pass
     for cand in (args.torch_python, os.environ.get("EMBER_BENCH_TORCH_PYTHON"),
                  "/tmp/torchvenv/bin/python"):
         if cand and os.path.exists(cand):

@@ -226,6 +226,44 @@ def test_many_channels_take_several_passes():
         em.set_num_threads(prev)
 
 
+@pytest.mark.parametrize("xs,ws,stride,pad,groups", [
+    ((7, 6, 8, 8), (10, 6, 3, 3), 1, 1, 1),     # 64 pixels: items of 4 and 3 images
+    ((5, 4, 7, 7), (6, 2, 3, 3), 2, 1, 2),      # 16 pixels, two groups
+    ((6, 8, 6, 6), (16, 8, 1, 1), 2, 0, 1),     # a strided 1x1 (ResNet's shortcut)
+    ((3, 5, 17, 16), (7, 5, 3, 3), 1, 1, 1),    # 272 pixels: one image per item
+])
+def test_small_images_batched_into_one_gemm(xs, ws, stride, pad, groups):
+    """Small outputs (fewer than 256 pixels an image) put several images' im2col blocks
+    side by side in one GEMM, forward and both backward kernels; one thread and two."""
+    rng = np.random.default_rng(4)
+    for dtype in ("float32", "float64"):
+        x, w, b = randn(rng, xs, dtype), randn(rng, ws, dtype), randn(rng, ws[0], dtype)
+        pads = ((pad, pad), (pad, pad))
+        want = ref_conv2d(x, w, b, (stride, stride), pads, (1, 1), groups)
+        g = randn(rng, want.shape, dtype)
+        want_gw = ref_weight_grad(x, g, ws[2:], (stride, stride), pads, (1, 1), groups)
+        full = ref_conv_transpose2d(g, w, None, (stride, stride), (0, 0), (0, 0), groups,
+                                    (1, 1))
+        n, c, h, wd = xs
+        want_gx = np.zeros((n, c, h + 2 * pad, wd + 2 * pad))
+        want_gx[:, :, :full.shape[2], :full.shape[3]] = full
+        want_gx = want_gx[:, :, pad:pad + h, pad:pad + wd]
+        prev = em.get_num_threads()
+        try:
+            for threads in (1, 2):
+                em.set_num_threads(threads)
+                with forward_path("gemm"):
+                    check(em.conv2d(em.from_numpy(x), em.from_numpy(w), em.from_numpy(b),
+                                    stride, pad, 1, groups), want, dtype)
+                gx, gw, gb = conv2d_backward(em.from_numpy(g), em.from_numpy(x),
+                                             em.from_numpy(w), stride, pad, 1, groups)
+                check(gx, want_gx, dtype)
+                check(gw, want_gw, dtype)
+                check(gb, g.astype(np.float64).sum((0, 2, 3)), dtype)
+        finally:
+            em.set_num_threads(prev)
+
+
 def test_float16_computes_in_float32():
     rng = np.random.default_rng(3)
     x, w = randn(rng, (2, 3, 6, 7), "float16"), randn(rng, (4, 3, 3, 3), "float16")

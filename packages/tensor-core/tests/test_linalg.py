@@ -244,16 +244,22 @@ def test_matmul_k_zero_gives_zeros():
     assert r.shape == () and r.item() == 0
 
 
-def test_matmul_generic_kernel():
-    """The portable micro-kernel (CPUs without AVX2) gives the same results."""
-    _lin._set_kernel("generic")
+@pytest.mark.parametrize("which", ["generic", "avx2", "avx512"])
+def test_matmul_each_kernel(which):
+    """Each micro-kernel (portable, AVX2, AVX-512; a CPU without one falls back to the
+    next one down) gives the same results: odd k (the AVX-512 kernel's k pairs) and
+    edge tiles."""
+    _lin._set_kernel(which)
     try:
-        assert _lin.kernel_name() == "generic"
-        for m, n, k in [(63, 65, 257), (7, 17, 5), (100, 1, 30), (200, 190, 180)]:
+        name = _lin.kernel_name()
+        assert name == "generic" if which == "generic" else name != "avx512f" or \
+            which == "avx512"
+        for m, n, k in [(63, 65, 257), (7, 17, 5), (100, 1, 30), (200, 190, 180),
+                        (13, 33, 1), (50, 40, 3)]:
             for dtype in FLOATS:
                 a, b = values((m, k), dtype), values((k, n), dtype)
                 check_product(layout(a, "transposed") @ em.from_numpy(b), a, b, dtype,
-                              f"generic {m}x{k}x{n}")
+                              f"{which} {m}x{k}x{n}")
     finally:
         _lin._set_kernel("auto")
     with pytest.raises(ValueError, match="_set_kernel"):

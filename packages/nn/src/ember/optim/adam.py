@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ember as em
+from ember._C import foreach as _fe
 from ember.nn._checks import checked, real_or_tensor
 from ember.ops.foreach import _div_into, _sqrt_into
 from ember.optim.optimizer import (
@@ -22,48 +23,77 @@ __all__ = ["Adam", "AdamW"]
 
 
 def _adam(group, params, grads, states):
-    """One Adam step of group's parameters that have a gradient."""
-    lr = group["lr"]
+    """One Adam step of group's parameters that have a gradient: the contiguous CPU
+    float32/float64 ones in one fused pass each (ember._C.foreach.adam_, the arithmetic
+    of _adam_composed), the others with _adam_composed."""
+    steps = [_bump_step(s) for s in states]
+    for i in _adam_fused(group, params, grads, states, steps):
+        _adam_composed(group, params[i], grads[i], states[i], steps[i])
+
+
+def _adam_fused(group, params, grads, states, steps):
+    """The fused loop over what it takes; returns the indices of the rest."""
+    beta1, beta2 = group["betas"]
+    weight_decay = group["weight_decay"]
+    amsgrad = group["amsgrad"]
+    return _fe.adam_(params, grads, [s["exp_avg"] for s in states],
+                     [s["exp_avg_sq"] for s in states],
+                     [s["max_exp_avg_sq"] if amsgrad else None for s in states],
+                     [1 - beta1 ** t for t in steps],
+                     [(1 - beta2 ** t) ** 0.5 for t in steps], float(group["lr"]),
+                     beta1, beta2, group["eps"], weight_decay,
+                     bool(group["decoupled_weight_decay"] and weight_decay != 0),
+                     bool(group["maximize"]))
+
+
+def _adam_composed(group, p, g, state, step):
+    """One parameter's Adam step (its step count already advanced) with ember ops."""
+    lr = float(group["lr"])
     beta1, beta2 = group["betas"]
     eps = group["eps"]
     weight_decay = group["weight_decay"]
-    amsgrad = group["amsgrad"]
     maximize = group["maximize"]
     decoupled = group["decoupled_weight_decay"] and weight_decay != 0
     l2 = 0 if decoupled else weight_decay
-    decay = l2 != 0 or maximize
-    for p, g, state in zip(params, grads, states):
-        step = _bump_step(state)
-        if decoupled:
-            p.mul_(1 - lr * weight_decay)
-        if decay:
-            g = _decayed(p, g, l2, maximize)
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(g, 1 - beta1)
-        # v + (1 - beta2) * (g^2 - v): the moving average in one pass over v
-        tmp = em.mul(g, g)
-        exp_avg_sq.lerp_(tmp, 1 - beta2)
-        if amsgrad:
-            v = state["max_exp_avg_sq"]
-            em.maximum(v, exp_avg_sq, out=v)
-        else:
-            v = exp_avg_sq
-        bc1 = 1 - beta1 ** step
-        bc2_sqrt = (1 - beta2 ** step) ** 0.5
-        # lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps)
-        #   = lr * bc2_sqrt / bc1 * m / (sqrt(v) + eps * bc2_sqrt): one pass fewer
-        em.sqrt(v, out=tmp).add_(eps * bc2_sqrt)
-        p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
+    if decoupled:
+        p.mul_(1 - lr * weight_decay)
+    if l2 != 0 or maximize:
+        g = _decayed(p, g, l2, maximize)
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    exp_avg.lerp_(g, 1 - beta1)
+    # v + (1 - beta2) * (g^2 - v): the moving average in one pass over v
+    tmp = em.mul(g, g)
+    exp_avg_sq.lerp_(tmp, 1 - beta2)
+    if group["amsgrad"]:
+        v = state["max_exp_avg_sq"]
+        em.maximum(v, exp_avg_sq, out=v)
+    else:
+        v = exp_avg_sq
+    bc1 = 1 - beta1 ** step
+    bc2_sqrt = (1 - beta2 ** step) ** 0.5
+    # lr / bc1 * m / (sqrt(v) / bc2_sqrt + eps)
+    #   = lr * bc2_sqrt / bc1 * m / (sqrt(v) + eps * bc2_sqrt): one pass fewer
+    em.sqrt(v, out=tmp).add_(eps * bc2_sqrt)
+    p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
 
 
 def _adam_foreach(group, params, grads, states):
-    """The multi-tensor form of _adam (the same arithmetic, one C loop per op)."""
+    """The multi-tensor form of _adam: the fused loop, then the multi-tensor functions
+    (one C loop per op) over the rest."""
+    steps = [_bump_step(s) for s in states]
+    rest = _adam_fused(group, params, grads, states, steps)
+    if rest:
+        pick = lambda xs: [xs[i] for i in rest]   # noqa: E731
+        _adam_foreach_composed(group, pick(params), pick(grads), pick(states), pick(steps))
+
+
+def _adam_foreach_composed(group, params, grads, states, steps):
+    """_adam_composed's arithmetic over lists, with the em._foreach_* functions."""
     lr = float(group["lr"])
     beta1, beta2 = group["betas"]
     eps = group["eps"]
     weight_decay = group["weight_decay"]
     decoupled = group["decoupled_weight_decay"] and weight_decay != 0
-    steps = [_bump_step(s) for s in states]
     if decoupled:
         em._foreach_mul_(params, 1 - lr * weight_decay)
     grads = _directions(params, grads, 0 if decoupled else weight_decay, group["maximize"])
@@ -96,8 +126,9 @@ class Adam(Optimizer):
         v_max = max(v_max, v) with amsgrad (used in place of v below)
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
-    foreach=True or fused=True updates the whole group with the multi-tensor functions
-    (em._foreach_*; fused shares foreach's C loop, ember has no separate fused kernel);
+    Contiguous CPU float32/float64 parameters take one fused pass each (every array
+    read and written once); others (other devices, layouts, dtypes) the composed ops,
+    with foreach=True or fused=True the multi-tensor functions (em._foreach_*);
     capturable is accepted and does nothing outside CUDA graphs, which ember does not
     have.
     """

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ember as em
+from ember._C import foreach as _fe
 from ember.nn._checks import checked, real_or_tensor
 from ember.optim.optimizer import (
     Optimizer,
@@ -17,29 +18,64 @@ __all__ = ["SGD"]
 
 
 def _sgd(group, params, grads, states):
-    """One SGD step of group's parameters that have a gradient."""
+    """One SGD step of group's parameters that have a gradient: the contiguous CPU
+    float32/float64 ones in one fused pass each (ember._C.foreach.sgd_, the arithmetic
+    of _sgd_composed), the others with _sgd_composed."""
+    for i in _sgd_fused(group, params, grads, states):
+        _sgd_composed(group, params[i], grads[i], states[i])
+
+
+def _sgd_fused(group, params, grads, states):
+    """The fused loop over what it takes (making the first step's momentum buffers);
+    returns the indices of the rest."""
+    momentum = group["momentum"]
+    bufs, fresh = [None] * len(params), [False] * len(params)
+    if momentum != 0:
+        for i, (p, state) in enumerate(zip(params, states)):
+            buf = state.get("momentum_buffer")
+            if buf is None and p.device.type == "cpu" and p.is_contiguous():
+                buf = state["momentum_buffer"] = em.empty_like(p)
+                fresh[i] = True
+            bufs[i] = buf
+    rest = _fe.sgd_(params, grads, bufs, fresh, float(group["lr"]), momentum,
+                    group["dampening"], group["weight_decay"], bool(group["nesterov"]),
+                    bool(group["maximize"]))
+    for i in rest:
+        if fresh[i]:         # made above but not filled: the composed step makes its own
+            del states[i]["momentum_buffer"]
+    return rest
+
+
+def _sgd_composed(group, p, g, state):
+    """One parameter's SGD step with ember ops."""
     lr = float(group["lr"])     # a Tensor lr too (add_'s alpha is a number)
     momentum = group["momentum"]
     dampening = group["dampening"]
     weight_decay = group["weight_decay"]
-    nesterov = group["nesterov"]
     maximize = group["maximize"]
-    decay = weight_decay != 0 or maximize
-    for p, g, state in zip(params, grads, states):
-        if decay:
-            g = _decayed(p, g, weight_decay, maximize)
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = g.clone()
-            else:
-                buf.mul_(momentum).add_(g, alpha=1 - dampening)
-            g = buf.mul(momentum).add_(g) if nesterov else buf
-        p.add_(g, alpha=-lr)
+    if weight_decay != 0 or maximize:
+        g = _decayed(p, g, weight_decay, maximize)
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            buf = state["momentum_buffer"] = g.clone()
+        else:
+            buf.mul_(momentum).add_(g, alpha=1 - dampening)
+        g = buf.mul(momentum).add_(g) if group["nesterov"] else buf
+    p.add_(g, alpha=-lr)
 
 
 def _sgd_foreach(group, params, grads, states):
-    """The multi-tensor form of _sgd (the same arithmetic, one C loop per op)."""
+    """The multi-tensor form of _sgd: the fused loop, then the multi-tensor functions
+    (one C loop per op) over the rest."""
+    rest = _sgd_fused(group, params, grads, states)
+    if rest:
+        _sgd_foreach_composed(group, [params[i] for i in rest], [grads[i] for i in rest],
+                              [states[i] for i in rest])
+
+
+def _sgd_foreach_composed(group, params, grads, states):
+    """_sgd_composed's arithmetic over lists, with the em._foreach_* functions."""
     lr = float(group["lr"])
     momentum = group["momentum"]
     grads = _directions(params, grads, group["weight_decay"], group["maximize"])
@@ -68,8 +104,9 @@ class SGD(Optimizer):
         g = g + momentum * buf if nesterov else buf      (when momentum != 0)
         p -= lr * g
 
-    foreach=True or fused=True updates the whole group with the multi-tensor functions
-    (em._foreach_*; fused shares foreach's C loop, ember has no separate fused kernel).
+    Contiguous CPU float32/float64 parameters take one fused pass each (every array
+    read and written once); others (other devices, layouts, dtypes) the composed ops,
+    with foreach=True or fused=True the multi-tensor functions (em._foreach_*).
     """
 
     @checked(lr=real_or_tensor, momentum=_hyper, dampening=_hyper, weight_decay=_hyper)

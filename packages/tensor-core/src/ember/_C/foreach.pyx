@@ -320,3 +320,184 @@ def non_finite_check_and_unscale(object grads, object found_inf, object inv_scal
     if bad:
         (<float *>f.ptr())[0] = 1.0
         f._storage.version += 1
+
+
+# -- the optimizers' fused steps: one pass over each parameter's arrays ------------------
+#
+# The arithmetic of ember.optim's composed updates, op for op in the same order and the
+# same dtype (so the results agree with the composed ops to the rounding of fused
+# multiply-adds), with every array read and written once instead of once per op.
+
+cdef extern from *:
+    """
+    #include <math.h>
+    #include <stdint.h>
+    /* Adam / AdamW on n contiguous elements (see adam_ below for the scalars). */
+    #define EM_ADAM(SFX, T, SQRT)                                                       \\
+    static void em_adam_##SFX(T *restrict p, const T *restrict g, T *restrict m,        \\
+                              T *restrict v, T *restrict vmax, int64_t n, T shrink,     \\
+                              T l2, int neg, T w1, T w2, T eps2, T step) {              \\
+        for (int64_t i = 0; i < n; i++) {                                               \\
+            T pi = p[i], gi = neg ? -g[i] : g[i];                                       \\
+            if (shrink != 1) pi = pi * shrink;                                          \\
+            if (l2 != 0) gi = pi * l2 + gi;                                             \\
+            T mi = m[i] + w1 * (gi - m[i]);                                             \\
+            T vi = v[i] + w2 * (gi * gi - v[i]);                                        \\
+            m[i] = mi;                                                                  \\
+            v[i] = vi;                                                                  \\
+            if (vmax) {                                                                 \\
+                T u = vmax[i];                                                          \\
+                vi = (u != u || u > vi) ? u : vi;   /* maximum: NaN propagates */       \\
+                vmax[i] = vi;                                                           \\
+            }                                                                           \\
+            p[i] = pi + mi / (SQRT(vi) + eps2) * step;                                  \\
+        }                                                                               \\
+    }
+    EM_ADAM(f32, float, sqrtf)
+    EM_ADAM(f64, double, sqrt)
+    /* SGD: d = g (negated to maximize) + l2 * p; buf = d at the first step (fresh),
+       else buf * momentum + d * keep; d = buf, or d + momentum * buf with nesterov;
+       p += d * -lr. buf NULL: no momentum. */
+    #define EM_SGD(SFX, T)                                                              \\
+    static void em_sgd_##SFX(T *restrict p, const T *restrict g, T *restrict buf,       \\
+                             int64_t n, T l2, int neg, T mom, T keep, int fresh,        \\
+                             int nesterov, T nlr) {                                     \\
+        for (int64_t i = 0; i < n; i++) {                                               \\
+            T pi = p[i], d = neg ? -g[i] : g[i];                                        \\
+            if (l2 != 0) d = pi * l2 + d;                                               \\
+            if (buf) {                                                                  \\
+                T b = fresh ? d : buf[i] * mom + (keep == 1 ? d : d * keep);            \\
+                buf[i] = b;                                                             \\
+                d = nesterov ? b * mom + d : b;                                         \\
+            }                                                                           \\
+            p[i] = pi + d * nlr;                                                        \\
+        }                                                                               \\
+    }
+    EM_SGD(f32, float)
+    EM_SGD(f64, double)
+    """
+    void em_adam_f32(float *p, const float *g, float *m, float *v, float *vmax, int64_t n,
+                     float shrink, float l2, int neg, float w1, float w2, float eps2,
+                     float step) nogil
+    void em_adam_f64(double *p, const double *g, double *m, double *v, double *vmax,
+                     int64_t n, double shrink, double l2, int neg, double w1, double w2,
+                     double eps2, double step) nogil
+    void em_sgd_f32(float *p, const float *g, float *buf, int64_t n, float l2, int neg,
+                    float mom, float keep, int fresh, int nesterov, float nlr) nogil
+    void em_sgd_f64(double *p, const double *g, double *buf, int64_t n, double l2, int neg,
+                    double mom, double keep, int fresh, int nesterov, double nlr) nogil
+
+
+cdef bint _fusable(TensorBase p, object others):
+    """p and the tensors of `others` (None entries skipped) are contiguous CPU float32 or
+    float64 tensors of one dtype and size: what the fused loops take."""
+    cdef TensorBase t
+    if p._storage.device.type_id != 0 or (p._dtype != _F32 and p._dtype != _F64) or \
+            not p.contiguous_c():
+        return False
+    cdef int64_t n = p.numel_c()
+    for o in others:
+        if o is None:
+            continue
+        if not isinstance(o, TensorBase):
+            return False
+        t = <TensorBase>o
+        if t._storage.device.type_id != 0 or t._dtype != p._dtype or not t.contiguous_c() \
+                or t.numel_c() != n:
+            return False
+    return True
+
+
+cdef inline void _bump(object t):
+    if t is not None:
+        (<TensorBase>t)._storage.version += 1
+
+
+def adam_(list params, list grads, list exp_avgs, list exp_avg_sqs, list max_sqs,
+          list bc1, list bc2_sqrt, double lr, double beta1, double beta2, double eps,
+          double weight_decay, bint decoupled, bint maximize):
+    """Adam's step (ember.optim.adam's arithmetic) in one pass per parameter, in place:
+    p *= 1 - lr * wd (decoupled), g += wd * p (not decoupled), m lerps to g by 1 - beta1,
+    v to g^2 by 1 - beta2, (vmax = max(vmax, v)), p += m / (sqrt(v) + eps * bc2_sqrt) *
+    (-lr * bc2_sqrt / bc1). max_sqs: None entries without amsgrad. Returns the indices
+    of the entries it could not take (not contiguous CPU float32/float64 of one dtype),
+    for the composed ops."""
+    cdef Py_ssize_t i, n = len(params)
+    cdef list rest = []
+    cdef TensorBase p, g, m, v
+    cdef object vm
+    cdef double shrink = 1 - lr * weight_decay if decoupled else 1.0
+    cdef double l2 = 0.0 if decoupled else weight_decay
+    cdef double w1 = 1 - beta1, w2 = 1 - beta2, e2, st
+    cdef int64_t k
+    cdef int neg = maximize
+    cdef char *pp
+    cdef char *gp
+    cdef char *mp
+    cdef char *vp
+    cdef char *xp
+    for i in range(n):
+        vm = max_sqs[i]
+        if not isinstance(params[i], TensorBase) or \
+                not _fusable(<TensorBase>params[i], (grads[i], exp_avgs[i], exp_avg_sqs[i], vm)):
+            rest.append(i)
+            continue
+        p, g, m, v = params[i], grads[i], exp_avgs[i], exp_avg_sqs[i]
+        k = p.numel_c()
+        e2 = eps * bc2_sqrt[i]
+        st = -lr * bc2_sqrt[i] / bc1[i]
+        pp, gp, mp, vp = p.ptr(), g.ptr(), m.ptr(), v.ptr()
+        xp = NULL if vm is None else (<TensorBase>vm).ptr()
+        if p._dtype == _F32:
+            with nogil:
+                em_adam_f32(<float *>pp, <float *>gp, <float *>mp, <float *>vp, <float *>xp,
+                            k, <float>shrink, <float>l2, neg, <float>w1, <float>w2,
+                            <float>e2, <float>st)
+        else:
+            with nogil:
+                em_adam_f64(<double *>pp, <double *>gp, <double *>mp, <double *>vp,
+                            <double *>xp, k, shrink, l2, neg, w1, w2, e2, st)
+        _bump(p)
+        _bump(m)
+        _bump(v)
+        _bump(vm)
+    return rest
+
+
+def sgd_(list params, list grads, list bufs, list fresh, double lr, double momentum,
+         double dampening, double weight_decay, bint nesterov, bint maximize):
+    """SGD's step (ember.optim.sgd's arithmetic) in one pass per parameter, in place.
+    bufs: the momentum buffers (None entries: no momentum); fresh[i]: bufs[i] is new and
+    takes the direction itself (the first step). Returns the indices it could not take."""
+    cdef Py_ssize_t i, n = len(params)
+    cdef list rest = []
+    cdef TensorBase p, g
+    cdef object b
+    cdef int64_t k
+    cdef int neg = maximize, nest = nesterov, fr
+    cdef double keep = 1 - dampening
+    cdef char *pp
+    cdef char *gp
+    cdef char *bp
+    for i in range(n):
+        b = bufs[i]
+        if not isinstance(params[i], TensorBase) or \
+                not _fusable(<TensorBase>params[i], (grads[i], b)):
+            rest.append(i)
+            continue
+        p, g = params[i], grads[i]
+        k = p.numel_c()
+        fr = bool(fresh[i])
+        pp, gp = p.ptr(), g.ptr()
+        bp = NULL if b is None else (<TensorBase>b).ptr()
+        if p._dtype == _F32:
+            with nogil:
+                em_sgd_f32(<float *>pp, <float *>gp, <float *>bp, k, <float>weight_decay,
+                           neg, <float>momentum, <float>keep, fr, nest, <float>-lr)
+        else:
+            with nogil:
+                em_sgd_f64(<double *>pp, <double *>gp, <double *>bp, k, weight_decay, neg,
+                           momentum, keep, fr, nest, -lr)
+        _bump(p)
+        _bump(b)
+    return rest

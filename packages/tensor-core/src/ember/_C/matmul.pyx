@@ -61,15 +61,17 @@ def get_num_threads():
 
 
 def _set_kernel(str name):
-    """Force the GEMM micro-kernel: "auto", "generic" (portable C) or "avx2"."""
-    which = {"auto": 0, "generic": 1, "avx2": 2}.get(name)
+    """Force the GEMM micro-kernel: "auto", "generic" (portable C), "avx2" or "avx512"
+    (a kernel the CPU lacks falls back to the next one down)."""
+    which = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}.get(name)
     if which is None:
-        raise ValueError(f"_set_kernel: expected 'auto', 'generic' or 'avx2', got {name!r}")
+        raise ValueError(f"_set_kernel: expected 'auto', 'generic', 'avx2' or 'avx512', "
+                         f"got {name!r}")
     em_gemm_set_kernel(which)
 
 
 def kernel_name():
-    """The GEMM micro-kernel in use: "avx2-fma" or "generic"."""
+    """The GEMM micro-kernel in use: "avx512f", "avx2-fma" or "generic"."""
     return em_gemm_kernel_name().decode()
 
 

@@ -111,6 +111,7 @@ typedef struct {
     int64_t blocks;             /* row blocks per image and group */
     int64_t cb, wq;             /* direct: channels per pass, scratch columns per phase */
     int64_t cols;               /* elements of a thread's im2col buffer */
+    int64_t ipi;                /* batched: images per item */
     atomic_llong next;
     atomic_int err;
     void *part[EM_MAX_THREADS]; /* grad_weight: the sums of threads 1.. (0 sums into out) */
@@ -135,6 +136,29 @@ static inline int64_t next_item(job_t *job) {
     if (atomic_load_explicit(&job->err, memory_order_relaxed)) return job->items;
     return atomic_fetch_add(&job->next, 1);
 }
+
+/* Images per work item for the GEMM paths: 1, or, when an image's output is small
+ * (P = oh * ow < BATCH_COLS) and its im2col is not the identity, enough images for
+ * BATCH_COLS GEMM columns (the im2col blocks of several images side by side): one
+ * image's few columns would repack the weights (the GEMM's A) for a handful of
+ * columns each time, and in grad_weight make k (the pixels) tiny. */
+#define BATCH_COLS 256
+#define BATCH_MAX ((int64_t)1 << 20)   /* elements of a batched im2col block */
+
+static int64_t images_per_item(const em_conv_params *p) {
+    int64_t P = p->oh * p->ow, kg = p->c / p->groups * p->kh * p->kw;
+    if (P >= BATCH_COLS || p->n < 2 || is_identity(p)) return 1;
+    int64_t b = MIN(p->n, BATCH_COLS / P);
+    b = MIN(b, MAX(1, BATCH_MAX / MAX(kg * P, 1)));
+    int nt = em_get_num_threads();
+    if (nt > 1 && !em_in_parallel())    /* two items per thread at least */
+        b = MIN(b, MAX(1, p->n * p->groups / (2 * nt)));
+    return b;
+}
+
+/* Whether the GEMM has its AVX-512 kernel: the direct kernel (AVX2) then loses to
+ * im2col + GEMM wherever the GEMM has rows enough. */
+static int gemm_wide(void) { return strcmp(em_gemm_kernel_name(), "avx512f") == 0; }
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
@@ -170,11 +194,13 @@ typedef T VEC __attribute__((vector_size(32)));
 
 /* ------------------------------------------------------------ im2col / col2im */
 
-/* cols[t, i * ow + j] (tap t = (ci, a, b), output rows i in [oh0, oh1)) = the input
- * x[ci, i * sh - ph + a * dh, j * sw - pw + b * dw] of one image and group, 0 outside. */
+/* cols[t * ld + (i - oh0) * ow + j] (tap t = (ci, a, b), output rows i in [oh0, oh1))
+ * = the input x[ci, i * sh - ph + a * dh, j * sw - pw + b * dw] of one image and group,
+ * 0 outside. ld: the row stride of cols ((oh1 - oh0) * ow, or more when several images
+ * share the rows). */
 static void FN(im2col)(const em_conv_params *p, int64_t cg, const T *restrict x,
-                       int64_t oh0, int64_t oh1, T *restrict cols) {
-    int64_t np = (oh1 - oh0) * p->ow, t = 0;
+                       int64_t oh0, int64_t oh1, T *restrict cols, int64_t ld) {
+    int64_t np = ld, t = 0;
     for (int64_t ci = 0; ci < cg; ci++)
         for (int64_t a = 0; a < p->kh; a++)
             for (int64_t b = 0; b < p->kw; b++, t++) {
@@ -200,8 +226,8 @@ static void FN(im2col)(const em_conv_params *p, int64_t cg, const T *restrict x,
 
 /* The adjoint of im2col: gx[ci, ih, iw] += cols[t, pixel] for every valid pair. */
 static void FN(col2im)(const em_conv_params *p, int64_t cg, const T *restrict cols,
-                       int64_t oh0, int64_t oh1, T *restrict gx) {
-    int64_t np = (oh1 - oh0) * p->ow, t = 0;
+                       int64_t oh0, int64_t oh1, T *restrict gx, int64_t ld) {
+    int64_t np = ld, t = 0;
     for (int64_t ci = 0; ci < cg; ci++)
         for (int64_t a = 0; a < p->kh; a++)
             for (int64_t b = 0; b < p->kw; b++, t++) {
@@ -404,6 +430,141 @@ static int FN(direct)(const em_conv_params *p, const T *x, const T *w, const T *
     return rc;
 }
 
+/* ------------------------------------------- batched GEMM paths (small images) */
+
+/* The batched items: item it is group it % groups of images [n0, n0 + nb); their
+ * im2col blocks (and grad_out rows) lie side by side, ld = nb * P columns. */
+static void FN(batch_item)(const job_t *job, int64_t it, int64_t *g, int64_t *n0,
+                           int64_t *nb) {
+    const em_conv_params *p = job->p;
+    *g = it % p->groups;
+    *n0 = it / p->groups * job->ipi;
+    *nb = MIN(job->ipi, p->n - *n0);
+}
+
+/* tmp[o, j * P + q] = gy[n0 + j, g * ocg + o, q]: grad_out's rows of nb images. */
+static void FN(gather_gy)(const em_conv_params *p, const T *gy, int64_t g, int64_t n0,
+                          int64_t nb, T *restrict tmp) {
+    int64_t ocg = p->oc / p->groups, P = p->oh * p->ow, ld = nb * P;
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t o = 0; o < ocg; o++)
+            memcpy(tmp + o * ld + j * P, gy + ((n0 + j) * p->oc + g * ocg + o) * P,
+                   P * sizeof(T));
+}
+
+static void FN(fwd_batched_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *w = job->w, *bias = job->bias;
+    T *y = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, HW = p->h * p->w;
+    T *cols = malloc(kg * job->ipi * P * sizeof(T)), *tmp = malloc(ocg * job->ipi * P * sizeof(T));
+    if (!cols || !tmp) atomic_store(&job->err, 1);
+    for (int64_t it; cols && tmp && (it = next_item(job)) < job->items;) {
+        int64_t g, n0, nb;
+        FN(batch_item)(job, it, &g, &n0, &nb);
+        int64_t ld = nb * P;
+        for (int64_t j = 0; j < nb; j++)
+            FN(im2col)(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, 0, p->oh, cols + j * P, ld);
+        if (em_gemm(DT, ocg, ld, kg, 1.0, w + g * ocg * kg, kg, 1, cols, ld, 1, 0.0, tmp, ld,
+                    1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t o = 0; o < ocg; o++) {
+                T *restrict dst = y + ((n0 + j) * p->oc + g * ocg + o) * P;
+                const T *restrict src = tmp + o * ld + j * P;
+                T v = bias ? bias[g * ocg + o] : 0;
+                for (int64_t q = 0; q < P; q++) dst[q] = src[q] + v;
+            }
+    }
+    free(cols);
+    free(tmp);
+    (void)tid, (void)nthreads;
+}
+
+static void FN(grad_input_batched_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *gy = job->gy, *w = job->w, *bias = job->bias;
+    T *gx = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, HW = p->h * p->w;
+    T *cols = malloc(kg * job->ipi * P * sizeof(T)), *tmp = malloc(ocg * job->ipi * P * sizeof(T));
+    if (!cols || !tmp) atomic_store(&job->err, 1);
+    for (int64_t it; cols && tmp && (it = next_item(job)) < job->items;) {
+        int64_t g, n0, nb;
+        FN(batch_item)(job, it, &g, &n0, &nb);
+        int64_t ld = nb * P;
+        FN(gather_gy)(p, gy, g, n0, nb, tmp);
+        if (em_gemm(DT, kg, ld, ocg, 1.0, w + g * ocg * kg, 1, kg, tmp, ld, 1, 0.0, cols, ld,
+                    1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+        for (int64_t j = 0; j < nb; j++) {
+            T *gxg = gx + ((n0 + j) * p->c + g * cg) * HW;
+            memset(gxg, 0, cg * HW * sizeof(T));
+            FN(col2im)(p, cg, cols + j * P, 0, p->oh, gxg, ld);
+            if (bias)
+                for (int64_t ci = 0; ci < cg; ci++) {
+                    T v = bias[g * cg + ci], *r = gxg + ci * HW;
+                    for (int64_t q = 0; q < HW; q++) r[q] += v;
+                }
+        }
+    }
+    free(cols);
+    free(tmp);
+    (void)tid, (void)nthreads;
+}
+
+static void FN(grad_weight_batched_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *gy = job->gy;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, HW = p->h * p->w;
+    T *cols = malloc(kg * job->ipi * P * sizeof(T)), *tmp = malloc(ocg * job->ipi * P * sizeof(T));
+    T *acc = NULL;
+    if (!cols || !tmp) atomic_store(&job->err, 1);
+    for (int64_t it; cols && tmp && (it = next_item(job)) < job->items;) {
+        if (!acc) {   /* a thread's sum, made when it gets its first item */
+            acc = tid == 0 ? job->out : calloc(p->oc * kg, sizeof(T));
+            job->part[tid] = tid == 0 ? NULL : acc;
+            if (!acc) {
+                atomic_store(&job->err, 1);
+                break;
+            }
+        }
+        int64_t g, n0, nb;
+        FN(batch_item)(job, it, &g, &n0, &nb);
+        int64_t ld = nb * P;
+        FN(gather_gy)(p, gy, g, n0, nb, tmp);
+        for (int64_t j = 0; j < nb; j++)
+            FN(im2col)(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, 0, p->oh, cols + j * P, ld);
+        if (em_gemm(DT, ocg, kg, ld, 1.0, tmp, ld, 1, cols, 1, ld, 1.0, acc + g * ocg * kg, kg,
+                    1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+    }
+    free(cols);
+    free(tmp);
+    (void)nthreads;
+}
+
+/* The batched form of a call when images_per_item says so: job's items set, and the
+ * worker run; 1 (no error code) when the call takes the per-image path. */
+static int FN(run_batched)(job_t *job, int64_t work, void (*fn)(void *, int, int)) {
+    const em_conv_params *p = job->p;
+    job->ipi = images_per_item(p);
+    if (job->ipi < 2) return 1;
+    job->items = (p->n + job->ipi - 1) / job->ipi * p->groups;
+    return run(job, work, fn);
+}
+
 /* ------------------------------------------------------------ GEMM forward */
 
 static void FN(gemm_fwd_worker)(void *ctx, int tid, int nthreads) {
@@ -424,7 +585,7 @@ static void FN(gemm_fwd_worker)(void *ctx, int tid, int nthreads) {
         int64_t oh0 = blk * job->rows, oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
         const T *xg = x + (n * p->c + g * cg) * p->h * p->w;
         const T *b = ident ? xg + oh0 * p->ow : cols;
-        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols);
+        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols, np);
         T *yg = y + (n * p->oc + g * ocg) * P + oh0 * p->ow;
         if (em_gemm(DT, ocg, np, kg, 1.0, w + g * ocg * kg, kg, 1, b, ident ? P : np, 1, 0.0,
                     yg, P, 1)) {
@@ -445,6 +606,8 @@ static int FN(gemm_fwd)(const em_conv_params *p, const T *x, const T *w, const T
     int64_t kg = p->c / p->groups * p->kh * p->kw;
     int64_t work = p->n * p->oc * p->oh * p->ow * kg;
     job_t job = {.p = p, .x = x, .w = w, .bias = bias, .out = y};
+    int rc = FN(run_batched)(&job, work, FN(fwd_batched_worker));
+    if (rc != 1) return rc;
     int64_t per_row = is_identity(p) ? 0 : kg * p->ow;
     job.rows = rows_per_item(p, per_row, COLS_MAX, p->n * p->groups,
                              threaded(p->n * p->groups * p->oh, work));
@@ -461,7 +624,7 @@ static int FN(gemm_fwd)(const em_conv_params *p, const T *x, const T *w, const T
 static int FN(use_direct)(const em_conv_params *p) {
     int64_t ocg = p->oc / p->groups, kg = p->c / p->groups * p->kh * p->kw;
     double fill = (double)p->ow / ((p->ow + NR - 1) / NR * NR);
-    return ocg < 32 || (fill >= 0.75 && kg <= 1024);
+    return ocg < 32 || (!gemm_wide() && fill >= 0.75 && kg <= 1024);
 }
 
 /* Whether the direct kernel's scratch is of a sane size: it holds (kh - 1) * dh + sh
@@ -514,7 +677,7 @@ static void FN(grad_input_worker)(void *ctx, int tid, int nthreads) {
                 int64_t oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
                 rc = em_gemm(DT, kg, np, ocg, 1.0, wg, 1, kg, gyg + oh0 * p->ow, P, 1, 0.0, cols,
                              np, 1);
-                if (!rc) FN(col2im)(p, cg, cols, oh0, oh1, gxg);
+                if (!rc) FN(col2im)(p, cg, cols, oh0, oh1, gxg, np);
             }
         }
         if (rc) {
@@ -541,6 +704,9 @@ int FN(em_conv2d_backward_input)(const em_conv_params *p, const T *gy, const T *
         return 0;
     }
     job_t job = {.p = p, .gy = gy, .w = w, .bias = bias, .out = gx};
+    int rc = FN(run_batched)(&job, p->n * p->oc * p->oh * p->ow * kg,
+                             FN(grad_input_batched_worker));
+    if (rc != 1) return rc;
     job.items = p->n * p->groups;
     job.rows = rows_per_item(p, kg * p->ow, COLS_MAX, job.items, 0);
     job.cols = job.rows * kg * p->ow;
@@ -574,7 +740,7 @@ static void FN(grad_weight_worker)(void *ctx, int tid, int nthreads) {
         int64_t oh0 = blk * job->rows, oh1 = MIN(p->oh, oh0 + job->rows), np = (oh1 - oh0) * p->ow;
         const T *xg = x + (n * p->c + g * cg) * p->h * p->w;
         const T *b = ident ? xg + oh0 * p->ow : cols;
-        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols);
+        if (!ident) FN(im2col)(p, cg, xg, oh0, oh1, cols, np);
         if (em_gemm(DT, ocg, kg, np, 1.0, gy + (n * p->oc + g * ocg) * P + oh0 * p->ow, P, 1, b,
                     1, ident ? P : np, 1.0, acc + g * ocg * kg, kg, 1)) {
             atomic_store(&job->err, 1);
@@ -591,13 +757,16 @@ int FN(em_conv2d_backward_weight)(const em_conv_params *p, const T *x, const T *
     if (p->n == 0 || P == 0 || p->oc == 0 || kg == 0) return 0;
     job_t job = {.p = p, .x = x, .gy = gy, .out = gw};
     int64_t work = p->n * p->oc * P * kg;
-    int64_t per_row = is_identity(p) ? 0 : kg * p->ow;
-    job.rows = rows_per_item(p, per_row, COLS_MAX, p->n * p->groups,
-                             threaded(p->n * p->groups * p->oh, work));
-    job.blocks = (p->oh + job.rows - 1) / job.rows;
-    job.items = p->n * p->groups * job.blocks;
-    job.cols = job.rows * per_row;
-    int rc = run(&job, work, FN(grad_weight_worker));
+    int rc = FN(run_batched)(&job, work, FN(grad_weight_batched_worker));
+    if (rc == 1) {
+        int64_t per_row = is_identity(p) ? 0 : kg * p->ow;
+        job.rows = rows_per_item(p, per_row, COLS_MAX, p->n * p->groups,
+                                 threaded(p->n * p->groups * p->oh, work));
+        job.blocks = (p->oh + job.rows - 1) / job.rows;
+        job.items = p->n * p->groups * job.blocks;
+        job.cols = job.rows * per_row;
+        rc = run(&job, work, FN(grad_weight_worker));
+    }
     for (int t = 1; t < EM_MAX_THREADS; t++) {
         T *part = job.part[t];
         if (!part) continue;

@@ -23,9 +23,10 @@
  * B is packed eight rows at a time across the panels; a column-contiguous one (x
  * @ W.T) and row-contiguous A panels with AVX2 register transposes.
  *
- * The micro-kernels are 6x16 (float32) and 6x8 (float64) with AVX2+FMA (12 ymm
- * accumulators), chosen at run time, and portable kernels of the same shape (GCC
- * vector extensions) for other CPUs. Packing reads any (row, column) strides, so
+ * The micro-kernels are 6x16 (float32) and 6x8 (float64) with AVX-512F (12 zmm
+ * accumulators: even and odd k) or AVX2+FMA (12 ymm accumulators), chosen at run
+ * time, and portable kernels of the same shape (GCC vector extensions) for other
+ * CPUs. Packing reads any (row, column) strides, so
  * transposed and strided operands are never copied first, and pads edge panels
  * with zeros: the kernel always computes full tiles, and edge tiles (or a C that
  * is not row-contiguous) go through a small buffer. Blocks are balanced (k = 257
@@ -144,8 +145,8 @@ static void buf_trim(int which) {
 
 /* ----------------------------------------------------------- kernel choice */
 
-static int kernel_forced;   /* 0 auto, 1 generic, 2 avx2 */
-static int have_avx2 = -1;
+static int kernel_forced;   /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
+static int have_avx2 = -1, have_avx512 = -1;
 
 static int cpu_has_avx2(void) {
     if (have_avx2 < 0) {
@@ -155,14 +156,30 @@ static int cpu_has_avx2(void) {
     return have_avx2;
 }
 
+static int cpu_has_avx512(void) {
+    if (have_avx512 < 0) {
+        __builtin_cpu_init();
+        have_avx512 = cpu_has_avx2() && __builtin_cpu_supports("avx512f");
+    }
+    return have_avx512;
+}
+
+/* AVX2 stays in use beside the AVX-512 micro-kernels (packing, GEMV, tiny products) */
 static int use_avx2(void) {
     if (kernel_forced == 1) return 0;
     return cpu_has_avx2();
 }
 
-void em_gemm_set_kernel(int which) { kernel_forced = which == 1 ? 1 : which == 2 ? 2 : 0; }
+static int use_avx512(void) {
+    if (kernel_forced == 1 || kernel_forced == 2) return 0;
+    return cpu_has_avx512();
+}
 
-const char *em_gemm_kernel_name(void) { return use_avx2() ? "avx2-fma" : "generic"; }
+void em_gemm_set_kernel(int which) { kernel_forced = which >= 1 && which <= 3 ? which : 0; }
+
+const char *em_gemm_kernel_name(void) {
+    return use_avx512() ? "avx512f" : use_avx2() ? "avx2-fma" : "generic";
+}
 
 /* ----------------------------------------------------------- micro-kernels */
 
@@ -330,6 +347,63 @@ AVX2 static void d_ukr_avx2(int64_t kc, const double *restrict a, const double *
 #undef D_UP
     }
 }
+
+/* The AVX-512 kernels: the same packed panels and tile (a row of the tile is one zmm
+ * vector), two sets of accumulators (even and odd k) so that twelve independent FMA
+ * chains hide the FMA latency; A's elements are broadcast from memory by the FMAs. */
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+#define UKR512(NAME, T, V, W, SET1, LOAD, LOADU, STOREU, FMADD, MUL, ADD, ZERO)           \
+    AVX512 static void NAME(int64_t kc, const T *restrict a, const T *restrict b,        \
+                            T *restrict c, int64_t rsc, T alpha, T beta) {               \
+        V c0 = ZERO(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;                      \
+        V e0 = c0, e1 = c0, e2 = c0, e3 = c0, e4 = c0, e5 = c0;                          \
+        for (int i = 0; i < 6; i++) _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0); \
+        int64_t p = 0;                                                                   \
+        _Pragma("GCC unroll 2")                                                          \
+        for (; p + 2 <= kc; p += 2) {                                                    \
+            V b0 = LOAD(b), b1 = LOAD(b + W);                                            \
+            c0 = FMADD(SET1(a[0]), b0, c0);                                              \
+            c1 = FMADD(SET1(a[1]), b0, c1);                                              \
+            c2 = FMADD(SET1(a[2]), b0, c2);                                              \
+            c3 = FMADD(SET1(a[3]), b0, c3);                                              \
+            c4 = FMADD(SET1(a[4]), b0, c4);                                              \
+            c5 = FMADD(SET1(a[5]), b0, c5);                                              \
+            e0 = FMADD(SET1(a[6]), b1, e0);                                              \
+            e1 = FMADD(SET1(a[7]), b1, e1);                                              \
+            e2 = FMADD(SET1(a[8]), b1, e2);                                              \
+            e3 = FMADD(SET1(a[9]), b1, e3);                                              \
+            e4 = FMADD(SET1(a[10]), b1, e4);                                             \
+            e5 = FMADD(SET1(a[11]), b1, e5);                                             \
+            a += 12;                                                                     \
+            b += 2 * W;                                                                  \
+        }                                                                                \
+        if (p < kc) {                                                                    \
+            V b0 = LOAD(b);                                                              \
+            c0 = FMADD(SET1(a[0]), b0, c0);                                              \
+            c1 = FMADD(SET1(a[1]), b0, c1);                                              \
+            c2 = FMADD(SET1(a[2]), b0, c2);                                              \
+            c3 = FMADD(SET1(a[3]), b0, c3);                                              \
+            c4 = FMADD(SET1(a[4]), b0, c4);                                              \
+            c5 = FMADD(SET1(a[5]), b0, c5);                                              \
+        }                                                                                \
+        V acc[6] = {ADD(c0, e0), ADD(c1, e1), ADD(c2, e2), ADD(c3, e3), ADD(c4, e4),      \
+                    ADD(c5, e5)};                                                        \
+        V va = SET1(alpha);                                                              \
+        if (beta == 0)                                                                   \
+            for (int i = 0; i < 6; i++) STOREU(c + i * rsc, MUL(va, acc[i]));            \
+        else {                                                                           \
+            V vb = SET1(beta);                                                           \
+            for (int i = 0; i < 6; i++)                                                  \
+                STOREU(c + i * rsc, FMADD(va, acc[i], MUL(vb, LOADU(c + i * rsc))));     \
+        }                                                                                \
+    }
+
+UKR512(s_ukr_avx512, float, __m512, 16, _mm512_set1_ps, _mm512_load_ps, _mm512_loadu_ps,
+       _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_setzero_ps)
+UKR512(d_ukr_avx512, double, __m512d, 8, _mm512_set1_pd, _mm512_load_pd, _mm512_loadu_pd,
+       _mm512_storeu_pd, _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd, _mm512_setzero_pd)
+#undef UKR512
 
 /* Dot products for matrix-vector products: 32 float / 16 double partial sums. */
 static float s_dot_generic(int64_t n, const float *restrict x, const float *restrict y) {
@@ -652,6 +726,7 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #define NC_DEF 4080
 #define UKR_T s_ukr_t
 #define UKR_AVX2 s_ukr_avx2
+#define UKR_AVX512 s_ukr_avx512
 #define UKR_GENERIC s_ukr_generic
 #define DOT_AVX2 s_dot_avx2
 #define DOT_GENERIC s_dot_generic
@@ -671,6 +746,7 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #undef NC_DEF
 #undef UKR_T
 #undef UKR_AVX2
+#undef UKR_AVX512
 #undef UKR_GENERIC
 #undef DOT_AVX2
 #undef DOT_GENERIC
@@ -690,6 +766,7 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #define NC_DEF 4080
 #define UKR_T d_ukr_t
 #define UKR_AVX2 d_ukr_avx2
+#define UKR_AVX512 d_ukr_avx512
 #define UKR_GENERIC d_ukr_generic
 #define DOT_AVX2 d_dot_avx2
 #define DOT_GENERIC d_dot_generic
@@ -708,6 +785,7 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #undef NC_DEF
 #undef UKR_T
 #undef UKR_AVX2
+#undef UKR_AVX512
 #undef UKR_GENERIC
 #undef DOT_AVX2
 #undef DOT_GENERIC
@@ -1462,7 +1540,7 @@ static int P(gemm_blocked)(int64_t m, int64_t n, int64_t k, T alpha, const T *a,
     P(job) J;
     memset(&J, 0, sizeof J);
     J.avx2 = use_avx2();
-    J.ukr = J.avx2 ? UKR_AVX2 : UKR_GENERIC;
+    J.ukr = use_avx512() ? UKR_AVX512 : J.avx2 ? UKR_AVX2 : UKR_GENERIC;
     J.m = m;
     J.k = k;
     J.alpha = alpha;

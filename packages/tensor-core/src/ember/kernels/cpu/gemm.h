@@ -40,9 +40,10 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
                     const void *b, int64_t rsb, int64_t csb, double beta,
                     void *c, int64_t rsc, int64_t csc);
 
-/* The micro-kernel in use: 0 = chosen at run time (AVX2+FMA when the CPU has it),
- * 1 = force the portable C kernel (tests), 2 = force AVX2+FMA (only if supported).
- * em_gemm_kernel_name() says which one runs: "avx2-fma" or "generic". */
+/* The micro-kernel in use: 0 = chosen at run time (AVX-512F, else AVX2+FMA, when the
+ * CPU has it), 1 = force the portable C kernel (tests), 2 = force AVX2+FMA, 3 = AVX-512F
+ * (each only if supported). em_gemm_kernel_name() says which one runs: "avx512f",
+ * "avx2-fma" or "generic". */
 void em_gemm_set_kernel(int which);
 const char *em_gemm_kernel_name(void);
 #endif
