@@ -217,6 +217,15 @@ def _is_cl(x4, nd):
     return nd == 2 and _fmt._channels_last_input(x4)
 
 
+def _bias_grad(gy):
+    """grad_output summed over all but the channels; a channels_last one as the rows
+    of its (N * H * W, C) storage (a reduction over dims 0, 2, 3 of its strides would
+    walk it channel by channel)."""
+    if _fmt._channels_last_input(gy):
+        return gy.permute(0, 2, 3, 1).reshape(-1, gy.shape[1]).sum(0)
+    return gy.sum(dim=(0, 2, 3))
+
+
 def _weight_grad_format(gw, weight):
     """The weight gradient in the weight's own layout (as PyTorch's)."""
     return gw if _fmt._channels_last_input(weight) else gw.contiguous()
@@ -358,7 +367,7 @@ def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation
             gw = _cast_back(gw.squeeze(2) if nd == 1 else _weight_grad_format(gw, weight),
                             dtype)
         if output_mask[2]:
-            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(_bias_grad(gy), dtype)
     return gx, gw, gb
 
 
@@ -391,7 +400,7 @@ def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding
             gw = _cast_back(gw.squeeze(2) if nd == 1 else _weight_grad_format(gw, weight),
                             dtype)
         if output_mask[2]:
-            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(_bias_grad(gy), dtype)
     return gx, gw, gb
 
 

@@ -162,6 +162,15 @@ def _finish(y, lead, sd, dtype):
     return y.to(dtype) if y.dtype is not dtype else y
 
 
+def _grad_like(dx, input):
+    """The input gradient in a channels_last input's layout (as PyTorch's): a grad_output
+    stored both ways, such as (N, C, 1, 1), gives the kernels no layout to follow, and a
+    gradient in the other layout would make every later elementwise op transpose."""
+    if _fmt._channels_last_input(input) and not _fmt._channels_last_input(dx):
+        return _fmt.to_format(dx, _fmt.channels_last, "pool")
+    return dx
+
+
 def _grad_args(op, sd, grad_output, input):
     """(input shape, result dtype, work dtype) for a backward function whose `input` is
     the forward's input or its shape."""
@@ -233,7 +242,7 @@ def _max_backward(op, sd, grad_output, input, indices):
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
         i4 = _planes(indices, _as4d(gshape, sd), int64, g4)
         dx = kernel("max_pool2d_backward", op, grad_output)(g4, i4, _as4d(shape, sd))
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def max_pool2d_backward(grad_output, input, indices):
@@ -318,7 +327,7 @@ def _avg_backward(op, sd, grad_output, input, kernel_size, stride, padding, ceil
             g4, _as4d(shape, sd), _hw(attrs["kernel_size"], sd),
             _hw(attrs["stride"], sd), _hw(attrs["padding"], sd, 0),
             attrs["count_include_pad"], divisor_override or 0)
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
@@ -402,7 +411,7 @@ def _adaptive_avg_backward(op, sd, grad_output, input):
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
         dx = kernel("adaptive_avg_pool2d_backward", op, grad_output)(g4, _as4d(shape, sd))
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def adaptive_avg_pool2d_backward(grad_output, input):

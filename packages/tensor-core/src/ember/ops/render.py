@@ -222,9 +222,8 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     out_t, store = _store(row, dt, expr)
     fn = f"em_ew_{row.name}_{dt.name}"
 
-    def variant(scalar: tuple) -> str:
-        """A loop where operands flagged in `scalar` have stride 0, the rest are
-        contiguous: plain indexed loops that the compiler vectorises."""
+    def operands(scalar: tuple) -> list:
+        """The output pointer, and per operand its value (stride 0) or its pointer."""
         lines = [f"        {out_t} *O = ({out_t} *)p[0];"]
         for k, name in enumerate(names):
             ptr = f"(const {in_types[k]} *)p[{k + 1}]"
@@ -233,6 +232,12 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
                              f"{_cv(in_compute[k], _ld(in_dts[k], '*' + ptr))};")
             else:
                 lines.append(f"        const {in_types[k]} *X{k} = {ptr};")
+        return lines
+
+    def variant(scalar: tuple) -> str:
+        """A loop where operands flagged in `scalar` have stride 0, the rest are
+        contiguous: plain indexed loops that the compiler vectorises."""
+        lines = operands(scalar)
         lines.append("        for (int64_t i = 0; i < n; i++) {")
         for k, name in enumerate(names):
             if not scalar[k]:
@@ -246,14 +251,7 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
         """variant() for float16: chunks of the float16 operands converted into float
         buffers (EM_H2F), the body over those, the results converted back (EM_F2H)."""
         out_f16 = out_t == "em_float16"
-        lines = [f"        {out_t} *O = ({out_t} *)p[0];"]
-        for k, name in enumerate(names):
-            ptr = f"(const {in_types[k]} *)p[{k + 1}]"
-            if scalar[k]:
-                lines.append(f"        const {in_compute[k]} {name} = "
-                             f"{_cv(in_compute[k], _ld(in_dts[k], '*' + ptr))};")
-            else:
-                lines.append(f"        const {in_types[k]} *X{k} = {ptr};")
+        lines = operands(scalar)
         lines += ["        for (int64_t i0 = 0; i0 < n; i0 += EM_F16_CHUNK) {",
                   "            const int64_t m = n - i0 < EM_F16_CHUNK ? n - i0 : EM_F16_CHUNK;"]
         buffered = [not scalar[k] and in_types[k] == "em_float16" for k in range(row.arity)]
@@ -312,11 +310,15 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
 def _cast_loop(src: DTypeInfo, dst: DTypeInfo) -> str:
     conv = _cv(dst.storage, _convert(src, dst, _ld(src, "X[i]")))
     gen = conv.replace("X[i]", f"*(const {src.storage} *)(p[1] + i * s[1])")
+    # float16 <-> float32, contiguous: the chunk conversions of _f16c_dispatch themselves
+    dense = {("float16", "float32"): "EM_H2F(X, O, n);",
+             ("float32", "float16"): "EM_F2H(X, O, n);"}.get(
+        (src.name, dst.name), f"for (int64_t i = 0; i < n; i++) O[i] = {conv};")
     return f"""EM_LOOP void em_cast_{src.name}_{dst.name}(char **p, const int64_t *s, int64_t n) {{
     if (s[0] == sizeof({dst.storage}) && s[1] == sizeof({src.storage})) {{
         {dst.storage} *O = ({dst.storage} *)p[0];
         const {src.storage} *X = (const {src.storage} *)p[1];
-        for (int64_t i = 0; i < n; i++) O[i] = {conv};
+        {dense}
     }} else {{
         for (int64_t i = 0; i < n; i++) *({dst.storage} *)(p[0] + i * s[0]) = {gen};
     }}
@@ -400,6 +402,10 @@ def _reduction(row, dt: DTypeInfo) -> str:
     lload = (lambda v: f"({lacc}){nz(v)}") if row.out == "bool" else (
         lambda v: f"({lacc}){_ld(dt, v)}")
     odt = BY_NAME[out_name]
+    # float16 values (not predicates) converted 16 at a time (_f16c_dispatch's EM_H2F)
+    f16 = dt.name == "float16" and row.out != "bool"
+    chunk = "float B[16];\n            EM_H2F(X + i, B, 16);" if f16 else ""
+    lload16 = f"({lacc})B[k]" if f16 else lload("X[i + k]")
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -414,8 +420,10 @@ EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
     int64_t i = 0;
     if (s == sizeof({st})) {{
         const {st} *X = (const {st} *)in;
-        for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++) {{ {lacc} x = {lload("X[i + k]")}; a[k] = COMBINE(a[k], x); }}
+        for (; i + 16 <= n; i += 16) {{
+            {chunk}
+            for (int k = 0; k < 16; k++) {{ {lacc} x = {lload16}; a[k] = COMBINE(a[k], x); }}
+        }}
     }}
     for (; i < n; i++) {{ {lacc} x = {lload("*(const " + st + " *)(in + i * s)")}; a[0] = COMBINE(a[0], x); }}
     for (int w = 8; w >= 1; w /= 2)   /* fold pairwise, too */
