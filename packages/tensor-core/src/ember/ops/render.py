@@ -102,11 +102,13 @@ static inline int em_have_f16c(void) {
     }
     return em_f16c_state;
 }
+void em_set_f16c_loops(int on) { em_f16c_state = on ? -1 : 0; }
 #else
 #define EM_F16C_FAST static
 #define em_h2f_f16c em_h2f_base
 #define em_f2h_f16c em_f2h_base
 #define em_have_f16c() 0
+void em_set_f16c_loops(int on) { (void)on; }
 #endif
 """
 
