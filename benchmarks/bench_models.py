@@ -21,6 +21,12 @@ clipping,) optimizer step. Cases:
   BatchNorm, average pool, Linear 512->10) on 64x3x32x32, cross-entropy, SGD(lr 0.1,
   momentum 0.9, weight decay 5e-4).
 - mlp, cnn: bench_optim.py's train_mlp_sgd and train_cnn_sgd.
+- convnet / convnet_cl: a small conv net (Conv 3->32 3x3, BatchNorm, ReLU, MaxPool 2,
+  Conv 32->64 3x3, BatchNorm, ReLU, MaxPool 2, Conv 64->64 1x1, ReLU, adaptive average
+  pool, Linear 64->10) on 32x3x32x32, SGD(momentum 0.9); convnet_cl has the model and
+  the input in channels_last (model.to(memory_format=...), PyTorch's recipe).
+- gpt_amp_bf16: examples/amp_gpt.py's GPT (2 layers, 4 heads, d=128, block 32, batch 8)
+  with the forward and loss under autocast("cpu", dtype=bfloat16), AdamW, clipping.
 
 Every library runs in its own worker process (`import torch` changes the process: see
 the README), started once per case and thread setting with every pool's thread variable
@@ -55,10 +61,13 @@ import sys
 
 import harness
 
-CASES = ("gpt", "gpt_small", "lstm_lm", "resnet18", "mlp", "cnn")
+CASES = ("gpt", "gpt_small", "lstm_lm", "resnet18", "mlp", "cnn", "convnet", "convnet_cl",
+         "gpt_amp_bf16")
 # steps per sample: about 0.3 s (0.1 s quick) of a step at 1 thread
-STEPS = {"gpt": 1, "gpt_small": 10, "lstm_lm": 3, "resnet18": 1, "mlp": 20, "cnn": 10}
-QUICK_STEPS = {"gpt": 1, "gpt_small": 4, "lstm_lm": 1, "resnet18": 1, "mlp": 8, "cnn": 4}
+STEPS = {"gpt": 1, "gpt_small": 10, "lstm_lm": 3, "resnet18": 1, "mlp": 20, "cnn": 10,
+         "convnet": 3, "convnet_cl": 3, "gpt_amp_bf16": 5}
+QUICK_STEPS = {"gpt": 1, "gpt_small": 4, "lstm_lm": 1, "resnet18": 1, "mlp": 8, "cnn": 4,
+               "convnet": 1, "convnet_cl": 1, "gpt_amp_bf16": 2}
 
 
 # ---------------------------------------------------------------------- models
@@ -66,6 +75,8 @@ QUICK_STEPS = {"gpt": 1, "gpt_small": 4, "lstm_lm": 1, "resnet18": 1, "mlp": 8, 
 def gpt_config(name):
     if name == "gpt":
         return dict(vocab=65, block=256, n_layer=6, n_head=6, n_embd=384, batch=8)
+    if name == "gpt_amp_bf16":
+        return dict(vocab=65, block=32, n_layer=2, n_head=4, n_embd=128, batch=8)
     return dict(vocab=65, block=64, n_layer=2, n_head=2, n_embd=64, batch=8)
 
 
@@ -222,7 +233,7 @@ def setup_case(mod, name, device="cpu"):
     rng = np.random.default_rng(0)
     nn = mod.nn
     clip = nn.utils.clip_grad_norm_
-    if name in ("gpt", "gpt_small"):
+    if name in ("gpt", "gpt_small", "gpt_amp_bf16"):
         cfg = gpt_config(name)
         model = build_gpt(mod, cfg)
         fill_weights(mod, model, rng, np)
@@ -236,8 +247,14 @@ def setup_case(mod, name, device="cpu"):
         x = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
         y = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
 
+        amp = name == "gpt_amp_bf16"
+
         def step(mark):
-            loss = model(x, y)
+            if amp:
+                with mod.autocast("cpu", dtype=mod.bfloat16):
+                    loss = model(x, y)
+            else:
+                loss = model(x, y)
             mark()
             loss.backward()
             mark()
@@ -286,6 +303,19 @@ def setup_case(mod, name, device="cpu"):
         opt = mod.optim.SGD(model.parameters(), lr=0.01)
         x = mod.from_numpy(rng.standard_normal((32, 1, 28, 28)).astype(np.float32))
         y = mod.from_numpy(rng.integers(0, 10, 32).astype(np.int64))
+    elif name in ("convnet", "convnet_cl"):
+        model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Conv2d(32, 64, 3, padding=1),
+                              nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(64, 64, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(64, 10))
+        fill_weights(mod, model, rng, np)
+        x = mod.from_numpy(rng.standard_normal((32, 3, 32, 32)).astype(np.float32))
+        y = mod.from_numpy(rng.integers(0, 10, 32).astype(np.int64))
+        if name == "convnet_cl":
+            model = model.to(memory_format=mod.channels_last)
+            x = x.contiguous(memory_format=mod.channels_last)
+        opt = mod.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     else:
         raise SystemExit(f"bench_models: unknown case {name!r}")
     mse = name == "mlp"

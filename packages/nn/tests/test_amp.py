@@ -327,3 +327,15 @@ def test_small_gpt_trains_under_autocast(dtype):
     loss, skipped = mod.train(dtype, steps=30, tail=5, init_scale=2.0 ** 10)
     assert skipped == 0
     assert abs(loss - ref) / ref < 0.02, (loss, ref)
+
+
+@needs_bf16
+@pytest.mark.skipif(OPENCL is None, reason="no OpenCL device")
+def test_small_gpt_trains_under_bf16_autocast_opencl():
+    # examples/amp_gpt.py --device opencl --dtypes bfloat16 runs the 200 steps; here the
+    # short form, float32 and bfloat16 both on the OpenCL device
+    mod = _amp_gpt()
+    ref, _ = mod.train(None, steps=30, tail=5, device=OPENCL)
+    loss, skipped = mod.train(BF16, steps=30, tail=5, device=OPENCL)
+    assert skipped == 0
+    assert abs(loss - ref) / ref < 0.02, (loss, ref)

@@ -73,6 +73,15 @@ def test_elementwise_preserves(device):
     np.testing.assert_allclose((y * x + 1).cpu().numpy(), (x * x + 1).cpu().numpy(),
                                rtol=1e-6)
     assert (x + y).is_contiguous()          # the first operand decides
+    # casts keep the layout: .to(dtype), and the operands a mixed-dtype op promotes
+    for dt in (em.float16, em.bfloat16, em.float64):
+        h = y.to(dt)
+        assert h.stride() == y.stride() and h.dtype is dt
+        np.testing.assert_allclose(h.float().cpu().numpy(), y.cpu().numpy(), rtol=1e-2)
+    m = (y > 0) * y                          # bool promoted to float32 in NHWC order
+    assert m.stride() == y.stride()
+    np.testing.assert_array_equal(m.cpu().numpy(), np.maximum(y.cpu().numpy(), 0))
+    assert y.to(em.float16, memory_format=em.contiguous_format).is_contiguous()
     v = em.randn(2, 3, 4, 5, 6, device=device).contiguous(memory_format=em.channels_last_3d)
     assert (v * 2).stride() == v.stride()
     # broadcast to a larger result: row-major as before

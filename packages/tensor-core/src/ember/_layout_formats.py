@@ -123,21 +123,35 @@ def _channels_last_input(x):
         _strided_like(tuple(x.shape), x.stride(), _ORDER[4])
 
 
+def _input_format(x):
+    """channels_last / channels_last_3d for an input stored so (and not also
+    row-major), else None."""
+    n = getattr(x, "ndim", 0)
+    if n in _ORDER and not x.is_contiguous() and _strided_like(tuple(x.shape), x.stride(),
+                                                               _ORDER[n]):
+        return channels_last if n == 4 else channels_last_3d
+    return None
+
+
 def keeps_channels_last(fn):
-    """For conv2d, the 2-d poolings: a channels_last input gives a channels_last result,
-    as PyTorch's. The kernels themselves read NCHW: a channels_last input is copied to it
-    on the way in and the result back to NHWC (two transposes, see the docstrings)."""
+    """For the convolutions and poolings: a channels_last (channels_last_3d) input gives
+    a result in that layout, as PyTorch's. The CPU's 2-d kernels read and write NHWC
+    themselves, so their results pass through as they are; the 3-d ops (composed
+    from the 2-d ones over folded views) and the GPU kernels, which read NCHW, get
+    their results laid out here."""
     import functools
 
     @functools.wraps(fn)
     def entry(input, *args, **kwargs):
         out = fn(input, *args, **kwargs)
-        if not _channels_last_input(input):
+        fmt = _input_format(input)
+        if fmt is None:
             return out
+        nd = input.ndim
         if isinstance(out, tuple):
-            return type(out)(to_format(o, channels_last, fn.__name__) if o.ndim == 4 else o
+            return type(out)(to_format(o, fmt, fn.__name__) if o.ndim == nd else o
                              for o in out)
-        return to_format(out, channels_last, fn.__name__) if out.ndim == 4 else out
+        return to_format(out, fmt, fn.__name__) if out.ndim == nd else out
     return entry
 
 

@@ -1,11 +1,12 @@
 # kernels: pool.c cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Pooling kernels (kernels/cpu/pool.c) over contiguous (N, C, H, W) float32/float64
-tensors; 1-d pooling comes here as H = 1. Callers (ember.ops.pool) validate the
-arguments, compute the output size and make the inputs contiguous; the checks here
+"""Pooling kernels (kernels/cpu/pool.c) over (N, C, H, W) float32/float64 tensors,
+contiguous or channels_last (whose NHWC storage the *_nhwc kernels read as it is; the
+result has the input's layout); 1-d pooling comes here as H = 1. Callers (ember.ops.pool)
+validate the arguments, compute the output size and lay the inputs out; the checks here
 only keep a direct caller from reading out of bounds."""
 from libc.stdint cimport int64_t
-from ember._C.core cimport TensorBase, new_tensor
+from ember._C.core cimport Device, TensorBase, new_tensor, view_of
 
 cdef extern from *:
     """
@@ -30,6 +31,26 @@ cdef extern from *:
                                const int64_t *in_hw, const int64_t *out_hw);
     int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx,
                              int64_t planes, int64_t in_size, int64_t out_size);
+    int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+                           const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
+                           const int64_t *s, const int64_t *p, const int64_t *d);
+    int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                           const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
+                           const int64_t *s, const int64_t *p, int count_include_pad,
+                           int64_t divisor);
+    int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+                                    const int64_t *in_hw, const int64_t *out_hw,
+                                    const int64_t *k, const int64_t *s, const int64_t *p,
+                                    int count_include_pad, int64_t divisor);
+    int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                                    const int64_t *in_hw, const int64_t *out_hw);
+    int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+                                             int64_t C, const int64_t *in_hw,
+                                             const int64_t *out_hw);
+    int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+                                    int64_t C, const int64_t *in_hw, const int64_t *out_hw);
+    int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx,
+                                  int64_t n, int64_t C, int64_t in_size, int64_t out_size);
     """
     int EM_POOL_EINDEX
     int EM_POOL_ENOMEM
@@ -51,11 +72,33 @@ cdef extern from *:
                                const int64_t *in_hw, const int64_t *out_hw) nogil
     int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx,
                              int64_t planes, int64_t in_size, int64_t out_size) nogil
+    int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+                           const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
+                           const int64_t *s, const int64_t *p, const int64_t *d) nogil
+    int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                           const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
+                           const int64_t *s, const int64_t *p, int count_include_pad,
+                           int64_t divisor) nogil
+    int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+                                    const int64_t *in_hw, const int64_t *out_hw,
+                                    const int64_t *k, const int64_t *s, const int64_t *p,
+                                    int count_include_pad, int64_t divisor) nogil
+    int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                                    const int64_t *in_hw, const int64_t *out_hw) nogil
+    int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+                                             int64_t C, const int64_t *in_hw,
+                                             const int64_t *out_hw) nogil
+    int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+                                    int64_t C, const int64_t *in_hw, const int64_t *out_hw) nogil
+    int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx,
+                                  int64_t n, int64_t C, int64_t in_size, int64_t out_size) nogil
 
 cdef extern from "cpu_api.h":
     int em_cpu_api_import() except -1
 
 em_cpu_api_import()   # the thread pool lives in ember._C.core (cpu_api.h)
+
+include "channels_last.pxi"
 
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
@@ -64,19 +107,22 @@ DEF NOGIL_MIN = 1 << 14   # release the GIL above this many output elements
 
 
 cdef int64_t check(TensorBase t, str op, int dtype=-1) except -1:
-    """The number of (N, C) planes of a contiguous 4-d CPU tensor of float32/float64
-    (or of `dtype`)."""
-    if t._storage.device.type != "cpu" or not t.contiguous_c() or t._ndim != 4 or (
+    """The number of (N, C) planes of a contiguous or channels_last 4-d CPU tensor of
+    float32/float64 (or of `dtype`)."""
+    if t._storage.device.type != "cpu" or not (t.contiguous_c() or nhwc(t)) or t._ndim != 4 or (
             t._dtype not in (FLOAT32, FLOAT64) if dtype < 0 else t._dtype != dtype):
-        raise ValueError(f"{op}: internal kernel needs a contiguous 4-d "
+        raise ValueError(f"{op}: internal kernel needs a contiguous or channels_last 4-d "
                          f"{'float32/float64' if dtype < 0 else 'int64'} CPU tensor, got "
                          f"{tuple(t.shape)} {t.dtype!r} on {t.device}")
     return t._shape[0] * t._shape[1]
 
 
 cdef TensorBase new_like(TensorBase t, int64_t h, int64_t w, int dtype):
+    """(N, C, h, w) in t's layout."""
     cdef int64_t shape[4]
     shape[0], shape[1], shape[2], shape[3] = t._shape[0], t._shape[1], h, w
+    if nhwc(t):
+        return new_nhwc(shape[0], shape[1], h, w, dtype, t._storage.device)
     return new_tensor(4, shape, dtype, t._storage.device)
 
 
@@ -102,6 +148,8 @@ def max_pool2d(TensorBase x not None, kernel, stride, padding, dilation, out_siz
                bint with_indices):
     """(y, indices or None): max over each window; indices are flat h * W + w."""
     cdef int64_t planes = check(x, "max_pool2d")
+    cdef bint cl = nhwc(x)
+    cdef int64_t nb = x._shape[0], ch = x._shape[1]
     cdef int64_t k[2]
     cdef int64_t s[2]
     cdef int64_t p[2]
@@ -122,9 +170,11 @@ def max_pool2d(TensorBase x not None, kernel, stride, padding, dilation, out_siz
     cdef int f64 = x._dtype == FLOAT64, rc
     if y.numel_c() >= NOGIL_MIN:
         with nogil:
-            rc = em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
+            rc = em_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
+                em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
     else:
-        rc = em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
+        rc = em_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
+            em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
     rc_check(rc, "max_pool2d")
     return y, ix
 
@@ -133,6 +183,8 @@ def avg_pool2d(TensorBase x not None, kernel, stride, padding, out_size,
                bint count_include_pad, int64_t divisor):
     """Mean over each window (divisor: divisor_override, 0 for none)."""
     cdef int64_t planes = check(x, "avg_pool2d")
+    cdef bint cl = nhwc(x)
+    cdef int64_t nb = x._shape[0], ch = x._shape[1]
     cdef int64_t k[2]
     cdef int64_t s[2]
     cdef int64_t p[2]
@@ -149,8 +201,15 @@ def avg_pool2d(TensorBase x not None, kernel, stride, padding, out_size,
     cdef int f64 = x._dtype == FLOAT64, rc
     if y.numel_c() >= NOGIL_MIN:
         with nogil:
-            rc = em_avg_pool2d(f64, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad,
-                               divisor)
+            if cl:
+                rc = em_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw, k, s, p,
+                                        count_include_pad, divisor)
+            else:
+                rc = em_avg_pool2d(f64, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad,
+                                   divisor)
+    elif cl:
+        rc = em_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw, k, s, p, count_include_pad,
+                                divisor)
     else:
         rc = em_avg_pool2d(f64, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad, divisor)
     rc_check(rc, "avg_pool2d")
@@ -161,6 +220,8 @@ def avg_pool2d_backward(TensorBase grad not None, input_shape, kernel, stride, p
                         bint count_include_pad, int64_t divisor):
     """The gradient w.r.t. the (N, C, H, W) input of avg_pool2d, from grad (N, C, OH, OW)."""
     cdef int64_t planes = check(grad, "avg_pool2d_backward")
+    cdef bint cl = nhwc(grad)
+    cdef int64_t nb = grad._shape[0], ch = grad._shape[1]
     cdef int64_t k[2]
     cdef int64_t s[2]
     cdef int64_t p[2]
@@ -176,14 +237,20 @@ def avg_pool2d_backward(TensorBase grad not None, input_shape, kernel, stride, p
     cdef void *dp = dx.ptr()
     cdef int f64 = grad._dtype == FLOAT64, rc
     with nogil:
-        rc = em_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw, k, s, p, count_include_pad,
-                                    divisor)
+        if cl:
+            rc = em_avg_pool2d_backward_nhwc(f64, gp, dp, nb, ch, ihw, ohw, k, s, p,
+                                             count_include_pad, divisor)
+        else:
+            rc = em_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw, k, s, p,
+                                        count_include_pad, divisor)
     rc_check(rc, "avg_pool2d_backward")
     return dx
 
 
 def adaptive_avg_pool2d(TensorBase x not None, out_size):
     cdef int64_t planes = check(x, "adaptive_avg_pool2d")
+    cdef bint cl = nhwc(x)
+    cdef int64_t nb = x._shape[0], ch = x._shape[1]
     cdef int64_t ihw[2]
     cdef int64_t ohw[2]
     unpack2(out_size, ohw, "adaptive_avg_pool2d", 1)
@@ -193,13 +260,16 @@ def adaptive_avg_pool2d(TensorBase x not None, out_size):
     cdef void *yp = y.ptr()
     cdef int f64 = x._dtype == FLOAT64, rc
     with nogil:
-        rc = em_adaptive_avg_pool2d(f64, xp, yp, planes, ihw, ohw)
+        rc = em_adaptive_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_avg_pool2d(f64, xp, yp, planes, ihw, ohw)
     rc_check(rc, "adaptive_avg_pool2d")
     return y
 
 
 def adaptive_avg_pool2d_backward(TensorBase grad not None, input_shape):
     cdef int64_t planes = check(grad, "adaptive_avg_pool2d_backward")
+    cdef bint cl = nhwc(grad)
+    cdef int64_t nb = grad._shape[0], ch = grad._shape[1]
     cdef int64_t ihw[2]
     cdef int64_t ohw[2]
     unpack2(tuple(input_shape)[2:], ihw, "adaptive_avg_pool2d_backward", 1)
@@ -209,7 +279,8 @@ def adaptive_avg_pool2d_backward(TensorBase grad not None, input_shape):
     cdef void *dp = dx.ptr()
     cdef int f64 = grad._dtype == FLOAT64, rc
     with nogil:
-        rc = em_adaptive_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw)
+        rc = em_adaptive_avg_pool2d_backward_nhwc(f64, gp, dp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw)
     rc_check(rc, "adaptive_avg_pool2d_backward")
     return dx
 
@@ -217,6 +288,8 @@ def adaptive_avg_pool2d_backward(TensorBase grad not None, input_shape):
 def adaptive_max_pool2d(TensorBase x not None, out_size):
     """(y, indices): max over each adaptive window, indices flat h * W + w."""
     cdef int64_t planes = check(x, "adaptive_max_pool2d")
+    cdef bint cl = nhwc(x)
+    cdef int64_t nb = x._shape[0], ch = x._shape[1]
     cdef int64_t ihw[2]
     cdef int64_t ohw[2]
     unpack2(out_size, ohw, "adaptive_max_pool2d", 1)
@@ -228,7 +301,8 @@ def adaptive_max_pool2d(TensorBase x not None, out_size):
     cdef int64_t *ixp = <int64_t *>ix.ptr()
     cdef int f64 = x._dtype == FLOAT64, rc
     with nogil:
-        rc = em_adaptive_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw)
+        rc = em_adaptive_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw)
     rc_check(rc, "adaptive_max_pool2d")
     return y, ix
 
@@ -237,10 +311,12 @@ def max_pool2d_backward(TensorBase grad not None, TensorBase indices not None, i
     """The gradient w.r.t. the (N, C, H, W) input of any max pooling: grad
     (N, C, OH, OW) added at the flat indices of each plane (-1 adds nothing)."""
     cdef int64_t planes = check(grad, "max_pool2d_backward")
+    cdef bint cl = nhwc(grad)
+    cdef int64_t nb = grad._shape[0], ch = grad._shape[1]
     check(indices, "max_pool2d_backward", INT64)
-    if indices.shape != grad.shape:
+    if indices.shape != grad.shape or nhwc(indices) != cl:
         raise ValueError(f"max_pool2d_backward: indices {tuple(indices.shape)} and grad "
-                         f"{tuple(grad.shape)} differ in shape")
+                         f"{tuple(grad.shape)} differ in shape or layout")
     cdef int64_t ihw[2]
     unpack2(tuple(input_shape)[2:], ihw, "max_pool2d_backward", 1)
     cdef TensorBase dx = new_like(grad, ihw[0], ihw[1], grad._dtype)
@@ -250,6 +326,7 @@ def max_pool2d_backward(TensorBase grad not None, TensorBase indices not None, i
     cdef int f64 = grad._dtype == FLOAT64, rc
     cdef int64_t osz = grad._shape[2] * grad._shape[3]
     with nogil:
-        rc = em_max_pool_backward(f64, gp, ixp, dp, planes, ihw[0] * ihw[1], osz)
+        rc = em_max_pool_backward_nhwc(f64, gp, ixp, dp, nb, ch, ihw[0] * ihw[1], osz) if cl \
+            else em_max_pool_backward(f64, gp, ixp, dp, planes, ihw[0] * ihw[1], osz)
     rc_check(rc, "max_pool2d_backward")
     return dx

@@ -199,6 +199,38 @@ def _operands(dtype, *ts):
     return [_work(t, work) for t in ts]
 
 
+def _cl_operands(dtype, *ts):
+    """The 4-d tensors in the kernels' dtype, stored channels_last: the NHWC kernels
+    read that storage as it is (a channels_last activation and weight are not copied;
+    an operand in the other layout, such as a contiguous grad_output, is)."""
+    work = _work_dtype(dtype)
+    return [_fmt.to_format(t if t.dtype is work else t.to(work), _fmt.channels_last, "conv2d")
+            for t in ts]
+
+
+def _layout_operands(cl, dtype, *ts):
+    return (_cl_operands if cl else _operands)(dtype, *ts)
+
+
+def _is_cl(x4, nd):
+    """Whether a convolution runs on the NHWC kernels: a channels_last 2-d input."""
+    return nd == 2 and _fmt._channels_last_input(x4)
+
+
+def _bias_grad(gy):
+    """grad_output summed over all but the channels; a channels_last one as the rows
+    of its (N * H * W, C) storage (a reduction over dims 0, 2, 3 of its strides would
+    walk it channel by channel)."""
+    if _fmt._channels_last_input(gy):
+        return gy.permute(0, 2, 3, 1).reshape(-1, gy.shape[1]).sum(0)
+    return gy.sum(dim=(0, 2, 3))
+
+
+def _weight_grad_format(gw, weight):
+    """The weight gradient in the weight's own layout (as PyTorch's)."""
+    return gw if _fmt._channels_last_input(weight) else gw.contiguous()
+
+
 def _as_2d(x, nd, batched):
     """An input of nd spatial dims (batched or not) as a 4-d view, recorded."""
     if not batched:
@@ -228,8 +260,10 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     pads2 = ((0, 0),) + pads if nd == 1 else pads
     attr2 = attr if isinstance(attr, str) else _pair2(attr, nd, 0)
     dtype = input.dtype
+    cl = _is_cl(x4, nd)
     with _core._no_record():
-        x, w, b = _operands(dtype, x4, w4, bias)
+        x, w = _layout_operands(cl, dtype, x4, w4)
+        b, = _operands(dtype, bias)
         out2 = _pair2(out, nd, 1)
         y = _run("conv2d_forward", op, x, w, b, out2, _kstride(stride2, out2),
                     (pads2[0][0], pads2[1][0]), dil2, groups)
@@ -249,8 +283,10 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     stride2, pad2 = _pair2(stride, nd, 1), _pair2(padding, nd, 0)
     opad2, dil2 = _pair2(output_padding, nd, 0), _pair2(dilation, nd, 1)
     dtype = input.dtype
+    cl = _is_cl(x4, nd)
     with _core._no_record():
-        x, w, b = _operands(dtype, x4, w4, bias)
+        x, w = _layout_operands(cl, dtype, x4, w4)
+        b, = _operands(dtype, bias)
         y = _run("conv2d_backward_input", op, x, w, b, _pair2(out, nd, 1),
                     _kstride(stride2, x.shape[2:]), pad2, dil2, groups)
         y = _cast_back(y, dtype)
@@ -315,9 +351,10 @@ def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation
     pads2 = ((0, 0),) + pads if nd == 1 else pads
     tl = (pads2[0][0], pads2[1][0])
     dtype = input.dtype
+    x4 = _as_2d(input, nd, batched)
     with _core._no_record():
-        gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
-                             weight.unsqueeze(2) if nd == 1 else weight)
+        gy, x, w = _layout_operands(_is_cl(x4, nd), dtype, _as_2d(grad_output, nd, batched), x4,
+                                    weight.unsqueeze(2) if nd == 1 else weight)
         stride2 = _kstride(stride2, gy.shape[2:])
         gx = gw = gb = None
         if output_mask[0]:
@@ -327,9 +364,10 @@ def _conv_backward(op, nd, grad_output, input, weight, stride, padding, dilation
         if output_mask[1]:
             gw = _run("conv2d_backward_weight", op, x, gy, tuple(w.shape[2:]),
                          stride2, tl, dil2, groups)
-            gw = _cast_back(gw.squeeze(2) if nd == 1 else gw, dtype)
+            gw = _cast_back(gw.squeeze(2) if nd == 1 else _weight_grad_format(gw, weight),
+                            dtype)
         if output_mask[2]:
-            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(_bias_grad(gy), dtype)
     return gx, gw, gb
 
 
@@ -344,9 +382,10 @@ def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding
     stride2, pad2 = _pair2(stride, nd, 1), _pair2(padding, nd, 0)
     dil2 = _pair2(dilation, nd, 1)
     dtype = input.dtype
+    x4 = _as_2d(input, nd, batched)
     with _core._no_record():
-        gy, x, w = _operands(dtype, _as_2d(grad_output, nd, batched), _as_2d(input, nd, batched),
-                             weight.unsqueeze(2) if nd == 1 else weight)
+        gy, x, w = _layout_operands(_is_cl(x4, nd), dtype, _as_2d(grad_output, nd, batched), x4,
+                                    weight.unsqueeze(2) if nd == 1 else weight)
         stride2 = _kstride(stride2, x.shape[2:])
         gx = gw = gb = None
         if output_mask[0]:
@@ -358,9 +397,10 @@ def _conv_transpose_backward(op, nd, grad_output, input, weight, stride, padding
             # roles swapped: grad_output is the convolution's input, input its output
             gw = _run("conv2d_backward_weight", op, gy, x, tuple(w.shape[2:]),
                          stride2, pad2, dil2, groups)
-            gw = _cast_back(gw.squeeze(2) if nd == 1 else gw, dtype)
+            gw = _cast_back(gw.squeeze(2) if nd == 1 else _weight_grad_format(gw, weight),
+                            dtype)
         if output_mask[2]:
-            gb = _cast_back(gy.sum(dim=(0, 2, 3)), dtype)
+            gb = _cast_back(_bias_grad(gy), dtype)
     return gx, gw, gb
 
 
@@ -411,6 +451,7 @@ def _depth_pad(x, before, after):
     return cat([parts[0], x, parts[1]], 2)
 
 
+@_fmt.keeps_channels_last
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution (cross-correlation) of input (N, C, D, H, W) or (C, D, H, W) with
     weight (OC, C / groups, kD, kH, kW), plus bias (OC,); stride, padding (ints, a triple,

@@ -72,7 +72,7 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
         from ember._dtypes import as_dtype
         dtype = as_dtype(dtype)
         if dtype is not out.dtype:
-            out = _record("to", (out,), _core.astype(out, dtype),
+            out = _record("to", (out,), _core.astype(out, dtype, True, True),
                           {"dtype": dtype, "from_dtype": out.dtype})
     if copy and out is input:
         out = clone(input)

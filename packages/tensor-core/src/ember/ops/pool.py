@@ -142,11 +142,16 @@ def _hw(t, sd, fill=1):
     return t if sd == 2 else (fill,) + t
 
 
-def _planes(x, shape4, work):
-    """x as the contiguous (N, C, H, W) tensor of dtype `work` that the kernels take."""
+def _planes(x, shape4, work, like=None):
+    """x as the (N, C, H, W) tensor of dtype `work` that the kernels take: contiguous,
+    or channels_last as it is (the NHWC kernels read that storage; the result keeps
+    it). like: take that tensor's layout instead (indices beside their gradient)."""
     if tuple(x.shape) != shape4:
         x = x.reshape(shape4)
-    return (x if x.dtype is work else x.to(work)).contiguous()
+    x = x if x.dtype is work else x.to(work)
+    if _fmt._channels_last_input(x if like is None else like):
+        return _fmt.to_format(x, _fmt.channels_last, "pool")
+    return x.contiguous()
 
 
 def _finish(y, lead, sd, dtype):
@@ -155,6 +160,15 @@ def _finish(y, lead, sd, dtype):
     if len(shape) != 4 or sd != 2:
         y = y.reshape(shape)
     return y.to(dtype) if y.dtype is not dtype else y
+
+
+def _grad_like(dx, input):
+    """The input gradient in a channels_last input's layout (as PyTorch's): a grad_output
+    stored both ways, such as (N, C, 1, 1), gives the kernels no layout to follow, and a
+    gradient in the other layout would make every later elementwise op transpose."""
+    if _fmt._channels_last_input(input) and not _fmt._channels_last_input(dx):
+        return _fmt.to_format(dx, _fmt.channels_last, "pool")
+    return dx
 
 
 def _grad_args(op, sd, grad_output, input):
@@ -226,9 +240,9 @@ def _max_backward(op, sd, grad_output, input, indices):
         raise TypeError(f"{op}: indices must be int64, got {indices.dtype!r}")
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
-        i4 = _planes(indices, _as4d(gshape, sd), int64)
+        i4 = _planes(indices, _as4d(gshape, sd), int64, g4)
         dx = kernel("max_pool2d_backward", op, grad_output)(g4, i4, _as4d(shape, sd))
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def max_pool2d_backward(grad_output, input, indices):
@@ -313,7 +327,7 @@ def _avg_backward(op, sd, grad_output, input, kernel_size, stride, padding, ceil
             g4, _as4d(shape, sd), _hw(attrs["kernel_size"], sd),
             _hw(attrs["stride"], sd), _hw(attrs["padding"], sd, 0),
             attrs["count_include_pad"], divisor_override or 0)
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
@@ -397,7 +411,7 @@ def _adaptive_avg_backward(op, sd, grad_output, input):
     with _core._no_record():
         g4 = _planes(grad_output, _as4d(gshape, sd), work)
         dx = kernel("adaptive_avg_pool2d_backward", op, grad_output)(g4, _as4d(shape, sd))
-        return _finish(dx, shape[:-sd], sd, dtype)
+        return _grad_like(_finish(dx, shape[:-sd], sd, dtype), input)
 
 
 def adaptive_avg_pool2d_backward(grad_output, input):
@@ -461,6 +475,7 @@ def _finish3d(y, batched):
     return y if batched else y.squeeze(0)
 
 
+@_fmt.keeps_channels_last
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over kernel_size windows of an (N, C, D, H, W) or (C, D, H, W) input, the
@@ -492,6 +507,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _finish3d(vals, batched), _finish3d(flat, batched)
 
 
+@_fmt.keeps_channels_last
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over kernel_size windows of an (N, C, D, H, W) or (C, D, H, W) input. The
@@ -524,6 +540,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _finish3d(sums / div, batched)
 
 
+@_fmt.keeps_channels_last
 def adaptive_avg_pool3d(input, output_size):
     """Mean over the windows [floor(i * D / OD), ceil((i + 1) * D / OD)) (and likewise in
     H and W) of an (N, C, D, H, W) or (C, D, H, W) input; output_size an int or a triple
@@ -540,6 +557,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _finish3d(y.reshape(n, c, out[0], out[1], out[2]), batched)
 
 
+@_fmt.keeps_channels_last
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Max over adaptive_avg_pool3d's windows; with return_indices, also the flat
     d * H * W + h * W + w index of each maximum. Composed from adaptive_max_pool2d and

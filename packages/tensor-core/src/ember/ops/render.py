@@ -64,7 +64,84 @@ C_PRELUDE = """\
 #include "../ember_cpu.h"
 #include "../ember_c_types.h"
 #define EM_LOOP EM_CLONES static
+/* float16 loops: without F16C every conversion is a libgcc call (~25x float32's time);
+ * GCC's target_clones cannot name f16c, so these are dispatched by hand
+ * (_f16c_dispatch): one copy for AVX2+F16C, one portable, chosen at run time. Their
+ * contiguous loops convert EM_F16_CHUNK elements at a time into float buffers
+ * (em_h2f / em_f2h: 8 per instruction in the F16C copy), so the arithmetic between
+ * is float32's vectorised loop. */
+#define EM_F16_CHUNK 256
+static inline void em_h2f_base(const em_float16 *x, float *y, int64_t m) {
+    for (int64_t i = 0; i < m; i++) y[i] = (float)x[i];
+}
+static inline void em_f2h_base(const float *x, em_float16 *y, int64_t m) {
+    for (int64_t i = 0; i < m; i++) y[i] = (em_float16)x[i];
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define EM_F16C_FAST static __attribute__((target("avx2,f16c"), noinline))
+#define EM_F16C_INLINE static inline __attribute__((target("avx2,f16c"), always_inline))
+EM_F16C_INLINE void em_h2f_f16c(const em_float16 *x, float *y, int64_t m) {
+    int64_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    for (; i < m; i++) y[i] = (float)x[i];
+}
+EM_F16C_INLINE void em_f2h_f16c(const float *x, em_float16 *y, int64_t m) {
+    int64_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < m; i++) y[i] = (em_float16)x[i];
+}
+static int em_f16c_state = -1;
+static inline int em_have_f16c(void) {
+    if (em_f16c_state < 0) {
+        __builtin_cpu_init();
+        em_f16c_state = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    }
+    return em_f16c_state;
+}
+void em_set_f16c_loops(int on) { em_f16c_state = on ? -1 : 0; }
+#else
+#define EM_F16C_FAST static
+#define em_h2f_f16c em_h2f_base
+#define em_f2h_f16c em_f2h_base
+#define em_have_f16c() 0
+void em_set_f16c_loops(int on) { (void)on; }
+#endif
 """
+
+_F16_NAME = re.compile(r"(?<!b)float16")
+_LOOP_HEAD = re.compile(r"EM_LOOP (\w+) (\w+)\(([^)]*)\) \{$")
+
+
+def _f16c_dispatch(text: str) -> str:
+    """Each EM_LOOP function of a float16 loop in text as two copies, AVX2+F16C (its
+    chunk conversions em_h2f_f16c / em_f2h_f16c) and portable, and a dispatcher under
+    its name."""
+    out, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        m = _LOOP_HEAD.match(lines[i])
+        if not m or not _F16_NAME.search(m.group(2)):
+            out.append(lines[i])
+            i += 1
+            continue
+        ret, name, params = m.groups()
+        end = lines.index("}", i)
+        body = "\n".join(lines[i + 1:end])
+        args = ", ".join(p.replace("*", " ").split()[-1] for p in params.split(","))
+        call = "" if ret == "void" else "return "
+        out += [f"static {ret} {name}({params});",
+                f"EM_F16C_FAST {ret} {name}_f16c({params}) {{",
+                body.replace("EM_H2F", "em_h2f_f16c").replace("EM_F2H", "em_f2h_f16c"), "}",
+                f"static {ret} {name}_base({params}) {{",
+                body.replace("EM_H2F", "em_h2f_base").replace("EM_F2H", "em_f2h_base"), "}",
+                f"static {ret} {name}({params}) {{",
+                f"    {call}em_have_f16c() ? {name}_f16c({args}) : {name}_base({args});",
+                "}"]
+        i = end + 1
+    return "\n".join(out)
 
 
 def _expr(body: str, dt: DTypeInfo) -> str:
@@ -147,9 +224,8 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     out_t, store = _store(row, dt, expr)
     fn = f"em_ew_{row.name}_{dt.name}"
 
-    def variant(scalar: tuple) -> str:
-        """A loop where operands flagged in `scalar` have stride 0, the rest are
-        contiguous: plain indexed loops that the compiler vectorises."""
+    def operands(scalar: tuple) -> list:
+        """The output pointer, and per operand its value (stride 0) or its pointer."""
         lines = [f"        {out_t} *O = ({out_t} *)p[0];"]
         for k, name in enumerate(names):
             ptr = f"(const {in_types[k]} *)p[{k + 1}]"
@@ -158,6 +234,12 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
                              f"{_cv(in_compute[k], _ld(in_dts[k], '*' + ptr))};")
             else:
                 lines.append(f"        const {in_types[k]} *X{k} = {ptr};")
+        return lines
+
+    def variant(scalar: tuple) -> str:
+        """A loop where operands flagged in `scalar` have stride 0, the rest are
+        contiguous: plain indexed loops that the compiler vectorises."""
+        lines = operands(scalar)
         lines.append("        for (int64_t i = 0; i < n; i++) {")
         for k, name in enumerate(names):
             if not scalar[k]:
@@ -166,6 +248,38 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
         lines.append(f"            O[i] = {store};")
         lines.append("        }")
         return "\n".join(lines)
+
+    def variant_f16(scalar: tuple) -> str:
+        """variant() for float16: chunks of the float16 operands converted into float
+        buffers (EM_H2F), the body over those, the results converted back (EM_F2H)."""
+        out_f16 = out_t == "em_float16"
+        lines = operands(scalar)
+        lines += ["        for (int64_t i0 = 0; i0 < n; i0 += EM_F16_CHUNK) {",
+                  "            const int64_t m = n - i0 < EM_F16_CHUNK ? n - i0 : EM_F16_CHUNK;"]
+        buffered = [not scalar[k] and in_types[k] == "em_float16" for k in range(row.arity)]
+        for k in range(row.arity):
+            if buffered[k]:
+                lines.append(f"            float B{k}[EM_F16_CHUNK];")
+                lines.append(f"            EM_H2F(X{k} + i0, B{k}, m);")
+        if out_f16:
+            lines.append("            float R[EM_F16_CHUNK];")
+        lines.append("            for (int64_t i = 0; i < m; i++) {")
+        for k, name in enumerate(names):
+            if scalar[k]:
+                continue
+            load = f"B{k}[i]" if buffered[k] else \
+                _cv(in_compute[k], _ld(in_dts[k], f"X{k}[i0 + i]"))
+            lines.append(f"                const {in_compute[k]} {name} = {load};")
+        lines.append(f"                R[i] = (float)({expr});" if out_f16 else
+                     f"                O[i0 + i] = {store};")
+        lines.append("            }")
+        if out_f16:
+            lines.append("            EM_F2H(R, O + i0, m);")
+        lines.append("        }")
+        return "\n".join(lines)
+
+    if dt.name == "float16":
+        variant = variant_f16   # noqa: F811 (the float16 form of the contiguous loops)
 
     def condition(scalar: tuple) -> str:
         parts = [f"s[0] == sizeof({out_t})"]
@@ -198,11 +312,15 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
 def _cast_loop(src: DTypeInfo, dst: DTypeInfo) -> str:
     conv = _cv(dst.storage, _convert(src, dst, _ld(src, "X[i]")))
     gen = conv.replace("X[i]", f"*(const {src.storage} *)(p[1] + i * s[1])")
+    # float16 <-> float32, contiguous: the chunk conversions of _f16c_dispatch themselves
+    dense = {("float16", "float32"): "EM_H2F(X, O, n);",
+             ("float32", "float16"): "EM_F2H(X, O, n);"}.get(
+        (src.name, dst.name), f"for (int64_t i = 0; i < n; i++) O[i] = {conv};")
     return f"""EM_LOOP void em_cast_{src.name}_{dst.name}(char **p, const int64_t *s, int64_t n) {{
     if (s[0] == sizeof({dst.storage}) && s[1] == sizeof({src.storage})) {{
         {dst.storage} *O = ({dst.storage} *)p[0];
         const {src.storage} *X = (const {src.storage} *)p[1];
-        for (int64_t i = 0; i < n; i++) O[i] = {conv};
+        {dense}
     }} else {{
         for (int64_t i = 0; i < n; i++) *({dst.storage} *)(p[0] + i * s[0]) = {gen};
     }}
@@ -286,6 +404,10 @@ def _reduction(row, dt: DTypeInfo) -> str:
     lload = (lambda v: f"({lacc}){nz(v)}") if row.out == "bool" else (
         lambda v: f"({lacc}){_ld(dt, v)}")
     odt = BY_NAME[out_name]
+    # float16 values (not predicates) converted 16 at a time (_f16c_dispatch's EM_H2F)
+    f16 = dt.name == "float16" and row.out != "bool"
+    chunk = "float B[16];\n            EM_H2F(X + i, B, 16);" if f16 else ""
+    lload16 = f"({lacc})B[k]" if f16 else lload("X[i + k]")
     return f"""#define COMBINE(acc, x) ({combine})
 /* Pairwise above 1024 elements (error O(log n)), 16 independent accumulators below
  * so the loop vectorises without reassociating anything. */
@@ -300,8 +422,10 @@ EM_LOOP {acc} em_red_run_{name}(const char *in, int64_t s, int64_t n) {{
     int64_t i = 0;
     if (s == sizeof({st})) {{
         const {st} *X = (const {st} *)in;
-        for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++) {{ {lacc} x = {lload("X[i + k]")}; a[k] = COMBINE(a[k], x); }}
+        for (; i + 16 <= n; i += 16) {{
+            {chunk}
+            for (int k = 0; k < 16; k++) {{ {lacc} x = {lload16}; a[k] = COMBINE(a[k], x); }}
+        }}
     }}
     for (; i < n; i++) {{ {lacc} x = {lload("*(const " + st + " *)(in + i * s)")}; a[0] = COMBINE(a[0], x); }}
     for (int w = 8; w >= 1; w /= 2)   /* fold pairwise, too */
@@ -378,7 +502,7 @@ em_reduce_inner_fn em_reduce_inner(int op, int dtype) {{ return (op >= 0 && op <
 em_reduce_outer_fn em_reduce_outer(int op, int dtype) {{ return (op >= 0 && op < {n_red}) ? reduce_outer[op][dtype] : 0; }}
 em_reduce_init_fn em_reduce_init(int op, int dtype) {{ return (op >= 0 && op < {n_red}) ? reduce_init[op][dtype] : 0; }}
 """)
-    return "\n\n".join(parts)
+    return _f16c_dispatch("\n\n".join(parts))
 
 
 

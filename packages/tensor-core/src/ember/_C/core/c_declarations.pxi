@@ -10,6 +10,7 @@ cdef extern from "ember_cpu.h" nogil:
     int em_num_elementwise_ops()
     em_loop_fn em_elementwise_loop(int op, int dtype)
     em_loop_fn em_cast_loop(int src, int dst)
+    void em_set_f16c_loops(int on)
     em_reduce_inner_fn em_reduce_inner(int op, int dtype)
     em_reduce_outer_fn em_reduce_outer(int op, int dtype)
     em_reduce_init_fn em_reduce_init(int op, int dtype)

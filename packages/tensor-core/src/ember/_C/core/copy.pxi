@@ -8,6 +8,18 @@ cdef TensorBase cast_copy(TensorBase src, int dtype):
     return o
 
 
+cdef TensorBase cast_like(TensorBase src, int dtype):
+    """cast_copy keeping a channels_last(_3d) src's layout (preserve_format), for the
+    operands an elementwise op promotes and for .to(dtype): a row-major copy of an NHWC
+    tensor is a transpose, and so would be every op mixing it with NHWC operands."""
+    cdef TensorBase o
+    if (src._ndim == 4 or src._ndim == 5) and not src.contiguous_c() and is_channels_last(src):
+        o = new_channels_last(src._ndim, src._shape, dtype, src._storage.device)
+        copy_into(o, src)
+        return o
+    return cast_copy(src, dtype)
+
+
 cpdef TensorBase copy_into(TensorBase dst, TensorBase src):
     """dst[...] = src, broadcasting src and converting dtype; returns dst."""
     if dst is None or src is None:
@@ -108,13 +120,13 @@ def copy_(TensorBase dst not None, src):
     return dst
 
 
-def astype(TensorBase x not None, dtype, bint copy=True):
-    """x converted to dtype (a new contiguous tensor; x itself if the dtype matches
-    and copy is False)."""
+def astype(TensorBase x not None, dtype, bint copy=True, bint preserve=False):
+    """x converted to dtype (a new contiguous tensor, or with preserve one in a
+    channels_last x's layout; x itself if the dtype matches and copy is False)."""
     cdef int d = as_dtype_num(dtype, "to")
     if d == x._dtype and not copy:
         return x
-    return cast_copy(x, d)
+    return cast_like(x, d) if preserve else cast_copy(x, d)
 
 
 def contiguous_copy(TensorBase x not None):

@@ -165,7 +165,7 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
                 t = <TensorBase>a
                 if t._dtype != cd or (out is not None and t._storage is o._storage
                                       and not same_layout(t, o)):
-                    t = cast_copy(t, cd)
+                    t = cast_like(t, cd)
                 a = t
             dev_operands.append(a)
         backend_for(device).elementwise(OP_NAMES[op], dev_operands, DTYPE_LIST[compute],
@@ -180,7 +180,7 @@ cdef object ew(int op, object x0, object x1, object x2, int nin, object out):
         if isinstance(a, TensorBase):
             t = <TensorBase>a
             if t._dtype != cd:
-                t = cast_copy(t, cd)
+                t = cast_like(t, cd)    # in its own layout: a channels_last one stays so
                 keep = (keep, t)
             elif out is not None and t._storage is o._storage and not same_layout(t, o):
                 t = cast_copy(t, cd)   # partial overlap with the output: read a copy

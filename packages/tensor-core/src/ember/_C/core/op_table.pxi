@@ -62,6 +62,12 @@ cdef _load_table():
 _load_table()
 
 
+def _set_f16c_loops(bint on):
+    """float16 loops: on = the AVX2+F16C copies where the CPU has them (the default),
+    off = the portable copies (tests compare the two)."""
+    em_set_f16c_loops(on)
+
+
 def reduction_names():
     return list(RED_NAMES)
 

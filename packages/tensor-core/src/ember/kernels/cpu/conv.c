@@ -776,6 +776,247 @@ int FN(em_conv2d_backward_weight)(const em_conv_params *p, const T *x, const T *
     return rc;
 }
 
+/* ------------------------------------------- channels_last (NHWC) convolution */
+
+/* Over NHWC activations the taps of one pixel are channel runs: a pixel's row of
+ * the (pixels x taps) matrix is kh * kw copies of cg contiguous channels (im2row),
+ * the output is (pixels x oc) with its channels contiguous, and the weight is taken
+ * as (oc, kh, kw, cg) ("OHWI"), so every product is one GEMM of row-major operands;
+ * a 1x1 stride-1 unpadded convolution multiplies the input in place, over all
+ * images at once. */
+
+/* rows[q - q0, (a * kw + b) * cg + ci] = x[ih, iw, ci] of output pixel q, 0 outside;
+ * x points at channel g * cg of the image. */
+static void FN(im2row)(const em_conv_params *p, int64_t cg, const T *restrict x, int64_t q0,
+                       int64_t q1, T *restrict rows) {
+    int64_t kg = p->kh * p->kw * cg;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t i = q / p->ow, j = q % p->ow;
+        T *restrict r = rows + (q - q0) * kg;
+        for (int64_t a = 0; a < p->kh; a++) {
+            int64_t ih = i * p->sh - p->ph + a * p->dh;
+            for (int64_t b = 0; b < p->kw; b++, r += cg) {
+                int64_t iw = j * p->sw - p->pw + b * p->dw;
+                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w)
+                    memset(r, 0, cg * sizeof(T));
+                else
+                    memcpy(r, x + (ih * p->w + iw) * p->c, cg * sizeof(T));
+            }
+        }
+    }
+}
+
+/* The adjoint of im2row: gx[ih, iw, ci] += rows[q - q0, tap] for every valid pair. */
+static void FN(row2im)(const em_conv_params *p, int64_t cg, const T *restrict rows, int64_t q0,
+                       int64_t q1, T *restrict gx) {
+    int64_t kg = p->kh * p->kw * cg;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t i = q / p->ow, j = q % p->ow;
+        const T *restrict r = rows + (q - q0) * kg;
+        for (int64_t a = 0; a < p->kh; a++) {
+            int64_t ih = i * p->sh - p->ph + a * p->dh;
+            for (int64_t b = 0; b < p->kw; b++, r += cg) {
+                int64_t iw = j * p->sw - p->pw + b * p->dw;
+                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w) continue;
+                T *restrict d = gx + (ih * p->w + iw) * p->c;
+                for (int64_t ci = 0; ci < cg; ci++) d[ci] += r[ci];
+            }
+        }
+    }
+}
+
+/* y[q, o] += bias[o] over rows [0, np) of row stride ld, nc channels */
+static void FN(add_bias_rows)(T *restrict y, int64_t np, int64_t ld, int64_t nc,
+                              const T *restrict bias) {
+    for (int64_t q = 0; q < np; q++)
+        for (int64_t o = 0; o < nc; o++) y[q * ld + o] += bias[o];
+}
+
+/* Pixel blocks: job->rows pixels per item (not output rows), blocks per image. */
+static void FN(nhwc_blocks)(job_t *job, const em_conv_params *p, int64_t per_pixel,
+                            int64_t work) {
+    int64_t P = p->oh * p->ow, q = MAX(1, COLS_MAX / MAX(per_pixel, 1));
+    if (threaded(p->n * p->groups * P, work)) {
+        int64_t want = 4 * (int64_t)em_get_num_threads(), images = p->n * p->groups;
+        if (images < want) q = MIN(q, MAX(1, P / ceil_div(want, MAX(images, 1))));
+    }
+    job->rows = MIN(q, MAX(P, 1));
+    job->blocks = (P + job->rows - 1) / job->rows;
+    job->items = p->n * p->groups * job->blocks;
+    job->cols = job->rows * per_pixel;
+}
+
+static void FN(nhwc_fwd_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *w = job->w, *bias = job->bias;
+    T *y = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow;
+    T *rows = malloc(job->cols * sizeof(T));
+    if (!rows) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        int64_t blk = it % job->blocks, g = it / job->blocks % p->groups;
+        int64_t n = it / job->blocks / p->groups;
+        int64_t q0 = blk * job->rows, q1 = MIN(P, q0 + job->rows), np = q1 - q0;
+        FN(im2row)(p, cg, x + n * p->h * p->w * p->c + g * cg, q0, q1, rows);
+        T *yg = y + (n * P + q0) * p->oc + g * ocg;
+        if (em_gemm(DT, np, ocg, kg, 1.0, rows, kg, 1, w + g * ocg * kg, 1, kg, 0.0, yg,
+                    p->oc, 1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+        if (bias) FN(add_bias_rows)(yg, np, p->oc, ocg, bias + g * ocg);
+    }
+    free(rows);
+    (void)tid, (void)nthreads;
+}
+
+int FN(em_conv2d_forward_nhwc)(const em_conv_params *p, const T *x, const T *w,
+                               const T *bias, T *y) {
+    int64_t P = p->oh * p->ow, cg = p->c / p->groups, ocg = p->oc / p->groups;
+    int64_t kg = cg * p->kh * p->kw;
+    if (p->n == 0 || p->oc == 0 || P == 0) return 0;
+    if (p->c == 0 || kg == 0) {
+        for (int64_t r = 0; r < p->n * P; r++)
+            for (int64_t o = 0; o < p->oc; o++) y[r * p->oc + o] = bias ? bias[o] : 0;
+        return 0;
+    }
+    if (is_identity(p)) {   /* (n * P, cg) @ (cg, ocg) per group, the input in place */
+        for (int64_t g = 0; g < p->groups; g++) {
+            if (em_gemm(DT, p->n * P, ocg, cg, 1.0, x + g * cg, p->c, 1, w + g * ocg * kg, 1, kg,
+                        0.0, y + g * ocg, p->oc, 1))
+                return EM_GEMM_ENOMEM;
+            if (bias) FN(add_bias_rows)(y + g * ocg, p->n * P, p->oc, ocg, bias + g * ocg);
+        }
+        return 0;
+    }
+    job_t job = {.p = p, .x = x, .w = w, .bias = bias, .out = y};
+    int64_t work = p->n * p->oc * P * kg;
+    FN(nhwc_blocks)(&job, p, kg, work);
+    return run(&job, work, FN(nhwc_fwd_worker));
+}
+
+static void FN(nhwc_grad_input_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *gy = job->gy, *w = job->w;
+    T *gx = job->out;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow;
+    T *rows = malloc(job->cols * sizeof(T));
+    if (!rows) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    /* one item per image and group: its pixel blocks overlap in the input */
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        int64_t g = it % p->groups, n = it / p->groups;
+        T *gxg = gx + n * p->h * p->w * p->c + g * cg;
+        int rc = 0;
+        for (int64_t q0 = 0; q0 < P && !rc; q0 += job->rows) {
+            int64_t q1 = MIN(P, q0 + job->rows), np = q1 - q0;
+            rc = em_gemm(DT, np, kg, ocg, 1.0, gy + (n * P + q0) * p->oc + g * ocg, p->oc, 1,
+                         w + g * ocg * kg, kg, 1, 0.0, rows, kg, 1);
+            if (!rc) FN(row2im)(p, cg, rows, q0, q1, gxg);
+        }
+        if (rc) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+    }
+    free(rows);
+    (void)tid, (void)nthreads;
+}
+
+int FN(em_conv2d_backward_input_nhwc)(const em_conv_params *p, const T *gy, const T *w,
+                                      const T *bias, T *gx) {
+    int64_t HW = p->h * p->w, P = p->oh * p->ow, cg = p->c / p->groups;
+    int64_t ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    if (p->n == 0 || p->c == 0 || HW == 0) return 0;
+    int rc = 0;
+    if (p->oc == 0 || P == 0 || kg == 0) {
+        memset(gx, 0, p->n * HW * p->c * sizeof(T));
+    } else if (is_identity(p)) {   /* gx (n * P, cg) = gy (n * P, ocg) @ w (ocg, cg) */
+        for (int64_t g = 0; g < p->groups && !rc; g++)
+            rc = em_gemm(DT, p->n * P, cg, ocg, 1.0, gy + g * ocg, p->oc, 1, w + g * ocg * kg,
+                         kg, 1, 0.0, gx + g * cg, p->c, 1);
+    } else {
+        memset(gx, 0, p->n * HW * p->c * sizeof(T));
+        job_t job = {.p = p, .gy = gy, .w = w, .out = gx};
+        job.items = p->n * p->groups;
+        job.rows = MIN(MAX(1, COLS_MAX / kg), P);
+        job.cols = job.rows * kg;
+        rc = run(&job, p->n * p->oc * P * kg, FN(nhwc_grad_input_worker));
+    }
+    if (!rc && bias) FN(add_bias_rows)(gx, p->n * HW, p->c, p->c, bias);
+    return rc;
+}
+
+static void FN(nhwc_grad_weight_worker)(void *ctx, int tid, int nthreads) {
+    job_t *job = ctx;
+    const em_conv_params *p = job->p;
+    const T *x = job->x, *gy = job->gy;
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow;
+    T *rows = malloc(job->cols * sizeof(T)), *acc = NULL;
+    if (!rows) {
+        atomic_store(&job->err, 1);
+        return;
+    }
+    for (int64_t it; (it = next_item(job)) < job->items;) {
+        if (!acc) {
+            acc = tid == 0 ? job->out : calloc(p->oc * kg, sizeof(T));
+            job->part[tid] = tid == 0 ? NULL : acc;
+            if (!acc) {
+                atomic_store(&job->err, 1);
+                break;
+            }
+        }
+        int64_t blk = it % job->blocks, g = it / job->blocks % p->groups;
+        int64_t n = it / job->blocks / p->groups;
+        int64_t q0 = blk * job->rows, q1 = MIN(P, q0 + job->rows), np = q1 - q0;
+        FN(im2row)(p, cg, x + n * p->h * p->w * p->c + g * cg, q0, q1, rows);
+        /* gw (ocg, kg) += gy^T (ocg, np) @ rows (np, kg) */
+        if (em_gemm(DT, ocg, kg, np, 1.0, gy + (n * P + q0) * p->oc + g * ocg, 1, p->oc, rows,
+                    kg, 1, 1.0, acc + g * ocg * kg, kg, 1)) {
+            atomic_store(&job->err, 1);
+            break;
+        }
+    }
+    free(rows);
+    (void)nthreads;
+}
+
+int FN(em_conv2d_backward_weight_nhwc)(const em_conv_params *p, const T *x, const T *gy,
+                                       T *gw) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow;
+    memset(gw, 0, p->oc * kg * sizeof(T));
+    if (p->n == 0 || P == 0 || p->oc == 0 || kg == 0) return 0;
+    if (is_identity(p)) {   /* gw (ocg, cg) = gy^T (ocg, n * P) @ x (n * P, cg) */
+        for (int64_t g = 0; g < p->groups; g++)
+            if (em_gemm(DT, ocg, cg, p->n * P, 1.0, gy + g * ocg, 1, p->oc, x + g * cg, p->c, 1,
+                        0.0, gw + g * ocg * kg, kg, 1))
+                return EM_GEMM_ENOMEM;
+        return 0;
+    }
+    job_t job = {.p = p, .x = x, .gy = gy, .out = gw};
+    int64_t work = p->n * p->oc * P * kg;
+    FN(nhwc_blocks)(&job, p, kg, work);
+    int rc = run(&job, work, FN(nhwc_grad_weight_worker));
+    for (int t = 1; t < EM_MAX_THREADS; t++) {
+        T *part = job.part[t];
+        if (!part) continue;
+        for (int64_t i = 0; i < p->oc * kg; i++) gw[i] += part[i];
+        free(part);
+    }
+    return rc;
+}
+
 #undef FN
 #undef NR
 #undef VEC

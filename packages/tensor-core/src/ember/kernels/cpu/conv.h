@@ -49,6 +49,22 @@ int em_conv2d_backward_weight_f32(const em_conv_params *p, const float *x, const
 int em_conv2d_backward_weight_f64(const em_conv_params *p, const double *x, const double *gy,
                                   double *gw);
 
+/* The same three over channels_last (NHWC) activations: x (n, h, w, c), y and gy
+ * (n, oh, ow, oc), gx (n, h, w, c) contiguous, and the weight and gw as
+ * (oc, kh, kw, c / groups) ("OHWI", a channels_last weight's storage). */
+int em_conv2d_forward_nhwc_f32(const em_conv_params *p, const float *x, const float *w,
+                               const float *bias, float *y);
+int em_conv2d_forward_nhwc_f64(const em_conv_params *p, const double *x, const double *w,
+                               const double *bias, double *y);
+int em_conv2d_backward_input_nhwc_f32(const em_conv_params *p, const float *gy,
+                                      const float *w, const float *bias, float *gx);
+int em_conv2d_backward_input_nhwc_f64(const em_conv_params *p, const double *gy,
+                                      const double *w, const double *bias, double *gx);
+int em_conv2d_backward_weight_nhwc_f32(const em_conv_params *p, const float *x,
+                                       const float *gy, float *gw);
+int em_conv2d_backward_weight_nhwc_f64(const em_conv_params *p, const double *x,
+                                       const double *gy, double *gw);
+
 /* The forward's algorithm: 0 = chosen per shape, 1 = always im2col + GEMM, 2 = always
  * the direct kernel (tests and benchmarks). */
 void em_conv_set_path(int path);

@@ -13,6 +13,9 @@ typedef void (*em_loop_fn)(char **ptrs, const int64_t *strides, int64_t n);
 int em_num_elementwise_ops(void);
 em_loop_fn em_elementwise_loop(int op, int dtype);
 em_loop_fn em_cast_loop(int src_dtype, int dst_dtype);
+/* The float16 loops' copies: 1 = the AVX2+F16C ones where the CPU has them (the
+ * default), 0 = the portable ones (tests compare the two). */
+void em_set_f16c_loops(int on);
 /* Reductions: out = combine(out, run) for a strided run of n inputs ("inner"), or
  * elementwise out[i] = combine(out[i], in[i]) ("outer"); init writes the identity. */
 typedef void (*em_reduce_inner_fn)(char *out, const char *in, int64_t stride, int64_t n);

@@ -765,3 +765,240 @@ int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx, i
                   .in = dy, .out = dx, .ix = (int64_t *)ix};
     return run(&J, planes, in_size + out_size);
 }
+
+/* ------------------------------------------------------ channels_last (NHWC) pooling
+ *
+ * x (n, H, W, C), y and ix (n, OH, OW, C), contiguous: the storage of channels_last
+ * tensors, read and written as it is. Each output pixel visits its window's taps
+ * inside the input in PyTorch's scan order (kh, then kw), each tap a run of C
+ * contiguous channels (the loops over the channels vectorise), with the NCHW
+ * kernels' rules: ties keep the first maximum, a NaN wins (the last one), a window
+ * wholly in the padding gives -inf and index -1, and the average's divisor is
+ * avg_divisors'. Work is split over images x output rows (the backward of the
+ * average: over images, whose rows overlap in the input). */
+
+typedef struct {
+    int kind, f64, count_include_pad;
+    int64_t C, H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, divisor;
+    const void *in;
+    void *out;
+    int64_t *ix;
+    int err;
+} nhwc_job;
+
+/* The taps of output o along one dim: first input index, count and step. */
+static void nhwc_taps(int adaptive, int64_t o, int64_t size, int64_t out, int64_t K,
+                      int64_t S, int64_t P, int64_t D, int64_t *first, int64_t *count,
+                      int64_t *step) {
+    if (adaptive) {
+        *first = ad_start(o, out, size);
+        *count = ad_end(o, out, size) - *first;
+        *step = 1;
+        return;
+    }
+    int64_t i0 = o * S - P;
+    int64_t k0 = i0 < 0 ? ceil_div(-i0, D) : 0;
+    int64_t k1 = i0 >= size ? 0 : ceil_div(size - i0, D);
+    if (k1 > K) k1 = K;
+    *first = i0 + k0 * D;
+    *count = k1 > k0 ? k1 - k0 : 0;
+    *step = D;
+}
+
+/* The average's divisor of output (oh, ow) (avg_divisors), 0 where no input is held. */
+static double nhwc_divisor(const nhwc_job *J, int64_t oh, int64_t ow) {
+    if (J->kind == K_ADAPTIVE_AVG || J->kind == K_ADAPTIVE_AVG_BACKWARD)
+        return (double)((ad_end(oh, J->OH, J->H) - ad_start(oh, J->OH, J->H)) *
+                        (ad_end(ow, J->OW, J->W) - ad_start(ow, J->OW, J->W)));
+    int64_t h0 = oh * J->SH - J->PH, h1 = clip_end(h0, J->KH, J->H + J->PH);
+    int64_t w0 = ow * J->SW - J->PW, w1 = clip_end(w0, J->KW, J->W + J->PW);
+    double hi = (double)((h1 < J->H ? h1 : J->H) - (h0 > 0 ? h0 : 0));
+    double wi = (double)((w1 < J->W ? w1 : J->W) - (w0 > 0 ? w0 : 0));
+    if (hi <= 0 || wi <= 0) return 0;
+    if (J->divisor) return (double)J->divisor;
+    return J->count_include_pad ? (double)(h1 - h0) * (double)(w1 - w0) : hi * wi;
+}
+
+#define NHWC_POOL(SUFFIX, T)                                                            \
+    EM_CLONES static void nhwc_rows_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {       \
+        const int64_t C = J->C, W = J->W, OW = J->OW;                                   \
+        const int adaptive = J->kind == K_ADAPTIVE_AVG || J->kind == K_ADAPTIVE_MAX;    \
+        const int is_max = J->kind == K_MAX || J->kind == K_ADAPTIVE_MAX;               \
+        for (int64_t r = b; r < e; r++) {   /* r = image * OH + oh */                    \
+            int64_t n = r / J->OH, oh = r % J->OH, h0, hc, hs;                          \
+            nhwc_taps(adaptive, oh, J->H, J->OH, J->KH, J->SH, J->PH, J->DH, &h0, &hc, &hs);\
+            const T *x = (const T *)J->in + n * J->H * W * C;                           \
+            for (int64_t ow = 0; ow < OW; ow++) {                                       \
+                int64_t w0, wc, ws;                                                     \
+                nhwc_taps(adaptive, ow, W, OW, J->KW, J->SW, J->PW, J->DW, &w0, &wc, &ws);\
+                T *restrict y = (T *)J->out + (r * OW + ow) * C;                        \
+                int64_t *restrict ix = J->ix ? J->ix + (r * OW + ow) * C : NULL;        \
+                for (int64_t c = 0; c < C; c++) y[c] = is_max ? (T)-INFINITY : (T)0;    \
+                if (ix)                                                                 \
+                    for (int64_t c = 0; c < C; c++) ix[c] = -1;                         \
+                for (int64_t a = 0; a < hc; a++)                                        \
+                    for (int64_t q = 0; q < wc; q++) {                                  \
+                        int64_t ih = h0 + a * hs, iw = w0 + q * ws, at = ih * W + iw;   \
+                        const T *restrict v = x + at * C;                               \
+                        if (!is_max)                                                    \
+                            for (int64_t c = 0; c < C; c++) y[c] += v[c];               \
+                        else if (a == 0 && q == 0) { /* -inf inputs get an index, too */\
+                            for (int64_t c = 0; c < C; c++) y[c] = v[c];                \
+                            if (ix)                                                     \
+                                for (int64_t c = 0; c < C; c++) ix[c] = at;             \
+                        } else if (ix)                                                  \
+                            for (int64_t c = 0; c < C; c++) {                           \
+                                int take = v[c] > y[c] || v[c] != v[c];                 \
+                                y[c] = take ? v[c] : y[c];                              \
+                                ix[c] = take ? at : ix[c];                              \
+                            }                                                           \
+                        else                                                            \
+                            for (int64_t c = 0; c < C; c++)                             \
+                                y[c] = v[c] > y[c] || v[c] != v[c] ? v[c] : y[c];       \
+                    }                                                                   \
+                if (!is_max) {                                                          \
+                    T d = (T)nhwc_divisor(J, oh, ow);                                   \
+                    for (int64_t c = 0; c < C; c++) y[c] = d != 0 ? y[c] / d : 0;       \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+    }                                                                                   \
+    /* the average's backward over images [b, e): dx += dy / divisor over each window */\
+    EM_CLONES static void nhwc_avg_back_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {   \
+        const int64_t C = J->C, W = J->W, OW = J->OW;                                   \
+        const int adaptive = J->kind == K_ADAPTIVE_AVG_BACKWARD;                        \
+        for (int64_t n = b; n < e; n++) {                                               \
+            T *dx = (T *)J->out + n * J->H * W * C;                                     \
+            memset(dx, 0, sizeof(T) * J->H * W * C);                                    \
+            for (int64_t oh = 0; oh < J->OH; oh++) {                                    \
+                int64_t h0, hc, hs;                                                     \
+                nhwc_taps(adaptive, oh, J->H, J->OH, J->KH, J->SH, J->PH, J->DH, &h0, &hc, &hs);\
+                for (int64_t ow = 0; ow < OW; ow++) {                                   \
+                    int64_t w0, wc, ws;                                                 \
+                    nhwc_taps(adaptive, ow, W, OW, J->KW, J->SW, J->PW, J->DW, &w0, &wc, &ws);\
+                    const T *restrict g = (const T *)J->in + ((n * J->OH + oh) * OW + ow) * C;\
+                    T d = (T)nhwc_divisor(J, oh, ow);                                   \
+                    if (d == 0) continue;                                               \
+                    for (int64_t a = 0; a < hc; a++)                                    \
+                        for (int64_t q = 0; q < wc; q++) {                              \
+                            T *restrict o = dx + ((h0 + a * hs) * W + w0 + q * ws) * C; \
+                            for (int64_t c = 0; c < C; c++) o[c] += g[c] / d;           \
+                        }                                                               \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+    }                                                                                   \
+    /* max backward over images [b, e): dx[ix] += dy, per channel */                    \
+    static int nhwc_max_back_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {              \
+        const int64_t C = J->C, HW = J->H * J->W, OHW = J->OH * J->OW;                  \
+        for (int64_t n = b; n < e; n++) {                                               \
+            T *dx = (T *)J->out + n * HW * C;                                           \
+            const T *g = (const T *)J->in + n * OHW * C;                                \
+            const int64_t *ix = J->ix + n * OHW * C;                                    \
+            memset(dx, 0, sizeof(T) * HW * C);                                          \
+            for (int64_t o = 0; o < OHW; o++)                                           \
+                for (int64_t c = 0; c < C; c++) {                                       \
+                    int64_t i = ix[o * C + c];                                          \
+                    if (i == -1) continue;                                              \
+                    if (i < 0 || i >= HW) return EM_POOL_EINDEX;                        \
+                    dx[i * C + c] += g[o * C + c];                                      \
+                }                                                                       \
+        }                                                                               \
+        return 0;                                                                       \
+    }
+
+NHWC_POOL(f32, float)
+NHWC_POOL(f64, double)
+
+static void nhwc_range(void *ctx, int64_t b, int64_t e) {
+    nhwc_job *J = ctx;
+    int rc = 0;
+    if (J->kind == K_AVG_BACKWARD || J->kind == K_ADAPTIVE_AVG_BACKWARD) {
+        if (J->f64) nhwc_avg_back_f64(J, b, e);
+        else nhwc_avg_back_f32(J, b, e);
+    } else if (J->kind == K_MAX_BACKWARD) {
+        rc = J->f64 ? nhwc_max_back_f64(J, b, e) : nhwc_max_back_f32(J, b, e);
+    } else if (J->f64) {
+        nhwc_rows_f64(J, b, e);
+    } else {
+        nhwc_rows_f32(J, b, e);
+    }
+    if (rc) __atomic_store_n(&J->err, rc, __ATOMIC_RELAXED);
+}
+
+/* The job of pooling kind `kind` (k, s, p, d may be NULL: 1, 1, 0, 1). */
+static nhwc_job nhwc_geom(int kind, int f64, int64_t C, const int64_t *in_hw,
+                          const int64_t *out_hw, const int64_t *k, const int64_t *s,
+                          const int64_t *p, const int64_t *d) {
+    nhwc_job J = {.kind = kind, .f64 = f64, .C = C, .H = in_hw[0], .W = in_hw[1],
+                  .OH = out_hw[0], .OW = out_hw[1], .KH = 1, .KW = 1, .SH = 1, .SW = 1,
+                  .DH = 1, .DW = 1};
+    if (k) { J.KH = k[0]; J.KW = k[1]; }
+    if (s) { J.SH = s[0]; J.SW = s[1]; }
+    if (p) { J.PH = p[0]; J.PW = p[1]; }
+    if (d) { J.DH = d[0]; J.DW = d[1]; }
+    return J;
+}
+
+/* Over images (backward) or image rows (forward), per_item element visits each. */
+static int nhwc_run(nhwc_job *J, int64_t items, int64_t per_item) {
+    J->err = 0;
+    em_parallel_for(items, pool_grain(per_item), nhwc_range, J);
+    return J->err;
+}
+
+int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+                       const int64_t in_hw[2], const int64_t out_hw[2], const int64_t k[2],
+                       const int64_t s[2], const int64_t p[2], const int64_t d[2]) {
+    nhwc_job J = nhwc_geom(K_MAX, f64, C, in_hw, out_hw, k, s, p, d);
+    J.in = x, J.out = y, J.ix = ix;
+    return nhwc_run(&J, n * out_hw[0], window_work(in_hw, out_hw, k) / out_hw[0] * C);
+}
+
+int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                       const int64_t in_hw[2], const int64_t out_hw[2], const int64_t k[2],
+                       const int64_t s[2], const int64_t p[2], int count_include_pad,
+                       int64_t divisor) {
+    nhwc_job J = nhwc_geom(K_AVG, f64, C, in_hw, out_hw, k, s, p, NULL);
+    J.in = x, J.out = y, J.count_include_pad = count_include_pad, J.divisor = divisor;
+    return nhwc_run(&J, n * out_hw[0], window_work(in_hw, out_hw, k) / out_hw[0] * C);
+}
+
+int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+                                const int64_t in_hw[2], const int64_t out_hw[2],
+                                const int64_t k[2], const int64_t s[2], const int64_t p[2],
+                                int count_include_pad, int64_t divisor) {
+    nhwc_job J = nhwc_geom(K_AVG_BACKWARD, f64, C, in_hw, out_hw, k, s, p, NULL);
+    J.in = dy, J.out = dx, J.count_include_pad = count_include_pad, J.divisor = divisor;
+    return nhwc_run(&J, n, (window_work(in_hw, out_hw, k) + in_hw[0] * in_hw[1]) * C);
+}
+
+int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+                                const int64_t in_hw[2], const int64_t out_hw[2]) {
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    J.in = x, J.out = y;
+    return nhwc_run(&J, n * out_hw[0], (in_hw[0] * in_hw[1] / out_hw[0] + out_hw[1]) * C);
+}
+
+int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+                                         int64_t C, const int64_t in_hw[2],
+                                         const int64_t out_hw[2]) {
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG_BACKWARD, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    J.in = dy, J.out = dx;
+    return nhwc_run(&J, n, (in_hw[0] * in_hw[1] + out_hw[0] * out_hw[1]) * C);
+}
+
+int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+                                int64_t C, const int64_t in_hw[2], const int64_t out_hw[2]) {
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_MAX, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    J.in = x, J.out = y, J.ix = ix;
+    return nhwc_run(&J, n * out_hw[0], (in_hw[0] * in_hw[1] / out_hw[0] + out_hw[1]) * C);
+}
+
+int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx, int64_t n,
+                              int64_t C, int64_t in_size, int64_t out_size) {
+    int64_t in_hw[2] = {1, in_size}, out_hw[2] = {1, out_size};
+    nhwc_job J = nhwc_geom(K_MAX_BACKWARD, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    J.in = dy, J.out = dx, J.ix = (int64_t *)ix;
+    return nhwc_run(&J, n, (in_size + out_size) * C);
+}
