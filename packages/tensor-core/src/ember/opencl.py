@@ -31,8 +31,13 @@ def _require():
     b = get_backend()
     if b is None or not b.devices:
         raise RuntimeError(f"ember.opencl: no OpenCL device is available "
-                           f"({_error or 'no platform reports a device'})")
+                           f"({_error or _unusable() or 'no platform reports a device'})")
     return b
+
+
+def _unusable():
+    from ember.backends.opencl import UNUSABLE
+    return "; ".join(f"{name} cannot build programs: {why}" for name, why in UNUSABLE)
 
 
 def _device(device):

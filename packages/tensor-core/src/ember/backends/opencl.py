@@ -35,6 +35,26 @@ def _platforms():
     return plats
 
 
+# devices left out because their compiler cannot build a program: (name, reason)
+UNUSABLE = []
+
+_PROBE = "__kernel void ember_probe(__global int *x) { x[get_global_id(0)] = 1; }"
+
+
+def _builds_programs(device):
+    """Whether `device`'s compiler builds a trivial kernel: a driver can list a device
+    it cannot compile for (PoCL 3's LLVM 14 on CPUs it cannot name: "unknown target CPU
+    'generic'"), and then every op would fail; such a device is left out, as PyTorch's
+    cuda.is_available() is False under a driver too old for its runtime."""
+    try:
+        cl.Program(cl.Context([device]), _PROBE).build()
+        return True
+    except (cl.Error, RuntimeError) as e:
+        log = " ".join(str(e).split())
+        UNUSABLE.append((device.name.strip(), log[:300]))
+        return False
+
+
 def enumerate_devices():
     """Every OpenCL device ember can use, in order (opencl:0, opencl:1, ...)."""
     try:
@@ -44,7 +64,7 @@ def enumerate_devices():
     out = []
     for p in plats:
         try:
-            out += p.get_devices()
+            out += [d for d in p.get_devices() if _builds_programs(d)]
         except cl.Error:
             continue
     # GPUs and accelerators before CPUs (PoCL), so opencl:0 is the GPU where there is one
@@ -108,8 +128,10 @@ class OpenCLBackend(GPUBackend):
         st = self._states.get(idx)
         if st is None:
             if idx >= len(self.devices):
+                left_out = "".join(f"; {name} is left out, it cannot build programs: {why}"
+                                   for name, why in UNUSABLE)
                 raise RuntimeError(f"device {device}: there are {len(self.devices)} OpenCL "
-                                   f"device(s) here")
+                                   f"device(s) here{left_out}")
             st = self._states[idx] = _DeviceState(self.devices[idx])
         return st
 
