@@ -742,6 +742,12 @@ def _scatter_into_zeros(n, g, key):
 @formula("narrow")
 def _(n, g):
     a = n.attrs
+    if not _core.is_grad_enabled():
+        # the common case (split/chunk's parts): a copy into the slice's view, without
+        # the indexing machinery of z[key] = g
+        z = _zeros_for(n, 0, g)
+        z.narrow(a["dim"], a["start"], a["length"]).copy_(g)
+        return z,
     key = (slice(None),) * a["dim"] + (slice(a["start"], a["start"] + a["length"]),)
     return _scatter_into_zeros(n, g, key),
 

@@ -19,17 +19,29 @@ import itertools
 import traceback
 import weakref
 
-from ember._C.core cimport TensorBase, DType, dtype_object
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
+from ember._C.core cimport TensorBase, DType, dtype_object, view_of
 
 from ember._C import core as _core
 
 _TB = _core.TensorBase
 cdef long long _next_seq = 0
 cdef long long _ACC_SEQ = 1LL << 62   # AccumulateGrad runs as soon as it is ready
+cdef object _heappush = heapq.heappush
+cdef object _heappop = heapq.heappop
 
 
 cdef inline tuple shape_of(TensorBase t):
-    return tuple([t._shape[i] for i in range(t._ndim)])
+    cdef tuple r = PyTuple_New(t._ndim)
+    cdef int i
+    cdef object v        # a Python object: the tuple steals the reference given it
+    for i in range(t._ndim):
+        v = t._shape[i]
+        Py_INCREF(v)
+        PyTuple_SET_ITEM(r, i, v)
+    return r
 
 
 cdef inline bint same_shape(TensorBase t, tuple shape):
@@ -42,6 +54,7 @@ cdef inline bint same_shape(TensorBase t, tuple shape):
 
 # anomaly mode (ember.autograd.anomaly_mode switches it)
 anomaly = {"enabled": False, "check_nan": True}
+cdef dict _anomaly = anomaly       # the same dict, read from C
 
 
 cdef class TensorState:
@@ -114,14 +127,17 @@ cdef class Node:
     cdef public object inputs
     cdef public object output
     cdef public tuple needs
+    # no __dict__: a dict per recorded op costs an allocation on the hot path (Python
+    # subclasses, Function nodes, get their own); PyTorch's nodes take no new attributes
     cdef object __weakref__
-    cdef dict __dict__              # Python subclasses (Function nodes) add fields
 
     def __init__(self, op, formula, edges, metas, attrs, int num_outputs=1):
-        self._init(op, formula, list(edges), list(metas), attrs, num_outputs)
+        edges = list(edges)
+        self._init(op, formula, edges, list(metas), attrs, num_outputs,
+                   tuple([e is not None for e in edges]))
 
     cdef _init(self, str op, object formula, list edges, list metas, object attrs,
-               int num_outputs):
+               int num_outputs, tuple needs):
         # the one constructor body: record() calls it on Node.__new__(Node) directly,
         # skipping __init__'s Python-level argument parsing on every recorded op
         global _next_seq
@@ -133,7 +149,7 @@ cdef class Node:
         self.seq = _next_seq
         _next_seq += 1
         self.num_outputs = num_outputs
-        self.needs = tuple([e is not None for e in edges])
+        self.needs = needs
 
     # inspection ------------------------------------------------------------------
     def name(self):
@@ -180,13 +196,17 @@ cdef class Node:
                 f"use saved tensors after they were freed). Saved tensors are freed after "
                 f"backward(); pass retain_graph=True to the first backward() (or "
                 f"autograd.grad()) to keep them.")
-        saved = self.saved
+        cdef tuple saved = self.saved
+        cdef list versions
+        cdef Py_ssize_t i
         if saved is not None:
             versions = self.versions
-            for i, t in enumerate(saved):
-                if versions[i] is not None and \
-                        (<TensorBase>t)._storage.version != <long long>versions[i]:
-                    self._modified(f"input {i}", t, versions[i])
+            for i in range(len(saved)):
+                v = versions[i]
+                if v is not None:
+                    t = saved[i]
+                    if (<TensorBase>t)._storage.version != <long long>v:
+                        self._modified(f"input {i}", t, v)
             self.inputs = saved
         cdef TensorBase out = self.out
         if out is not None:
@@ -207,6 +227,9 @@ cdef class Node:
             f"after backward.{_where(self)}")
 
     def release(self):
+        self._release()
+
+    cdef _release(self):
         self.saved = self.versions = self.out = None
         self.inputs = self.output = None
         self.freed = True
@@ -214,6 +237,10 @@ cdef class Node:
     # run -------------------------------------------------------------------------------
     def apply(self, list grads, bint create_graph):
         """Gradients w.r.t. the inputs, given the gradients w.r.t. the outputs."""
+        return self._apply(grads, create_graph)
+
+    cdef tuple _apply(self, list grads, bint create_graph):
+        # the engine calls this directly (no Python method lookup per node)
         self._unpack(create_graph)
         g = grads[0] if self.num_outputs == 1 else grads
         try:
@@ -346,37 +373,55 @@ def record(str op, tuple inputs, TensorBase output, attrs):
     if f is _MISSING:
         f = FORMULAS[op] = Formula(_missing_formula(op))
     cdef Formula row = <Formula>f
-    cdef list edges = []
-    cdef list metas = []
+    cdef Py_ssize_t n_in = len(inputs)
+    cdef list edges = [None] * n_in
+    cdef list metas = [None] * n_in
+    cdef tuple needs = PyTuple_New(n_in)
     cdef TensorBase t
-    for x in inputs:
+    cdef Py_ssize_t i
+    cdef object flag     # a Python object: the tuple steals the reference given it
+    for i in range(n_in):
+        x = inputs[i]
         if isinstance(x, TensorBase) and (<TensorBase>x)._requires_grad:
             t = <TensorBase>x
             fn = t._grad_fn
             if fn is None:
-                edges.append((accumulator(t), 0))
+                edges[i] = (accumulator(t), 0)
             else:
                 s = t._autograd
-                edges.append((fn, 0 if s is None else (<TensorState>s).output_nr))
-            metas.append((shape_of(t), dtype_object(t._dtype)))
+                edges[i] = (fn, 0 if s is None else (<TensorState>s).output_nr)
+            metas[i] = (shape_of(t), dtype_object(t._dtype))
+            flag = True
         else:
-            edges.append(None)
-            metas.append(None)
+            flag = False
+        Py_INCREF(flag)
+        PyTuple_SET_ITEM(needs, i, flag)
     cdef Node node = Node.__new__(Node)
-    node._init(op, row.fn, edges, metas, attrs, 1)
-    cdef list saved, versions
-    cdef Py_ssize_t i
+    node._init(op, row.fn, edges, metas, attrs, 1, needs)
+    cdef list saved = None          # made only when an input is left out or replaced
+    cdef list versions
+    cdef dict uses
+    cdef bint used
     if row.inputs:
         inplace = attrs is not None and attrs.get("inplace")
-        saved = list(inputs)
-        versions = [None] * len(saved)
+        versions = [None] * n_in
         uses = row.uses
         for i in row.inputs:
-            x = saved[i] if i < len(saved) else None
-            if uses is not None and i in uses and \
-                    not any([edges[j] is not None for j in uses[i]]):
-                saved[i] = None
+            if i >= n_in:
                 continue
+            if uses is not None and i in uses:
+                # saved only when an input whose gradient needs it requires grad
+                used = False
+                for j in uses[i]:
+                    if edges[j] is not None:
+                        used = True
+                        break
+                if not used:
+                    if saved is None:
+                        saved = list(inputs)
+                    saved[i] = None
+                    continue
+            x = inputs[i]
             if isinstance(x, TensorBase):
                 if x is output and inplace:
                     # the value this formula needs was overwritten by the op itself
@@ -385,17 +430,21 @@ def record(str op, tuple inputs, TensorBase output, attrs):
                         raise RuntimeError(
                             f"{op}_: in-place op on a tensor whose old value its gradient "
                             f"needs; use the out-of-place {op}")
+                    if saved is None:
+                        saved = list(inputs)
                     x = saved[i] = original
                 versions[i] = (<TensorBase>x)._storage.version
-        node.saved = tuple(saved)
+        node.saved = inputs if saved is None else tuple(saved)
         node.versions = versions
     if row.output:
-        node.out = output.detach()
+        # output.detach() without the Python method call
+        node.out = view_of(output, output._ndim, output._shape, output._strides,
+                           output._offset)
         node.out_version = output._storage.version
-    if anomaly["enabled"]:
+    if _anomaly["enabled"]:
         node.stack = user_stack()
     cdef TensorState vs
-    if op in VIEW_OPS:
+    if op in _VIEW_OPS:
         # remember the base, so that an in-place op on this view updates its history
         x = inputs[0]
         s = (<TensorBase>x)._autograd
@@ -416,6 +465,7 @@ def record(str op, tuple inputs, TensorBase output, attrs):
 VIEW_OPS = frozenset(["view", "permute", "expand", "narrow", "diagonal", "unfold",
                       "as_strided", "index_view", "real", "imag", "view_as_real",
                       "view_as_complex"])
+cdef frozenset _VIEW_OPS = VIEW_OPS
 
 
 class CopySlices(Node):
@@ -639,7 +689,8 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
     prev_mode = _core._set_grad_enabled(create_graph)
     try:
         while ready:
-            n = heapq.heappop(ready)[2]
+            # a chain (the common case) has one ready node at a time: no heap work
+            n = <Node>(<tuple>(ready.pop() if len(ready) == 1 else _heappop(ready)))[2]
             buf = buffers.pop(n)
             if n.pre_hooks:
                 _run_tensor_hooks(n, buf)
@@ -663,7 +714,7 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
             if g is None:
                 grads = (None,) * len(n.edges)
             else:
-                grads = n.apply(buf, create_graph)
+                grads = n._apply(buf, create_graph)
                 if n.hooks:
                     for fn in tuple(n.hooks.values()):
                         r = fn(grads, tuple(buf))
@@ -694,12 +745,18 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    heapq.heappush(ready, (-child.seq, id(child), child))
+                    if ready:
+                        _heappush(ready, (-child.seq, id(child), child))
+                    else:
+                        ready.append((-child.seq, id(child), child))
     finally:
         _core._set_grad_enabled(prev_mode)
         if not retain_graph:
             for n in executed:
-                n.release()
+                if type(n) is Node:
+                    n._release()
+                else:
+                    n.release()
     return capture.grads if capture is not None else None
 
 
