@@ -749,6 +749,11 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                         _heappush(ready, (-child.seq, id(child), child))
                     else:
                         ready.append((-child.seq, id(child), child))
+            # the engine holds no other reference to a gradient once it is passed on, so
+            # that AccumulateGrad can tell an exclusive one (_sole_reference)
+            grads = None
+            buf = None
+            g = None
     finally:
         _core._set_grad_enabled(prev_mode)
         if not retain_graph:
@@ -791,7 +796,7 @@ cdef bint _sole_reference(TensorBase g):
     include the references this function's own expressions hold (checked by
     test_engine.py::test_an_exclusive_gradient_is_taken_without_a_copy)."""
     storage = g._storage
-    return Py_REFCNT(g) == 3 and Py_REFCNT(storage) == 2
+    return Py_REFCNT(g) == 2 and Py_REFCNT(storage) == 2
 
 
 cdef void _accumulate(TensorBase t, object grad, bint create_graph) except *:
