@@ -5,8 +5,8 @@
 
 Cases (targets from issue 4, as pt/em = torch_time / ember_time, > 1: ember faster):
 - chain100_1elem: 100 elementwise ops (mul, add, tanh, sub, repeated) on one-element
-  tensors, then sum and backward; time per op. Target >= 2 (twice as fast as
-  PyTorch on small graphs).
+  tensors, then sum and backward; time per op. Target >= 1/0.3 (issue 22: ember's
+  autograd overhead at most 0.3x PyTorch's per op; issue 4 asked for 2).
 - mlp_784_256_256_10_b128: x @ W1 + b1, relu, @ W2 + b2, relu, @ W3 + b3, the mean of
   the squared outputs, backward. Target >= 1/1.2 (ember at most 1.2x torch's time).
 
@@ -59,7 +59,7 @@ def setup_mlp(lib, mod):
     return step, 1
 
 
-CASES = {"chain100_1elem": (setup_chain, 2.0), "mlp_784_256_256_10_b128": (setup_mlp, 1 / 1.2)}
+CASES = {"chain100_1elem": (setup_chain, 1 / 0.3), "mlp_784_256_256_10_b128": (setup_mlp, 1 / 1.2)}
 
 
 def main():

@@ -83,6 +83,17 @@ def test_an_exclusive_gradient_is_taken_without_a_copy():
     assert y.grad.data_ptr() != kept[0].data_ptr()      # a hook's result is copied
 
 
+def test_a_reduced_gradient_is_taken_without_a_copy():
+    # the engine sums the broadcast (4, 3) gradient down to b's (3,): that sum is the
+    # engine's own tensor, so b.grad is it (no copy), as for any exclusive gradient
+    b = leaf(3)
+    seen = []
+    b.register_hook(lambda g: seen.append(g.data_ptr()))
+    (em.ones(4, 3) * b).sum().backward()
+    assert b.grad.data_ptr() == seen[0]
+    assert b.grad.tolist() == [4.0, 4.0, 4.0]
+
+
 def test_linear_weight_gradients_are_contiguous():
     w = leaf(4, 3)
     (em.randn(5, 3, dtype=em.float64) @ w.T).sum().backward()

@@ -71,9 +71,12 @@ def _is_complex(x):
     return isinstance(x, complex)
 
 
+_TensorBase = _core.TensorBase
+
+
 def _cj(x):
     """conj(x) of a complex tensor or Python complex; x itself otherwise."""
-    if isinstance(x, _core.TensorBase):
+    if isinstance(x, _TensorBase):
         return em.conj(x) if x.is_complex() else x
     return x.conjugate() if isinstance(x, complex) else x
 

@@ -686,11 +686,19 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
     cdef Py_ssize_t i, k
     cdef long left
     cdef bint check_nan = anomaly["enabled"] and anomaly["check_nan"]
+    # the one ready node while the heap is empty: a chain (the common case) runs without
+    # heap entries; a second ready node sends both to the heap
+    cdef Node only = None
+    if len(ready) == 1:
+        only = <Node>(<tuple>ready.pop())[2]
     prev_mode = _core._set_grad_enabled(create_graph)
     try:
-        while ready:
-            # a chain (the common case) has one ready node at a time: no heap work
-            n = <Node>(<tuple>(ready.pop() if len(ready) == 1 else _heappop(ready)))[2]
+        while only is not None or ready:
+            if only is not None:
+                n = only
+                only = None
+            else:
+                n = <Node>(<tuple>_heappop(ready))[2]
             buf = buffers.pop(n)
             if n.pre_hooks:
                 _run_tensor_hooks(n, buf)
@@ -745,10 +753,13 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    if ready:
-                        _heappush(ready, (-child.seq, id(child), child))
+                    if only is None and not ready:
+                        only = child
                     else:
-                        ready.append((-child.seq, id(child), child))
+                        if only is not None:
+                            _heappush(ready, (-only.seq, id(only), only))
+                            only = None
+                        _heappush(ready, (-child.seq, id(child), child))
             # the engine holds no other reference to a gradient once it is passed on, so
             # that AccumulateGrad can tell an exclusive one (_sole_reference)
             grads = None
