@@ -568,8 +568,10 @@ def _sum_to(g, shape):
     """Reduce a broadcast gradient back to an input's shape."""
     nd = len(shape)
     lead = g.ndim - nd
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                      if s == 1 and g.shape[lead + i] != 1)
+    inner = tuple(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+    if lead and not inner:
+        return g.sum(tuple(range(lead)))      # a bias: its shape without a reshape
+    dims = tuple(range(lead)) + inner
     if dims:
         g = g.sum(dims, keepdim=True)
         if lead:
