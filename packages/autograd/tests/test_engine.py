@@ -94,6 +94,35 @@ def test_a_reduced_gradient_is_taken_without_a_copy():
     assert b.grad.tolist() == [4.0, 4.0, 4.0]
 
 
+def _keeping_function(kept):
+    class Keep(em.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 2
+            kept.append(out)          # the user holds the gradient it returned
+            return out
+    return Keep
+
+
+def test_accumulating_gradients_never_changes_a_tensor_held_elsewhere():
+    # two gradients meet in h's buffer: the engine adds in place only into a tensor
+    # nobody else holds; Keep's result (held by `kept`) arrives first, then second
+    for first_kept in (True, False):
+        kept = []
+        keep = _keeping_function(kept)
+        x = leaf(3)
+        h = x * 1
+        loss = ((h * 3) + keep.apply(h)).sum() if first_kept else \
+            (keep.apply(h) + (h * 3)).sum()
+        loss.backward()
+        assert kept[0].tolist() == [2.0, 2.0, 2.0]
+        assert x.grad.tolist() == [5.0, 5.0, 5.0]
+
+
 def test_linear_weight_gradients_are_contiguous():
     w = leaf(4, 3)
     (em.randn(5, 3, dtype=em.float64) @ w.T).sum().backward()
