@@ -481,6 +481,20 @@ def test_matmul_bf16_threads_and_linear_entries():
     finally:
         _lin._set_kernel("auto")
         em.set_num_threads(old)
+    # addmm (fused: beta and alpha in the GEMM, k + 2 float32 roundings) over whole tiles
+    # (the micro-kernel's own store) and edge tiles
+    c0, a, b = (round_bf16(rng.uniform(-1, 1, s).astype(F32)) for s in [(45, 70), (45, 33),
+                                                                        (33, 70)])
+    for kernel in GEMM_KERNELS:
+        _lin._set_kernel(kernel)
+        try:
+            got = em.addmm(as_bf16(c0), as_bf16(a), as_bf16(b), beta=0.5, alpha=2.0)
+        finally:
+            _lin._set_kernel("auto")
+        want = 0.5 * c0.astype(np.float64) + 2.0 * (a.astype(np.float64) @ b)
+        mag = 0.5 * np.abs(c0) + 2.0 * (np.abs(a).astype(np.float64) @ np.abs(b))
+        err = np.abs(to_numpy(got.float()) - want)
+        assert np.all(err <= 2.0 ** -8 * np.abs(want) + 1.01 * 35 * 2.0 ** -24 * mag), kernel
     x, w, bias = (round_bf16(rng.uniform(-1, 1, s).astype(F32)) for s in [(6, 9), (5, 9), (5,)])
     near = dict(rtol=2 ** -6, atol=1e-5)
     want = x.astype(np.float64) @ w.T.astype(np.float64) + bias

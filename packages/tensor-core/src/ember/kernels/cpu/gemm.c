@@ -964,30 +964,50 @@ static int use_bf16dot(void) {
     return (kernel_forced == 0 || kernel_forced == 4) && cpu_has_bf16dot();
 }
 
-/* t[i*ldt + j] = (src ? src[i*lds + j] : 0) + sum_p a-pairs . b-pairs, a full tile */
+BF16DOT static inline __m256i bf_round16(__m512 x);
+
+/* sums = (src ? src[i*lds + j] : 0) + sum_p a-pairs . b-pairs, a full tile; with c, the
+ * last k block of a full tile of a row-contiguous C: c[i*rsc + j] = alpha sums + beta c
+ * rounded to bfloat16 (c not read when beta == 0), else t[i*ldt + j] = sums. */
 BF16DOT static void bf_ukr(int64_t kp, const uint32_t *restrict a, const uint16_t *restrict b,
-                           const float *src, int64_t lds, float *t, int64_t ldt) {
-    __m512 c[BF_MR][2];
-    for (int i = 0; i < BF_MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
+                           const float *src, int64_t lds, float *t, int64_t ldt,
+                           uint16_t *c, int64_t rsc, float alpha, float beta) {
+    __m512 acc[BF_MR][2];
+    for (int i = 0; i < BF_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kp; p++) {
         __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 32);
         _Pragma("GCC unroll 8")
         for (int i = 0; i < BF_MR; i++) {
             __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
-            c[i][0] = _mm512_dpbf16_ps(c[i][0], ai, b0);
-            c[i][1] = _mm512_dpbf16_ps(c[i][1], ai, b1);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
         }
         a += BF_MR;
         b += 2 * BF_NR;
     }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int i = 0; i < BF_MR; i++) {
-        __m512 x0 = c[i][0], x1 = c[i][1];
+        __m512 x0 = acc[i][0], x1 = acc[i][1];
         if (src) {
             x0 = _mm512_add_ps(x0, _mm512_loadu_ps(src + i * lds));
             x1 = _mm512_add_ps(x1, _mm512_loadu_ps(src + i * lds + 16));
         }
-        _mm512_storeu_ps(t + i * ldt, x0);
-        _mm512_storeu_ps(t + i * ldt + 16, x1);
+        if (!c) {
+            _mm512_storeu_ps(t + i * ldt, x0);
+            _mm512_storeu_ps(t + i * ldt + 16, x1);
+            continue;
+        }
+        uint16_t *ci = c + i * rsc;
+        x0 = _mm512_mul_ps(va, x0);
+        x1 = _mm512_mul_ps(va, x1);
+        if (beta != 0.0f) {
+            __m512i o0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)ci));
+            __m512i o1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ci + 16)));
+            x0 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o0, 16)), x0);
+            x1 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o1, 16)), x1);
+        }
+        _mm256_storeu_si256((__m256i *)ci, bf_round16(x0));
+        _mm256_storeu_si256((__m256i *)(ci + 16), bf_round16(x1));
     }
 }
 
@@ -1150,13 +1170,18 @@ static void bf_tasks(void *ctx, int64_t t0, int64_t t1) {
                 for (int64_t ir = 0; ir < mcb; ir += BF_MR) {
                     float *w = J->ws ? J->ws + (i0 + ir) * J->nc_pad + jr : NULL;
                     const float *src = kb ? w : NULL;
-                    if (last) {
-                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, tile, BF_NR);
+                    uint16_t *cc = J->c + (i0 + ir) * J->rsc + jr * J->csc;
+                    if (last && J->csc == 1 && mcb - ir >= BF_MR && J->n - jr >= BF_NR) {
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, tile, BF_NR, cc,
+                               J->rsc, J->alpha, J->beta);
+                    } else if (last) {
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, tile, BF_NR, NULL, 0,
+                               1.0f, 0.0f);
                         bf_store(MIN(BF_MR, mcb - ir), MIN(BF_NR, J->n - jr), tile, BF_NR,
-                                 J->alpha, J->beta, J->c + (i0 + ir) * J->rsc + jr * J->csc,
-                                 J->rsc, J->csc);
+                                 J->alpha, J->beta, cc, J->rsc, J->csc);
                     } else {
-                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, w, J->nc_pad);
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, w, J->nc_pad, NULL, 0,
+                               1.0f, 0.0f);
                     }
                 }
             }
