@@ -12,10 +12,11 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember.ops import table
-from ember_testing import np_dtype, random_values, to_numpy
+from ember_testing import fewer_examples, np_dtype, random_values, to_numpy
 
 BF = em.bfloat16
 F32 = np.float32
@@ -365,6 +366,151 @@ def test_matmul_mixed_and_linear(device):
                                                              w.bfloat16().float().t()),
                                rtol=2e-2, atol=2e-2)
     assert (a.bfloat16() @ w.t()).dtype is em.float32      # promotion
+
+
+# The CPU GEMM's two bfloat16 paths: "avx512" widens to float32 in the packing (float32
+# FMAs, MXCSR's rules), "avx512bf16" packs bfloat16 pairs for vdpbf16ps (a CPU without
+# AVX512-BF16 runs the next kernel down, so both names are always testable).
+GEMM_KERNELS = ("avx512", "avx512bf16")
+TINY = 2.0 ** -126          # float32's smallest normal
+
+
+def flush_subnormal(x):
+    return np.where(np.abs(x) < TINY, np.float32(0), x)
+
+
+def check_bf16_product(got, a, b, flush, msg=""):
+    """got (bfloat16) against the float64 product of a and b (float32 arrays holding
+    bfloat16 values, ... x m x k and ... x k x n), inputs flushed like vdpbf16ps when
+    `flush`. Bound: one bfloat16 rounding (2^-8 relative), float32 accumulation of k
+    exact products (k 2^-24 of sum |a b|, 1% slack) and, per product, a float32
+    underflow or flush (2^-126 each)."""
+    if flush:
+        a, b = flush_subnormal(a), flush_subnormal(b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = a64 @ b64
+    mag = np.abs(a64) @ np.abs(b64)
+    k = a.shape[-1]
+    bound = 2.0 ** -8 * np.abs(ref) + 1.01 * k * 2.0 ** -24 * mag + (k + 1) * TINY
+    g = to_numpy(got.float()).astype(np.float64)
+    assert g.shape == ref.shape, msg
+    err = np.abs(g - ref)
+    assert np.all(err <= bound), f"{msg}: worst error / bound {np.max(err / bound)}"
+
+
+def bf16_values(rng, shape):
+    """bfloat16 values of every magnitude: mostly about 1, some tiny (subnormal as
+    bfloat16 too), zeros, large, of both signs."""
+    x = rng.standard_normal(shape).astype(F32)
+    kind = rng.integers(0, 10, size=shape)
+    x = np.where(kind == 0, x * F32(2.0 ** -130), x)     # subnormal
+    x = np.where(kind == 1, x * F32(2.0 ** 20), x)
+    x = np.where(kind == 2, F32(0), x)
+    return round_bf16(x)
+
+
+def operand(vals, kind):
+    """A bfloat16 tensor of vals (... x r x c): contiguous, transposed in memory, or a
+    strided view (every other column of a wider array)."""
+    if kind == "transposed":
+        return as_bf16(np.swapaxes(vals, -1, -2).copy()).transpose(-1, -2)
+    if kind == "strided":
+        wide = np.repeat(vals, 2, axis=-1)
+        return as_bf16(wide)[..., ::2]
+    return as_bf16(vals)
+
+
+@pytest.mark.parametrize("kernel", GEMM_KERNELS)
+@settings(max_examples=fewer_examples(2), deadline=None)
+@given(data=st.data())
+def test_matmul_kernels_against_float64(kernel, data):
+    """bfloat16 GEMM on each CPU path against a float64 reference of the same bfloat16
+    inputs: odd sizes, odd k, k over one block (1024), transposed and strided operands,
+    batches (shared and per-batch B)."""
+    from ember._C import matmul as _lin
+    m = data.draw(st.integers(1, 40), label="m")
+    n = data.draw(st.integers(1, 70), label="n")
+    k = data.draw(st.one_of(st.integers(1, 67), st.integers(1020, 1100)), label="k")
+    batch = data.draw(st.sampled_from([(), (2,), (2, 1, 3)]), label="batch")
+    shared_b = data.draw(st.booleans(), label="shared_b")
+    la, lb = (data.draw(st.sampled_from(["contiguous", "transposed", "strided"]), label=x)
+              for x in "ab")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    a = bf16_values(rng, batch + (m, k))
+    b = bf16_values(rng, (k, n) if shared_b else batch + (k, n))
+    _lin._set_kernel(kernel)
+    try:
+        flush = _lin.kernel_name() == "avx512bf16"
+        got = operand(a, la) @ operand(b, lb)
+    finally:
+        _lin._set_kernel("auto")
+    assert got.dtype is BF
+    check_bf16_product(got, a, b, flush, f"{kernel} {batch} {m}x{k}x{n} {la} {lb}")
+
+
+def test_matmul_bf16_dot_flushes_subnormals():
+    """vdpbf16ps treats subnormal inputs as zero whatever MXCSR says (so does PyTorch's
+    oneDNN path); the widening path keeps them."""
+    from ember._C import matmul as _lin
+    a = np.full((4, 4), 2.0 ** -130, F32)       # a bfloat16 subnormal
+    b = np.full((4, 4), 2.0 ** 100, F32)
+    want_exact = np.full((4, 4), 4 * 2.0 ** -30)
+    for kernel in GEMM_KERNELS:
+        _lin._set_kernel(kernel)
+        try:
+            dot = _lin.kernel_name() == "avx512bf16"
+            got = to_numpy((as_bf16(a) @ as_bf16(b)).float())
+        finally:
+            _lin._set_kernel("auto")
+        np.testing.assert_array_equal(got, 0 * want_exact if dot else want_exact, kernel)
+
+
+def test_matmul_bf16_threads_and_linear_entries():
+    """The threaded plan (a product past the threading threshold, 2 threads), and the
+    entries that reach the GEMM: x @ W.T, addmm, bmm, conv2d."""
+    from ember._C import matmul as _lin
+    rng = np.random.default_rng(5)
+    old = em.get_num_threads()
+    em.set_num_threads(2)
+    try:
+        for kernel in GEMM_KERNELS:
+            _lin._set_kernel(kernel)
+            flush = _lin.kernel_name() == "avx512bf16"
+            a, b = bf16_values(rng, (300, 257)), bf16_values(rng, (257, 130))
+            check_bf16_product(as_bf16(a) @ as_bf16(b), a, b, flush, kernel)
+    finally:
+        _lin._set_kernel("auto")
+        em.set_num_threads(old)
+    # addmm (fused: beta and alpha in the GEMM, k + 2 float32 roundings) over whole tiles
+    # (the micro-kernel's own store) and edge tiles
+    c0, a, b = (round_bf16(rng.uniform(-1, 1, s).astype(F32)) for s in [(45, 70), (45, 33),
+                                                                        (33, 70)])
+    for kernel in GEMM_KERNELS:
+        _lin._set_kernel(kernel)
+        try:
+            got = em.addmm(as_bf16(c0), as_bf16(a), as_bf16(b), beta=0.5, alpha=2.0)
+        finally:
+            _lin._set_kernel("auto")
+        want = 0.5 * c0.astype(np.float64) + 2.0 * (a.astype(np.float64) @ b)
+        mag = 0.5 * np.abs(c0) + 2.0 * (np.abs(a).astype(np.float64) @ np.abs(b))
+        err = np.abs(to_numpy(got.float()) - want)
+        assert np.all(err <= 2.0 ** -8 * np.abs(want) + 1.01 * 35 * 2.0 ** -24 * mag), kernel
+    x, w, bias = (round_bf16(rng.uniform(-1, 1, s).astype(F32)) for s in [(6, 9), (5, 9), (5,)])
+    near = dict(rtol=2 ** -6, atol=1e-5)
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+    np.testing.assert_allclose(to_numpy((as_bf16(x) @ as_bf16(w).t()).float()), want - bias,
+                               **near)
+    np.testing.assert_allclose(to_numpy(em.addmm(as_bf16(bias), as_bf16(x),
+                                                 as_bf16(w.T.copy())).float()), want, **near)
+    xb, wb = round_bf16(rng.uniform(-1, 1, (3, 4, 9)).astype(F32)), \
+        round_bf16(rng.uniform(-1, 1, (3, 9, 5)).astype(F32))
+    np.testing.assert_allclose(to_numpy(em.bmm(as_bf16(xb), as_bf16(wb)).float()),
+                               xb.astype(np.float64) @ wb, **near)
+    img = round_bf16(rng.uniform(-1, 1, (2, 3, 6, 6)).astype(F32))
+    ker = round_bf16(rng.uniform(-1, 1, (4, 3, 3, 3)).astype(F32))
+    got = to_numpy(em.conv2d(as_bf16(img), as_bf16(ker)).float())
+    want = to_numpy(em.conv2d(em.from_numpy(img).double(), em.from_numpy(ker).double()))
+    np.testing.assert_allclose(got, want, **near)
 
 
 def test_hand_written_families(device):

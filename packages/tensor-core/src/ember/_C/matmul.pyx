@@ -61,17 +61,20 @@ def get_num_threads():
 
 
 def _set_kernel(str name):
-    """Force the GEMM micro-kernel: "auto", "generic" (portable C), "avx2" or "avx512"
-    (a kernel the CPU lacks falls back to the next one down)."""
-    which = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}.get(name)
+    """Force the GEMM micro-kernel: "auto", "generic" (portable C), "avx2", "avx512"
+    (float32 kernels; bfloat16 widened to float32 in the packing) or "avx512bf16"
+    (bfloat16 products with AVX512-BF16's vdpbf16ps, float32 ones as "avx512"); a
+    kernel the CPU lacks falls back to the next one down."""
+    which = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3, "avx512bf16": 4}.get(name)
     if which is None:
-        raise ValueError(f"_set_kernel: expected 'auto', 'generic', 'avx2' or 'avx512', "
-                         f"got {name!r}")
+        raise ValueError(f"_set_kernel: expected 'auto', 'generic', 'avx2', 'avx512' or "
+                         f"'avx512bf16', got {name!r}")
     em_gemm_set_kernel(which)
 
 
 def kernel_name():
-    """The GEMM micro-kernel in use: "avx512f", "avx2-fma" or "generic"."""
+    """The GEMM micro-kernel in use: "avx512bf16" (bfloat16 with vdpbf16ps, float32
+    with AVX-512F), "avx512f", "avx2-fma" or "generic"."""
     return em_gemm_kernel_name().decode()
 
 

@@ -158,7 +158,7 @@ static int64_t images_per_item(const em_conv_params *p) {
 
 /* Whether the GEMM has its AVX-512 kernel: the direct kernel (AVX2) then loses to
  * im2col + GEMM wherever the GEMM has rows enough. */
-static int gemm_wide(void) { return strcmp(em_gemm_kernel_name(), "avx512f") == 0; }
+static int gemm_wide(void) { return strncmp(em_gemm_kernel_name(), "avx512", 6) == 0; }
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)

@@ -37,6 +37,10 @@
  * rows or columns per pass); tiny problems (m*n*k <= 4096) a direct register
  * loop; a C that is column-contiguous is computed as C^T = B^T A^T.
  *
+ * bfloat16: on a CPU with AVX512-BF16 its own blocked GEMM over bfloat16 pairs
+ * (vdpbf16ps, float32 accumulation; see "bfloat16 with AVX512-BF16" below), else the
+ * float32 GEMM over widened copies.
+ *
  * This file is also its own template: the GEMM body at the end is included once
  * for float and once for double (GEMM_TEMPLATE).
  */
@@ -145,7 +149,7 @@ static void buf_trim(int which) {
 
 /* ----------------------------------------------------------- kernel choice */
 
-static int kernel_forced;   /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
+static int kernel_forced;   /* 0 auto, 1 generic, 2 avx2, 3 avx512, 4 avx512bf16 */
 static int have_avx2 = -1, have_avx512 = -1;
 
 static int cpu_has_avx2(void) {
@@ -175,10 +179,13 @@ static int use_avx512(void) {
     return cpu_has_avx512();
 }
 
-void em_gemm_set_kernel(int which) { kernel_forced = which >= 1 && which <= 3 ? which : 0; }
+void em_gemm_set_kernel(int which) { kernel_forced = which >= 1 && which <= 4 ? which : 0; }
+
+static int use_bf16dot(void);
 
 const char *em_gemm_kernel_name(void) {
-    return use_avx512() ? "avx512f" : use_avx2() ? "avx2-fma" : "generic";
+    return use_bf16dot() ? "avx512bf16"
+         : use_avx512() ? "avx512f" : use_avx2() ? "avx2-fma" : "generic";
 }
 
 /* ----------------------------------------------------------- micro-kernels */
@@ -833,8 +840,8 @@ out:
 
 /* ----------------------------------------------------------------- bfloat16 */
 
-/* bfloat16 (the top half of a float32, its bits in a uint16_t): the float32 GEMM
- * over float32 copies of A and B, so the micro-kernel, packing and threading are
+/* bfloat16 (the top half of a float32, its bits in a uint16_t) without AVX512-BF16
+ * (or forced to "avx512" and below): the float32 GEMM over float32 copies of A and B, so the micro-kernel, packing and threading are
  * float32's and the products accumulate in float32; C is computed in a float32
  * buffer and rounded once (to nearest even, NaN kept: ember_bf16.h). Widening is a
  * shift, one pass over A and B (2 (mk + kn) bytes read): for a 1024^3 product about
@@ -915,6 +922,417 @@ static int b_gemm(int64_t m, int64_t n, int64_t k, float alpha,
         if (!rc) bf16_store(m, n, fc, beta, c, rsc, csc);
     }
     for (int i = 3; i < 6; i++) buf_trim(i);
+    return rc;
+}
+
+/* ------------------------------------------------ bfloat16 with AVX512-BF16 */
+
+/* On a CPU with AVX512-BF16, `vdpbf16ps` multiplies bfloat16 pairs and adds both
+ * products into a float32 lane: A and B are packed as bfloat16 pairs along k (an A
+ * panel: for each k pair, BF_MR 32-bit words (A[i,2p], A[i,2p+1]); a B panel: for each
+ * k pair, BF_NR words (B[2p,j], B[2p+1,j]); an odd k is padded with a zero), the
+ * BF_MR x BF_NR tile accumulates in float32 registers, and C is rounded to bfloat16
+ * once, after the last k block (earlier blocks leave their float32 sums in a
+ * workspace). Half the bytes packed and twice the products per instruction of the
+ * float32 kernel. The instruction ignores MXCSR: bfloat16 subnormal inputs count as
+ * zero and subnormal float32 sums are flushed to zero (as PyTorch's oneDNN path). */
+#ifndef BF_MR
+#define BF_MR 8
+#endif
+#define BF_NR 32
+#ifndef BF_KC
+#define BF_KC 1024           /* k per block (even): a B micro-panel is 64 KB, streamed from L2 */
+#endif
+#ifndef BF_MC
+#define BF_MC 192            /* rows per block: an A block is 192 KB, in L2 */
+#endif
+#define BF16DOT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+
+static int have_bf16dot = -1;
+
+static int cpu_has_bf16dot(void) {
+    if (have_bf16dot < 0) {
+        __builtin_cpu_init();
+        have_bf16dot = cpu_has_avx512() && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512vl") &&
+                       __builtin_cpu_supports("avx512bf16");
+    }
+    return have_bf16dot;
+}
+
+static int use_bf16dot(void) {
+    return (kernel_forced == 0 || kernel_forced == 4) && cpu_has_bf16dot();
+}
+
+BF16DOT static inline __m256i bf_round16(__m512 x);
+
+/* sums = (src ? src[i*lds + j] : 0) + sum_p a-pairs . b-pairs, a full tile; with c, the
+ * last k block of a full tile of a row-contiguous C: c[i*rsc + j] = alpha sums + beta c
+ * rounded to bfloat16 (c not read when beta == 0), else t[i*ldt + j] = sums. */
+BF16DOT static void bf_ukr(int64_t kp, const uint32_t *restrict a, const uint16_t *restrict b,
+                           const float *src, int64_t lds, float *t, int64_t ldt,
+                           uint16_t *c, int64_t rsc, float alpha, float beta) {
+    __m512 acc[BF_MR][2];
+    for (int i = 0; i < BF_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++) {
+        __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 32);
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < BF_MR; i++) {
+            __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+        }
+        a += BF_MR;
+        b += 2 * BF_NR;
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int i = 0; i < BF_MR; i++) {
+        __m512 x0 = acc[i][0], x1 = acc[i][1];
+        if (src) {
+            x0 = _mm512_add_ps(x0, _mm512_loadu_ps(src + i * lds));
+            x1 = _mm512_add_ps(x1, _mm512_loadu_ps(src + i * lds + 16));
+        }
+        if (!c) {
+            _mm512_storeu_ps(t + i * ldt, x0);
+            _mm512_storeu_ps(t + i * ldt + 16, x1);
+            continue;
+        }
+        uint16_t *ci = c + i * rsc;
+        x0 = _mm512_mul_ps(va, x0);
+        x1 = _mm512_mul_ps(va, x1);
+        if (beta != 0.0f) {
+            __m512i o0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)ci));
+            __m512i o1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ci + 16)));
+            x0 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o0, 16)), x0);
+            x1 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o1, 16)), x1);
+        }
+        _mm256_storeu_si256((__m256i *)ci, bf_round16(x0));
+        _mm256_storeu_si256((__m256i *)(ci + 16), bf_round16(x1));
+    }
+}
+
+/* float32 -> bfloat16 bits, nearest even, NaN kept quiet (f32_bf16's rule) */
+BF16DOT static inline __m256i bf_round16(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                         _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+/* C[mr x nr] = alpha * t + beta * C, rounded to bfloat16 (C not read when beta == 0) */
+BF16DOT static void bf_store(int64_t mr, int64_t nr, const float *t, int64_t ldt, float alpha,
+                             float beta, uint16_t *c, int64_t rsc, int64_t csc) {
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int64_t i = 0; i < mr; i++) {
+        uint16_t *ci = c + i * rsc;
+        const float *ti = t + i * ldt;
+        if (csc != 1) {
+            for (int64_t j = 0; j < nr; j++)
+                ci[j * csc] = f32_bf16(beta == 0.0f ? alpha * ti[j]
+                                                    : alpha * ti[j] + beta * bf16_f32(ci[j * csc]));
+            continue;
+        }
+        for (int64_t j = 0; j < nr; j += 16) {
+            __mmask16 m = nr - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nr - j)) - 1);
+            __m512 x = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, ti + j));
+            if (beta != 0.0f) {
+                __m512i old = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, ci + j));
+                x = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(old, 16)), x);
+            }
+            _mm256_mask_storeu_epi16(ci + j, m, bf_round16(x));
+        }
+    }
+}
+
+static inline uint32_t bf_pair(const uint16_t *x, int64_t s, int has2) {
+    return (uint32_t)x[0] | (has2 ? (uint32_t)x[s] << 16 : 0u);
+}
+
+/* Pack rows [0, mc) x k [0, kc) of A into BF_MR-row panels of k pairs, zero-padded. */
+BF16DOT static void bf_pack_a(int64_t mc, int64_t kc, const uint16_t *a, int64_t rsa,
+                              int64_t csa, uint32_t *restrict dst) {
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t r0 = 0; r0 < mc; r0 += BF_MR) {
+        int64_t mr = MIN(BF_MR, mc - r0);
+        const uint16_t *ap = a + r0 * rsa;
+        if (mr == BF_MR && csa == 1) {
+            /* a pair is one 32-bit word of a row */
+            for (int64_t p = 0; p < kc / 2; p++)
+                for (int r = 0; r < BF_MR; r++) {
+                    uint32_t w;
+                    memcpy(&w, ap + r * rsa + 2 * p, 4);
+                    dst[p * BF_MR + r] = w;
+                }
+            if (kc % 2)
+                for (int r = 0; r < BF_MR; r++) dst[(kp - 1) * BF_MR + r] = ap[r * rsa + kc - 1];
+        } else {
+            for (int64_t p = 0; p < kp; p++) {
+                int r = 0;
+                for (; r < mr; r++)
+                    dst[p * BF_MR + r] = bf_pair(ap + r * rsa + 2 * p * csa, csa, 2 * p + 1 < kc);
+                for (; r < BF_MR; r++) dst[p * BF_MR + r] = 0;
+            }
+        }
+        dst += BF_MR * kp;
+    }
+}
+
+/* Pack one BF_NR-column panel of k pairs: rows [0, kc) x cols [0, nr), zero-padded. */
+BF16DOT static void bf_pack_b(int64_t kc, int64_t nr, const uint16_t *b, int64_t rsb,
+                              int64_t csb, uint16_t *restrict dst) {
+    int64_t kp = (kc + 1) / 2;
+    if (csb == 1) {
+        /* two rows interleaved: each 16 columns widened to words, the second row shifted */
+        for (int64_t p = 0; p < kp; p++) {
+            const uint16_t *r0 = b + 2 * p * rsb;
+            int has2 = 2 * p + 1 < kc;
+            for (int j = 0; j < BF_NR; j += 16) {
+                __mmask16 m = nr - j >= 16 ? (__mmask16)0xffff
+                            : nr > j ? (__mmask16)((1u << (nr - j)) - 1) : 0;
+                __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + j));
+                if (has2)
+                    x = _mm512_or_si512(x, _mm512_slli_epi32(_mm512_cvtepu16_epi32(
+                                               _mm256_maskz_loadu_epi16(m, r0 + rsb + j)), 16));
+                _mm512_store_si512(dst + 2 * (p * BF_NR + j), x);
+            }
+        }
+        return;
+    }
+    uint32_t *d = (uint32_t *)dst;
+    for (int64_t j = 0; j < BF_NR; j++) {
+        if (j >= nr) {
+            for (int64_t p = 0; p < kp; p++) d[p * BF_NR + j] = 0;
+            continue;
+        }
+        const uint16_t *col = b + j * csb;
+        if (rsb == 1) {
+            int64_t p = 0;
+            for (; 2 * p + 1 < kc; p++) {
+                uint32_t w;
+                memcpy(&w, col + 2 * p, 4);
+                d[p * BF_NR + j] = w;
+            }
+            if (p < kp) d[p * BF_NR + j] = col[2 * p];
+        } else {
+            for (int64_t p = 0; p < kp; p++)
+                d[p * BF_NR + j] = bf_pair(col + 2 * p * rsb, rsb, 2 * p + 1 < kc);
+        }
+    }
+}
+
+typedef struct {
+    int64_t m, n, k, kc, nkb, mc, n_ic, js_w, n_js, nc_pad;
+    float alpha, beta;
+    const uint16_t *a;
+    int64_t rsa, csa;
+    const uint16_t *b;
+    int64_t rsb, csb;
+    uint16_t *c;
+    int64_t rsc, csc;
+    uint16_t *bp;     /* packed B of the column chunk: k block at p0 from bp + p0 * nc_pad */
+    float *ws;        /* float32 partial sums (several k blocks): row i, col j at i * nc_pad + j */
+    _Atomic int failed;
+} bf_job;
+
+static void bf_pack_b_range(void *ctx, int64_t q0, int64_t q1) {
+    bf_job *J = ctx;
+    for (int64_t kb = 0; kb < J->nkb; kb++) {
+        int64_t p0 = kb * J->kc, kcb = MIN(J->kc, J->k - p0), kp = (kcb + 1) / 2;
+        for (int64_t q = q0; q < q1; q++)
+            bf_pack_b(kcb, MIN(BF_NR, J->n - q * BF_NR), J->b + p0 * J->rsb + q * BF_NR * J->csb,
+                      J->rsb, J->csb, J->bp + p0 * J->nc_pad + q * 2 * BF_NR * kp);
+    }
+}
+
+/* Tasks (row block, column strip): every k block of that block of C. */
+static void bf_tasks(void *ctx, int64_t t0, int64_t t1) {
+    bf_job *J = ctx;
+    uint32_t *abuf = buf_get(0, sizeof(uint32_t) * (size_t)(J->mc * ((J->kc + 1) / 2)));
+    if (!abuf) {
+        J->failed = 1;
+        return;
+    }
+    float tile[BF_MR * BF_NR] __attribute__((aligned(64)));
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t ic = t / J->n_js, js = t % J->n_js;
+        int64_t i0 = ic * J->mc, mcb = MIN(J->mc, J->m - i0);
+        int64_t j0 = js * J->js_w, jw = MIN(J->js_w, J->n - j0);
+        for (int64_t kb = 0; kb < J->nkb; kb++) {
+            int64_t p0 = kb * J->kc, kcb = MIN(J->kc, J->k - p0), kp = (kcb + 1) / 2;
+            int last = kb == J->nkb - 1;
+            bf_pack_a(mcb, kcb, J->a + i0 * J->rsa + p0 * J->csa, J->rsa, J->csa, abuf);
+            for (int64_t jr = j0; jr < j0 + jw; jr += BF_NR) {
+                const uint16_t *bpan = J->bp + p0 * J->nc_pad + jr * 2 * kp;
+                for (int64_t ir = 0; ir < mcb; ir += BF_MR) {
+                    float *w = J->ws ? J->ws + (i0 + ir) * J->nc_pad + jr : NULL;
+                    const float *src = kb ? w : NULL;
+                    uint16_t *cc = J->c + (i0 + ir) * J->rsc + jr * J->csc;
+                    if (last && J->csc == 1 && mcb - ir >= BF_MR && J->n - jr >= BF_NR) {
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, tile, BF_NR, cc,
+                               J->rsc, J->alpha, J->beta);
+                    } else if (last) {
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, tile, BF_NR, NULL, 0,
+                               1.0f, 0.0f);
+                        bf_store(MIN(BF_MR, mcb - ir), MIN(BF_NR, J->n - jr), tile, BF_NR,
+                                 J->alpha, J->beta, cc, J->rsc, J->csc);
+                    } else {
+                        bf_ukr(kp, abuf + ir * kp, bpan, src, J->nc_pad, w, J->nc_pad, NULL, 0,
+                               1.0f, 0.0f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* sum_p x[p] y[p] of two contiguous bfloat16 vectors, pairs in float32 lanes */
+BF16DOT static float bf_dot(int64_t k, const uint16_t *x, const uint16_t *y) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    int64_t p = 0;
+    for (; p + 64 <= k; p += 64) {
+        s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_loadu_si512(x + p),
+                              (__m512bh)_mm512_loadu_si512(y + p));
+        s1 = _mm512_dpbf16_ps(s1, (__m512bh)_mm512_loadu_si512(x + p + 32),
+                              (__m512bh)_mm512_loadu_si512(y + p + 32));
+    }
+    for (; p < k; p += 32) {
+        __mmask32 m = k - p >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (k - p)) - 1);
+        s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_maskz_loadu_epi16(m, x + p),
+                              (__m512bh)_mm512_maskz_loadu_epi16(m, y + p));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* 16 bfloat16 as float32, subnormals as zero (vdpbf16ps's rule) */
+BF16DOT static inline __m512 bf_widen16(__mmask16 m, const uint16_t *p) {
+    __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16);
+    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_castsi512_ps(_mm512_maskz_mov_epi32(normal, u));
+}
+
+/* The matrix-vector product with contiguous columns (M[i,p] at i + p cs): float32
+ * axpys over blocks of rows, one column at a time (the same float32 sums of exact
+ * products, subnormal inputs as zero) */
+#define BF_GEMV_BLOCK 1024
+BF16DOT static void bf_gemv_cols(int64_t rows, int64_t k, float alpha, const uint16_t *mat,
+                                 int64_t cs, const uint16_t *x, float beta, uint16_t *y,
+                                 int64_t incy) {
+    float acc[BF_GEMV_BLOCK] __attribute__((aligned(64)));
+    for (int64_t b0 = 0; b0 < rows; b0 += BF_GEMV_BLOCK) {
+        int64_t len = MIN(BF_GEMV_BLOCK, rows - b0);
+        memset(acc, 0, sizeof(float) * (size_t)len);
+        for (int64_t p = 0; p < k; p++) {
+            uint16_t xp = x[p];
+            if ((xp & 0x7f80u) == 0) continue;      /* zero or subnormal */
+            __m512 vx = _mm512_set1_ps(bf16_f32(xp));
+            const uint16_t *col = mat + b0 + p * cs;
+            for (int64_t i = 0; i < len; i += 16) {
+                __mmask16 m = len - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (len - i)) - 1);
+                _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(vx, bf_widen16(m, col + i),
+                                                                  _mm512_maskz_loadu_ps(m, acc + i)));
+            }
+        }
+        for (int64_t i = 0; i < len; i++) {
+            uint16_t *yi = y + (b0 + i) * incy;
+            float v = alpha * acc[i];
+            *yi = f32_bf16(beta == 0.0f ? v : v + beta * bf16_f32(*yi));
+        }
+    }
+}
+
+/* y[i] (stride incy) = alpha sum_p M[i,p] x[p] + beta y[i], i < rows: a matrix-vector
+ * product by dot products (a row or x not contiguous is copied first) */
+static int bf_gemv(int64_t rows, int64_t k, float alpha, const uint16_t *mat, int64_t rs,
+                   int64_t cs, const uint16_t *x, int64_t incx, float beta, uint16_t *y,
+                   int64_t incy) {
+    uint16_t *tmp = NULL;
+    if (incx != 1 || cs != 1) {
+        tmp = malloc(sizeof(uint16_t) * (size_t)(2 * k));
+        if (!tmp) return EM_GEMM_ENOMEM;
+        if (incx != 1) {
+            for (int64_t p = 0; p < k; p++) tmp[k + p] = x[p * incx];
+            x = tmp + k;
+        }
+    }
+    if (cs != 1 && rs == 1) {
+        bf_gemv_cols(rows, k, alpha, mat, cs, x, beta, y, incy);
+        free(tmp);
+        return 0;
+    }
+    for (int64_t i = 0; i < rows; i++) {
+        const uint16_t *row = mat + i * rs;
+        if (cs != 1) {
+            for (int64_t p = 0; p < k; p++) tmp[p] = row[p * cs];
+            row = tmp;
+        }
+        float v = alpha * bf_dot(k, row, x);
+        uint16_t *yi = y + i * incy;
+        *yi = f32_bf16(beta == 0.0f ? v : v + beta * bf16_f32(*yi));
+    }
+    free(tmp);
+    return 0;
+}
+
+/* C = alpha A B + beta C for k >= 1 (the caller's check): every bfloat16 product
+ * on such a CPU, so the flushing is the same for all shapes. */
+static int bf_gemm(int64_t m, int64_t n, int64_t k, float alpha,
+                   const uint16_t *a, int64_t rsa, int64_t csa,
+                   const uint16_t *b, int64_t rsb, int64_t csb, float beta,
+                   uint16_t *c, int64_t rsc, int64_t csc) {
+    if (n == 1)
+        return bf_gemv(m, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
+    if (m == 1)   /* c^T[n] = B^T[n,k] @ a^T[k] */
+        return bf_gemv(n, k, alpha, b, csb, rsb, a, csa, beta, c, csc);
+    int nthreads = em_in_parallel() ? 1 : em_get_num_threads();
+    int par = nthreads > 1 && m * n * k >= PAR_MIN;
+    bf_job J;
+    memset(&J, 0, sizeof J);
+    J.k = k, J.m = m, J.alpha = alpha, J.beta = beta;
+    J.rsa = rsa, J.csa = csa, J.rsb = rsb, J.csb = csb, J.rsc = rsc, J.csc = csc;
+    J.nkb = (k + BF_KC - 1) / BF_KC;
+    J.kc = ((k + J.nkb - 1) / J.nkb + 1) / 2 * 2;        /* balanced, even */
+    J.nkb = (k + J.kc - 1) / J.kc;
+    int64_t n_ic = (m + BF_MC - 1) / BF_MC;
+    J.mc = ((m + n_ic - 1) / n_ic + BF_MR - 1) / BF_MR * BF_MR;
+    J.n_ic = (m + J.mc - 1) / J.mc;
+    int64_t kpad = (k + 1) / 2 * 2;
+    /* columns per chunk: the packed B (kpad x nc) within B_BUF_MAX */
+    int64_t nc_max = MAX(BF_NR, (int64_t)(B_BUF_MAX / 2) / kpad / BF_NR * BF_NR);
+    int64_t n_jc = (n + nc_max - 1) / nc_max;
+    int64_t nc_even = ((n + n_jc - 1) / n_jc + BF_NR - 1) / BF_NR * BF_NR;
+    int64_t mpad = J.n_ic * J.mc;
+    uint16_t *bp = buf_get(1, sizeof(uint16_t) * (size_t)(kpad * nc_even));
+    float *ws = J.nkb > 1 ? buf_get(3, sizeof(float) * (size_t)(mpad * nc_even)) : NULL;
+    int rc = 0;
+    if (!bp || (J.nkb > 1 && !ws)) rc = EM_GEMM_ENOMEM;
+    for (int64_t jc = 0; jc < n && !rc; jc += nc_even) {
+        J.n = MIN(nc_even, n - jc);
+        J.nc_pad = (J.n + BF_NR - 1) / BF_NR * BF_NR;
+        J.a = a, J.b = b + jc * csb, J.c = c + jc * csc, J.bp = bp, J.ws = ws;
+        int64_t npanels = J.nc_pad / BF_NR;
+        if (par && k * J.n >= PAR_PACK_MIN)
+            em_parallel_for(npanels, MAX(2, (PAR_PACK_MIN / 4) / (k * BF_NR)), bf_pack_b_range, &J);
+        else
+            bf_pack_b_range(&J, 0, npanels);
+        /* strips of at least 4 panels, until there are TASKS_PER_THREAD tasks a thread */
+        J.n_js = 1;
+        if (par && J.n_ic < TASKS_PER_THREAD * nthreads)
+            J.n_js = MIN((TASKS_PER_THREAD * nthreads + J.n_ic - 1) / J.n_ic,
+                         MAX(1, npanels / 4));
+        J.js_w = (npanels + J.n_js - 1) / J.n_js * BF_NR;
+        J.n_js = (J.nc_pad + J.js_w - 1) / J.js_w;
+        if (par && J.n_ic * J.n_js >= 2)
+            em_parallel_for(J.n_ic * J.n_js, 1, bf_tasks, &J);
+        else
+            bf_tasks(&J, 0, J.n_ic * J.n_js);
+        if (J.failed) rc = EM_GEMM_ENOMEM;
+    }
+    buf_trim(1);
+    buf_trim(3);
     return rc;
 }
 
@@ -1034,6 +1452,9 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
         return h_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc,
                       csc);
     case EM_BFLOAT16:
+        if (use_bf16dot() && k >= 1 && alpha != 0.0)
+            return bf_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c,
+                           rsc, csc);
         return b_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc,
                       csc);
     default:

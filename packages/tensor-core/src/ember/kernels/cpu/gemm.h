@@ -9,8 +9,10 @@
  *
  * float32/float64: BLIS-style blocked GEMM (packed A and B panels, AVX2+FMA
  * micro-kernels chosen at run time, a portable C fallback), threaded through the
- * pool in threads.c for large problems only. float16 and bfloat16: computed in
- * float32 (inputs widened, one rounding at the end). Integers and bool: a plain loop that
+ * pool in threads.c for large problems only. float16 and bfloat16: accumulated in
+ * float32, one rounding at the end (inputs widened to float32; bfloat16 on a CPU with
+ * AVX512-BF16: packed as bfloat16 pairs for vdpbf16ps, which treats subnormal inputs
+ * as zero and flushes subnormal sums, whatever MXCSR says). Integers and bool: a plain loop that
  * accumulates in int64 and wraps to the output type like NumPy (bool: any of the
  * products is true).
  *
@@ -41,9 +43,10 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
                     void *c, int64_t rsc, int64_t csc);
 
 /* The micro-kernel in use: 0 = chosen at run time (AVX-512F, else AVX2+FMA, when the
- * CPU has it), 1 = force the portable C kernel (tests), 2 = force AVX2+FMA, 3 = AVX-512F
- * (each only if supported). em_gemm_kernel_name() says which one runs: "avx512f",
- * "avx2-fma" or "generic". */
+ * CPU has it; bfloat16 with AVX512-BF16's vdpbf16ps when it has that), 1 = force the
+ * portable C kernel (tests), 2 = force AVX2+FMA, 3 = AVX-512F (bfloat16 widened to
+ * float32), 4 = AVX512-BF16 (each only if supported). em_gemm_kernel_name() says
+ * which one runs: "avx512bf16", "avx512f", "avx2-fma" or "generic". */
 void em_gemm_set_kernel(int which);
 const char *em_gemm_kernel_name(void);
 #endif
