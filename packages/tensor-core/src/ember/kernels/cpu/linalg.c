@@ -26,11 +26,24 @@
 #include "threads.h"
 
 #define LU_LEAF 16   /* columns of the unblocked leaves of the recursive LU */
-#define TRSM_NB 64
-#define CHOL_NB 64
+#define LU_PACK_MIN 64   /* from this many rows the LU's leaves are packed (getf2_packed) */
+#define TRSM_NB 64   /* rows of trsm's diagonal blocks (solved by row operations) */
+#define TRSM_KC 256  /* columns of b per pass of a diagonal block (in L1 with 4 rows) */
+#define CHOL_LEAF 32 /* order of the recursive Cholesky's unblocked diagonal blocks */
+#define CHOL_NB 256  /* columns per GEMM of its trailing update (lower triangle only) */
 #define QR_NB 32
+#define SMALL_N 32   /* up to this order: the small-matrix paths (no workspace, no GEMM) */
 #define BATCH_ALONE 96   /* matrices this large run alone (their GEMMs use the pool) */
 #define MAXIT 60         /* QR/QL sweeps per eigenvalue or singular value */
+
+/* The leaves of the blocked factorizations (row operations, panels) are compiled for
+ * AVX-512, AVX2+FMA and the baseline, picked at load time; their GEMMs do the rest. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LEAF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                 "default")))
+#else
+#define LEAF_CLONES
+#endif
 
 #define CPLX 0
 #define T float
