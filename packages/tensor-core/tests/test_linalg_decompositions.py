@@ -825,6 +825,36 @@ def test_many_small_matrices_batched():
                                rtol=1e-11)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 32, 33])
+def test_small_matrix_paths_batched(n, dtype):
+    # the small-matrix kernels (linalg.c: orders <= SMALL_UNROLL compiled per order,
+    # <= SMALL_N without workspace): one right-hand side, pivoting needed (a zero
+    # diagonal), qr's square Q
+    rng = np.random.default_rng(n)
+    a = well((64, n, n), rng)
+    if n > 1:
+        a[:, range(n), range(n)] = 0.0
+    a[1] = a[1][::-1]                             # a reversed row order
+    b = rng.standard_normal((64, n))
+    A = T(a, dtype=dtype)
+    a = a.astype(npd(dtype)).astype(np.float64)
+    eps = EPS[dtype]
+    X = N(LA.solve(A, T(b, dtype=dtype)))
+    b = b.astype(npd(dtype)).astype(np.float64)
+    r = np.einsum("bij,bj->bi", a, X) - b
+    assert mx(r) <= 8 * n * eps * mx(a) * mx(X)
+    Q, R = LA.qr(A)
+    q, rr = N(Q), N(R)
+    assert rel(q @ rr, a) <= 10 * n * eps
+    assert mx(np.swapaxes(q, -1, -2) @ q - np.eye(n)) <= 10 * n * eps
+    assert mx(np.tril(rr, -1)) == 0
+    s = a.copy()
+    s[5, :, 0] = 0.0                               # singular: entry 5 of the batch
+    with pytest.raises(LA.LinAlgError, match="batch 5"):
+        LA.solve(T(s, dtype=dtype), T(b, dtype=dtype))
+
+
 def test_empty_inputs():
     e = em.empty(0, 0, dtype=em.float64)
     assert tuple(LA.inv(e).shape) == (0, 0) and LA.det(e).item() == 1.0

@@ -56,8 +56,9 @@ static int FN(gemm)(int64_t m, int64_t n, int64_t k, double alpha, const T *a, i
 /* Unblocked LU of the panel of columns j0 .. j0 + jb - 1 (rows j0 .. m - 1), in place
  * in the row-major matrix. A row interchange swaps the whole row (all n columns). For
  * small matrices, where the panel's rows share a few cache lines anyway. */
-static void FN(getf2)(T *a, int64_t m, int64_t n, int64_t lda, int64_t j0, int64_t jb,
-                      int32_t *piv, int32_t *info)
+static inline ALWAYS_INLINE void FN(getf2)(T *a, int64_t m, int64_t n, int64_t lda,
+                                           int64_t j0, int64_t jb, int32_t *piv,
+                                           int32_t *info)
 {
     int64_t je = j0 + jb;
     for (int64_t j = j0; j < je && j < m; j++) {
@@ -184,6 +185,10 @@ static int FN(getrf)(T *a, int64_t m, int64_t n, int64_t lda, int32_t *piv, int3
     int64_t k = m < n ? m : n;
     *info = 0;
     if (k == 0) return 0;
+    if (m == n && lda == n && n <= SMALL_UNROLL) {   /* the batched case, n a constant */
+        SMALL_CASES(n, FN(getf2)(a, NN, NN, NN, 0, NN, piv, info));
+        return 0;
+    }
     T *w = NULL;
     if (m > LU_PACK_MIN && !(w = (T *)malloc((size_t)(m * LU_LEAF) * sizeof(T))))
         return EM_LINALG_ENOMEM;
@@ -264,6 +269,30 @@ static int FN(trsm)(const T *a, int64_t ars, int64_t acs, T *b, int64_t n, int64
     return 0;
 }
 
+/* One right-hand side of a small system (the batched case): column-oriented
+ * substitutions, whose updates of the other entries are independent, and the
+ * diagonal's reciprocals taken first, off the chain of dependent steps (the
+ * row-oriented form is one chain of n^2 / 2 dependent multiply-adds). n <= SMALL_N. */
+static inline ALWAYS_INLINE void FN(getrs1)(const T *lu, int64_t n, const int32_t *piv,
+                                            T *b)
+{
+    T rd[SMALL_N];
+    for (int64_t i = 0; i < n; i++) rd[i] = 1 / lu[i * n + i];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = piv[i] - 1;
+        if (p != i) { T t = b[i]; b[i] = b[p]; b[p] = t; }
+    }
+    for (int64_t q = 0; q < n; q++) {
+        T x = b[q];
+        for (int64_t i = q + 1; i < n; i++) b[i] -= lu[i * n + q] * x;
+    }
+    for (int64_t q = n - 1; q >= 0; q--) {
+        T x = b[q] * rd[q];
+        b[q] = x;
+        for (int64_t i = 0; i < q; i++) b[i] -= lu[i * n + q] * x;
+    }
+}
+
 /* b (n x k) <- A^{-1} b (or A^{-H} b) from getrf's lu and piv (getrs). */
 static int FN(getrs)(const T *lu, int64_t n, const int32_t *piv, T *b, int64_t k,
                      int adjoint)
@@ -277,25 +306,8 @@ static int FN(getrs)(const T *lu, int64_t n, const int32_t *piv, T *b, int64_t k
     }
 #endif
     if (!adjoint && k == 1 && n <= SMALL_N) {
-        /* one right-hand side of a small system (the batched case): column-oriented
-         * substitutions, whose updates of the other entries are independent, and the
-         * diagonal's reciprocals taken first, off the chain of dependent steps (the
-         * row-oriented form is one chain of n^2 / 2 dependent multiply-adds) */
-        T rd[SMALL_N];
-        for (int64_t i = 0; i < n; i++) rd[i] = 1 / lu[i * n + i];
-        for (int64_t i = 0; i < n; i++) {
-            int64_t p = piv[i] - 1;
-            if (p != i) { T t = b[i]; b[i] = b[p]; b[p] = t; }
-        }
-        for (int64_t q = 0; q < n; q++) {
-            T x = b[q];
-            for (int64_t i = q + 1; i < n; i++) b[i] -= lu[i * n + q] * x;
-        }
-        for (int64_t q = n - 1; q >= 0; q--) {
-            T x = b[q] * rd[q];
-            b[q] = x;
-            for (int64_t i = 0; i < q; i++) b[i] -= lu[i * n + q] * x;
-        }
+        if (n <= SMALL_UNROLL) SMALL_CASES(n, FN(getrs1)(lu, NN, piv, b));
+        else FN(getrs1)(lu, n, piv, b);
         return 0;
     }
     if (!adjoint) {
@@ -430,10 +442,23 @@ static R FN(nrm2)(const T *x, int64_t n, int64_t s)
     return scale * sqrt(ssq);
 }
 
+/* sqrt(x^2 + y^2) for x, y >= 0: directly where that can neither overflow nor lose
+ * the result to underflow (float: in double), else libm's hypot, which is slow. */
+static inline R FN(hypot2)(R x, R y)
+{
+    if (sizeof(R) == 4)
+        return (R)sqrt((double)x * x + (double)y * y);
+    R big = x > y ? x : y;
+    if (big < (R)0x1p500 && big > (R)0x1p-500)
+        return sqrt(x * x + y * y);
+    return hypot(x, y);
+}
+
 /* Unblocked Householder QR of the panel columns j0 .. j0 + jb - 1 (rows j0 .. m-1):
  * each reflector (LAPACK's larfg) is applied to the panel's later columns only. w is
  * jb elements of workspace. */
-static void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t j0, int64_t jb, T *tau, T *w)
+static inline ALWAYS_INLINE void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t j0,
+                                           int64_t jb, T *tau, T *w)
 {
     for (int64_t j = j0; j < j0 + jb; j++) {
         T *ajj = a + j * lda + j;
@@ -444,7 +469,8 @@ static void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t j0, int64_t jb, T *t
             continue;
         }
         /* LAPACK's larfg: beta real (R's diagonal is real for complex inputs too) */
-        R beta = -copysign(hypot(fabs(alpha), xnorm), RE(alpha));
+        R beta = -copysign(FN(hypot2)(FN(hypot2)(fabs(RE(alpha)), fabs(IM(alpha))), xnorm),
+                           RE(alpha));
         tau[j] = (beta - alpha) / beta;
         T scal = 1 / (alpha - beta);
         for (int64_t i = j + 1; i < m; i++) a[i * lda + j] *= scal;
@@ -546,7 +572,10 @@ static int FN(geqrf)(T *a, int64_t m, int64_t n, int64_t lda, T *tau)
     int64_t nb = k < QR_NB ? k : QR_NB;
     if (n <= nb) {              /* one panel, no trailing update (the batched case) */
         T w[QR_NB];
-        FN(geqr2)(a, m, lda, 0, n, tau, w);
+        if (m == n && lda == n && n <= SMALL_UNROLL)
+            SMALL_CASES(n, FN(geqr2)(a, NN, NN, 0, NN, tau, w));
+        else
+            FN(geqr2)(a, m, lda, 0, n, tau, w);
         return 0;
     }
     size_t need = (size_t)(m * nb + nb * nb + nb + nb * (n > nb ? n : nb));
@@ -566,6 +595,31 @@ static int FN(geqrf)(T *a, int64_t m, int64_t n, int64_t lda, T *tau)
     return rc;
 }
 
+/* ormqr for small m and p (the batched case): one reflector at a time (orm2r), no
+ * workspace; eye: c is I's first p columns (see ormqr). */
+static inline ALWAYS_INLINE void FN(orm2r)(const T *v, int64_t m, int64_t nv, int64_t k,
+                                           const T *tau, T *c, int64_t p, int trans,
+                                           int eye)
+{
+    T w[SMALL_N];
+    for (int64_t s = 0; s < k; s++) {
+        int64_t j = trans ? s : k - 1 - s, c0 = eye ? (j < p ? j : p) : 0;
+        T t = trans ? CONJ(tau[j]) : tau[j];
+        if (t == 0) continue;
+        /* c[j:, c0:] -= t v (v^H c[j:, c0:]), v = (1, v[j+1:, j]) */
+        for (int64_t q = c0; q < p; q++) w[q] = c[j * p + q];
+        for (int64_t i = j + 1; i < m; i++) {
+            T vi = CONJ(v[i * nv + j]);
+            for (int64_t q = c0; q < p; q++) w[q] += vi * c[i * p + q];
+        }
+        for (int64_t q = c0; q < p; q++) c[j * p + q] -= t * w[q];
+        for (int64_t i = j + 1; i < m; i++) {
+            T tv = t * v[i * nv + j];
+            for (int64_t q = c0; q < p; q++) c[i * p + q] -= tv * w[q];
+        }
+    }
+}
+
 /* c (m x p) <- Q c or Q^T c, Q = H_0 ... H_{k-1} from the reflectors in v (m x nv). */
 static int FN(ormqr)(const T *v, int64_t m, int64_t nv, int64_t k, const T *tau, T *c,
                      int64_t p, int trans)
@@ -580,24 +634,10 @@ static int FN(ormqr)(const T *v, int64_t m, int64_t nv, int64_t k, const T *tau,
         for (int64_t q = 0; q < p; q++)
             if (c[i * p + q] != (i == q ? (T)1 : (T)0)) { eye = 0; break; }
     if (m <= SMALL_N && p <= SMALL_N) {
-        /* small (the batched case): one reflector at a time (orm2r), no workspace */
-        T w[SMALL_N];
-        for (int64_t s = 0; s < k; s++) {
-            int64_t j = trans ? s : k - 1 - s, c0 = eye ? (j < p ? j : p) : 0;
-            T t = trans ? CONJ(tau[j]) : tau[j];
-            if (t == 0) continue;
-            /* c[j:, c0:] -= t v (v^H c[j:, c0:]), v = (1, v[j+1:, j]) */
-            for (int64_t q = c0; q < p; q++) w[q] = c[j * p + q];
-            for (int64_t i = j + 1; i < m; i++) {
-                T vi = CONJ(v[i * nv + j]);
-                for (int64_t q = c0; q < p; q++) w[q] += vi * c[i * p + q];
-            }
-            for (int64_t q = c0; q < p; q++) c[j * p + q] -= t * w[q];
-            for (int64_t i = j + 1; i < m; i++) {
-                T tv = t * v[i * nv + j];
-                for (int64_t q = c0; q < p; q++) c[i * p + q] -= tv * w[q];
-            }
-        }
+        if (m == nv && m == p && m == k && m <= SMALL_UNROLL)   /* qr's square Q */
+            SMALL_CASES(m, FN(orm2r)(v, NN, NN, NN, tau, c, NN, trans, eye));
+        else
+            FN(orm2r)(v, m, nv, k, tau, c, p, trans, eye);
         return 0;
     }
     int64_t nb = k < QR_NB ? k : QR_NB;
