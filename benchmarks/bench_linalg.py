@@ -130,8 +130,9 @@ def main():
                         wrong[lib] = err
                         continue
                     contenders[lib] = ("f(x, y)", {"f": f, "x": x, "y": y})
-                st = harness.measure(contenders, args.quick, clock=clock, budget=1.0 if not args.quick
-                                     else 0.3, rounds=(3, 9) if not args.quick else (2, 5))
+                st = harness.measure(contenders, args.quick, clock=clock,
+                                     budget=1.0 if not args.quick else 0.3,
+                                     rounds=(3, 9) if not args.quick else (2, 5))
                 r_np = harness.ratio(st, "numpy")
                 r_pt = harness.ratio(st, "torch")
                 small = batch > 1
