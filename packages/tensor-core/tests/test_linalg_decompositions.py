@@ -313,6 +313,99 @@ def test_triangular_solve_legacy_and_blocked_sizes():
         np.testing.assert_allclose(N(X), np.linalg.solve(a.T, b), rtol=1e-9, atol=1e-12)
 
 
+# ------------------------------------------- the blocked paths of large matrices --
+# Sizes around the kernels' block edges (linalg.c: LU_LEAF 16 and packed panels from
+# LU_PACK_MIN 64 rows, TRSM_NB 64 rows and TRSM_KC 256 columns, CHOL_LEAF 32 and
+# CHOL_NB 256, the recursions' halves rounded to 8), ill-conditioned, batched and
+# transposed; backward errors as LAPACK bounds them.
+big = st.sampled_from([63, 64, 65, 72, 129, 200])
+BIG_CFG = settings(max_examples=fewer_examples(8), deadline=None)
+
+
+def graded(shape, rng, ill):
+    """well(shape), or (ill) with its columns scaled over 8 orders of magnitude: a
+    condition number ~1e8 that partial pivoting must handle."""
+    a = well(shape, rng)
+    if ill:
+        a = a * np.logspace(0, -8, shape[-1])
+    return a
+
+
+@BIG_CFG
+@given(big, st.sampled_from([1, 3, 70, 300]), st.sampled_from([(), (2,)]), dtypes, lays,
+       st.booleans(), st.integers(0, 2 ** 16))
+def test_blocked_lu_solve_inv_backward_errors(n, k, batch, dtype, lay, ill, seed):
+    rng = np.random.default_rng(seed)
+    a = graded(batch + (n, n), rng, ill)
+    a[..., [0, n - 1], :] = a[..., [n - 1, 0], :]          # a pivot far from the diagonal
+    A = T(a, lay, dtype)
+    a = a.astype(npd(dtype)).astype(np.float64)
+    eps = EPS[dtype]
+    P, L, U = LA.lu(A)
+    assert rel(N(P) @ N(L) @ N(U), a) <= 8 * n * eps
+    assert np.all(np.abs(N(L)) <= 1 + 1e-6)
+    b = rng.standard_normal(batch + (n, k))
+    X = N(LA.solve(A, T(b, lay, dtype)))
+    b = b.astype(npd(dtype)).astype(np.float64)
+    assert mx(a @ X - b) <= 8 * n * eps * mx(a) * mx(X)
+    Xi = N(LA.inv(A))
+    assert mx(a @ Xi - np.eye(n)) <= 8 * n * eps * mx(a) * mx(Xi)
+
+
+@BIG_CFG
+@given(st.sampled_from([31, 32, 33, 65, 100, 257, 300]), st.sampled_from([(), (2,)]), dtypes,
+       lays, st.booleans())
+def test_blocked_cholesky_backward_error(n, batch, dtype, lay, upper):
+    s = spd(batch + (n, n))
+    s = s * np.logspace(0, -4, n)[:, None] * np.logspace(0, -4, n)   # ill-conditioned
+    S = T(s, lay, dtype)
+    s = s.astype(npd(dtype)).astype(np.float64)
+    F = N(LA.cholesky(S, upper=upper))
+    L = np.swapaxes(F, -1, -2) if upper else F
+    assert mx(np.triu(L, 1)) == 0
+    assert mx(L @ np.swapaxes(L, -1, -2) - s) <= 4 * n * EPS[dtype] * mx(s)
+
+
+def test_blocked_cholesky_reports_the_failing_minor():
+    for n, bad in ((100, 70), (300, 33), (300, 290)):    # in the second half, the first,
+        s = spd((n, n))                                  # the last leaf
+        s[bad - 1, bad - 1] = -1.0
+        info = LA.cholesky_ex(T(s)).info
+        assert int(info) == bad
+        with pytest.raises(LA.LinAlgError, match=f"order {bad}"):
+            LA.cholesky(T(s))
+
+
+@BIG_CFG
+@given(st.sampled_from([64, 65, 129, 200]), st.sampled_from([1, 5, 300]), dtypes, lays,
+       st.booleans(), st.booleans(), st.booleans())
+def test_blocked_solve_triangular(n, k, dtype, lay, upper, left, unit):
+    a = RNG.standard_normal((n, n)) / np.sqrt(n) + 2 * np.eye(n)
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        tri[range(n), range(n)] = 1.0
+    b = RNG.standard_normal((n, k) if left else (k, n))
+    X = N(LA.solve_triangular(T(a, lay, dtype), T(b, lay, dtype), upper=upper, left=left,
+                              unitriangular=unit))
+    tri = tri.astype(npd(dtype)).astype(np.float64)
+    b = b.astype(npd(dtype)).astype(np.float64)
+    r = tri @ X - b if left else X @ tri - b
+    assert mx(r) <= 8 * n * EPS[dtype] * mx(tri) * mx(X)
+
+
+def test_ormqr_of_the_identity_and_of_nearly_the_identity():
+    # Q I's first p columns skips the columns left of each block (orgqr); a C that is
+    # not exactly I must not
+    a = RNG.standard_normal((100, 70))
+    geq, tau = em.geqrf(T(a))
+    Qf = N(LA.qr(T(a), "complete").Q)
+    for p in (1, 70, 100):
+        c = np.eye(100, p)
+        np.testing.assert_allclose(N(em.ormqr(geq, tau, T(c))), Qf[:, :p], atol=1e-13)
+        c[99, 0] = 1e-3
+        np.testing.assert_allclose(N(em.ormqr(geq, tau, T(c))), Qf @ c, atol=1e-13)
+
+
 # ------------------------------------------------------------------------ QR --
 
 @CFG
@@ -730,6 +823,36 @@ def test_many_small_matrices_batched():
     np.testing.assert_allclose(N(LA.eigvalsh(T(s))), np.linalg.eigvalsh(s), rtol=1e-12)
     np.testing.assert_allclose(N(LA.svdvals(T(a))), np.linalg.svd(a, compute_uv=False),
                                rtol=1e-11)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 32, 33])
+def test_small_matrix_paths_batched(n, dtype):
+    # the small-matrix kernels (linalg.c: orders <= SMALL_UNROLL compiled per order,
+    # <= SMALL_N without workspace): one right-hand side, pivoting needed (a zero
+    # diagonal), qr's square Q
+    rng = np.random.default_rng(n)
+    a = well((64, n, n), rng)
+    if n > 1:
+        a[:, range(n), range(n)] = 0.0
+    a[1] = a[1][::-1]                             # a reversed row order
+    b = rng.standard_normal((64, n))
+    A = T(a, dtype=dtype)
+    a = a.astype(npd(dtype)).astype(np.float64)
+    eps = EPS[dtype]
+    X = N(LA.solve(A, T(b, dtype=dtype)))
+    b = b.astype(npd(dtype)).astype(np.float64)
+    r = np.einsum("bij,bj->bi", a, X) - b
+    assert mx(r) <= 8 * n * eps * mx(a) * mx(X)
+    Q, R = LA.qr(A)
+    q, rr = N(Q), N(R)
+    assert rel(q @ rr, a) <= 10 * n * eps
+    assert mx(np.swapaxes(q, -1, -2) @ q - np.eye(n)) <= 10 * n * eps
+    assert mx(np.tril(rr, -1)) == 0
+    s = a.copy()
+    s[5, :, 0] = 0.0                               # singular: entry 5 of the batch
+    with pytest.raises(LA.LinAlgError, match="batch 5"):
+        LA.solve(T(s, dtype=dtype), T(b, dtype=dtype))
 
 
 def test_empty_inputs():

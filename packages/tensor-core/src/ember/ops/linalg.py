@@ -141,6 +141,8 @@ def _batch_str(shape, flat):
 def _raise_info(info, batch_shape, op, reason):
     """LinAlgError for the first batch entry whose info is nonzero; reason(code) says
     why. (info: the int32 tensor of the kernel, one element per matrix.)"""
+    if info.numel() > 1 and not bool(info.any()):   # the common case, without a list
+        return
     codes = info.reshape(-1).tolist()
     for i, c in enumerate(codes):
         if c != 0:
@@ -880,7 +882,7 @@ def qr(A, mode="reduced", *, out=None):
     qcols = m if mode == "complete" else k
     Q = _apply_q(a, tau, _eye(m, qcols, A, batch), False, op)
     R = _triu(a) if mode == "complete" else _triu(a.narrow(-2, 0, k))
-    R = _core.contiguous_copy(R)
+    R = R.contiguous()        # triu's result is a fresh tensor: no second copy
     if _core.any_requires_grad((A,)):
         Q, R = _pack_record("linalg_qr", (A,), (Q, R), {"mode": mode})
     return QRResult(Q, R)

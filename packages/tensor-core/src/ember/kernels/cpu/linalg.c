@@ -1,8 +1,14 @@
 /* Dense linear algebra for ember.linalg (declarations and conventions: linalg.h).
  *
- * LU, triangular solves, Cholesky and QR are LAPACK's blocked right-looking
- * algorithms over ember's GEMM, written once over the element type in linalg_impl.h
- * and included here per dtype. The eigensolvers and the SVD (symmetric: Householder
+ * LU, triangular solves and Cholesky are LAPACK's recursive algorithms (getrf2, potrf2
+ * and a recursive trsm: each level one GEMM of half the order, so nearly all the work
+ * is in large GEMMs), QR the blocked right-looking one (compact WY), all over ember's
+ * GEMM, written once over the element type in linalg_impl.h and included here per
+ * dtype. Their unblocked leaves (LU panels copied to a column-major buffer, the
+ * triangular solves' diagonal blocks) are compiled per instruction set (LEAF_CLONES);
+ * matrices up to SMALL_N use paths without workspace or GEMM, and up to SMALL_UNROLL
+ * one copy per order (SMALL_CASES), so a batch of small matrices pays no per-matrix
+ * allocation or loop overhead. The eigensolvers and the SVD (symmetric: Householder
  * tridiagonalisation + implicit QL with Wilkinson shifts, EISPACK's tred2/tql2, for
  * small matrices; from SYEVD_MIN rows blocked tridiagonalisation, divide and conquer
  * and blocked back-transformation, LAPACK's syevd;
@@ -26,11 +32,35 @@
 #include "threads.h"
 
 #define LU_LEAF 16   /* columns of the unblocked leaves of the recursive LU */
-#define TRSM_NB 64
-#define CHOL_NB 64
+#define LU_PACK_MIN 64   /* from this many rows the LU's leaves are packed (getf2_packed) */
+#define TRSM_NB 64   /* rows of trsm's diagonal blocks (solved by row operations) */
+#define TRSM_KC 256  /* columns of b per pass of a diagonal block (in L1 with 4 rows) */
+#define CHOL_LEAF 32 /* order of the recursive Cholesky's unblocked diagonal blocks */
+#define CHOL_NB 256  /* columns per GEMM of its trailing update (lower triangle only) */
 #define QR_NB 32
+#define SMALL_N 32   /* up to this order: the small-matrix paths (no workspace, no GEMM) */
+#define SMALL_UNROLL 8   /* up to this order they are compiled once per order */
+
+/* STMT once per order 1 .. SMALL_UNROLL with NN that order, a constant, so that the
+ * small kernels (inlined there) unroll completely: the batched small matrices pay no
+ * loop overhead. 1 <= n <= SMALL_UNROLL. */
+#define ALWAYS_INLINE __attribute__((always_inline))
+#define SMALL_CASE(K, STMT) case K: { enum { NN = K }; STMT; } break;
+#define SMALL_CASES(n, STMT) do { switch (n) {                                            \
+    SMALL_CASE(1, STMT) SMALL_CASE(2, STMT) SMALL_CASE(3, STMT) SMALL_CASE(4, STMT)       \
+    SMALL_CASE(5, STMT) SMALL_CASE(6, STMT) SMALL_CASE(7, STMT) SMALL_CASE(8, STMT)       \
+    default: break; } } while (0)
 #define BATCH_ALONE 96   /* matrices this large run alone (their GEMMs use the pool) */
 #define MAXIT 60         /* QR/QL sweeps per eigenvalue or singular value */
+
+/* The leaves of the blocked factorizations (row operations, panels) are compiled for
+ * AVX-512, AVX2+FMA and the baseline, picked at load time; their GEMMs do the rest. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LEAF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                 "default")))
+#else
+#define LEAF_CLONES
+#endif
 
 #define CPLX 0
 #define T float
@@ -78,6 +108,19 @@
 #undef CPLX
 
 static const double EPS = 0x1p-52, TINY = 0x1p-966;
+
+/* sqrt(x^2 + y^2) directly where the squares can neither overflow nor underflow enough
+ * to matter, else libm's hypot (scaled, but slow: it was a third of the time of a batch
+ * of 8 x 8 eigh). The double-precision cores below call it as hypot. */
+static inline double fast_hypot(double x, double y)
+{
+    double ax = fabs(x), ay = fabs(y), big = ax > ay ? ax : ay;
+    if (big < 0x1p500 && big > 0x1p-500)
+        return sqrt(ax * ax + ay * ay);
+    return (hypot)(x, y);
+}
+#undef hypot
+#define hypot fast_hypot
 
 /* The double-precision cores are compiled for AVX2 (FMA) and the baseline, picked at
  * load time (GCC function multi-versioning, as the op table's loops). */
