@@ -161,3 +161,114 @@ def test_lstm_module_matches_composed_cell(bias):
     for k, p in lstm.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), ps[k].grad.numpy(), rtol=1e-11,
                                    atol=1e-11, err_msg=k)
+
+
+# the whole recurrence: lstm_sequence ---------------------------------------------------
+
+def sequence_inputs(T, B, H, dtype, device, seed, strided=False):
+    rng = np.random.default_rng(seed)
+    arrays = (rng.normal(0, 1.0, (T, B, 4 * H)), rng.normal(0, 1.0, (B, H)),
+              rng.normal(0, 1.0, (B, H)), rng.normal(0, 0.5, (4 * H, H)))
+    ts = []
+    for a in arrays:
+        t = em.from_numpy(a).to(dtype).to(device)
+        if strided and a.ndim == 2:          # a transposed view of transposed storage
+            t = t.T.contiguous().T
+        ts.append(t.requires_grad_())
+    return ts
+
+
+def np_sequence(proj, h0, c0, w_hh):
+    H = h0.shape[1]
+    h, c, ys = h0, c0, []
+    for t in range(proj.shape[0]):
+        hc = np_cell(proj[t] + h @ w_hh.T, c)
+        ys.append(hc)
+        h, c = hc[:, :H], hc[:, H:]
+    return np.stack(ys, 0)
+
+
+@given(T=st.integers(1, 5), B=st.integers(1, 4), H=st.integers(1, 9), strided=st.booleans(),
+       dtype=st.sampled_from([em.float32, em.float64]), seed=st.integers(0, 2**16))
+def test_sequence_matches_numpy_and_composite(device, T, B, H, strided, dtype, seed):
+    ins = sequence_inputs(T, B, H, dtype, device, seed, strided)
+    y = R.lstm_sequence(*ins)
+    assert y.grad_fn.name() == "LstmSequenceBackward0" and tuple(y.shape) == (T, B, 2 * H)
+    tol = 1e-11 if dtype is em.float64 else 2e-5
+    ref_np = np_sequence(*(t.detach().cpu().double().numpy() for t in ins))
+    np.testing.assert_allclose(y.detach().cpu().double().numpy(), ref_np, rtol=tol, atol=tol)
+    g = em.from_numpy(np.random.default_rng(seed + 1).normal(0, 1, (T, B, 2 * H))).to(dtype)
+    g = g.to(device)
+    grads = em.autograd.grad(y, ins, g)
+    ref = R.lstm_sequence_composite(*ins)
+    for name, a, b in zip(("proj", "h0", "c0", "w_hh"), grads, em.autograd.grad(ref, ins, g)):
+        np.testing.assert_allclose(a.cpu().numpy(), b.cpu().numpy(), rtol=10 * tol,
+                                   atol=10 * tol, err_msg=name)
+
+
+def test_sequence_gradcheck_and_partial_needs():
+    ins = sequence_inputs(3, 2, 2, em.float64, "cpu", 0)
+    assert gradcheck(R.lstm_sequence, tuple(ins))
+    assert em.autograd.gradgradcheck(R.lstm_sequence, tuple(ins))
+    proj, h0, c0, w = ins
+    h0, c0 = h0.detach(), c0.detach()           # only proj and w_hh need gradients
+    R.lstm_sequence(proj, h0, c0, w)[:, :, :2].sum().backward()
+    p2, w2 = proj.detach().requires_grad_(), w.detach().requires_grad_()
+    R.lstm_sequence_composite(p2, h0, c0, w2)[:, :, :2].sum().backward()
+    np.testing.assert_allclose(proj.grad.numpy(), p2.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_sequence_bad_input():
+    f = R.lstm_sequence
+    z = em.zeros
+    with pytest.raises(ValueError, match="lstm_sequence: expected proj"):
+        f(z(3, 2, 7), z(2, 2), z(2, 2), z(8, 2))
+    with pytest.raises(ValueError, match="lstm_sequence: expected proj"):
+        f(z(3, 2, 8), z(2, 2), z(2, 2), z(2, 8))
+    with pytest.raises(ValueError, match="lstm_sequence: expected proj"):
+        f(z(2, 8), z(2, 2), z(2, 2), z(8, 2))
+    with pytest.raises(ValueError, match="at least one step"):
+        f(z(0, 2, 8), z(2, 2), z(2, 2), z(8, 2))
+    with pytest.raises(TypeError, match="lstm_sequence: w_hh is"):
+        f(z(3, 2, 8), z(2, 2), z(2, 2), z(8, 2, dtype=em.float64))
+    with pytest.raises(TypeError, match="lstm_sequence: h0 must be a floating"):
+        f(z(3, 2, 8), z(2, 2, dtype=em.int64), z(2, 2), z(8, 2))
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_module_states_and_directions(bidirectional):
+    """nn.LSTM's outputs, final states and the gradients of h0 and c0 (both directions)
+    against the cell written out of ember ops."""
+    em.manual_seed(1)
+    dirs = 2 if bidirectional else 1
+    lstm = em.nn.LSTM(3, 2, num_layers=1, bidirectional=bidirectional).double()
+    x = em.randn(4, 2, 3, dtype=em.float64)
+    h0 = em.randn(dirs, 2, 2, dtype=em.float64).requires_grad_()
+    c0 = em.randn(dirs, 2, 2, dtype=em.float64).requires_grad_()
+    out, (hn, cn) = lstm(x, (h0, c0))
+    (out.sin().sum() + hn.square().sum() + (cn * 3).sum()).backward()
+    ps = {k: v.detach().clone().requires_grad_() for k, v in lstm.named_parameters()}
+    h0r, c0r = h0.detach().clone().requires_grad_(), c0.detach().clone().requires_grad_()
+    outs, hs, cs = [], [], []
+    for d in range(dirs):
+        sfx = "_l0" + ("_reverse" if d else "")
+        h, c, seq = h0r[d], c0r[d], [None] * 4
+        for t in (range(3, -1, -1) if d else range(4)):
+            gates = (x[t] @ ps["weight_ih" + sfx].T + ps["bias_ih" + sfx] +
+                     h @ ps["weight_hh" + sfx].T + ps["bias_hh" + sfx])
+            hc = R.lstm_cell_composite(gates, c)
+            h, c = hc[:, :2], hc[:, 2:]
+            seq[t] = h
+        outs.append(em.stack(seq, 0))
+        hs.append(h)
+        cs.append(c)
+    ref = em.cat(outs, -1)
+    (ref.sin().sum() + em.stack(hs, 0).square().sum() + (em.stack(cs, 0) * 3).sum()).backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    for a, b in ((h0.grad, h0r.grad), (c0.grad, c0r.grad)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-11, atol=1e-11)
+    for k, p in lstm.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), ps[k].grad.numpy(), rtol=1e-11,
+                                   atol=1e-11, err_msg=k)

@@ -17,7 +17,7 @@ from ember.nn._checks import checked, positive, real, size, tensor
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.rnn import PackedSequence
-from ember.ops.rnn import lstm_cell_pointwise
+from ember.ops.rnn import lstm_cell_pointwise, lstm_sequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -226,6 +226,15 @@ class RNNBase(Module):
                     b_hh = None
                 elif b_ih is not None:
                     proj = proj + b_ih
+                if lstm and not packed and w_hr is None and seq_len:
+                    # the whole recurrence as one op (ember.ops.rnn.lstm_sequence)
+                    y = lstm_sequence(proj.flip(0) if d else proj, h0[k], c0[k], w_hh)
+                    H = self.hidden_size
+                    out = y[:, :, :H]
+                    outs.append(out.flip(0) if d else out)
+                    h_n.append(y[-1, :, :H])
+                    c_n.append(y[-1, :, H:])
+                    continue
                 steps = range(seq_len - 1, -1, -1) if d else range(seq_len)
                 h = h0[k]
                 c = c0[k] if lstm else None
