@@ -40,6 +40,12 @@ from ember.ops.embedding import embedding_backward
 from ember.ops.fft import fft_c2c_backward, fft_c2r_backward, fft_r2c_backward
 from ember.ops.loss import cross_entropy_backward, cross_entropy_target_backward, nll_loss_backward
 from ember.ops.norm import batch_norm_backward, layer_norm_backward
+from ember.ops.rnn import (
+    lstm_cell_composite,
+    lstm_cell_pointwise_backward,
+    lstm_sequence_backward,
+    lstm_sequence_composite,
+)
 from ember.ops.softmax import softmax_backward
 
 FORMULAS: dict = {}
@@ -1177,6 +1183,23 @@ def _(n, g):
         return gw,
     return embedding_backward(g, a["indices"], a["num_weights"], a["padding_idx"],
                               a["scale_grad_by_freq"]),
+
+
+@formula("lstm_cell_pointwise", inputs=(0, 1), output=True)
+def _(n, g):
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lstm_cell_composite)
+    gates, c = n.inputs
+    dg, dc = lstm_cell_pointwise_backward(g, gates, c, n.output)
+    return dg if n.needs[0] else None, dc if n.needs[1] else None
+
+
+@formula("lstm_sequence", inputs=(0, 1, 2, 3), output=True)
+def _(n, g):
+    if _core.is_grad_enabled():
+        return _by_composite(n, g, lstm_sequence_composite)
+    proj, h0, c0, w_hh = n.inputs
+    return lstm_sequence_backward(g, proj, h0, c0, w_hh, n.output, n.attrs["gates"], n.needs)
 
 
 @formula("dropout")

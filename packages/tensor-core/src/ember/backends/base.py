@@ -115,6 +115,8 @@ HAND_WRITTEN_KERNELS = {
     "nll_loss_backward": "loss",
     "dropout": "dropout",
     "dropout_backward": "dropout",
+    "lstm_cell": "rnn",
+    "lstm_cell_backward": "rnn",
     # indexing (normalize: negative indices wrapped and every index checked against
     # the dim's size), sorting, scans
     "normalize": "index",

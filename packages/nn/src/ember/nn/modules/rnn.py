@@ -17,6 +17,7 @@ from ember.nn._checks import checked, positive, real, size, tensor
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.rnn import PackedSequence
+from ember.ops.rnn import lstm_cell_pointwise, lstm_sequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -31,13 +32,16 @@ def _rnn_cell(x_proj, h, w_hh, b_hh, relu):
 
 
 def _lstm_cell(x_proj, state, w_hh, b_hh, w_hr=None):
+    """One step: b_hh may be None with it already in x_proj (nn.LSTM adds both biases
+    to the whole sequence's input projection at once)."""
     h, c = state
     gates = x_proj + h @ w_hh.T
     if b_hh is not None:
         gates = gates + b_hh
-    i, f, g, o = gates.chunk(4, -1)
-    c = em.sigmoid(f) * c + em.sigmoid(i) * em.tanh(g)
-    h = em.sigmoid(o) * em.tanh(c)
+    # the pointwise part in one fused op: hc = [h | c]
+    hc = lstm_cell_pointwise(gates, c)
+    H = c.shape[-1]
+    h, c = hc[:, :H], hc[:, H:]
     if w_hr is not None:          # proj_size: h_t = W_hr (o * tanh(c_t))
         h = h @ w_hr.T
     return h, c
@@ -216,8 +220,21 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 k = layer * dirs + d
                 proj = layer_input @ w_ih.T
-                if b_ih is not None:
+                if b_ih is not None and lstm:
+                    # both biases once over the sequence, not b_hh at every step
+                    proj = proj + (b_ih + b_hh)
+                    b_hh = None
+                elif b_ih is not None:
                     proj = proj + b_ih
+                if lstm and not packed and w_hr is None and seq_len:
+                    # the whole recurrence as one op (ember.ops.rnn.lstm_sequence)
+                    y = lstm_sequence(proj.flip(0) if d else proj, h0[k], c0[k], w_hh)
+                    H = self.hidden_size
+                    out = y[:, :, :H]
+                    outs.append(out.flip(0) if d else out)
+                    h_n.append(y[-1, :, :H])
+                    c_n.append(y[-1, :, H:])
+                    continue
                 steps = range(seq_len - 1, -1, -1) if d else range(seq_len)
                 h = h0[k]
                 c = c0[k] if lstm else None

@@ -618,13 +618,16 @@ static int FN(gemm_fwd)(const em_conv_params *p, const T *x, const T *w, const T
 }
 
 /* The direct kernel unless the GEMM is faster: with many output channels per group
- * (the GEMM's rows) and either rows much narrower than the tile or many taps (the
- * GEMM's packed panels stream better than the direct kernel's scattered reads).
- * Measured on a 2-vCPU AMD EPYC, float32. */
+ * (the GEMM's rows) and rows much narrower than the tile, or, under the AVX2 GEMM,
+ * many taps (its packed panels stream better than the direct kernel's scattered
+ * reads). Measured on a 2-vCPU AMD EPYC (Zen 5), float32, batch 64, 1 thread: with
+ * the AVX-512 GEMM, 3x3 convolutions of 64 channels at 32x32 take 49 ms direct and
+ * 60 ms by im2col + GEMM, 128 channels at 16x16 46 and 57 ms, but 256 at 8x8 (half
+ * a tile per row) 103 and 60 ms. */
 static int FN(use_direct)(const em_conv_params *p) {
     int64_t ocg = p->oc / p->groups, kg = p->c / p->groups * p->kh * p->kw;
     double fill = (double)p->ow / ((p->ow + NR - 1) / NR * NR);
-    return ocg < 32 || (!gemm_wide() && fill >= 0.75 && kg <= 1024);
+    return ocg < 32 || (fill >= 0.75 && (gemm_wide() || kg <= 1024));
 }
 
 /* Whether the direct kernel's scratch is of a sane size: it holds (kh - 1) * dh + sh
