@@ -69,6 +69,18 @@ def _gelu_tanh(x):
         return y, np.where(x > 10, 1.0, np.where(x < -10, 0.0, d))
 
 
+def _polynomial(fn):
+    """torch.special's p_n(x) from SciPy's fn(n, x): n truncated to an integer, 0 for n < 0,
+    1 for n = 0 (whatever x), NaN for a NaN n."""
+    def ref(x, n):
+        with np.errstate(all="ignore"):
+            k = np.trunc(np.asarray(n, np.float64))
+            safe = np.where(np.isfinite(k) & (k > 0), k, 1).astype(np.int64)
+            v = fn(safe, np.asarray(x, np.float64))
+            return np.where(np.isnan(k), np.nan, np.where(k < 0, 0.0, np.where(k == 0, 1.0, v)))
+    return ref
+
+
 def _sinc(x):
     with np.errstate(all="ignore"):
         k = np.rint(x)
@@ -135,6 +147,26 @@ REFERENCE = {
     "igammac": lambda a, x: _sc("gammaincc", a, x),
     "special_zeta": lambda x, q: _sc("zeta", x, q),
     "special_xlog1py": lambda x, y: _sc("xlog1py", x, y),
+    # scipy's airy at +inf is 0 already; at -inf ember says NaN (as bessel_j0)
+    "special_airy_ai": lambda a: np.where(a == -np.inf, np.nan, _sc("airy", a)[0]),
+    **{f"special_{name}": _polynomial(fn) for name, fn in {
+        "chebyshev_polynomial_t": lambda n, x: _sc("eval_chebyt", n, x),
+        "chebyshev_polynomial_u": lambda n, x: _sc("eval_chebyu", n, x),
+        "chebyshev_polynomial_v": lambda n, x: (_sc("eval_chebyu", n, x) -
+                                                _sc("eval_chebyu", n - 1, x)),
+        "chebyshev_polynomial_w": lambda n, x: (_sc("eval_chebyu", n, x) +
+                                                _sc("eval_chebyu", n - 1, x)),
+        "shifted_chebyshev_polynomial_t": lambda n, x: _sc("eval_chebyt", n, 2 * x - 1),
+        "shifted_chebyshev_polynomial_u": lambda n, x: _sc("eval_chebyu", n, 2 * x - 1),
+        "shifted_chebyshev_polynomial_v": lambda n, x: (_sc("eval_chebyu", n, 2 * x - 1) -
+                                                        _sc("eval_chebyu", n - 1, 2 * x - 1)),
+        "shifted_chebyshev_polynomial_w": lambda n, x: (_sc("eval_chebyu", n, 2 * x - 1) +
+                                                        _sc("eval_chebyu", n - 1, 2 * x - 1)),
+        "hermite_polynomial_h": lambda n, x: _sc("eval_hermite", n, x),
+        "hermite_polynomial_he": lambda n, x: _sc("eval_hermitenorm", n, x),
+        "laguerre_polynomial_l": lambda n, x: _sc("eval_laguerre", n, x),
+        "legendre_polynomial_p": lambda n, x: _sc("eval_legendre", n, x),
+    }.items()},
 }
 
 BY_NAME = {row.name: row for row in table.ELEMENTWISE}
