@@ -20,7 +20,12 @@ import pytest
 import ember as em
 import ember.special as S
 from ember.ops.special import (
-    ACCURACY, POLYNOMIAL_NMAX, POLYNOMIAL_ULPS, POLYNOMIAL_ULPS_OF, POLYNOMIALS)
+    ACCURACY,
+    POLYNOMIAL_NMAX,
+    POLYNOMIAL_ULPS,
+    POLYNOMIAL_ULPS_OF,
+    POLYNOMIALS,
+)
 
 mp.mp.dps = 30
 RNG = np.random.default_rng(20261202)

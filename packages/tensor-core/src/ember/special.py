@@ -8,8 +8,7 @@ mpmath in tests/test_special.py). softmax, log_softmax and logsumexp are ember's
 """
 from __future__ import annotations
 
-from ember.ops import elementwise as _ew, reduction as _red, softmax as _sm
-from ember.ops import special as _sp
+from ember.ops import elementwise as _ew, reduction as _red, softmax as _sm, special as _sp
 from ember.ops.special import mvlgamma as _mvlgamma, polygamma
 
 # the error function family

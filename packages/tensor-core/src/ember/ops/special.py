@@ -212,8 +212,8 @@ def _polynomial(name):
                   f"number) is truncated to an integer, n < 0 gives 0 and n = 0 gives 1, as "
                   f"torch.special; not differentiable (as PyTorch).{limit}\n\nAccuracy: "
                   f"within {f32} ulp (float32) and {f64} ulp (float64) of the scale {scale}, "
-                  f"for n <= 1000; float16 is computed in float32.\nOp-table row `special_{name}` (every "
-                  f"device).")
+                  f"for n <= 1000; float16 is computed in float32.\nOp-table row "
+                  f"`special_{name}` (every device).")
     return fn
 
 
