@@ -606,8 +606,8 @@ def test_bad_values_raise_value_error_naming_the_op(call, match):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: em.rand(3, dtype=em.int32), "rand: expected a floating point dtype"),
-    (lambda: em.randn(3, dtype=em.bool), "randn: expected a floating point dtype"),
+    (lambda: em.rand(3, dtype=em.int32), "rand: expected a floating point or complex dtype"),
+    (lambda: em.randn(3, dtype=em.bool), "randn: expected a floating point or complex dtype"),
     (lambda: em.empty(3, dtype=em.int64).uniform_(), "uniform_: expected a floating point"),
     (lambda: em.empty(3, dtype=em.int64).normal_(), "normal_: expected a floating point"),
     (lambda: em.empty(3, dtype=em.int8).exponential_(), "exponential_: expected a floating"),
