@@ -18,7 +18,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from ember.onnx import UnsupportedOperatorError  # noqa: E402
-from ember.ops.table import ELEMENTWISE  # noqa: E402
+from ember.ops.table import ELEMENTWISE, POLYNOMIALS  # noqa: E402
 
 
 def _outputs(obj):
@@ -439,7 +439,8 @@ _NO_ONNX |= {"lgamma", "digamma", "erfinv", "i0", "igamma", "igammac", "special_
              "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
              "special_modified_bessel_k0", "special_modified_bessel_k1",
              "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
-             "special_spherical_bessel_j0"}
+             "special_spherical_bessel_j0", "special_airy_ai"}
+_NO_ONNX |= {f"special_{name}" for name, _ in POLYNOMIALS}   # the orthogonal polynomials
 # the derivative rows behind gelu's formula (backward only, never in a traced forward)
 _NO_ONNX |= {"_gelu_grad", "_gelu_tanh_grad"}
 

@@ -606,8 +606,8 @@ def test_bad_values_raise_value_error_naming_the_op(call, match):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: em.rand(3, dtype=em.int32), "rand: expected a floating point dtype"),
-    (lambda: em.randn(3, dtype=em.bool), "randn: expected a floating point dtype"),
+    (lambda: em.rand(3, dtype=em.int32), "rand: expected a floating point or complex dtype"),
+    (lambda: em.randn(3, dtype=em.bool), "randn: expected a floating point or complex dtype"),
     (lambda: em.empty(3, dtype=em.int64).uniform_(), "uniform_: expected a floating point"),
     (lambda: em.empty(3, dtype=em.int64).normal_(), "normal_: expected a floating point"),
     (lambda: em.empty(3, dtype=em.int8).exponential_(), "exponential_: expected a floating"),
@@ -704,3 +704,66 @@ def test_every_device_draws_the_cpu_numbers(name):
                  lambda g, dev: em.randperm(999, device=dev, generator=g)):
         assert draw(em.Generator().manual_seed(4), d).cpu().tolist() == \
             draw(em.Generator().manual_seed(4), "cpu").tolist()
+
+
+# ------------------------------------------------------------------- complex dtypes
+
+@pytest.mark.parametrize("dtype", [em.complex64, em.complex128], ids=lambda d: d.name)
+def test_complex_draws_are_the_real_stream_interleaved(dtype, device):
+    # PyTorch's layout: a complex tensor's view_as_real filled as a real tensor, so the
+    # parts are the real draws in order (re0, im0, re1, ...), randn's scaled by sqrt(1/2)
+    real = em.float32 if dtype is em.complex64 else em.float64
+    em.manual_seed(7)
+    z = em.randn(3, 5, dtype=dtype, device=device)
+    em.manual_seed(7)
+    r = em.randn(3, 5, 2, dtype=real, device=device)
+    assert z.dtype is dtype and tuple(z.shape) == (3, 5)
+    np.testing.assert_allclose(em.view_as_real(z).cpu().numpy(), r.cpu().numpy() * math.sqrt(0.5),
+                               rtol=1e-6)
+    em.manual_seed(7)
+    u = em.rand(4, dtype=dtype, device=device)
+    em.manual_seed(7)
+    np.testing.assert_array_equal(em.view_as_real(u).cpu().numpy(),
+                                  em.rand(4, 2, dtype=real, device=device).cpu().numpy())
+    em.manual_seed(7)
+    again = em.randn(3, 5, dtype=dtype, device=device)
+    assert again.cpu().numpy().tolist() == z.cpu().numpy().tolist()
+
+
+@pytest.mark.parametrize("dtype", [em.complex64, em.complex128], ids=lambda d: d.name)
+def test_complex_statistics(dtype, device):
+    n = 200_000
+    em.manual_seed(11)
+    g = None
+    se = 1 / math.sqrt(n)
+    z = em.randn(n, dtype=dtype, device=device, generator=g).cpu().numpy()
+    for part in (z.real, z.imag):                   # each N(0, 1/2): E|z|^2 = 1
+        assert abs(part.mean()) < 5 * se * math.sqrt(0.5)
+        assert abs(part.var() - 0.5) < 5 * se
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 5 * se * 2
+    assert abs(np.corrcoef(z.real, z.imag)[0, 1]) < 5 * se
+    u = em.rand(n, dtype=dtype, device=device, generator=g).cpu().numpy()
+    for part in (u.real, u.imag):                   # each U[0, 1)
+        assert part.min() >= 0 and part.max() < 1
+        assert abs(part.mean() - 0.5) < 5 * se * math.sqrt(1 / 12)
+        assert abs(part.var() - 1 / 12) < 5 * se * 0.1
+    x = em.empty(n, dtype=dtype, device=device).normal_(1.0, 2.0, generator=g).cpu().numpy()
+    for part in (x.real, x.imag):                   # mean on both parts, std / sqrt 2 each
+        assert abs(part.mean() - 1) < 5 * se * math.sqrt(2)
+        assert abs(part.std() - math.sqrt(2)) < 5 * se * 2
+    y = em.empty(n, dtype=dtype, device=device).uniform_(-2.0, 3.0, generator=g).cpu().numpy()
+    for part in (y.real, y.imag):
+        assert part.min() >= -2 and part.max() < 3
+        assert abs(part.mean() - 0.5) < 5 * se * 5 / math.sqrt(12)
+
+
+def test_complex_like_factories(device):
+    for dtype in (em.complex64, em.complex128):
+        z = em.zeros(2, 3, dtype=dtype, device=device)
+        for f in (em.randn_like, em.rand_like):
+            r = f(z)
+            assert r.dtype is dtype and tuple(r.shape) == (2, 3) and r.device == z.device
+            assert (r.cpu().numpy().imag != 0).all()
+    assert em.randn_like(em.zeros(2), dtype=em.complex64).dtype is em.complex64
+    with pytest.raises(TypeError, match="randn: expected a floating point or complex dtype"):
+        em.randn(2, dtype=em.int64)

@@ -19,7 +19,13 @@ import pytest
 
 import ember as em
 import ember.special as S
-from ember.ops.special import ACCURACY
+from ember.ops.special import (
+    ACCURACY,
+    POLYNOMIAL_NMAX,
+    POLYNOMIAL_ULPS,
+    POLYNOMIAL_ULPS_OF,
+    POLYNOMIALS,
+)
 
 mp.mp.dps = 30
 RNG = np.random.default_rng(20261202)
@@ -109,6 +115,17 @@ def _lgamma_ref(x):
     return mp.re(mp.loggamma(x))
 
 
+def _airy_ref(x):
+    with mp.workdps(60):    # zeta = 2/3 |x|^1.5 reaches 7e14: its digits go to the phase
+        return +mp.airyai(x)
+
+
+def _airy_scale(x, v):
+    """x < 0: the envelope min(Ai(0), |x|^(-1/4) / sqrt(pi)) (Ai oscillates there)."""
+    env = np.minimum(0.3550280538878172, np.maximum(np.abs(x), 1e-300) ** -0.25 / np.sqrt(np.pi))
+    return np.where(x < 0, np.maximum(np.abs(v), env), v)
+
+
 # name -> (ember function, mpmath reference, points, scale(points, exact) or None,
 #          float64-only extra points)
 UNARY = {
@@ -190,6 +207,11 @@ UNARY = {
     "exp2": (S.exp2, lambda x: mp.mpf(2) ** x, _sym(_logspace(1e-30, 127, 300)), None,
              [1023.5, -1020]),
     "expm1": (S.expm1, mp.expm1, _sym(_logspace(1e-30, 88, 300)), None, [709, -700]),
+    "airy_ai": (S.airy_ai, _airy_ref,
+                _grid(RNG.uniform(-30, 30, 150), -_logspace(2.1, 1e10, 120),
+                      _logspace(1e-30, 26, 100), -_logspace(1e-30, 2.1, 30),
+                      [2.1, -2.1, 2.0999999, -2.0999999, -2.3381074, -1e10]),
+                _airy_scale, [104, 2.0999999999999996, -2.3381074104597670, 1e-300]),
     "log1p": (S.log1p, mp.log1p, _grid(_logspace(1e-30, 1e30, 300), -_logspace(1e-30, 1, 100)),
               None, [1e300, -1 + 2.0 ** -53]),
 }
@@ -342,15 +364,10 @@ TORCH_SPECIAL = [
     "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
     "shifted_chebyshev_polynomial_w", "sinc", "softmax", "spherical_bessel_j0", "xlog1py",
     "xlogy", "zeta"]
-NOT_YET = {"airy_ai", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
-           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "hermite_polynomial_h",
-           "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
-           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
-           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w"}
 
 
 def test_torch_special_names():
-    missing = [n for n in TORCH_SPECIAL if n not in NOT_YET and not callable(getattr(S, n, None))]
+    missing = [n for n in TORCH_SPECIAL if not callable(getattr(S, n, None))]
     assert missing == []
     assert sorted(n for n in S.__all__ if n not in TORCH_SPECIAL) == []
     for n in ("lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac",
@@ -446,3 +463,174 @@ def test_special_softmax_family_are_embers():
     assert S.log_softmax(x, dim=-1).tolist() == em.log_softmax(x, -1).tolist()
     assert S.logsumexp(x, 1).tolist() == em.logsumexp(x, 1).tolist()
     assert S.round(em.tensor([1.2345]), decimals=2).tolist() == pytest.approx([1.23])
+
+
+# ------------------------------------------------------------ the orthogonal polynomials
+
+def _recurrence(x, n, kind):
+    """p_n(x) by the defining three-term recurrence, in mpmath (n >= 1)."""
+    one = mp.mpf(1)
+    if kind in ("T", "U", "V", "W"):
+        p, q = one, {"T": x, "U": 2 * x, "V": 2 * x - 1, "W": 2 * x + 1}[kind]
+        for _ in range(1, n):
+            p, q = q, 2 * x * q - p
+        return q
+    p, q = one, {"H": 2 * x, "He": x, "L": 1 - x, "P": x, "G": 2 * x, "Ge": x}[kind]
+    for k in range(1, n):
+        if kind == "H":
+            p, q = q, 2 * x * q - 2 * k * p
+        elif kind == "He":
+            p, q = q, x * q - k * p
+        elif kind == "G":           # |H_n(i y)|: all its terms added
+            p, q = q, 2 * x * q + 2 * k * p
+        elif kind == "Ge":
+            p, q = q, x * q + k * p
+        elif kind == "L":
+            p, q = q, ((2 * k + 1 - x) * q - k * p) / (k + 1)
+        else:
+            p, q = q, ((2 * k + 1) * x * q - k * p) / (k + 1)
+    return q
+
+
+# name -> (kind, shifted, x points)
+_PX = _sym(RNG.uniform(0, 1, 20), 1 - _logspace(1e-7, 0.5, 8), _logspace(1e-6, 0.5, 4),
+           1 + _logspace(1e-7, 1, 6), [0, 1, 1.5, 3])
+_PS = _grid(RNG.uniform(0, 1, 20), _logspace(1e-7, 0.5, 8), 1 - _logspace(1e-7, 0.5, 8),
+            -_logspace(1e-7, 1, 4), 1 + _logspace(1e-7, 1, 4), [0, 0.5, 1, 2])
+POLY = {
+    "chebyshev_polynomial_t": ("T", False, _PX), "chebyshev_polynomial_u": ("U", False, _PX),
+    "chebyshev_polynomial_v": ("V", False, _PX), "chebyshev_polynomial_w": ("W", False, _PX),
+    "shifted_chebyshev_polynomial_t": ("T", True, _PS),
+    "shifted_chebyshev_polynomial_u": ("U", True, _PS),
+    "shifted_chebyshev_polynomial_v": ("V", True, _PS),
+    "shifted_chebyshev_polynomial_w": ("W", True, _PS),
+    "hermite_polynomial_h": ("H", False, _sym(RNG.uniform(0, 20, 30), _logspace(1e-6, 1, 6), [0])),
+    "hermite_polynomial_he": ("He", False, _sym(RNG.uniform(0, 20, 30), _logspace(1e-6, 1, 6))),
+    "laguerre_polynomial_l": ("L", False, _grid(RNG.uniform(0, 60, 30), _logspace(1e-6, 1, 6),
+                                                -RNG.uniform(0, 10, 6))),
+    "legendre_polynomial_p": ("P", False, _PX),
+}
+_DEGREES = [1, 2, 3, 6, 7, 8, 9, 17, 64, 301]
+
+
+@functools.cache
+def _poly_reference(name):
+    """(x, n, exact value, its scale) over the points and degrees."""
+    kind, shifted, xs = POLY[name]
+    rows = []
+    with mp.workdps(40):
+        for n in _DEGREES:
+            for x in xs:
+                y = 2 * mp.mpf(float(x)) - 1 if shifted else mp.mpf(float(x))
+                v = _recurrence(y, n, kind)
+                if kind in ("T", "U", "V", "W", "P"):
+                    inside = {"T": 1, "U": n + 1, "V": 2 * n + 1, "W": 2 * n + 1, "P": 1}[kind]
+                    scale = inside if abs(y) <= 1 else abs(v)
+                elif kind in ("H", "He"):
+                    scale = _recurrence(abs(y), n, "G" if kind == "H" else "Ge")
+                else:
+                    scale = _recurrence(-abs(y), n, "L")
+                rows.append((float(x), n, v, max(abs(v), scale)))
+    x = np.array([r[0] for r in rows])
+    n = np.array([r[1] for r in rows], np.float64)
+    hi = np.array([float(r[2]) for r in rows])
+    lo = np.array([float(r[2] - mp.mpf(float(r[2]))) if mp.isfinite(r[2]) else 0.0 for r in rows])
+    scale = np.array([float(r[3]) for r in rows])
+    return x, n, hi, lo, scale
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", list(POLY))
+def test_polynomial_accuracy_against_mpmath(name, dtype, device):
+    x, n, hi, lo, scale = _poly_reference(name)
+    npd = np.float32 if dtype is em.float32 else np.float64
+    fn = getattr(S, name)
+    got = fn(em.tensor(x, dtype=dtype, device=device),
+             em.tensor(n, dtype=dtype, device=device)).cpu().numpy().astype(np.float64)
+    f32, (c, p) = POLYNOMIAL_ULPS_OF.get(name, POLYNOMIAL_ULPS)
+    m = re.search(r"within (\d+) ulp \(float32\) and (\d+ )?n(\^\d+)? ulp \(float64\)",
+                  fn.__doc__)
+    assert m, fn.__doc__
+    assert (int(m.group(1)), int(m.group(2) or 1), int((m.group(3) or "^1")[1:])) == (f32, c, p)
+    bound = np.full(n.shape, float(f32)) if dtype is em.float32 else c * n ** p
+    with np.errstate(all="ignore"):
+        normal = np.isfinite(scale.astype(npd)) & (np.abs(hi) < np.finfo(npd).max)
+        ulp = np.spacing(scale.astype(npd)).astype(np.float64)
+        err = np.where(normal, np.abs((got - hi) - lo) / ulp, 0.0)
+    worst = int(np.argmax(err / bound))
+    assert err[worst] <= bound[worst], (f"{name} ({dtype.name}) at x={x[worst]!r}, "
+                                        f"n={n[worst]:g}: {got[worst]!r}, exact {hi[worst]!r}: "
+                                        f"{err[worst]:.2f} ulp of {scale[worst]:.3g} > "
+                                        f"{bound[worst]:g}")
+    # where the value itself overflows: inf of its sign
+    over = ~normal & np.isfinite(hi) & (np.abs(hi) >= np.finfo(npd).max)
+    assert (got[over] == np.sign(hi[over]) * np.inf).all()
+
+
+def test_polynomial_conventions(device):
+    t = lambda v, dt=em.float64: em.tensor(v, dtype=dt, device=device)   # noqa: E731
+    nan, inf = math.nan, math.inf
+    T, U, V, W = (S.chebyshev_polynomial_t, S.chebyshev_polynomial_u,
+                  S.chebyshev_polynomial_v, S.chebyshev_polynomial_w)
+    cases = [
+        # n truncated; n < 0 gives 0, n = 0 gives 1 whatever x (PyTorch's order)
+        (T(t([0.5, 0.5, 0.5, nan, 0.5]), t([3.7, -1.0, -0.5, 0.0, nan])),
+         [-1.0, 0.0, 1.0, 1.0, nan]),
+        (S.legendre_polynomial_p(0.5, t([3.7])), [-0.4375]),   # as torch's example
+        (S.legendre_polynomial_p(t([0.5]), 3.7), [-0.4375]),
+        (S.hermite_polynomial_h(t([0.0, 1.0]), t([nan, -1.0])), [nan, 0.0]),
+        # |x| = 1, for small n (the recurrence) and large n (the closed forms)
+        (T(t([1.0, -1.0, -1.0]), t([5.0, 5.0, 300.0])), [1.0, -1.0, 1.0]),
+        (U(t([1.0, -1.0, -1.0]), t([5.0, 5.0, 301.0])), [6.0, -6.0, -302.0]),
+        (V(t([1.0, -1.0, -1.0]), t([9.0, 9.0, 300.0])), [1.0, -19.0, 601.0]),
+        (W(t([1.0, -1.0, -1.0]), t([9.0, 9.0, 300.0])), [19.0, -1.0, 1.0]),
+        (S.shifted_chebyshev_polynomial_t(t([1.0, 0.0, 0.0]), t([9.0, 9.0, 8.0])),
+         [1.0, -1.0, 1.0]),
+        # infinities: the limits (PyTorch's recurrence gives NaN), odd Hermite at 0 is 0
+        (T(t([inf, -inf, -inf]), t([9.0, 9.0, 10.0])), [inf, -inf, inf]),
+        (S.hermite_polynomial_h(t([0.0, 0.0]), t([1001.0, 3.0])), [0.0, 0.0]),
+        (S.hermite_polynomial_he(t([0.0]), t([4.0])), [3.0]),
+        (S.laguerre_polynomial_l(t([0.0, 1.0]), t([50.0, 2.0])), [1.0, -0.5]),
+    ]
+    for got, expected in cases:
+        np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-13)
+    # float32 keeps its dtype, an integer n promotes as the rows do, `n=` by keyword
+    r = T(t([0.5], em.float32), n=em.tensor([3], device=device))
+    assert r.dtype is em.float32 and r.tolist() == [-1.0]
+    assert S.chebyshev_polynomial_t is em.special_chebyshev_polynomial_t
+    assert sorted(POLY) == sorted(POLYNOMIALS)
+
+
+def test_polynomials_of_huge_n_do_not_hang(device):
+    x = em.tensor([0.3, -0.999, 1.0000001, 5.0], dtype=em.float64, device=device)
+    for name in POLY:
+        fn = getattr(S, name)
+        if name in ("laguerre_polynomial_l", "legendre_polynomial_p"):
+            with pytest.raises(ValueError, match=f"{name}: n = 1e\\+18 is larger than "
+                                                 f"{POLYNOMIAL_NMAX}"):
+                fn(x, 1e18)
+            with pytest.raises(ValueError, match=name):
+                fn(x, em.tensor([2.0, 3.0, 1e18, 1.0], device=device))
+            assert np.isfinite(fn(x[:1], POLYNOMIAL_NMAX).cpu().numpy()).all()   # |p_n| <= 1
+            continue
+        r = fn(x, 1e18).cpu().numpy()   # closed forms, or overflow within a few hundred steps
+        if name.startswith("chebyshev"):
+            assert np.isfinite(r[:2]).all() and (np.abs(r[:2]) <= 2e18 + 1).all()
+            assert np.isinf(r[2:]).all()
+
+
+def test_airy_and_polynomials_are_not_differentiable():
+    x = em.tensor([0.5, 1.5], requires_grad=True)
+    for y in (S.airy_ai(x), S.chebyshev_polynomial_t(x, 3), S.hermite_polynomial_h(x, 2)):
+        assert not y.requires_grad
+        with pytest.raises(RuntimeError):
+            y.sum().backward()
+
+
+def test_airy_values(device):
+    t = lambda v: em.tensor(v, dtype=em.float64, device=device)   # noqa: E731
+    got = S.airy_ai(t([0.0, math.inf, -math.inf, math.nan, 200.0])).cpu().numpy()
+    np.testing.assert_array_equal(got, [0.3550280538878172, 0.0, math.nan, math.nan, 0.0])
+    # torch.special.airy_ai's values (PyTorch 2.13, float64)
+    np.testing.assert_allclose(S.airy_ai(t([-3.0, 2.0])).cpu().numpy(),
+                               [-3.7881e-01, 3.4924e-02], rtol=1e-4)

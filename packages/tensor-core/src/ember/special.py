@@ -8,7 +8,7 @@ mpmath in tests/test_special.py). softmax, log_softmax and logsumexp are ember's
 """
 from __future__ import annotations
 
-from ember.ops import elementwise as _ew, reduction as _red, softmax as _sm
+from ember.ops import elementwise as _ew, reduction as _red, softmax as _sm, special as _sp
 from ember.ops.special import mvlgamma as _mvlgamma, polygamma
 
 # the error function family
@@ -44,6 +44,20 @@ bessel_j1 = _ew.special_bessel_j1
 bessel_y0 = _ew.special_bessel_y0
 bessel_y1 = _ew.special_bessel_y1
 spherical_bessel_j0 = _ew.special_spherical_bessel_j0
+airy_ai = _ew.special_airy_ai
+# orthogonal polynomials p_n(x): (input, n)
+chebyshev_polynomial_t = _sp.special_chebyshev_polynomial_t
+chebyshev_polynomial_u = _sp.special_chebyshev_polynomial_u
+chebyshev_polynomial_v = _sp.special_chebyshev_polynomial_v
+chebyshev_polynomial_w = _sp.special_chebyshev_polynomial_w
+shifted_chebyshev_polynomial_t = _sp.special_shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_u = _sp.special_shifted_chebyshev_polynomial_u
+shifted_chebyshev_polynomial_v = _sp.special_shifted_chebyshev_polynomial_v
+shifted_chebyshev_polynomial_w = _sp.special_shifted_chebyshev_polynomial_w
+hermite_polynomial_h = _sp.special_hermite_polynomial_h
+hermite_polynomial_he = _sp.special_hermite_polynomial_he
+laguerre_polynomial_l = _sp.special_laguerre_polynomial_l
+legendre_polynomial_p = _sp.special_legendre_polynomial_p
 # logarithms, exponentials and the rest
 xlogy = _ew.xlogy
 xlog1py = _ew.special_xlog1py
@@ -81,5 +95,10 @@ __all__ = [
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
     "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
     "spherical_bessel_j0", "xlogy", "xlog1py", "entr", "sinc", "exp2", "expm1", "log1p",
-    "round", "softmax", "log_softmax", "logsumexp",
+    "round", "softmax", "log_softmax", "logsumexp", "airy_ai", "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+    "legendre_polynomial_p",
 ]

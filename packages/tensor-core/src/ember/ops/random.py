@@ -240,6 +240,17 @@ def _run(kind, out, generator, op, *params, span=0):
     return out
 
 
+def _fill(kind, t, generator, op, a, b):
+    """_run into t; a complex t gets its real and imaginary parts drawn as interleaved
+    reals (its view_as_real), as PyTorch does."""
+    if t.dtype.kind == "complex":
+        from ember.ops.complex import view_as_real
+        with _core._no_record():
+            _run(kind, view_as_real(t), generator, op, a, b)
+        return t
+    return _run(kind, t, generator, op, a, b)
+
+
 def _size(args, size, op):
     """rand(2, 3), rand((2, 3)), rand([2, 3]), rand(size=(2, 3)) all mean (2, 3)."""
     if size is not None:
@@ -249,10 +260,11 @@ def _size(args, size, op):
     return shape_arg(args, op)
 
 
-def _float_dtype(dtype, op):
+def _float_dtype(dtype, op, complex_ok=False):
     d = _core.get_default_dtype() if dtype is None else as_dtype(dtype)
-    if d.kind != "float":
-        raise TypeError(f"{op}: expected a floating point dtype, got {d!r}")
+    if d.kind != "float" and not (complex_ok and d.kind == "complex"):
+        raise TypeError(f"{op}: expected a floating point{' or complex' if complex_ok else ''} "
+                        f"dtype, got {d!r}")
     return d
 
 
@@ -273,17 +285,23 @@ def _finish(t, requires_grad):
 # factories ------------------------------------------------------------------------
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    """Uniform numbers in [0, 1): rand(2, 3) or rand((2, 3))."""
+    """Uniform numbers in [0, 1): rand(2, 3) or rand((2, 3)); complex dtypes draw the real
+    and imaginary parts each from [0, 1), as PyTorch."""
     shape = _size(size, _options(kwargs, "rand"), "rand")
-    t = _core.empty(shape, _float_dtype(dtype, "rand"), device)
-    return _finish(_run("uniform", t, generator, "rand", 0.0, 1.0), requires_grad)
+    t = _core.empty(shape, _float_dtype(dtype, "rand", True), device)
+    return _finish(_fill("uniform", t, generator, "rand", 0.0, 1.0), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    """Standard normal numbers (mean 0, std 1)."""
+    """Standard normal numbers (mean 0, std 1). Complex dtypes: the real and imaginary
+    parts each normal with variance 1/2 (so E|z|^2 = 1), as PyTorch."""
     shape = _size(size, _options(kwargs, "randn"), "randn")
-    t = _core.empty(shape, _float_dtype(dtype, "randn"), device)
-    return _finish(_run("normal", t, generator, "randn", 0.0, 1.0), requires_grad)
+    t = _core.empty(shape, _float_dtype(dtype, "randn", True), device)
+    std = _SQRT_HALF if t.dtype.kind == "complex" else 1.0
+    return _finish(_fill("normal", t, generator, "randn", 0.0, std), requires_grad)
+
+
+_SQRT_HALF = math.sqrt(0.5)
 
 
 def _dtype_bounds(dtype):
@@ -534,28 +552,33 @@ def _from_to(args, kwargs, default, op):
 
 @tensor_method
 def uniform_(self, *args, generator=None, **kwargs):
-    """Fill with numbers uniform in [from, to) (default [0, 1)): uniform_(a, b)."""
+    """Fill with numbers uniform in [from, to) (default [0, 1)): uniform_(a, b); a complex
+    tensor's real and imaginary parts each (as PyTorch)."""
     _inplace(self, "uniform_")
     low, high = _from_to(args, kwargs, (0.0, 1.0), "uniform_")
     low = float(number_arg(low, "from", "uniform_"))
     high = float(number_arg(high, "to", "uniform_"))
-    _float_dtype(self.dtype, "uniform_")
+    _float_dtype(self.dtype, "uniform_", True)
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError(f"uniform_: from and to must be finite, got {low} and {high}")
     if low > high:
         raise ValueError(f"uniform_: expected from <= to, got from={low}, to={high}")
-    _run("uniform", self, generator, "uniform_", low, high)
+    _fill("uniform", self, generator, "uniform_", low, high)
     return _written(self, "uniform_")
 
 
 @tensor_method
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill with normal numbers of the given mean and std."""
+    """Fill with normal numbers of the given mean and std. A complex tensor: the real and
+    imaginary parts each normal with that mean and std / sqrt(2) (so E|z - mean(1+1j)|^2 =
+    std^2), as PyTorch."""
     _inplace(self, "normal_")
     mean, std = number_arg(mean, "mean", "normal_"), number_arg(std, "std", "normal_")
     _check_std(std, "normal_")
-    _float_dtype(self.dtype, "normal_")
-    _run("normal", self, generator, "normal_", float(mean), float(std))
+    _float_dtype(self.dtype, "normal_", True)
+    if self.dtype.kind == "complex":
+        std = std * _SQRT_HALF
+    _fill("normal", self, generator, "normal_", float(mean), float(std))
     return _written(self, "normal_")
 
 

@@ -267,12 +267,15 @@ def std_mean(input, dim=None, *, correction=1, keepdim=False):
 
 @tensor_method
 def logsumexp(input, dim=None, keepdim=False):
-    """log(sum(exp(x))) over dim, without overflow."""
-    out_dtype = input.dtype if input.dtype.kind == "float" else _core.get_default_dtype()
+    """log(sum(exp(x))) over dim, without overflow. Complex input: the principal log of
+    the sum, shifted by the largest real part (as PyTorch)."""
+    out_dtype = input.dtype if input.dtype.kind in ("float", "complex") else \
+        _core.get_default_dtype()
     x = _wide(_cast_for(input, out_dtype))
     dims = dims_of(dim, x.ndim, "logsumexp")
-    m = _reduce("amax", x, dims, True) if x.numel() else \
-        _core.empty([1] * x.ndim, x.dtype, x.device).fill_(0)
+    re = x.real if x.dtype.kind == "complex" else x
+    m = _reduce("amax", re, dims, True) if x.numel() else \
+        _core.empty([1] * x.ndim, re.dtype, x.device).fill_(0)
     m = _core.elementwise("where", _ew("isinf", m), 0.0, m).detach()
     s = _ew("log", _reduce("sum", _ew("exp", _ew("sub", x, m)), dims, True))
     r = _ew("add", s, m)

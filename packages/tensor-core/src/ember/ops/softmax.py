@@ -16,6 +16,9 @@ def _softmax(input, dim, dtype, log, op):
         raise TypeError(f"{op}: expected a tensor, got {type(input).__name__}")
     if dim is None:
         raise TypeError(f"{op}: dim is required (e.g. {op}(x, dim=-1))")
+    if input.dtype.kind == "complex":   # PyTorch refuses too (softmax has no complex kernel)
+        raise TypeError(f"{op}: not supported for dtype {input.dtype!r}; it is not defined for "
+                        f"complex numbers (apply it to x.real or x.abs())")
     out_dtype = _compute_dtype(input, dtype, op)
     work = _work_dtype(out_dtype)
     with _core._no_record():

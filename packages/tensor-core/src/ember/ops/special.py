@@ -1,7 +1,8 @@
 """The special functions: the op-table rows of kernels/common/ember_special.h (lgamma,
 digamma, polygamma, erfinv, i0, igamma, igammac, sinc, logit and the ``special_*`` rows
-that ember.special names), their accuracy, and the few that are not one row
-(polygamma's argument order, mvlgamma).
+that ember.special names), their accuracy, the entries of the orthogonal polynomials
+(PyTorch's argument names; n bounded where the recurrence runs n steps), and the few
+that are not one row (polygamma's argument order, mvlgamma).
 
 Accuracy is measured in ulps of the result's dtype against the exact value (mpmath,
 in tests/test_special.py, over the whole domain including the tails): ``ACCURACY``
@@ -52,6 +53,8 @@ ACCURACY = {
     "logit": (1, 4, "on (0, 1)"),
     "entr": (1, 4, "for x >= 0"),
     "xlog1py": (1, 4, "for y > -1"),
+    "airy_ai": (1, 4, "for x >= -1e10 (float32: -1e15), measured for x < 0 against max(|Ai(x)|, "
+                "min(Ai(0), |x|^(-1/4) / sqrt(pi))), the envelope (Ai has zeros there)"),
     # rows and compositions that were there before ember.special
     "erf": (3, 2, "everywhere"),
     "erfc": (7, 2, "for normal results"),
@@ -110,6 +113,9 @@ _ROW_DOCS = {
     "special_zeta": ("zeta", "The Hurwitz zeta function zeta(x, q) = sum_k (q + k)^-x (inf at "
                      "x = 1, NaN for x < 1; differentiable in q only, as PyTorch)."),
     "special_xlog1py": ("xlog1py", "x log1p(y), 0 where x is 0 (unless y is NaN)."),
+    "special_airy_ai": ("airy_ai", "The Airy function Ai(x), the solution of y'' = x y that "
+                        "decays as x -> inf (0 at +inf, NaN at -inf as bessel_j0); not "
+                        "differentiable (as PyTorch)."),
     "igamma": ("igamma", "The regularised lower incomplete gamma function P(a, x) = "
                "gamma(a, x) / Gamma(a) (differentiable in x only, as PyTorch)."),
     "igammac": ("igammac", "The regularised upper incomplete gamma function Q(a, x) = 1 - "
@@ -130,6 +136,91 @@ for _row, (_name, _text) in _ROW_DOCS.items():
     _fn.__doc__ = f"{_text}\n\n{accuracy_note(_name)}\nOp-table row `{_row}` (every device)."
 _elementwise.logit.__doc__ += "\n\n" + accuracy_note("logit")
 _elementwise.xlogy.__doc__ += "\n\n" + accuracy_note("xlogy")
+
+
+# The orthogonal polynomials p_n(x), rows special_<name>(x, n): their error is measured in
+# ulps of a scale, since near a root only absolute accuracy is possible.
+# name -> (definition, the scale)
+POLYNOMIALS = {
+    "chebyshev_polynomial_t": ("the Chebyshev polynomial of the first kind T_n(x) = cos(n "
+                               "acos x)", "1 on [-1, 1], |T_n(x)| outside"),
+    "chebyshev_polynomial_u": ("the Chebyshev polynomial of the second kind U_n(x) = "
+                               "sin((n+1) t) / sin t, x = cos t", "n + 1 on [-1, 1], |U_n(x)| "
+                               "outside"),
+    "chebyshev_polynomial_v": ("the Chebyshev polynomial of the third kind V_n(x) = "
+                               "cos((n+1/2) t) / cos(t/2), x = cos t", "2n + 1 on [-1, 1], "
+                               "|V_n(x)| outside"),
+    "chebyshev_polynomial_w": ("the Chebyshev polynomial of the fourth kind W_n(x) = "
+                               "sin((n+1/2) t) / sin(t/2), x = cos t", "2n + 1 on [-1, 1], "
+                               "|W_n(x)| outside"),
+    "shifted_chebyshev_polynomial_t": ("T*_n(x) = T_n(2x - 1)", "that of T_n at 2x - 1"),
+    "shifted_chebyshev_polynomial_u": ("U*_n(x) = U_n(2x - 1)", "that of U_n at 2x - 1"),
+    "shifted_chebyshev_polynomial_v": ("V*_n(x) = V_n(2x - 1)", "that of V_n at 2x - 1"),
+    "shifted_chebyshev_polynomial_w": ("W*_n(x) = W_n(2x - 1)", "that of W_n at 2x - 1"),
+    "hermite_polynomial_h": ("the physicists' Hermite polynomial H_n(x) (H_1 = 2x, H_n+1 = 2x "
+                             "H_n - 2n H_n-1)", "|H_n(i |x|)|, the sum of its terms' "
+                             "magnitudes"),
+    "hermite_polynomial_he": ("the probabilists' Hermite polynomial He_n(x) (He_1 = x, He_n+1 "
+                              "= x He_n - n He_n-1)", "|He_n(i |x|)|, the sum of its terms' "
+                              "magnitudes"),
+    "laguerre_polynomial_l": ("the Laguerre polynomial L_n(x) ((n+1) L_n+1 = (2n+1-x) L_n - n "
+                              "L_n-1)", "L_n(-|x|), the sum of its terms' magnitudes"),
+    "legendre_polynomial_p": ("the Legendre polynomial P_n(x) ((n+1) P_n+1 = (2n+1) x P_n - n "
+                              "P_n-1)", "1 on [-1, 1], |P_n(x)| outside"),
+}
+# float32 ulps of the scale; float64 ulps of the scale as (c, p): c n^p (Laguerre's
+# recurrence loses about n^2 / 10 ulp at small x, the others about n); for n <= 1000
+POLYNOMIAL_ULPS = (1, (3, 1))
+POLYNOMIAL_ULPS_OF = {"laguerre_polynomial_l": (1, (1, 2))}
+# Laguerre's and Legendre's recurrences run n steps without overflowing (for x in (0, inf)
+# and [-1, 1]): n is bounded (EM_SP_POLY_NMAX in ember_special.h, which gives NaN beyond)
+POLYNOMIAL_NMAX = 1048576
+_BOUNDED_N = ("laguerre_polynomial_l", "legendre_polynomial_p")
+
+
+def _check_n(name, n):
+    if isinstance(n, _core.TensorBase):
+        if n.numel() == 0 or n.dtype.kind not in ("int", "float"):
+            return
+        big = float(_core.reduce("amax", n.detach(), None))
+    elif isinstance(n, numbers.Real):
+        big = float(n)
+    else:
+        return
+    if big > POLYNOMIAL_NMAX:
+        raise ValueError(f"{name}: n = {big:.17g} is larger than {POLYNOMIAL_NMAX} (its "
+                         f"recurrence takes n steps)")
+
+
+def _polynomial(name):
+    op = _core.OP_INDEX["special_" + name]
+    f32, (c, p) = POLYNOMIAL_ULPS_OF.get(name, POLYNOMIAL_ULPS)
+    f64 = f"{c} n" if p == 1 else f"n^{p}" if c == 1 else f"{c} n^{p}"
+    text, scale = POLYNOMIALS[name]
+    check = name in _BOUNDED_N
+
+    def fn(input, n, *, out=None):
+        if check:
+            _check_n(name, n)
+        return _core.ew_call(op, input, n, None, 2, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    limit = (f" n <= {POLYNOMIAL_NMAX} (larger n raise ValueError: the recurrence takes n "
+             f"steps)." if check else " Any n costs the same (closed forms, or a recurrence "
+             "that overflows within a few hundred steps).")
+    fn.__doc__ = (f"{name}(input, n, *, out=None): {text}, elementwise; n (a tensor or a "
+                  f"number) is truncated to an integer, n < 0 gives 0 and n = 0 gives 1, as "
+                  f"torch.special; not differentiable (as PyTorch).{limit}\n\nAccuracy: "
+                  f"within {f32} ulp (float32) and {f64} ulp (float64) of the scale {scale}, "
+                  f"for n <= 1000; float16 is computed in float32.\nOp-table row "
+                  f"`special_{name}` (every device).")
+    return fn
+
+
+for _name in POLYNOMIALS:
+    _fn = _polynomial(_name)
+    globals()["special_" + _name] = _fn
+    setattr(_elementwise, "special_" + _name, _fn)
 
 
 def polygamma(n, input, *, out=None):
@@ -238,4 +329,4 @@ def frexp(input, *, out=None):
     return frexp_result(out[0], out[1])
 
 
-__all__ = ["polygamma", "mvlgamma", "frexp"]
+__all__ = ["polygamma", "mvlgamma", "frexp"] + ["special_" + _n for _n in POLYNOMIALS]

@@ -284,6 +284,15 @@ _SPECIAL_UNARY = [
     ("sinc", "sinc", "all", True),
     ("logit", "logit", "unit", True),   # logit(x, eps) clamps first: ops/elementwise.py
 ]
+# (name in ember.special, helper in ember_special.h)
+POLYNOMIALS = [
+    ("chebyshev_polynomial_t", "cheb_t"), ("chebyshev_polynomial_u", "cheb_u"),
+    ("chebyshev_polynomial_v", "cheb_v"), ("chebyshev_polynomial_w", "cheb_w"),
+    ("shifted_chebyshev_polynomial_t", "scheb_t"), ("shifted_chebyshev_polynomial_u", "scheb_u"),
+    ("shifted_chebyshev_polynomial_v", "scheb_v"), ("shifted_chebyshev_polynomial_w", "scheb_w"),
+    ("hermite_polynomial_h", "hermite_h"), ("hermite_polynomial_he", "hermite_he"),
+    ("laguerre_polynomial_l", "laguerre_l"), ("legendre_polynomial_p", "legendre_p"),
+]
 ELEMENTWISE += [
     Elementwise(name, 1, {F: f"em_{helper}_{{T}}(a)"}, promote="float", domain=domain,
                 method=method, inplace=method)
@@ -299,6 +308,16 @@ ELEMENTWISE += [
                 domain="positive", method=False, inplace=False),
     Elementwise("special_xlog1py", 2, {F: "em_xlog1py_{T}(a, b)"}, promote="float",
                 domain="positive", method=False, inplace=False),
+    # not differentiable, as in PyTorch
+    Elementwise("special_airy_ai", 1, {F: "em_airy_ai_{T}(a)"}, promote="float",
+                method=False, inplace=False, differentiable=False),
+] + [
+    # the orthogonal polynomials p_n(x) (x operand a, n operand b, truncated to an
+    # integer; entries with PyTorch's argument names in ops/special.py); not
+    # differentiable, as in PyTorch
+    Elementwise(f"special_{name}", 2, {F: f"em_{helper}_{{T}}(a, b)"}, promote="float",
+                domain="unit", method=False, inplace=False, differentiable=False)
+    for name, helper in POLYNOMIALS
 ]
 
 REDUCTIONS = [

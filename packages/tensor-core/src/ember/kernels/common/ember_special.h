@@ -1,7 +1,9 @@
 /* Special functions of the op table (ember.special and their main-namespace names):
  * digamma, polygamma, Hurwitz zeta, lgamma, erfcx, erfinv, ndtr, ndtri, log_ndtr, the
  * Bessel functions J0 J1 Y0 Y1 I0 I1 K0 K1 (and the exponentially scaled I and K),
- * spherical j0, the regularised incomplete gamma functions, entr, xlog1py.
+ * spherical j0, the regularised incomplete gamma functions, entr, xlog1py, Airy Ai
+ * and the orthogonal polynomials (Chebyshev T U V W and shifted, Hermite H He,
+ * Laguerre L, Legendre P).
  *
  * Included by ember_scalar.h, so it is written in the same subset of C that OpenCL C
  * and CUDA C++ compile: no constant arrays (series are unrolled code), only the libm
@@ -14,8 +16,9 @@
  * (ember/ops/special.py) and checked against mpmath in tests/test_special.py.
  *
  * The Chebyshev and Taylor coefficients are ember's own fits, computed in 50-digit
- * arithmetic by tools/special_coefficients.py (run it to regenerate the block
- * between the GENERATED markers).
+ * arithmetic: tools/special_coefficients.py regenerates the Airy block (between the
+ * GENERATED airy markers); the script that made the first block is not in the
+ * repository.
  */
 #ifndef EMBER_SPECIAL_H
 #define EMBER_SPECIAL_H
@@ -522,6 +525,175 @@ EM_INLINE em_sp_w em_sp_lgamma1p_small(em_sp_w x) {
 }
 /* ---------------------------------------------------------------- GENERATED end */
 
+/* ----------------------------------------------------------- GENERATED airy begin */
+#define EM_SP_AIRY_CUT 2.1
+#define EM_SP_AIRY_SMAX 0.49290397095882444128   /* 1 / zeta(EM_SP_AIRY_CUT) */
+
+/* airy_pos: 28 Chebyshev coefficients (tools/special_coefficients.py) */
+EM_INLINE em_sp_w em_sp_cheb_airy_pos(em_sp_w s) {
+    em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.4844976181721718153e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.9347341959812021647e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.8577955699493564161e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.8012159170850112010e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.6299138461495383635e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.7904742788276446342e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.8001228815773522273e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.9161763818227506910e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.4647627683036446269e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.2307596380083584758e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 7.8865868918882161407e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.8623403933035200347e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.0689038216991263455e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 4.1180310757323254587e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.6418027097727188666e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 6.7987659555011624481e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.9372239731491353331e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.3310238663333177907e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.3692873300483636928e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 3.2460611806586122536e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.7816482128218635687e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.0691169688794265297e-7;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 7.1647687073035616657e-7;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.5360881886177960686e-6;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.1959520530028138157e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 6.5309966683016538471e-4;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.013923198124907018838;
+    return s * b0 - b1 + 0.98536536134003095808;
+}
+
+/* airy_a: 32 Chebyshev coefficients (tools/special_coefficients.py) */
+EM_INLINE em_sp_w em_sp_cheb_airy_a(em_sp_w s) {
+    em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.5362932089834329853e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.4047724815427975930e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.3100572045194969026e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.6691525633720765843e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.7384662481103958328e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.3446812925438358338e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.2195729712639944736e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 9.8254774415407248232e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4757237457611499479e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.7560293347116686480e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.3720845186737403031e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.2013879812882327319e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.8694701070759710959e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.8294746274587340775e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.2138614974560758966e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.5105666709429230561e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.5200241741995744815e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.3654762388968622990e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.1840760742248515672e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 8.7933207718676106733e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.4803017132080597602e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 8.7237687691761487432e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.9417352800840126990e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.2131332220924027560e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.7165597712843680782e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 3.2875080811730572007e-7;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.3581772193487871454e-6;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.0551676463049720704e-6;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 7.7923830118012142748e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 7.4527009422837783883e-4;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.0036522124697452606802;
+    return s * b0 - b1 + 0.99717031968412760199;
+}
+
+/* airy_b: 37 Chebyshev coefficients (tools/special_coefficients.py) */
+EM_INLINE em_sp_w em_sp_cheb_airy_b(em_sp_w s) {
+    em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.1167621567387081496e-21;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.0337756744037067577e-21;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.0726003005783853535e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.2357322785584397890e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 3.2674316341771957114e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.7694870499906690238e-21;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.7101503403088279225e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 7.9276695412056256225e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.4106984437687752136e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.5537610705564926215e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 8.7904858952302057318e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.6239347491203358288e-18;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.4859755580279536872e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.6612180511198341494e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 8.3434118201800409997e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.8870970204573690498e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.3439928570141095266e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 4.3567740833178815088e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.1836243347580261456e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.6984114932991891849e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.6635182194406562043e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 7.1682710303414078393e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.1411057313814437470e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4177954452928339339e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 6.4391747164152114851e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.8045357904915883867e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.4299532228253233993e-10;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.9361730753428895083e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4528759292518123264e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.6244278888671849859e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.9527967433798600456e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.2167145104878738503e-6;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.1444794123996075641e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.0672768141810957649e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.1209364786229421575e-4;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 0.015640358141320628617;
+    return s * b0 - b1 + 0.016099239347819455521;
+}
+
+/* airy_mid_neg: 22 Chebyshev coefficients (tools/special_coefficients.py) */
+EM_INLINE em_sp_w em_sp_cheb_airy_mid_neg(em_sp_w s) {
+    em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.8408123792476550061e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.6687226743558608357e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.8324561840767766456e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.0427070441949038180e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.9407094440661926339e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 3.9263707448780730241e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4329529732977827654e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.8924011947773403297e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.7060339551528251376e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 9.6668749958630935506e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 5.0250851716674243522e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.1165862247797643645e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.0304812105278818251e-8;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 3.7382797757260741251e-6;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.4163860832489332741e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.0470573647780970967e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.0013135907203435462053;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 0.0043358836879770002110;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 0.018042873416511965658;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.13811649559627278194;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 0.079018318550619286743;
+    return s * b0 - b1 + 0.39299011199263845971;
+}
+
+/* airy_mid_pos: 20 Chebyshev coefficients (tools/special_coefficients.py) */
+EM_INLINE em_sp_w em_sp_cheb_airy_mid_pos(em_sp_w s) {
+    em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.3324399198943937674e-20;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4651636267378083120e-19;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.3484008497466681956e-17;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.2339038932362932906e-16;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 2.4656895001511109979e-15;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.1056222720950922898e-14;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 2.9232354994259712334e-13;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 9.1387505634251449263e-12;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.0886432088415719134e-11;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.4802191831351959327e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 3.5849898263060543594e-9;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.7730634550745231591e-7;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 8.5637332280680796962e-7;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 1.5615821646651856661e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 9.7059142369633292304e-5;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 9.9657373657251800576e-4;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.0061583938201286718024;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 0.044451917316974688587;
+    b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 0.17803608918315815698;
+    return s * b0 - b1 + 0.57047273918230461856;
+}
+/* ------------------------------------------------------------- GENERATED airy end */
+
 /* digamma. x < 0: the reflection psi(x) = psi(1 - x) - pi / tan(pi x), with pi x
  * reduced exactly (x - rint(x)); near the positive root x0 a Taylor series in
  * x - x0 (x0 as hi + lo, so the result keeps its relative precision at the root),
@@ -965,6 +1137,183 @@ EM_INLINE em_sp_w em_sp_xlog1py_w(em_sp_w x, em_sp_w y) {
 }
 EM_INLINE em_sp_w em_sp_lgamma_w(em_sp_w x) { return lgamma(x); }
 
+/* Airy Ai, with zeta = 2/3 |x|^(3/2) to twice the precision (its rounding would
+ * otherwise cost zeta ulps through exp(-zeta) and sin(zeta)): x >= 2.1, Ai = g(1 / zeta)
+ * exp(-zeta) / (2 sqrt(pi) x^(1/4)); x <= -2.1, Ai = (sin(zeta + pi/4) A - cos(zeta +
+ * pi/4) B) / (sqrt(pi) |x|^(1/4)) with A, B of 1 / zeta; fits of Ai between (the fits:
+ * tools/special_coefficients.py). 0 at +inf (the limit), NaN at -inf (as J0). */
+/* zeta = 2/3 ax^(3/2) as z + zl (a macro: the dialect has no out-parameters); the
+ * division's residual by fma, so it holds in float (OpenCL without doubles) too */
+#define EM_SP_AIRY_ZETA(ax, z, zl) {                                                  \
+    em_sp_w r_ = sqrt(ax), rl_ = fma(-r_, r_, ax) / (r_ + r_);   /* sqrt = r_ + rl_ */ \
+    em_sp_w p_ = (ax) * r_, pl_ = fma(ax, r_, -p_) + (ax) * rl_; /* ax^1.5 = p_ + pl_ */ \
+    em_sp_w h_ = (p_ + p_) / 3;                                                       \
+    em_sp_w l_ = (fma((em_sp_w)-3, h_, p_ + p_) + pl_ + pl_) / 3;                     \
+    z = h_ + l_;                                                                      \
+    zl = l_ - (z - h_);                                                               \
+}
+EM_INLINE em_sp_w em_sp_airy_ai_w(em_sp_w x) {
+    if (x != x) return x;
+    if (x >= (em_sp_w)EM_SP_AIRY_CUT) {
+        if (x > (em_sp_w)1e4) return 0;                     /* exp(-zeta) underflowed long ago */
+        em_sp_w z, zl;
+        EM_SP_AIRY_ZETA(x, z, zl)
+        em_sp_w g = em_sp_cheb_airy_pos(2 / (z * (em_sp_w)EM_SP_AIRY_SMAX) - 1);
+        return g * (exp(-z) * (1 - zl)) / (2 * (em_sp_w)EM_SP_SQRTPI * sqrt(sqrt(x)));
+    }
+    if (x <= -(em_sp_w)EM_SP_AIRY_CUT) {
+        em_sp_w ax = -x;
+        if (ax == INFINITY) return NAN;
+        /* where ax^1.5 overflows (1e205 in double) the phase is long lost, and |Ai| is
+         * below its envelope |x|^(-1/4) / sqrt(pi) < 1e-51: 0 */
+        if (!(ax * sqrt(ax) < INFINITY)) return 0;
+        em_sp_w z, zl;
+        EM_SP_AIRY_ZETA(ax, z, zl)
+        em_sp_w t = 2 / (z * (em_sp_w)EM_SP_AIRY_SMAX) - 1;
+        em_sp_w a = em_sp_cheb_airy_a(t), b = em_sp_cheb_airy_b(t);
+        em_sp_w sh = sin(z), ch = cos(z), sl = sin(zl), cl = cos(zl);
+        em_sp_w sz = sh * cl + ch * sl, cz = ch * cl - sh * sl;       /* of zeta + zl */
+        /* sin(z + pi/4) = (sin z + cos z) / sqrt 2, cos(z + pi/4) = (cos z - sin z) / sqrt 2 */
+        return (sz * (a + b) + cz * (a - b))
+               / ((em_sp_w)EM_SP_SQRTPI * (em_sp_w)EM_SP_SQRT2 * sqrt(sqrt(ax)));
+    }
+    if (x <= 0) return em_sp_cheb_airy_mid_neg(x * (em_sp_w)(2 / 2.1) + 1);
+    return em_sp_cheb_airy_mid_pos(x * (em_sp_w)(2 / 2.1) - 1) * exp((em_sp_w)-1.5 * x);
+}
+
+/* The orthogonal polynomials of torch.special, p_n(x): PyTorch's definitions. n is
+ * truncated to an integer; n < 0 gives 0 and n = 0 gives 1 (whatever x, as PyTorch),
+ * a NaN n or (for n >= 1) a NaN x NaN. Small n use the three-term recurrences (as
+ * PyTorch); the Chebyshev kinds use their closed forms beyond (cos / cosh of n acos x /
+ * n acosh x, x < 0 by the parities T_n(-x) = (-1)^n T_n(x), U likewise, V_n(-x) =
+ * (-1)^n W_n(x)), so any n costs the same. The Hermite recurrences overflow within a
+ * few hundred steps and stop there; Laguerre's and Legendre's need not, so n is bounded
+ * (EM_SP_POLY_NMAX; NaN beyond, and the Python entries refuse it). */
+#define EM_SP_POLY_NMAX 1048576
+#define EM_SP_POLY_ARGS(x, nf)                                                       \
+    if ((nf) != (nf)) return NAN;                                                    \
+    em_sp_w n = trunc(nf);                                                           \
+    if (n < 0) return 0;                                                             \
+    if (n == 0) return 1;                                                            \
+    if ((x) != (x)) return x;
+EM_INLINE int em_sp_odd(em_sp_w n) { return fmod(n, (em_sp_w)2) != 0; }
+EM_INLINE em_sp_w em_sp_cheb_rec(em_sp_w x, em_sp_w n, em_sp_w p, em_sp_w q) {
+    /* r_{k+1} = 2x r_k - r_{k-1} from r_0 = p, r_1 = q, up to r_n */
+    for (em_sp_w k = 2; k <= n; k += 1) {
+        em_sp_w r = (x + x) * q - p;
+        p = q;
+        q = r;
+    }
+    return q;
+}
+/* cosh(a) / c and sinh(a) / c for a >= 0, c > 0, without overflowing before the quotient */
+EM_INLINE em_sp_w em_sp_cosh_over(em_sp_w a, em_sp_w c) {
+    return a < 700 ? cosh(a) / c : exp(a - log(c + c));
+}
+EM_INLINE em_sp_w em_sp_sinh_over(em_sp_w a, em_sp_w c) {
+    return a < 700 ? sinh(a) / c : exp(a - log(c + c));
+}
+/* The closed forms at y in [0, 1) with y = cos 2p (kind 0..3 = T U V W): cos 2np, sin
+ * (2n+2)p / sin 2p, cos (2n+1)p / cos p, sin (2n+1)p / sin p; c = cos p and s = sin p
+ * come from the caller exactly (sqrt of (1 + y) / 2 and (1 - y) / 2, which it has without
+ * the rounding of y near -1 or 1), p = asin(s) <= pi/4. */
+EM_INLINE em_sp_w em_sp_cheb_trig(em_sp_w c, em_sp_w s, em_sp_w n, int kind) {
+    em_sp_w p = asin(s), m = n + n + 1;
+    if (kind == 0) return cos((n + n) * p);
+    if (kind == 1) return sin((m + 1) * p) / (2 * s * c);
+    if (kind == 2) return cos(m * p) / c;
+    return sin(m * p) / s;
+}
+/* ... and at y = 1 + d > 1, y = cosh 2p: cosh 2np, sinh (2n+2)p / sinh 2p, cosh (2n+1)p /
+ * cosh p, sinh (2n+1)p / sinh p, with d = y - 1 exact from the caller. */
+EM_INLINE em_sp_w em_sp_cheb_hyp(em_sp_w d, em_sp_w n, int kind) {
+    if (d == INFINITY) return INFINITY;
+    em_sp_w c = sqrt(1 + d * (em_sp_w)0.5), s = sqrt(d * (em_sp_w)0.5);   /* cosh p, sinh p */
+    em_sp_w p = (em_sp_w)0.5 * log1p(d + sqrt(d * (d + 2))), m = n + n + 1;
+    if (kind == 0) return em_sp_cosh_over((n + n) * p, 1);
+    if (kind == 1) return em_sp_sinh_over((m + 1) * p, 2 * s * c);
+    if (kind == 2) return em_sp_cosh_over(m * p, c);
+    return em_sp_sinh_over(m * p, s);
+}
+/* p_n(x) of kind 0..3, shifted: p_n(2x - 1). Small n: the recurrence (PyTorch's); else the
+ * closed forms at |y|, y = 2x - 1 or x, with p_n(-y) = (-1)^n p_n(y) for T and U and
+ * (-1)^n times the other of V, W. */
+EM_INLINE em_sp_w em_sp_chebyshev(em_sp_w x, em_sp_w nf, int kind, int shifted) {
+    EM_SP_POLY_ARGS(x, nf)
+    em_sp_w y = shifted ? x + x - 1 : x;
+    if (n <= (kind == 0 ? 6 : 8)) {
+        em_sp_w q = kind == 0 ? y : kind == 1 ? y + y : kind == 2 ? y + y - 1 : y + y + 1;
+        return em_sp_cheb_rec(y, n, 1, q);
+    }
+    int neg = shifted ? x < (em_sp_w)0.5 : x < 0;
+    em_sp_w sg = (neg && em_sp_odd(n)) ? -1 : 1;
+    if (neg && kind >= 2) kind = 5 - kind;
+    em_sp_w up, dn;                    /* (1 + |y|) / 2 and (1 - |y|) / 2, exactly */
+    if (shifted) {
+        up = neg ? 1 - x : x;
+        dn = neg ? x : 1 - x;
+    } else {
+        em_sp_w ay = fabs(x);
+        up = (1 + ay) * (em_sp_w)0.5;
+        dn = (1 - ay) * (em_sp_w)0.5;
+    }
+    if (dn > 0) return sg * em_sp_cheb_trig(sqrt(up), sqrt(dn), n, kind);
+    if (dn == 0) return sg * (kind == 0 ? 1 : kind == 1 ? n + 1 : kind == 2 ? 1 : n + n + 1);
+    return sg * em_sp_cheb_hyp(-(dn + dn), n, kind);
+}
+EM_INLINE em_sp_w em_sp_cheb_t_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 0, 0); }
+EM_INLINE em_sp_w em_sp_cheb_u_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 1, 0); }
+EM_INLINE em_sp_w em_sp_cheb_v_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 2, 0); }
+EM_INLINE em_sp_w em_sp_cheb_w_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 3, 0); }
+EM_INLINE em_sp_w em_sp_scheb_t_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 0, 1); }
+EM_INLINE em_sp_w em_sp_scheb_u_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 1, 1); }
+EM_INLINE em_sp_w em_sp_scheb_v_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 2, 1); }
+EM_INLINE em_sp_w em_sp_scheb_w_w(em_sp_w x, em_sp_w n) { return em_sp_chebyshev(x, n, 3, 1); }
+/* Hermite, physicists' H_{k+1} = 2x H_k - 2k H_{k-1} (c = 2) and probabilists' He_{k+1}
+ * = x He_k - k He_{k-1} (c = 1): odd n at x = 0 is 0 exactly (the recurrence would turn
+ * it into inf - inf once the even terms overflow) */
+EM_INLINE em_sp_w em_sp_hermite(em_sp_w x, em_sp_w nf, em_sp_w c) {
+    EM_SP_POLY_ARGS(x, nf)
+    if (x == 0 && em_sp_odd(n)) return 0;
+    em_sp_w p = 1, q = c * x;
+    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
+        em_sp_w r = c * (x * q - k * p);
+        p = q;
+        q = r;
+    }
+    return q;
+}
+EM_INLINE em_sp_w em_sp_hermite_h_w(em_sp_w x, em_sp_w n) { return em_sp_hermite(x, n, 2); }
+EM_INLINE em_sp_w em_sp_hermite_he_w(em_sp_w x, em_sp_w n) { return em_sp_hermite(x, n, 1); }
+/* Laguerre: (k + 1) L_{k+1} = (2k + 1 - x) L_k - k L_{k-1} */
+EM_INLINE em_sp_w em_sp_laguerre_l_w(em_sp_w x, em_sp_w nf) {
+    EM_SP_POLY_ARGS(x, nf)
+    if (n > EM_SP_POLY_NMAX) return NAN;
+    if (x == 0) return 1;
+    em_sp_w p = 1, q = 1 - x;
+    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
+        em_sp_w r = ((k + k + 1 - x) * q - k * p) / (k + 1);
+        p = q;
+        q = r;
+    }
+    return q;
+}
+/* Legendre: (k + 1) P_{k+1} = (2k + 1) x P_k - k P_{k-1} */
+EM_INLINE em_sp_w em_sp_legendre_p_w(em_sp_w x, em_sp_w nf) {
+    EM_SP_POLY_ARGS(x, nf)
+    if (n > EM_SP_POLY_NMAX) return NAN;
+    if (fabs(x) == 1) return (x > 0 || !em_sp_odd(n)) ? 1 : -1;
+    em_sp_w p = 1, q = x;
+    for (em_sp_w k = 1; k < n && fabs(q) < INFINITY; k += 1) {
+        em_sp_w r = ((k + k + 1) * x * q - k * p) / (k + 1);
+        p = q;
+        q = r;
+    }
+    return q;
+}
+#undef EM_SP_POLY_ARGS
+#undef EM_SP_AIRY_ZETA
+
 /* The op table's per-dtype names: float64 is the wide function, float32 / float16
  * compute in em_sp_w and round once. */
 #define EM_SP_UNARY(name)                                                           \
@@ -1001,6 +1350,19 @@ EM_SP_BINARY(zeta)
 EM_SP_BINARY(igamma)
 EM_SP_BINARY(igammac)
 EM_SP_BINARY(xlog1py)
+EM_SP_UNARY(airy_ai)
+EM_SP_BINARY(cheb_t)
+EM_SP_BINARY(cheb_u)
+EM_SP_BINARY(cheb_v)
+EM_SP_BINARY(cheb_w)
+EM_SP_BINARY(scheb_t)
+EM_SP_BINARY(scheb_u)
+EM_SP_BINARY(scheb_v)
+EM_SP_BINARY(scheb_w)
+EM_SP_BINARY(hermite_h)
+EM_SP_BINARY(hermite_he)
+EM_SP_BINARY(laguerre_l)
+EM_SP_BINARY(legendre_p)
 #undef EM_SP_UNARY
 #undef EM_SP_BINARY
 #define em_lgamma_float16 em_lgamma_float32
@@ -1031,6 +1393,7 @@ EM_SP_BINARY(xlog1py)
 #define em_igamma_float16 em_igamma_float32
 #define em_igammac_float16 em_igammac_float32
 #define em_xlog1py_float16 em_xlog1py_float32
+#define em_airy_ai_float16 em_airy_ai_float32
 #define em_lgamma_bfloat16 em_lgamma_float32
 #define em_digamma_bfloat16 em_digamma_float32
 #define em_erfcx_bfloat16 em_erfcx_float32
@@ -1059,6 +1422,7 @@ EM_SP_BINARY(xlog1py)
 #define em_igamma_bfloat16 em_igamma_float32
 #define em_igammac_bfloat16 em_igammac_float32
 #define em_xlog1py_bfloat16 em_xlog1py_float32
+#define em_airy_ai_bfloat16 em_airy_ai_float32
 #define em_cheb_t_float16 em_cheb_t_float32
 #define em_cheb_u_float16 em_cheb_u_float32
 #define em_cheb_v_float16 em_cheb_v_float32
@@ -1111,5 +1475,18 @@ EM_SP_BINARY(xlog1py)
 #define em_igamma_float64 em_sp_igamma_w
 #define em_igammac_float64 em_sp_igammac_w
 #define em_xlog1py_float64 em_sp_xlog1py_w
+#define em_airy_ai_float64 em_sp_airy_ai_w
+#define em_cheb_t_float64 em_sp_cheb_t_w
+#define em_cheb_u_float64 em_sp_cheb_u_w
+#define em_cheb_v_float64 em_sp_cheb_v_w
+#define em_cheb_w_float64 em_sp_cheb_w_w
+#define em_scheb_t_float64 em_sp_scheb_t_w
+#define em_scheb_u_float64 em_sp_scheb_u_w
+#define em_scheb_v_float64 em_sp_scheb_v_w
+#define em_scheb_w_float64 em_sp_scheb_w_w
+#define em_hermite_h_float64 em_sp_hermite_h_w
+#define em_hermite_he_float64 em_sp_hermite_he_w
+#define em_laguerre_l_float64 em_sp_laguerre_l_w
+#define em_legendre_p_float64 em_sp_legendre_p_w
 
 #endif /* EMBER_SPECIAL_H */
