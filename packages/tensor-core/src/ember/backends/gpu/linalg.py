@@ -1,9 +1,9 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
-applying its Q, the symmetric eigenproblem and the SVD, float32 and float64, with the
-CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the device: no host
-transfer, no synchronization (info is written by the kernels; the raising forms of
-ember.ops.linalg read it once, after the call).
+applying its Q, the symmetric eigenproblem, the SVD and the nonsymmetric eigenproblem,
+float32 and float64, with the CPU kernels' signatures (ember/_C/linalg.pyx). All but
+the last stay on the device: no host transfer, no synchronization (info is written by
+the kernels; the raising forms of ember.ops.linalg read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
@@ -14,13 +14,17 @@ rows at a time with the GEMM between them. QR up to QR_BLOCKED columns is unbloc
 a work-group per matrix (la_geqr2; its Q applied a work-item per column, la_ormqr);
 wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I - V T
 V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
-The symmetric eigenproblem (eigh, eigvalsh) and the SVD of matrices up to SMALL:
-cyclic and one-sided Jacobi in local memory, a work-group per matrix; larger ones and
-the nonsymmetric eigenproblem have no device kernels yet: their ops say "no kernel for
-<device>" (backends/base.py)."""
+The symmetric eigenproblem (eigh, eigvalsh) and the SVD: cyclic and one-sided Jacobi,
+a work-group per matrix, in local memory up to SMALL, in a device workspace above it
+(O(n^3) a sweep in one work-group: a batch of mid-sized matrices fills the device, one
+large matrix does not). The nonsymmetric eigenproblem (eig, eigvals) is the hybrid
+of linalg_geev: Hessenberg reduction and back-transformation on the device, the QR
+iteration on the host, with its host transfers counted there."""
 from __future__ import annotations
 
 import functools
+
+from ember._C import core as _core
 
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
 GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
@@ -32,8 +36,8 @@ QR_BLOCKED = 64   # QR (and applying its Q) unblocked up to this many reflectors
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
-           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd")
-SIZED = ("linalg_syev", "linalg_svd")   # kernels that refuse matrices above SMALL, naming the op
+           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd", "linalg_geev")
+SIZED = ("linalg_syev", "linalg_svd")   # kernels whose errors name the calling op
 
 
 def _batch(t, tail=2):
@@ -286,41 +290,102 @@ class LinalgKernels:
                         self.view(c, (batch, m - j0, p), (m * p, p, 1), j0 * p), trans)
         return c
 
+    def _jacobi_groups(self, batch):
+        """The work-groups of the Jacobi kernels of any size, each with its own
+        workspace (a group loops over the matrices past 16384)."""
+        return min(batch, 16384)
+
     def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):
         """Symmetric a (..., n, n) <- its eigenvectors as columns (when vectors; in
         place); w (..., n) the eigenvalues ascending; info (...) int32 (1: no
-        convergence, -1: a non-finite entry). n <= SMALL only (op names the refusal)."""
+        convergence, -1: a non-finite entry). Cyclic Jacobi, a work-group per matrix:
+        n <= SMALL in local memory (la_syevj_small), larger in a device workspace of 2
+        n^2 per work-group (la_syevj). No host transfer."""
+        self._check_dtype(a.dtype, a.device, op)
         n = a.shape[-1]
-        if n > SMALL:
-            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
-                                      f"matrices larger than {SMALL} x {SMALL} (got {n} x {n})")
-        self._check_dtype(a.dtype, a.device, "eigh")
         batch = _batch(a)
-        if batch and n:
-            self._groups(a.device, f"la_syevj_small_{a.dtype.name}", batch,
+        dev, dt = a.device, a.dtype.name
+        if not (batch and n):
+            if batch:
+                self.fill(info, 0)
+            return a
+        if n <= SMALL:
+            self._groups(dev, f"la_syevj_small_{dt}", batch,
                          [batch, n, self.handle(a), self.handle(w), self.handle(info),
                           int(bool(vectors))], self._small_group(n))
-        elif batch:
-            self.fill(info, 0)
+            return a
+        g = self._jacobi_groups(batch)
+        ws = self.empty((g, 2 * n * n), a.dtype, dev)
+        self._groups(dev, f"la_syevj_{dt}", batch,
+                     [batch, n, self.handle(a), self.handle(w), self.handle(info),
+                      self.handle(ws), int(bool(vectors))])
         return a
 
     def linalg_svd(self, a, s, u, vh, info, vectors, *, op="linalg.svd"):
         """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
         when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
-        info (...) int32 (1: no convergence, -1: a non-finite entry). Both dims <= SMALL
-        only (op names the refusal)."""
+        info (...) int32 (1: no convergence, -1: a non-finite entry). One-sided Jacobi,
+        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small),
+        larger in a device workspace of L k + k^2 + k per work-group (L = max(m, n),
+        la_gesvj). No host transfer."""
+        self._check_dtype(a.dtype, a.device, op)
         m, n = a.shape[-2:]
-        if max(m, n) > SMALL:
-            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
-                                      f"matrices larger than {SMALL} x {SMALL} (got {m} x {n})")
-        self._check_dtype(a.dtype, a.device, "svd")
         batch = _batch(a)
-        if batch and min(m, n):
-            h = self.handle
-            self._groups(a.device, f"la_gesvj_small_{a.dtype.name}", batch,
-                         [batch, m, n, h(a), h(s), h(u) if vectors else h(s),
-                          h(vh) if vectors else h(s), h(info), int(bool(vectors))],
+        dev, dt = a.device, a.dtype.name
+        if not (batch and min(m, n)):
+            if batch:
+                self.fill(info, 0)
+            return a
+        h = self.handle
+        outs = [h(a), h(s), h(u) if vectors else h(s), h(vh) if vectors else h(s), h(info)]
+        if max(m, n) <= SMALL:
+            self._groups(dev, f"la_gesvj_small_{dt}", batch,
+                         [batch, m, n] + outs + [int(bool(vectors))],
                          self._small_group(max(m, n)))
-        elif batch:
-            self.fill(info, 0)
+            return a
+        L, k = max(m, n), min(m, n)
+        g = self._jacobi_groups(batch)
+        ws = self.empty((g, L * k + k * k + k), a.dtype, dev)
+        self._groups(dev, f"la_gesvj_{dt}", batch,
+                     [batch, m, n] + outs + [h(ws), int(bool(vectors))])
         return a
+
+    def linalg_geev(self, a, wr, wi, v, info, vectors):
+        """Eigenvalues wr + i wi (..., n) of real a (..., n, n) (a is overwritten) and,
+        when vectors, v (..., n, n) the right eigenvectors in LAPACK's real form, unit
+        2-norm; info (...) int32 (1: no convergence), as the CPU's. The hybrid design
+        (MAGMA's geev): Hessenberg reduction A = Q H Q^T on the device (la_gehd2); H to
+        the host, where the CPU's kernel runs the Francis double-shift QR and the
+        eigenvectors Y of H; wr, wi, info and Y back; the eigenvectors Q Y on the device
+        (la_orghr_apply). Host transfers per call, whatever the batch: 1 down (H, n^2
+        per matrix), 3 up (wr and wi: n each; info: 1) and with vectors a 4th (Y: n^2)."""
+        from ember._C import linalg as cpu_linalg
+        self._check_dtype(a.dtype, a.device, "eig")
+        n = a.shape[-1]
+        batch = _batch(a)
+        if not (batch and n):
+            return wr
+        dev, dt = a.device, a.dtype.name
+        refl = self.empty((batch, n, n), a.dtype, dev)
+        tau = self.empty((batch, n), a.dtype, dev)
+        self._groups(dev, f"la_gehd2_{dt}", batch,
+                     [batch, n, self.handle(a), self.handle(refl), self.handle(tau)])
+        h = self.to_cpu(a)
+        hw = [_core.empty(tuple(t.shape), t.dtype) for t in (wr, wi, info)]
+        hv = _core.empty(tuple(v.shape), v.dtype) if vectors else None
+        cpu_linalg.linalg_geev(h, hw[0], hw[1], hv, hw[2], bool(vectors))
+        for dst, src in zip((wr, wi, info) + ((v,) if vectors else ()),
+                            hw + ([hv] if vectors else [])):
+            self._upload(dst, src)
+        if vectors:
+            self.run(dev, f"la_orghr_apply_{dt}", batch * n,
+                     [batch, n, n, self.handle(refl), self.handle(tau), self.handle(v)])
+        return wr
+
+    def _upload(self, dst, host):
+        """The contiguous host tensor's bytes into the contiguous device tensor dst (a
+        host transfer)."""
+        from ember.backends.gpu import _host_bytes
+        if host.nbytes:
+            self.host_transfers += 1
+            self.write(self.handle(dst), dst.storage_offset() * dst.itemsize, _host_bytes(host))
