@@ -594,9 +594,82 @@ def test_what_has_no_device_kernel_says_so(device):
     A = em.eye(3, device=device)
     device = A.device
     Z = A.to(em.complex64)
-    for name, call in (("linalg.solve", lambda: LA.solve(Z, Z)),
-                       ("linalg.cholesky", lambda: LA.cholesky(Z)),
-                       ("linalg.eigvals", lambda: LA.eigvals(Z))):
+    for name, call in (("linalg.eigvals", lambda: LA.eigvals(Z)),
+                       ("linalg.eigh", lambda: LA.eigh(Z)),
+                       ("linalg.qr", lambda: LA.qr(Z))):
         with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
                                                       rf"\(complex64\)$"):
             call()
+
+
+# -------------------------------------------------------------------- complex --
+
+CDTYPES = (em.complex64, em.complex128)
+
+
+def crandn(r, shape):
+    return r.standard_normal(shape) + 1j * r.standard_normal(shape)
+
+
+def C(t):
+    return to_numpy(t.cpu()).astype(np.complex128)
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(CDTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_complex_lu_solve_inv_det_cholesky(device, batch, n, k, dtype, adjoint, seed):
+    """complex64/128 on a device (programs/linalg_complex.h; above 32 the trailing
+    updates are four real GEMMs on the parts): LU's pivots as the CPU's, solve (and
+    A^H solves), inv, det/slogdet and Cholesky (A = L L^H) against NumPy."""
+    usable(device, em.float64 if dtype is em.complex128 else em.float32)
+    r = rng(seed)
+    a = crandn(r, batch + (n, n)) + 2 * np.sqrt(max(n, 1)) * np.eye(n)
+    b = crandn(r, batch + (n, k))
+    a = a.astype(dtype.name).astype(np.complex128)
+    b = b.astype(dtype.name).astype(np.complex128)
+    A, B = on(device, a, dtype), on(device, b, dtype)
+    tol = 1e-4 if dtype is em.complex64 else 1e-11
+    LU, piv = LA.lu_factor(A)
+    assert LU.device == A.device and LU.dtype is dtype
+    np.testing.assert_array_equal(N(piv), N(LA.lu_factor(on("cpu", a, dtype)).pivots))
+    ah = np.conj(np.swapaxes(a, -1, -2))
+    ref = np.linalg.solve(ah if adjoint else a, b) if n else b
+    X = LA.lu_solve(LU, piv, B, adjoint=adjoint)
+    assert np.abs(C(X) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+    assert np.abs(C(LA.solve(A, B)) - (np.linalg.solve(a, b) if n else b)).max(initial=0) \
+        <= tol * max(np.abs(ref).max(initial=0), 1)
+    if n:
+        np.testing.assert_allclose(C(LA.inv(A)), np.linalg.inv(a), atol=tol, rtol=tol)
+    if n <= 33:      # the bigger ones' det overflows complex64
+        np.testing.assert_allclose(C(LA.det(A)), np.linalg.det(a), rtol=tol * 10)
+    sign, logabs = LA.slogdet(A)
+    rs, rl = np.linalg.slogdet(a)
+    np.testing.assert_allclose(C(sign), rs, atol=tol * 10)
+    np.testing.assert_allclose(N(logabs), rl, atol=tol * 10 * max(n, 1))
+    s = a @ ah + n * np.eye(n)
+    L = LA.cholesky(on(device, s, dtype))
+    scale = max(np.abs(s).max(initial=0), 1.0)
+    assert np.abs(C(L) - np.linalg.cholesky(s)).max(initial=0) <= tol * np.sqrt(scale)
+    for upper, left in ((False, True), (True, False)):
+        T = np.triu(a) if upper else np.tril(a)
+        rhs = b if left else np.swapaxes(b, -1, -2)
+        X = LA.solve_triangular(on(device, T, dtype), on(device, rhs, dtype), upper=upper,
+                                left=left)
+        got = T @ C(X) if left else C(X) @ T
+        bound = tol * max(n, 1) * max(np.abs(T).max(initial=0), 1) * max(np.abs(C(X)).max(
+            initial=0), 1)
+        assert np.abs(got - rhs).max(initial=0) <= bound
+
+
+def test_complex_singular_and_not_positive_definite(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    sing = np.ones((2, 40, 40), dtype=np.complex128)
+    sing[0] = np.eye(40) * (1 + 1j)
+    info = N(LA.lu_factor_ex(on(device, sing, dt)).info)
+    np.testing.assert_array_equal(info, N(LA.lu_factor_ex(on("cpu", sing, dt)).info))
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.solve: "):
+        LA.solve(on(device, sing, dt), on(device, sing[..., :1], dt))
+    npd = np.stack([np.eye(40), -np.eye(40)]).astype(np.complex128)
+    _, info = LA.cholesky_ex(on(device, npd, dt))
+    np.testing.assert_array_equal(N(info), [0, 1])

@@ -1,8 +1,10 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
 applying its Q, the symmetric eigenproblem, the SVD and the nonsymmetric eigenproblem,
-float32 and float64, with the CPU kernels' signatures (ember/_C/linalg.pyx). All but
-the last stay on the device: no host transfer, no synchronization (info is written by
+float32 and float64 (complex64 and complex128 too for LU, its solves, the triangular
+solves and Cholesky: programs/linalg_complex.h, the same text as the real ones through
+kernels/gpu/linalg_lu.h; their trailing updates are four real GEMMs on the parts), with
+the CPU kernels' signatures (ember/_C/linalg.pyx). All but the last stay on the device: no host transfer, no synchronization (info is written by
 the kernels; the raising forms of ember.ops.linalg read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import functools
 
+from ember import _dtypes
 from ember._C import core as _core
 
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
@@ -35,9 +38,20 @@ QR_BLOCKED = 64   # QR (and applying its Q) unblocked up to this many reflectors
 # 8 x 8 LU 6x slower than 8)
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
            "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd", "linalg_geev")
+# the kernels of programs/linalg_complex.h too
+COMPLEX_KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
 SIZED = ("linalg_syev", "linalg_svd")   # kernels whose errors name the calling op
+
+
+def _parts(t):
+    """The real and imaginary parts of a complex view, as real views of its storage."""
+    real = _dtypes.float32 if t.dtype.name == "complex64" else _dtypes.float64
+    shape, strides = tuple(t.shape), tuple(2 * x for x in t.stride())
+    return tuple(_core.as_strided_from(t.untyped_storage(), real, shape, strides,
+                                       2 * t.storage_offset() + k) for k in (0, 1))
 
 
 def _batch(t, tail=2):
@@ -52,7 +66,8 @@ class LinalgKernels:
 
     # the dtypes each kernel has on a device (Backend.kernel refuses the others with
     # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
-    kernel_dtypes = {name: DTYPES for name in KERNELS}
+    kernel_dtypes = {name: DTYPES + (COMPLEX if name in COMPLEX_KERNELS else ())
+                     for name in KERNELS}
 
     def kernel(self, name, op, device, dtype):
         fn = super().kernel(name, op, device, dtype)
@@ -72,15 +87,25 @@ class LinalgKernels:
             g *= 2
         return g
 
-    def _sub_product(self, c, a, b):
-        """c -= a @ b on views (the trailing updates), by the device GEMM."""
-        t = self.matmul(a, b)
-        self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+    def _sub_product(self, c, a, b, conj_a=False, conj_b=False):
+        """c -= a @ b on views (the trailing updates), by the device GEMM; complex: four
+        real GEMMs on the parts (a and b conjugated when conj_a / conj_b)."""
+        if c.dtype.name not in COMPLEX:
+            t = self.matmul(a, b)
+            self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+            return
+        (cr, ci), (ar, ai), (br, bi) = _parts(c), _parts(a), _parts(b)
+        sa, sb = -1 if conj_a else 1, -1 if conj_b else 1
+        # (ar + i sa ai)(br + i sb bi) = ar br - sa sb ai bi + i (sb ar bi + sa ai br)
+        for out, x, y, sign in ((cr, ar, br, 1), (cr, ai, bi, -sa * sb), (ci, ar, bi, sb),
+                                (ci, ai, br, sa)):
+            t = self.matmul(x, y)
+            self.elementwise("sub" if sign > 0 else "add", [out, t], out.dtype, out.dtype, out)
 
-    def _trsm(self, a, a_rs, a_cs, b, lower, unit):
+    def _trsm(self, a, a_rs, a_cs, b, lower, unit, conj=False):
         """b (B, n, k) <- T^{-1} b for T the triangle of a (B, n, n) read with row and
-        column strides (a_rs, a_cs): blocks of NB rows solved by la_trsm, the rest of
-        b updated by GEMM after each."""
+        column strides (a_rs, a_cs) (conjugated when conj): blocks of NB rows solved by
+        la_trsm, the rest of b updated by GEMM after each."""
         nb_, n, k = b.shape
         if nb_ == 0 or n == 0 or k == 0:
             return b
@@ -90,7 +115,8 @@ class LinalgKernels:
         def solve(i0, i1):
             self.run(dev, f"la_trsm_{dt}", nb_ * k,
                      [nb_, i1 - i0, k, self.handle(a), i0 * a_rs + i0 * a_cs, abs_, a_rs,
-                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit)])
+                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit),
+                      int(conj)])
 
         def tri(r0, r1, c0, c1):     # the block [r0:r1, c0:c1] of T
             return self.view(a, (nb_, r1 - r0, c1 - c0), (abs_, a_rs, a_cs),
@@ -104,13 +130,13 @@ class LinalgKernels:
                 i1 = min(n, i0 + NB)
                 solve(i0, i1)
                 if i1 < n:
-                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1))
+                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1), conj)
         else:
             for i1 in range(n, 0, -NB):
                 i0 = max(0, i1 - NB)
                 solve(i0, i1)
                 if i0 > 0:
-                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1))
+                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1), conj)
         return b
 
     def linalg_lu_factor(self, a, piv, info):
@@ -139,7 +165,7 @@ class LinalgKernels:
                 # U12 <- L11^{-1} A12 (unit lower, jb rows), then A22 -= L21 U12
                 self.run(dev, f"la_trsm_{dt}", batch * (n - j1),
                          [batch, jb, n - j1, self.handle(a), j0 * n + j0, mn, n, 1,
-                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1])
+                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1, 0])
                 if j1 < m:
                     self._sub_product(
                         self.view(a, (batch, m - j1, n - j1), (mn, n, 1), j1 * n + j1),
@@ -148,7 +174,7 @@ class LinalgKernels:
         return a
 
     def linalg_lu_solve(self, lu, piv, b, adjoint):
-        """b (..., n, k) <- A^{-1} b (A^{-T} b when adjoint) from lu (..., n, n) and
+        """b (..., n, k) <- A^{-1} b (A^{-H} b when adjoint) from lu (..., n, n) and
         piv: the interchanges, then the two triangles of lu."""
         self._check_dtype(lu.dtype, lu.device, "lu_solve")
         n, k = b.shape[-2:]
@@ -164,10 +190,11 @@ class LinalgKernels:
             self._trsm(luv, n, 1, bv, True, True)
             self._trsm(luv, n, 1, bv, False, False)
         else:
-            # A^T = U^T L^T P^T: U^T (lower), L^T (upper, unit), then the interchanges
+            # A^H = U^H L^H P^T: U^H (lower), L^H (upper, unit), then the interchanges
             # undone
-            self._trsm(luv, 1, n, bv, True, False)
-            self._trsm(luv, 1, n, bv, False, True)
+            cx = lu.dtype.name in COMPLEX
+            self._trsm(luv, 1, n, bv, True, False, cx)
+            self._trsm(luv, 1, n, bv, False, True, cx)
             self.run(dev, f"la_laswp_{dt}", batch * k, swap + [1])
         return b
 
@@ -186,7 +213,7 @@ class LinalgKernels:
         return b
 
     def linalg_cholesky(self, a, info):
-        """a (..., n, n) <- L with A = L L^T from a's lower triangle, zeros above (in
+        """a (..., n, n) <- L with A = L L^H from a's lower triangle, zeros above (in
         place); info (...) int32: the order of the first leading minor that is not
         positive-definite."""
         self._check_dtype(a.dtype, a.device, "cholesky")
@@ -207,11 +234,12 @@ class LinalgKernels:
             self._groups(dev, f"la_potrf_panel_{dt}", batch,
                          [batch, n, j0, jb, self.handle(a), self.handle(info)])
             if j1 < n:
-                # A22 -= L21 L21^T (the whole square: its upper part is zeroed below)
+                # A22 -= L21 L21^H (the whole square: its upper part is zeroed below)
                 self._sub_product(
                     self.view(a, (batch, n - j1, n - j1), (nn, n, 1), j1 * n + j1),
                     self.view(a, (batch, n - j1, jb), (nn, n, 1), j1 * n + j0),
-                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0))
+                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0),
+                    conj_b=a.dtype.name in COMPLEX)
         self.run(dev, f"la_zero_upper_{dt}", batch * nn,
                  [batch, n, self.handle(a), self.handle(info)])
         return a
