@@ -584,6 +584,17 @@ def test_gradcheck_solve_inv_det_cholesky(device):
     assert gradcheck(LA.pinv, (g,))
     assert gradcheck(lambda A: LA.qr(A).Q, (g,))
     assert gradcheck(lambda A: LA.qr(A).R, (g,))
+    # eig: Hessenberg on the device, the QR iteration on the host; phase-invariant losses
+    ns = x(r.standard_normal((2, 3, 3)))
+    assert gradcheck(lambda A: em.view_as_real(LA.eigvals(A)), (ns,))
+    assert gradcheck(lambda A: LA.eig(A)[1].abs(), (ns,))
+    # complex solve and Cholesky (complex128 kernels)
+    z = on(device, well(r, (2, 3, 3)) + 1j * r.standard_normal((2, 3, 3)),
+           em.complex128).requires_grad_()
+    zb = on(device, r.standard_normal((2, 3, 1)) + 1j * r.standard_normal((2, 3, 1)),
+            em.complex128).requires_grad_()
+    assert gradcheck(lambda A, B: LA.solve(A, B), (z, zb))
+    assert gradcheck(lambda A: LA.cholesky(A @ A.mH), (z,))
 
 
 # ------------------------------------------------------------- no device kernels --
