@@ -4,8 +4,9 @@ applying its Q, the symmetric eigenproblem, the SVD and the nonsymmetric eigenpr
 float32 and float64 (complex64 and complex128 too for LU, its solves, the triangular
 solves and Cholesky: programs/linalg_complex.h, the same text as the real ones through
 kernels/gpu/linalg_lu.h; their trailing updates are four real GEMMs on the parts), with
-the CPU kernels' signatures (ember/_C/linalg.pyx). All but the last stay on the device: no host transfer, no synchronization (info is written by
-the kernels; the raising forms of ember.ops.linalg read it once, after the call).
+the CPU kernels' signatures (ember/_C/linalg.pyx). All but the nonsymmetric
+eigenproblem stay on the device: no host transfer, no synchronization (info is written
+by the kernels; the raising forms of ember.ops.linalg read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
