@@ -1,4 +1,4 @@
-"""ember.linalg's LU, Cholesky, triangular solves, QR and (up to 32 x 32) eigh and SVD on
+"""ember.linalg's LU, Cholesky, triangular solves, QR, eigh and SVD on
 every device (the CPU, and OpenCL / CUDA through backends/gpu/linalg.py over
 kernels/gpu/programs/linalg.h) against NumPy: batches of small matrices (factored in
 local memory) and larger ones (LU and Cholesky blocked: panels on the device, trailing
@@ -359,15 +359,17 @@ def test_geqrf_householder_product_ormqr_and_gels(device):
 
 # ----------------------------------------------------------------------- eigh --
 
-SMALL_SIZES = st.one_of(st.integers(0, 9), st.sampled_from([16, 31, 32]))
+# across the local-memory limit (32) of the Jacobi kernels, and a chunk of pairs (64)
+# of the larger ones' rounds past it
+JACOBI_SIZES = st.one_of(st.integers(0, 9), st.sampled_from([16, 31, 32, 33, 47]))
 
 
 @CFG
-@given(BATCHES, SMALL_SIZES, st.sampled_from(DTYPES), st.sampled_from(["L", "U"]),
+@given(BATCHES, JACOBI_SIZES, st.sampled_from(DTYPES), st.sampled_from(["L", "U"]),
        st.integers(0, 2 ** 32 - 1))
 def test_eigh_matches_numpy(device, batch, n, dtype, uplo, seed):
-    """Up to 32 x 32 on a device (Jacobi in local memory); eigenpairs A v = w v with
-    orthonormal V, eigenvalues as NumPy's."""
+    """Jacobi on a device (in local memory up to 32 x 32, in a workspace above);
+    eigenpairs A v = w v with orthonormal V, eigenvalues as NumPy's."""
     usable(device, dtype)
     r = rng(seed)
     g = r.standard_normal(batch + (n, n))
@@ -385,7 +387,7 @@ def test_eigh_matches_numpy(device, batch, n, dtype, uplo, seed):
     np.testing.assert_array_equal(N(LA.eigvalsh(on(device, given_, dtype), UPLO=uplo)), wv)
 
 
-def test_eigh_degenerate_non_finite_and_too_large(device):
+def test_eigh_degenerate_non_finite_and_large(device):
     dt = em.float64 if _fp64(device) else em.float32
     eye = LA.eigh(on(device, np.stack([np.eye(5), np.zeros((5, 5))]), dt))
     np.testing.assert_array_equal(N(eye.eigenvalues), [[1.0] * 5, [0.0] * 5])
@@ -395,25 +397,38 @@ def test_eigh_degenerate_non_finite_and_too_large(device):
     with pytest.raises(LA.LinAlgError, match=r"^linalg.eigh: the input matrix contains "
                                              r"non-finite values, batch 1$"):
         LA.eigh(on(device, bad, dt))
-    big = on(device, np.eye(33), dt)
-    if device.type == "cpu":
-        assert LA.eigvalsh(big).shape == (33,)
-        return
-    for fn, name in ((LA.eigh, "linalg.eigh"), (LA.eigvalsh, "linalg.eigvalsh")):
-        with pytest.raises(NotImplementedError,
-                           match=rf"^{name}: no kernel for {big.device} \({dt.name}\) for "
-                                 rf"matrices larger than 32 x 32 \(got 33 x 33\)$"):
-            fn(big)
+    big = np.stack([np.eye(40), np.eye(40)])
+    big[0, 39, 39] = np.inf
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.eigvalsh: the input matrix contains "
+                                             r"non-finite values, batch 0$"):
+        LA.eigvalsh(on(device, big, dt))
+    np.testing.assert_array_equal(N(LA.eigvalsh(on(device, np.eye(33), dt))), [1.0] * 33)
+    # above the local-memory kernel: clusters of repeated eigenvalues (3 x 1, 5 x 2, 3 x
+    # -4, 7 x 0, ...) and a spread of magnitudes, as (Q diag(w) Q^T) from a random Q
+    r = rng(8)
+    for n in (33, 70):
+        w = np.concatenate([[1.0] * 3, [2.0] * 5, [-4.0] * 3, [0.0] * 7,
+                            np.logspace(-6, 3, n - 18)])
+        q, _ = np.linalg.qr(r.standard_normal((2, n, n)))
+        a = (q * w) @ np.swapaxes(q, -1, -2)
+        a = (a + np.swapaxes(a, -1, -2)) / 2
+        W, V = LA.eigh(on(device, a, dt))
+        eps, scale = EPS[dt.name], np.abs(a).max()
+        a32 = N(on(device, a, dt))
+        v, wv = N(V), N(W)
+        np.testing.assert_allclose(wv, np.linalg.eigvalsh(a32), atol=8 * n * eps * scale)
+        assert np.abs(a32 @ v - v * wv[..., None, :]).max() <= 8 * n * eps * scale
+        assert np.abs(np.swapaxes(v, -1, -2) @ v - np.eye(n)).max() <= 8 * n * eps
 
 
 # ------------------------------------------------------------------------ SVD --
 
 @CFG
-@given(BATCHES, SMALL_SIZES, SMALL_SIZES, st.sampled_from(DTYPES), st.booleans(),
+@given(BATCHES, JACOBI_SIZES, JACOBI_SIZES, st.sampled_from(DTYPES), st.booleans(),
        st.integers(0, 2 ** 32 - 1))
 def test_svd_matches_numpy(device, batch, m, n, dtype, deficient, seed):
-    """Up to 32 x 32 on a device (one-sided Jacobi in local memory), rank-deficient
-    inputs included: S as NumPy's, U and Vh orthonormal, U S Vh = A."""
+    """One-sided Jacobi on a device (in local memory up to 32 x 32, in a workspace
+    above), rank-deficient inputs included: S as NumPy's, U and Vh orthonormal, U S Vh = A."""
     usable(device, dtype)
     a = rng(seed).standard_normal(batch + (m, n))
     if deficient and n >= 3:
@@ -451,15 +466,90 @@ def test_svd_built_ops_and_refusals(device):
     low = on(device, np.ones((4, 5)), dt)
     assert int(LA.matrix_rank(low).cpu().item()) == 1
     np.testing.assert_allclose(N(LA.cond(A)), np.linalg.cond(a), rtol=tol * 10)
+    # past the local-memory kernel: tall and wide, rank 1 (three zero singular values
+    # whose vectors complete the basis), and ill-conditioned (cond 1e6 / 1e12)
+    for shape in ((4, 33), (70, 3), (40, 36)):
+        a = np.ones(shape) if shape == (4, 33) else r.standard_normal(shape)
+        if shape == (40, 36):
+            u, _ = np.linalg.qr(r.standard_normal((40, 36)))
+            v, _ = np.linalg.qr(r.standard_normal((36, 36)))
+            a = (u * np.logspace(0, -6 if dt is em.float32 else -12, 36)) @ v
+        a = N(on(device, a, dt))
+        U, S, Vh = LA.svd(on(device, a, dt), full_matrices=False)
+        u, sv, vh = N(U), N(S), N(Vh)
+        k, eps, scale = min(shape), EPS[dt.name], np.abs(a).max()
+        tol = 16 * max(shape) * eps
+        assert np.abs(sv - np.linalg.svd(a, compute_uv=False)).max() <= tol * scale
+        assert np.abs((u * sv) @ vh - a).max() <= tol * scale
+        assert np.abs(u.T @ u - np.eye(k)).max() <= tol
+        assert np.abs(vh @ vh.T - np.eye(k)).max() <= tol
+        assert np.abs(N(LA.svdvals(on(device, a, dt))) - sv).max() <= tol * scale
+
+
+# ------------------------------------------------------------------------ eig --
+
+def _same_spectrum(w, ref, tol):
+    """Every eigenvalue of w within tol of one of ref's and back (a multiset match up to
+    the order, which the Francis iteration does not fix)."""
+    if w.size == 0:
+        return True
+    d = np.abs(w[..., :, None] - ref[..., None, :])
+    return d.min(-1).max() <= tol and d.min(-2).max() <= tol
+
+
+@CFG
+@given(BATCHES, JACOBI_SIZES, st.sampled_from(DTYPES), st.integers(0, 2 ** 32 - 1))
+def test_eig_matches_numpy(device, batch, n, dtype, seed):
+    """Hessenberg reduction and back-transformation on a device, the QR iteration on the
+    host: eigenvalues as NumPy's (complex pairs included), A V = V diag(w) with unit
+    columns, eigvals the same values."""
+    usable(device, dtype)
+    a = rng(seed).standard_normal(batch + (n, n)).astype(dtype.name).astype(np.float64)
+    A = on(device, a, dtype)
+    w, V = LA.eig(A)
+    cdt = em.complex64 if dtype is em.float32 else em.complex128
+    assert w.device == A.device and V.device == A.device and w.dtype is cdt
+    wv, v = to_numpy(w.cpu()).astype(np.complex128), to_numpy(V.cpu()).astype(np.complex128)
+    eps, scale = EPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    ref = np.linalg.eigvals(a) if a.size else np.zeros(batch + (n,))
+    assert _same_spectrum(wv, ref, (1e3 if dtype is em.float32 else 1e6) * n * eps * scale)
+    assert np.abs(a @ v - v * wv[..., None, :]).max(initial=0) <= 32 * max(n, 1) * eps * scale
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1.0, atol=32 * max(n, 1) * eps)
+    np.testing.assert_array_equal(to_numpy(LA.eigvals(A).cpu()), to_numpy(w.cpu()))
+
+
+def test_eig_structured_inputs_and_host_transfers(device):
+    dt = em.float64 if _fp64(device) else em.float32
+    eps = EPS[dt.name]
+    # a rotation block (+-i), a triangular (defective) one, a repeated real eigenvalue,
+    # already Hessenberg and diagonal inputs
+    rot = np.array([[0.0, -1.0], [1.0, 0.0]])
+    jordan = np.array([[2.0, 1.0], [0.0, 2.0]])
+    blocks = np.zeros((5, 5))
+    blocks[:2, :2], blocks[2:4, 2:4], blocks[4, 4] = rot, np.eye(2) * 3, -1.0
+    for a, ref in ((rot, [1j, -1j]), (jordan, [2, 2]), (blocks, [1j, -1j, 3, 3, -1]),
+                   (np.diag([4.0, -2.0, 0.5]), [4, -2, 0.5]),
+                   (np.triu(rng(1).standard_normal((40, 40)), -1), None)):
+        A = on(device, a, dt)
+        w, V = LA.eig(A)
+        wv, v = to_numpy(w.cpu()), to_numpy(V.cpu())
+        if ref is not None:
+            assert _same_spectrum(wv, np.array(ref), 1e-3 if dt is em.float32 else 1e-7)
+        tol = 32 * a.shape[-1] * eps * np.abs(a).max()
+        if a is not jordan:    # the defective one's two vectors are parallel
+            assert np.abs(N(A) @ v - v * wv).max() <= tol
     if device.type == "cpu":
         return
-    big = on(device, np.ones((4, 33)), dt)
-    with pytest.raises(NotImplementedError,
-                       match=rf"^linalg.svd: no kernel for {big.device} \({dt.name}\) for "
-                             rf"matrices larger than 32 x 32 \(got 4 x 33\)$"):
-        LA.svd(big)
-    with pytest.raises(NotImplementedError, match=r"^linalg.svdvals: no kernel for "):
-        LA.svdvals(big)
+    backend = core.backend_for(A.device)
+    a = on(device, rng(2).standard_normal((3, 33, 33)), dt)
+    for vectors, expected in ((True, 5), (False, 4)):
+        wr, wi = (em.empty(3, 33, dtype=dt, device=a.device) for _ in range(2))
+        info = em.empty(3, dtype=em.int32, device=a.device)
+        v = em.empty(3, 33, 33, dtype=dt, device=a.device) if vectors else None
+        backend.reset_counters()
+        backend.linalg_geev(a.clone(), wr, wi, v, info, vectors)
+        # H down; wr, wi, info and (with vectors) the eigenvectors of H up
+        assert backend.counters()["host_transfers"] == expected
 
 
 def _fp64(device):
@@ -494,6 +584,17 @@ def test_gradcheck_solve_inv_det_cholesky(device):
     assert gradcheck(LA.pinv, (g,))
     assert gradcheck(lambda A: LA.qr(A).Q, (g,))
     assert gradcheck(lambda A: LA.qr(A).R, (g,))
+    # eig: Hessenberg on the device, the QR iteration on the host; phase-invariant losses
+    ns = x(r.standard_normal((2, 3, 3)))
+    assert gradcheck(lambda A: em.view_as_real(LA.eigvals(A)), (ns,))
+    assert gradcheck(lambda A: LA.eig(A)[1].abs(), (ns,))
+    # complex solve and Cholesky (complex128 kernels)
+    z = on(device, well(r, (2, 3, 3)) + 1j * r.standard_normal((2, 3, 3)),
+           em.complex128).requires_grad_()
+    zb = on(device, r.standard_normal((2, 3, 1)) + 1j * r.standard_normal((2, 3, 1)),
+            em.complex128).requires_grad_()
+    assert gradcheck(lambda A, B: LA.solve(A, B), (z, zb))
+    assert gradcheck(lambda A: LA.cholesky(A @ A.mH), (z,))
 
 
 # ------------------------------------------------------------- no device kernels --
@@ -503,16 +604,83 @@ def test_what_has_no_device_kernel_says_so(device):
         pytest.skip("the CPU has every kernel")
     A = em.eye(3, device=device)
     device = A.device
-    for name, call in (("linalg.eig", lambda: LA.eig(A)),
-                       ("linalg.eigvals", lambda: LA.eigvals(A))):
+    Z = A.to(em.complex64)
+    for name, call in (("linalg.eigvals", lambda: LA.eigvals(Z)),
+                       ("linalg.eigh", lambda: LA.eigh(Z)),
+                       ("linalg.qr", lambda: LA.qr(Z))):
         with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
-                                                      rf"\(float32\)$"):
+                                                      rf"\(complex64\)$"):
             call()
-    if hasattr(em, "complex64"):
-        Z = A.to(em.complex64)
-        with pytest.raises(NotImplementedError,
-                           match=rf"^linalg.solve: no kernel for {device} \(complex64\)$"):
-            LA.solve(Z, Z)
-        with pytest.raises(NotImplementedError,
-                           match=rf"^linalg.cholesky: no kernel for {device} \(complex64\)$"):
-            LA.cholesky(Z)
+
+
+# -------------------------------------------------------------------- complex --
+
+CDTYPES = (em.complex64, em.complex128)
+
+
+def crandn(r, shape):
+    return r.standard_normal(shape) + 1j * r.standard_normal(shape)
+
+
+def C(t):
+    return to_numpy(t.cpu()).astype(np.complex128)
+
+
+@CFG
+@given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(CDTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_complex_lu_solve_inv_det_cholesky(device, batch, n, k, dtype, adjoint, seed):
+    """complex64/128 on a device (programs/linalg_complex.h; above 32 the trailing
+    updates are four real GEMMs on the parts): LU's pivots as the CPU's, solve (and
+    A^H solves), inv, det/slogdet and Cholesky (A = L L^H) against NumPy."""
+    usable(device, em.float64 if dtype is em.complex128 else em.float32)
+    r = rng(seed)
+    a = crandn(r, batch + (n, n)) + 2 * np.sqrt(max(n, 1)) * np.eye(n)
+    b = crandn(r, batch + (n, k))
+    a = a.astype(dtype.name).astype(np.complex128)
+    b = b.astype(dtype.name).astype(np.complex128)
+    A, B = on(device, a, dtype), on(device, b, dtype)
+    tol = 1e-4 if dtype is em.complex64 else 1e-11
+    LU, piv = LA.lu_factor(A)
+    assert LU.device == A.device and LU.dtype is dtype
+    np.testing.assert_array_equal(N(piv), N(LA.lu_factor(on("cpu", a, dtype)).pivots))
+    ah = np.conj(np.swapaxes(a, -1, -2))
+    ref = np.linalg.solve(ah if adjoint else a, b) if n else b
+    X = LA.lu_solve(LU, piv, B, adjoint=adjoint)
+    assert np.abs(C(X) - ref).max(initial=0) <= tol * max(np.abs(ref).max(initial=0), 1)
+    assert np.abs(C(LA.solve(A, B)) - (np.linalg.solve(a, b) if n else b)).max(initial=0) \
+        <= tol * max(np.abs(ref).max(initial=0), 1)
+    if n:
+        np.testing.assert_allclose(C(LA.inv(A)), np.linalg.inv(a), atol=tol, rtol=tol)
+    if n <= 33:      # the bigger ones' det overflows complex64
+        np.testing.assert_allclose(C(LA.det(A)), np.linalg.det(a), rtol=tol * 10)
+    sign, logabs = LA.slogdet(A)
+    rs, rl = np.linalg.slogdet(a)
+    np.testing.assert_allclose(C(sign), rs, atol=tol * 10)
+    np.testing.assert_allclose(N(logabs), rl, atol=tol * 10 * max(n, 1))
+    s = a @ ah + n * np.eye(n)
+    L = LA.cholesky(on(device, s, dtype))
+    scale = max(np.abs(s).max(initial=0), 1.0)
+    assert np.abs(C(L) - np.linalg.cholesky(s)).max(initial=0) <= tol * np.sqrt(scale)
+    for upper, left in ((False, True), (True, False)):
+        T = np.triu(a) if upper else np.tril(a)
+        rhs = b if left else np.swapaxes(b, -1, -2)
+        X = LA.solve_triangular(on(device, T, dtype), on(device, rhs, dtype), upper=upper,
+                                left=left)
+        got = T @ C(X) if left else C(X) @ T
+        bound = tol * max(n, 1) * max(np.abs(T).max(initial=0), 1) * max(np.abs(C(X)).max(
+            initial=0), 1)
+        assert np.abs(got - rhs).max(initial=0) <= bound
+
+
+def test_complex_singular_and_not_positive_definite(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    sing = np.ones((2, 40, 40), dtype=np.complex128)
+    sing[0] = np.eye(40) * (1 + 1j)
+    info = N(LA.lu_factor_ex(on(device, sing, dt)).info)
+    np.testing.assert_array_equal(info, N(LA.lu_factor_ex(on("cpu", sing, dt)).info))
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.solve: "):
+        LA.solve(on(device, sing, dt), on(device, sing[..., :1], dt))
+    npd = np.stack([np.eye(40), -np.eye(40)]).astype(np.complex128)
+    _, info = LA.cholesky_ex(on(device, npd, dt))
+    np.testing.assert_array_equal(N(info), [0, 1])

@@ -153,19 +153,8 @@ HAND_WRITTEN_KERNELS = {
     "linalg_geev": "linalg",
 }
 
-# Kernels no device backend implements yet: on OpenCL and CUDA their ops raise the
-# dispatch's "<op>: no kernel for <device> (<dtype>)" (never a silent copy to the host).
-# (The device linalg kernels are float32/float64 only: kernel_dtypes of
-# backends/gpu/linalg.py.)
-HOST_ONLY_KERNELS = frozenset({"linalg_geev"})
-
 
 def missing_kernels(backend):
     """The hand-written kernels a backend does not provide yet."""
     return [name for name in HAND_WRITTEN_KERNELS if not callable(getattr(backend, name, None))]
 
-
-def device_kernels():
-    """The hand-written kernels every device backend must provide (all but
-    HOST_ONLY_KERNELS)."""
-    return [name for name in HAND_WRITTEN_KERNELS if name not in HOST_ONLY_KERNELS]

@@ -1,9 +1,12 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
-applying its Q, the symmetric eigenproblem and the SVD, float32 and float64, with the
-CPU kernels' signatures (ember/_C/linalg.pyx). Everything stays on the device: no host
-transfer, no synchronization (info is written by the kernels; the raising forms of
-ember.ops.linalg read it once, after the call).
+applying its Q, the symmetric eigenproblem, the SVD and the nonsymmetric eigenproblem,
+float32 and float64 (complex64 and complex128 too for LU, its solves, the triangular
+solves and Cholesky: programs/linalg_complex.h, the same text as the real ones through
+kernels/gpu/linalg_lu.h; their trailing updates are four real GEMMs on the parts), with
+the CPU kernels' signatures (ember/_C/linalg.pyx). All but the nonsymmetric
+eigenproblem stay on the device: no host transfer, no synchronization (info is written
+by the kernels; the raising forms of ember.ops.linalg read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
@@ -14,13 +17,18 @@ rows at a time with the GEMM between them. QR up to QR_BLOCKED columns is unbloc
 a work-group per matrix (la_geqr2; its Q applied a work-item per column, la_ormqr);
 wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I - V T
 V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
-The symmetric eigenproblem (eigh, eigvalsh) and the SVD of matrices up to SMALL:
-cyclic and one-sided Jacobi in local memory, a work-group per matrix; larger ones and
-the nonsymmetric eigenproblem have no device kernels yet: their ops say "no kernel for
-<device>" (backends/base.py)."""
+The symmetric eigenproblem (eigh, eigvalsh) and the SVD: cyclic and one-sided Jacobi,
+a work-group per matrix, in local memory up to SMALL, in a device workspace above it
+(O(n^3) a sweep in one work-group: a batch of mid-sized matrices fills the device, one
+large matrix does not). The nonsymmetric eigenproblem (eig, eigvals) is the hybrid
+of linalg_geev: Hessenberg reduction and back-transformation on the device, the QR
+iteration on the host, with its host transfers counted there."""
 from __future__ import annotations
 
 import functools
+
+from ember import _dtypes
+from ember._C import core as _core
 
 SMALL = 32     # EM_LA_SMALL of linalg.h: the largest dims factored in local memory
 GROUP = 64     # EM_LA_GROUP of linalg.h: work-items per work-group of its kernels
@@ -31,9 +39,20 @@ QR_BLOCKED = 64   # QR (and applying its Q) unblocked up to this many reflectors
 # 8 x 8 LU 6x slower than 8)
 SMALL_GROUP_MIN = {"cuda": 32}
 DTYPES = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
-           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd")
-SIZED = ("linalg_syev", "linalg_svd")   # kernels that refuse matrices above SMALL, naming the op
+           "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd", "linalg_geev")
+# the kernels of programs/linalg_complex.h too
+COMPLEX_KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
+SIZED = ("linalg_syev", "linalg_svd")   # kernels whose errors name the calling op
+
+
+def _parts(t):
+    """The real and imaginary parts of a complex view, as real views of its storage."""
+    real = _dtypes.float32 if t.dtype.name == "complex64" else _dtypes.float64
+    shape, strides = tuple(t.shape), tuple(2 * x for x in t.stride())
+    return tuple(_core.as_strided_from(t.untyped_storage(), real, shape, strides,
+                                       2 * t.storage_offset() + k) for k in (0, 1))
 
 
 def _batch(t, tail=2):
@@ -48,7 +67,8 @@ class LinalgKernels:
 
     # the dtypes each kernel has on a device (Backend.kernel refuses the others with
     # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
-    kernel_dtypes = {name: DTYPES for name in KERNELS}
+    kernel_dtypes = {name: DTYPES + (COMPLEX if name in COMPLEX_KERNELS else ())
+                     for name in KERNELS}
 
     def kernel(self, name, op, device, dtype):
         fn = super().kernel(name, op, device, dtype)
@@ -68,15 +88,25 @@ class LinalgKernels:
             g *= 2
         return g
 
-    def _sub_product(self, c, a, b):
-        """c -= a @ b on views (the trailing updates), by the device GEMM."""
-        t = self.matmul(a, b)
-        self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+    def _sub_product(self, c, a, b, conj_a=False, conj_b=False):
+        """c -= a @ b on views (the trailing updates), by the device GEMM; complex: four
+        real GEMMs on the parts (a and b conjugated when conj_a / conj_b)."""
+        if c.dtype.name not in COMPLEX:
+            t = self.matmul(a, b)
+            self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+            return
+        (cr, ci), (ar, ai), (br, bi) = _parts(c), _parts(a), _parts(b)
+        sa, sb = -1 if conj_a else 1, -1 if conj_b else 1
+        # (ar + i sa ai)(br + i sb bi) = ar br - sa sb ai bi + i (sb ar bi + sa ai br)
+        for out, x, y, sign in ((cr, ar, br, 1), (cr, ai, bi, -sa * sb), (ci, ar, bi, sb),
+                                (ci, ai, br, sa)):
+            t = self.matmul(x, y)
+            self.elementwise("sub" if sign > 0 else "add", [out, t], out.dtype, out.dtype, out)
 
-    def _trsm(self, a, a_rs, a_cs, b, lower, unit):
+    def _trsm(self, a, a_rs, a_cs, b, lower, unit, conj=False):
         """b (B, n, k) <- T^{-1} b for T the triangle of a (B, n, n) read with row and
-        column strides (a_rs, a_cs): blocks of NB rows solved by la_trsm, the rest of
-        b updated by GEMM after each."""
+        column strides (a_rs, a_cs) (conjugated when conj): blocks of NB rows solved by
+        la_trsm, the rest of b updated by GEMM after each."""
         nb_, n, k = b.shape
         if nb_ == 0 or n == 0 or k == 0:
             return b
@@ -86,7 +116,8 @@ class LinalgKernels:
         def solve(i0, i1):
             self.run(dev, f"la_trsm_{dt}", nb_ * k,
                      [nb_, i1 - i0, k, self.handle(a), i0 * a_rs + i0 * a_cs, abs_, a_rs,
-                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit)])
+                      a_cs, self.handle(b), i0 * k, bbs, k, 1, int(lower), int(unit),
+                      int(conj)])
 
         def tri(r0, r1, c0, c1):     # the block [r0:r1, c0:c1] of T
             return self.view(a, (nb_, r1 - r0, c1 - c0), (abs_, a_rs, a_cs),
@@ -100,13 +131,13 @@ class LinalgKernels:
                 i1 = min(n, i0 + NB)
                 solve(i0, i1)
                 if i1 < n:
-                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1))
+                    self._sub_product(rows(i1, n), tri(i1, n, i0, i1), rows(i0, i1), conj)
         else:
             for i1 in range(n, 0, -NB):
                 i0 = max(0, i1 - NB)
                 solve(i0, i1)
                 if i0 > 0:
-                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1))
+                    self._sub_product(rows(0, i0), tri(0, i0, i0, i1), rows(i0, i1), conj)
         return b
 
     def linalg_lu_factor(self, a, piv, info):
@@ -135,7 +166,7 @@ class LinalgKernels:
                 # U12 <- L11^{-1} A12 (unit lower, jb rows), then A22 -= L21 U12
                 self.run(dev, f"la_trsm_{dt}", batch * (n - j1),
                          [batch, jb, n - j1, self.handle(a), j0 * n + j0, mn, n, 1,
-                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1])
+                          self.handle(a), j0 * n + j1, mn, n, 1, 1, 1, 0])
                 if j1 < m:
                     self._sub_product(
                         self.view(a, (batch, m - j1, n - j1), (mn, n, 1), j1 * n + j1),
@@ -144,7 +175,7 @@ class LinalgKernels:
         return a
 
     def linalg_lu_solve(self, lu, piv, b, adjoint):
-        """b (..., n, k) <- A^{-1} b (A^{-T} b when adjoint) from lu (..., n, n) and
+        """b (..., n, k) <- A^{-1} b (A^{-H} b when adjoint) from lu (..., n, n) and
         piv: the interchanges, then the two triangles of lu."""
         self._check_dtype(lu.dtype, lu.device, "lu_solve")
         n, k = b.shape[-2:]
@@ -160,10 +191,11 @@ class LinalgKernels:
             self._trsm(luv, n, 1, bv, True, True)
             self._trsm(luv, n, 1, bv, False, False)
         else:
-            # A^T = U^T L^T P^T: U^T (lower), L^T (upper, unit), then the interchanges
+            # A^H = U^H L^H P^T: U^H (lower), L^H (upper, unit), then the interchanges
             # undone
-            self._trsm(luv, 1, n, bv, True, False)
-            self._trsm(luv, 1, n, bv, False, True)
+            cx = lu.dtype.name in COMPLEX
+            self._trsm(luv, 1, n, bv, True, False, cx)
+            self._trsm(luv, 1, n, bv, False, True, cx)
             self.run(dev, f"la_laswp_{dt}", batch * k, swap + [1])
         return b
 
@@ -182,7 +214,7 @@ class LinalgKernels:
         return b
 
     def linalg_cholesky(self, a, info):
-        """a (..., n, n) <- L with A = L L^T from a's lower triangle, zeros above (in
+        """a (..., n, n) <- L with A = L L^H from a's lower triangle, zeros above (in
         place); info (...) int32: the order of the first leading minor that is not
         positive-definite."""
         self._check_dtype(a.dtype, a.device, "cholesky")
@@ -203,11 +235,12 @@ class LinalgKernels:
             self._groups(dev, f"la_potrf_panel_{dt}", batch,
                          [batch, n, j0, jb, self.handle(a), self.handle(info)])
             if j1 < n:
-                # A22 -= L21 L21^T (the whole square: its upper part is zeroed below)
+                # A22 -= L21 L21^H (the whole square: its upper part is zeroed below)
                 self._sub_product(
                     self.view(a, (batch, n - j1, n - j1), (nn, n, 1), j1 * n + j1),
                     self.view(a, (batch, n - j1, jb), (nn, n, 1), j1 * n + j0),
-                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0))
+                    self.view(a, (batch, jb, n - j1), (nn, 1, n), j1 * n + j0),
+                    conj_b=a.dtype.name in COMPLEX)
         self.run(dev, f"la_zero_upper_{dt}", batch * nn,
                  [batch, n, self.handle(a), self.handle(info)])
         return a
@@ -286,41 +319,102 @@ class LinalgKernels:
                         self.view(c, (batch, m - j0, p), (m * p, p, 1), j0 * p), trans)
         return c
 
+    def _jacobi_groups(self, batch):
+        """The work-groups of the Jacobi kernels of any size, each with its own
+        workspace (a group loops over the matrices past 16384)."""
+        return min(batch, 16384)
+
     def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):
         """Symmetric a (..., n, n) <- its eigenvectors as columns (when vectors; in
         place); w (..., n) the eigenvalues ascending; info (...) int32 (1: no
-        convergence, -1: a non-finite entry). n <= SMALL only (op names the refusal)."""
+        convergence, -1: a non-finite entry). Cyclic Jacobi, a work-group per matrix:
+        n <= SMALL in local memory (la_syevj_small), larger in a device workspace of 2
+        n^2 per work-group (la_syevj). No host transfer."""
+        self._check_dtype(a.dtype, a.device, op)
         n = a.shape[-1]
-        if n > SMALL:
-            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
-                                      f"matrices larger than {SMALL} x {SMALL} (got {n} x {n})")
-        self._check_dtype(a.dtype, a.device, "eigh")
         batch = _batch(a)
-        if batch and n:
-            self._groups(a.device, f"la_syevj_small_{a.dtype.name}", batch,
+        dev, dt = a.device, a.dtype.name
+        if not (batch and n):
+            if batch:
+                self.fill(info, 0)
+            return a
+        if n <= SMALL:
+            self._groups(dev, f"la_syevj_small_{dt}", batch,
                          [batch, n, self.handle(a), self.handle(w), self.handle(info),
                           int(bool(vectors))], self._small_group(n))
-        elif batch:
-            self.fill(info, 0)
+            return a
+        g = self._jacobi_groups(batch)
+        ws = self.empty((g, 2 * n * n), a.dtype, dev)
+        self._groups(dev, f"la_syevj_{dt}", batch,
+                     [batch, n, self.handle(a), self.handle(w), self.handle(info),
+                      self.handle(ws), int(bool(vectors))])
         return a
 
     def linalg_svd(self, a, s, u, vh, info, vectors, *, op="linalg.svd"):
         """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
         when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
-        info (...) int32 (1: no convergence, -1: a non-finite entry). Both dims <= SMALL
-        only (op names the refusal)."""
+        info (...) int32 (1: no convergence, -1: a non-finite entry). One-sided Jacobi,
+        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small),
+        larger in a device workspace of L k + k^2 + k per work-group (L = max(m, n),
+        la_gesvj). No host transfer."""
+        self._check_dtype(a.dtype, a.device, op)
         m, n = a.shape[-2:]
-        if max(m, n) > SMALL:
-            raise NotImplementedError(f"{op}: no kernel for {a.device} ({a.dtype.name}) for "
-                                      f"matrices larger than {SMALL} x {SMALL} (got {m} x {n})")
-        self._check_dtype(a.dtype, a.device, "svd")
         batch = _batch(a)
-        if batch and min(m, n):
-            h = self.handle
-            self._groups(a.device, f"la_gesvj_small_{a.dtype.name}", batch,
-                         [batch, m, n, h(a), h(s), h(u) if vectors else h(s),
-                          h(vh) if vectors else h(s), h(info), int(bool(vectors))],
+        dev, dt = a.device, a.dtype.name
+        if not (batch and min(m, n)):
+            if batch:
+                self.fill(info, 0)
+            return a
+        h = self.handle
+        outs = [h(a), h(s), h(u) if vectors else h(s), h(vh) if vectors else h(s), h(info)]
+        if max(m, n) <= SMALL:
+            self._groups(dev, f"la_gesvj_small_{dt}", batch,
+                         [batch, m, n] + outs + [int(bool(vectors))],
                          self._small_group(max(m, n)))
-        elif batch:
-            self.fill(info, 0)
+            return a
+        L, k = max(m, n), min(m, n)
+        g = self._jacobi_groups(batch)
+        ws = self.empty((g, L * k + k * k + k), a.dtype, dev)
+        self._groups(dev, f"la_gesvj_{dt}", batch,
+                     [batch, m, n] + outs + [h(ws), int(bool(vectors))])
         return a
+
+    def linalg_geev(self, a, wr, wi, v, info, vectors):
+        """Eigenvalues wr + i wi (..., n) of real a (..., n, n) (a is overwritten) and,
+        when vectors, v (..., n, n) the right eigenvectors in LAPACK's real form, unit
+        2-norm; info (...) int32 (1: no convergence), as the CPU's. The hybrid design
+        (MAGMA's geev): Hessenberg reduction A = Q H Q^T on the device (la_gehd2); H to
+        the host, where the CPU's kernel runs the Francis double-shift QR and the
+        eigenvectors Y of H; wr, wi, info and Y back; the eigenvectors Q Y on the device
+        (la_orghr_apply). Host transfers per call, whatever the batch: 1 down (H, n^2
+        per matrix), 3 up (wr and wi: n each; info: 1) and with vectors a 4th (Y: n^2)."""
+        from ember._C import linalg as cpu_linalg
+        self._check_dtype(a.dtype, a.device, "eig")
+        n = a.shape[-1]
+        batch = _batch(a)
+        if not (batch and n):
+            return wr
+        dev, dt = a.device, a.dtype.name
+        refl = self.empty((batch, n, n), a.dtype, dev)
+        tau = self.empty((batch, n), a.dtype, dev)
+        self._groups(dev, f"la_gehd2_{dt}", batch,
+                     [batch, n, self.handle(a), self.handle(refl), self.handle(tau)])
+        h = self.to_cpu(a)
+        hw = [_core.empty(tuple(t.shape), t.dtype) for t in (wr, wi, info)]
+        hv = _core.empty(tuple(v.shape), v.dtype) if vectors else None
+        cpu_linalg.linalg_geev(h, hw[0], hw[1], hv, hw[2], bool(vectors))
+        for dst, src in zip((wr, wi, info) + ((v,) if vectors else ()),
+                            hw + ([hv] if vectors else [])):
+            self._upload(dst, src)
+        if vectors:
+            self.run(dev, f"la_orghr_apply_{dt}", batch * n,
+                     [batch, n, n, self.handle(refl), self.handle(tau), self.handle(v)])
+        return wr
+
+    def _upload(self, dst, host):
+        """The contiguous host tensor's bytes into the contiguous device tensor dst (a
+        host transfer)."""
+        from ember.backends.gpu import _host_bytes
+        if host.nbytes:
+            self.host_transfers += 1
+            self.write(self.handle(dst), dst.storage_offset() * dst.itemsize, _host_bytes(host))

@@ -1,274 +1,19 @@
 // dtypes: float32 float64
-/* ember.linalg's device kernels (kernels/cpu/linalg.c on the CPU; the host half is
- * backends/gpu/linalg.py): LU with partial pivoting, Cholesky, triangular solves and
- * the row interchanges of a solve, Householder QR and applying its Q, and the symmetric
- * eigenproblem and the SVD of small matrices (cyclic and one-sided Jacobi), each over a
- * batch of contiguous row-major matrices.
- *
- * Two shapes of work. A small matrix (both dims <= EM_LA_SMALL) is factored by one
- * work-group in local memory from load to store (la_getrf_small, la_potrf_small: one
- * launch for the whole batch). A larger one is factored right-looking by blocks of
- * columns: the panel kernels (la_getrf_panel, la_potrf_panel) factor one block column
- * in global memory, one work-group per matrix, and the host updates the trailing
- * matrix with the device GEMM between them. The LU steps and the Cholesky steps are
- * written once (EM_LA_GETF2, EM_LA_POTF2) for both address spaces; they follow the
- * CPU's getf2/potrf step for step (the same pivot choice, the same order of the
- * sums), so info and the pivots are the CPU's.
+/* ember.linalg's real device kernels (kernels/cpu/linalg.c on the CPU; the host half
+ * is backends/gpu/linalg.py), each over a batch of contiguous row-major matrices: LU
+ * with partial pivoting, Cholesky, triangular solves and the row interchanges of a
+ * solve (../linalg_lu.h, shared with the complex program linalg_complex.h), Householder
+ * QR and applying its Q, the Hessenberg reduction of the nonsymmetric eigenproblem and
+ * applying its Q, and the symmetric eigenproblem and the SVD (cyclic and one-sided
+ * Jacobi).
  *
  * The panels' work-groups are EM_LA_GROUP work-items, the small kernels' any size (the
- * host sizes them to the matrix). info is int32
- * per matrix: LAPACK's meaning, written by the kernels, never read back here. */
+ * host sizes them to the matrix). info is int32 per matrix: LAPACK's meaning, written
+ * by the kernels, never read back here. */
 #include "../group_reduce.h"
-
-#ifndef EM_LA_SMALL
-#define EM_LA_SMALL 32
-#define EM_LA_GROUP 64
-#define EM_LA_NONE 0x7fffffff
-#define EM_LA_SWEEPS 40
-#endif
+#include "../linalg_lu.h"
 #undef EM_LA_EPS
 #define EM_LA_EPS (sizeof(EM_CT) == 8 ? (EM_CT)2.220446049250313e-16 : (EM_CT)1.1920929e-07f)
-
-/* The row of the largest value v[] (EM_LA_GROUP candidates (value, row), -1 / EM_LA_NONE
- * for none), the smallest row among equal values: the first maximum, as the CPU's
- * scan. Every work-item calls it. */
-EM_INLINE int EM_NAME(la_argmax)(EM_LPTR EM_CT *v, EM_LPTR int *ix) {
-    const int lid = EM_LID();
-    EM_BARRIER();
-    for (int s = EM_LA_GROUP / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            EM_CT x = v[lid], y = v[lid + s];
-            int iy = ix[lid + s];
-            if (y > x || (y == x && iy < ix[lid])) { v[lid] = y; ix[lid] = iy; }
-        }
-        EM_BARRIER();
-    }
-    int r = ix[0];
-    EM_BARRIER();
-    return r;
-}
-
-/* The pivot row p of column j (int p is declared): the first largest |S[i, j]|, i >= j,
- * NaN never winning, as the CPU's scan. PIVOT_TREE: every work-item scans a stride of
- * the rows, then a reduction over the group (v, ix: local arrays of EM_LA_GROUP);
- * PIVOT_SERIAL: work-item 0 scans them all (the small matrices: fewer barriers), the
- * result in the local pv[0]. */
-#define EM_LA_PIVOT_TREE(S, ld, m, j)                                                 \
-    EM_CT best = -1;                                                                 \
-    int bi = EM_LA_NONE;                                                             \
-    for (em_int64 i = j + 1 + lid; i < (m); i += ls) {                               \
-        EM_CT t = fabs(S[i * (ld) + j]);                                             \
-        if (t > best) { best = t; bi = (int)i; }                                     \
-    }                                                                                \
-    v[lid] = best;                                                                   \
-    ix[lid] = bi;                                                                    \
-    int p = EM_NAME(la_argmax)(v, ix);                                               \
-    if (p == EM_LA_NONE || !(fabs(S[p * (ld) + j]) > fabs(S[j * (ld) + j])))        \
-        p = (int)j;
-#define EM_LA_PIVOT_SERIAL(S, ld, m, j)                                               \
-    if (lid == 0) {                                                                  \
-        int q = (int)j;                                                              \
-        EM_CT best = fabs(S[j * (ld) + j]);                                          \
-        for (em_int64 i = j + 1; i < (m); i++) {                                     \
-            EM_CT t = fabs(S[i * (ld) + j]);                                         \
-            if (t > best) { best = t; q = (int)i; }                                  \
-        }                                                                            \
-        pv[0] = q;                                                                   \
-    }                                                                                \
-    EM_BARRIER();                                                                    \
-    int p = pv[0];
-
-/* LU steps j0 .. j1-1 of the m x n matrix S (row stride ld) by a work-group of ls
- * work-items: the pivot (PIVOT, one of the above), the swap of the whole rows (all n
- * columns), the multipliers, and the update of columns j+1 .. ce-1. PIV[j] gets the
- * 1-based pivot row, INFO (an lvalue) j+1 for the first exactly zero pivot. */
-#define EM_LA_GETF2(S, ld, m, n, j0, j1, ce, PIV, INFO, PIVOT)                        \
-    for (em_int64 j = (j0); j < (j1); j++) {                                         \
-        PIVOT(S, ld, m, j)                                                           \
-        const EM_CT pivot = S[p * (ld) + j];                                         \
-        if (lid == 0) {                                                              \
-            PIV[j] = p + 1;                                                          \
-            if (pivot == 0 && (INFO) == 0) (INFO) = (em_int32)(j + 1);               \
-        }                                                                            \
-        EM_BARRIER();                  /* every work-item has read the pivot column */ \
-        if (pivot != 0 && p != j)                                                    \
-            for (em_int64 c = lid; c < (n); c += ls) {                               \
-                EM_CT t = S[j * (ld) + c];                                           \
-                S[j * (ld) + c] = S[p * (ld) + c];                                   \
-                S[p * (ld) + c] = t;                                                 \
-            }                                                                        \
-        EM_BARRIER();                                                                \
-        if (pivot != 0) {                                                            \
-            const EM_CT r = 1 / pivot;                                               \
-            for (em_int64 i = j + 1 + lid; i < (m); i += ls) S[i * (ld) + j] *= r;   \
-        }                                                                            \
-        EM_BARRIER();                                                                \
-        const em_int64 w = (ce) - j - 1;                                             \
-        for (em_int64 e = lid; e < ((m) - j - 1) * w; e += ls) {                     \
-            const em_int64 i = j + 1 + e / w, c = j + 1 + e % w;                     \
-            const EM_CT l = S[i * (ld) + j];                                         \
-            if (l != 0) S[i * (ld) + c] -= l * S[j * (ld) + c];                      \
-        }                                                                            \
-        EM_BARRIER();                                                                \
-    }
-
-/* a (batch, m, n), m and n <= EM_LA_SMALL <- L and U (in place), one work-group per
- * matrix holding it in local memory; piv (batch, min(m, n)), info (batch). */
-EM_KERNEL void EM_NAME(la_getrf_small)(em_int64 batch, em_int64 m, em_int64 n,
-                                       EM_GLOBAL EM_T *a, EM_GLOBAL em_int32 *piv,
-                                       EM_GLOBAL em_int32 *info) {
-    EM_LOCAL EM_CT s[EM_LA_SMALL * EM_LA_SMALL];
-    EM_LOCAL int pv[1];
-    EM_LOCAL em_int32 inf[1];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    const em_int64 k = m < n ? m : n;
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL EM_T *ab = a + b * m * n;
-        EM_GLOBAL em_int32 *pb = piv + b * k;
-        for (em_int64 e = lid; e < m * n; e += ls) s[e] = ab[e];
-        if (lid == 0) inf[0] = 0;
-        EM_BARRIER();
-        EM_LA_GETF2(s, n, m, n, 0, k, n, pb, inf[0], EM_LA_PIVOT_SERIAL)
-        for (em_int64 e = lid; e < m * n; e += ls) ab[e] = s[e];
-        if (lid == 0) info[b] = inf[0];
-        EM_BARRIER();
-    }
-}
-
-/* LU steps of the block column j0 .. j0+jb-1 of each a (batch, m, n) in global memory
- * (the trailing update of the columns right of it is the host's GEMM); info must start
- * at 0 (the first zero pivot of every panel is kept). */
-EM_KERNEL void EM_NAME(la_getrf_panel)(em_int64 batch, em_int64 m, em_int64 n, em_int64 j0,
-                                       em_int64 jb, EM_GLOBAL EM_T *a,
-                                       EM_GLOBAL em_int32 *piv, EM_GLOBAL em_int32 *info) {
-    EM_LOCAL EM_CT v[EM_LA_GROUP];
-    EM_LOCAL int ix[EM_LA_GROUP];
-    const int lid = EM_LID(), ls = EM_LA_GROUP;
-    const em_int64 k = m < n ? m : n;
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL EM_T *ab = a + b * m * n;
-        EM_GLOBAL em_int32 *pb = piv + b * k;
-        EM_LA_GETF2(ab, n, m, n, j0, j0 + jb, j0 + jb, pb, info[b], EM_LA_PIVOT_TREE)
-    }
-}
-
-/* Cholesky steps j0 .. j1-1 of the n x n matrix S (row stride ld, the lower triangle
- * read): the diagonal element from the dot product of its row's block part, then the
- * rest of its column (rows j+1 .. n-1), as the CPU's potrf. A diagonal that is not > 0
- * (or NaN) sets INFO to j+1 and FAILED, which stops the steps. */
-#define EM_LA_POTF2(S, ld, n, j0, j1, INFO, FAILED)                                  \
-    for (em_int64 j = (j0); j < (j1); j++) {                                         \
-        if (lid == 0 && !(FAILED)) {                                                 \
-            EM_CT d = S[j * (ld) + j];                                               \
-            for (em_int64 c = (j0); c < j; c++) d -= S[j * (ld) + c] * S[j * (ld) + c]; \
-            if (!(d > 0)) { (INFO) = (em_int32)(j + 1); (FAILED) = 1; }              \
-            else S[j * (ld) + j] = sqrt(d);                                          \
-        }                                                                            \
-        EM_BARRIER();                                                                \
-        if (!(FAILED)) {                                                             \
-            const EM_CT d = S[j * (ld) + j];                                         \
-            for (em_int64 i = j + 1 + lid; i < (n); i += ls) {                       \
-                EM_CT t = S[i * (ld) + j];                                           \
-                for (em_int64 c = (j0); c < j; c++) t -= S[i * (ld) + c] * S[j * (ld) + c]; \
-                S[i * (ld) + j] = t / d;                                             \
-            }                                                                        \
-        }                                                                            \
-        EM_BARRIER();                                                                \
-    }
-
-/* a (batch, n, n), n <= EM_LA_SMALL <- L (zeros above; left as it is after a failure,
- * as the CPU's), one work-group per matrix in local memory; info (batch). */
-EM_KERNEL void EM_NAME(la_potrf_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
-                                       EM_GLOBAL em_int32 *info) {
-    EM_LOCAL EM_CT s[EM_LA_SMALL * EM_LA_SMALL];
-    EM_LOCAL em_int32 inf[1];
-    EM_LOCAL int failed[1];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL EM_T *ab = a + b * n * n;
-        for (em_int64 e = lid; e < n * n; e += ls) s[e] = ab[e];
-        if (lid == 0) { inf[0] = 0; failed[0] = 0; }
-        EM_BARRIER();
-        EM_LA_POTF2(s, n, n, 0, n, inf[0], failed[0])
-        const int ok = !failed[0];
-        for (em_int64 e = lid; e < n * n; e += ls)
-            ab[e] = (ok && e % n > e / n) ? (EM_CT)0 : s[e];
-        if (lid == 0) info[b] = inf[0];
-        EM_BARRIER();
-    }
-}
-
-/* Cholesky steps of the block column j0 .. j0+jb-1 (rows j0 .. n-1) of each a (batch,
- * n, n) in global memory, after the host's GEMM has applied the earlier blocks; a matrix
- * whose info is already nonzero is left alone. */
-EM_KERNEL void EM_NAME(la_potrf_panel)(em_int64 batch, em_int64 n, em_int64 j0, em_int64 jb,
-                                       EM_GLOBAL EM_T *a, EM_GLOBAL em_int32 *info) {
-    EM_LOCAL int failed[1];
-    const int lid = EM_LID(), ls = EM_LA_GROUP;
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL EM_T *ab = a + b * n * n;
-        if (lid == 0) failed[0] = info[b] != 0;
-        EM_BARRIER();
-        EM_LA_POTF2(ab, n, n, j0, j0 + jb, info[b], failed[0])
-    }
-}
-
-/* Zeros above the diagonal of each a (batch, n, n) whose info is 0 (the blocked
- * Cholesky's last step). */
-EM_KERNEL void EM_NAME(la_zero_upper)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
-                                      EM_GLOBAL const em_int32 *info) {
-    for (em_int64 t = EM_GID(); t < batch * n * n; t += EM_GSIZE()) {
-        const em_int64 e = t % (n * n);
-        if (e % n > e / n && info[t / (n * n)] == 0) a[t] = 0;
-    }
-}
-
-/* B <- T^{-1} B for each matrix of the batch: T n x n triangular (lower or upper; its
- * diagonal taken as ones when unit), read at a + a_off + i a_bs + r a_rs + c a_cs (a
- * transposed T is the same call with the strides swapped); B n x k at b + b_off +
- * i b_bs + r b_rs + c b_cs. One work-item per column of B (no barriers): substitution in
- * the CPU's order. The host blocks large n (the off-diagonal blocks by GEMM). */
-EM_KERNEL void EM_NAME(la_trsm)(em_int64 batch, em_int64 n, em_int64 k,
-                                EM_GLOBAL const EM_T *a, em_int64 a_off, em_int64 a_bs,
-                                em_int64 a_rs, em_int64 a_cs,
-                                EM_GLOBAL EM_T *b, em_int64 b_off, em_int64 b_bs,
-                                em_int64 b_rs, em_int64 b_cs, int lower, int unit) {
-    for (em_int64 t = EM_GID(); t < batch * k; t += EM_GSIZE()) {
-        const em_int64 bi = t / k, c = t % k;
-        EM_GLOBAL const EM_T *A = a + a_off + bi * a_bs;
-        EM_GLOBAL EM_T *B = b + b_off + bi * b_bs + c * b_cs;
-        for (em_int64 s = 0; s < n; s++) {
-            const em_int64 i = lower ? s : n - 1 - s;
-            EM_CT x = B[i * b_rs];
-            const em_int64 q0 = lower ? 0 : i + 1, q1 = lower ? i : n;
-            for (em_int64 q = q0; q < q1; q++) {
-                const EM_CT l = A[i * a_rs + q * a_cs];
-                if (l != 0) x -= l * B[q * b_rs];
-            }
-            if (!unit) x /= A[i * a_rs + i * a_cs];
-            B[i * b_rs] = x;
-        }
-    }
-}
-
-/* The row interchanges of LU pivots piv (batch, n; 1-based) applied to each b (batch,
- * n, k): in order (P^T b), or in reverse (P b) when `reverse`; one work-item per column. */
-EM_KERNEL void EM_NAME(la_laswp)(em_int64 batch, em_int64 n, em_int64 k, EM_GLOBAL EM_T *b,
-                                 EM_GLOBAL const em_int32 *piv, int reverse) {
-    for (em_int64 t = EM_GID(); t < batch * k; t += EM_GSIZE()) {
-        const em_int64 bi = t / k, c = t % k;
-        EM_GLOBAL EM_T *B = b + bi * n * k + c;
-        EM_GLOBAL const em_int32 *P = piv + bi * n;
-        for (em_int64 s = 0; s < n; s++) {
-            const em_int64 i = reverse ? n - 1 - s : s, p = P[i] - 1;
-            if (p != i) {
-                EM_CT x = B[i * k];
-                B[i * k] = B[p * k];
-                B[p * k] = x;
-            }
-        }
-    }
-}
 
 /* Householder QR steps j0 .. j1-1 of each a (batch, m, n) in place (R on and above the
  * diagonal, the reflectors' vectors below it, LAPACK's larfg: beta = -sign(alpha)
@@ -385,9 +130,107 @@ EM_KERNEL void EM_NAME(la_ormqr)(em_int64 batch, em_int64 m, em_int64 nv, em_int
     }
 }
 
-/* Pair k of round r of the round-robin (circle) ordering of n2 (even) indices: over
- * n2 - 1 rounds every pair (p < q) meets once, the n2 / 2 pairs of a round disjoint. */
-EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR int *qq) {
+/* A barrier that also orders the work-group's global memory (the Hessenberg reduction
+ * and the Jacobi kernels of any size keep their matrices there; CUDA's __syncthreads() already does). */
+#if defined(__OPENCL_VERSION__)
+#define EM_LA_GBARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#else
+#define EM_LA_GBARRIER() __syncthreads()
+#endif
+
+/* Hessenberg reduction of each a (batch, n, n) in place, A = Q H Q^T with Q = H_0 ...
+ * H_{n-3}, H_j = I - tau_j v_j v_j^T (LAPACK's gehd2; the reflector of column j from
+ * rows j+1.., larfg as la_geqr2's): a <- H, zeros below its subdiagonal, the vectors
+ * v_j (1 at row j+1, implicit) in column j of v (batch, n, n) below row j+1, tau
+ * (batch, n). One work-group per matrix in global memory: each reflector applied from
+ * the left a column per work-item, then from the right a row per work-item. */
+EM_KERNEL void EM_NAME(la_gehd2)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
+                                 EM_GLOBAL EM_T *v, EM_GLOBAL EM_T *tau) {
+    EM_LOCAL EM_CT buf[EM_LA_GROUP];
+    const int lid = EM_LID(), ls = EM_LSIZE();
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
+        EM_GLOBAL EM_T *A = a + b * n * n;
+        EM_GLOBAL EM_T *Vb = v + b * n * n;
+        for (em_int64 e = lid; e < n * n; e += ls) Vb[e] = 0;
+        for (em_int64 j = lid; j < n; j += ls) tau[b * n + j] = 0;
+        EM_LA_GBARRIER();
+        for (em_int64 j = 0; j + 2 < n; j++) {
+            const EM_CT alpha = A[(j + 1) * n + j];
+            EM_CT mx = 0;
+            for (em_int64 i = j + 2 + lid; i < n; i += ls) {
+                const EM_CT t = fabs(A[i * n + j]);
+                mx = (t > mx || t != t) ? t : mx;
+            }
+            mx = EM_NAME(group_max)(buf, mx);
+            EM_CT ss = 0;
+            if (mx != 0)
+                for (em_int64 i = j + 2 + lid; i < n; i += ls) {
+                    const EM_CT t = A[i * n + j] / mx;
+                    ss += t * t;
+                }
+            ss = EM_NAME(group_sum)(buf, ss);
+            const EM_CT xnorm = mx != 0 ? mx * sqrt(ss) : (EM_CT)0;
+            const int skip = xnorm == 0;
+            const EM_CT beta = -copysign(hypot(fabs(alpha), xnorm), alpha);
+            const EM_CT tj = skip ? (EM_CT)0 : (beta - alpha) / beta;
+            const EM_CT scal = skip ? (EM_CT)0 : 1 / (alpha - beta);
+            for (em_int64 i = j + 2 + lid; i < n; i += ls) {
+                Vb[i * n + j] = A[i * n + j] * scal;
+                A[i * n + j] = 0;
+            }
+            if (lid == 0) {     /* before the barrier: PoCL 3 lost these writes after it */
+                tau[b * n + j] = tj;
+                if (!skip) A[(j + 1) * n + j] = beta;
+            }
+            EM_LA_GBARRIER();
+            if (!skip)      /* from the left: rows j+1.., columns j+1.. */
+                for (em_int64 c = j + 1 + lid; c < n; c += ls) {
+                    EM_CT w = A[(j + 1) * n + c];
+                    for (em_int64 i = j + 2; i < n; i++) w += Vb[i * n + j] * A[i * n + c];
+                    w *= tj;
+                    A[(j + 1) * n + c] -= w;
+                    for (em_int64 i = j + 2; i < n; i++) A[i * n + c] -= Vb[i * n + j] * w;
+                }
+            EM_LA_GBARRIER();
+            if (!skip)      /* from the right: every row, columns j+1.. */
+                for (em_int64 r = lid; r < n; r += ls) {
+                    EM_CT w = A[r * n + j + 1];
+                    for (em_int64 i = j + 2; i < n; i++) w += A[r * n + i] * Vb[i * n + j];
+                    w *= tj;
+                    A[r * n + j + 1] -= w;
+                    for (em_int64 i = j + 2; i < n; i++) A[r * n + i] -= w * Vb[i * n + j];
+                }
+            EM_LA_GBARRIER();
+        }
+    }
+}
+
+/* c (batch, n, p) <- Q c for la_gehd2's Q = H_0 ... H_{n-3} (v, tau as it writes them):
+ * one work-item per column of c, the last reflector first. */
+EM_KERNEL void EM_NAME(la_orghr_apply)(em_int64 batch, em_int64 n, em_int64 p,
+                                       EM_GLOBAL const EM_T *v, EM_GLOBAL const EM_T *tau,
+                                       EM_GLOBAL EM_T *c) {
+    for (em_int64 t = EM_GID(); t < batch * p; t += EM_GSIZE()) {
+        const em_int64 bi = t / p, col = t % p;
+        EM_GLOBAL const EM_T *V = v + bi * n * n;
+        EM_GLOBAL EM_T *C = c + bi * n * p + col;
+        for (em_int64 j = n - 3; j >= 0; j--) {
+            const EM_CT tj = tau[bi * n + j];
+            if (tj == 0) continue;
+            EM_CT w = C[(j + 1) * p];
+            for (em_int64 r = j + 2; r < n; r++) w += V[r * n + j] * C[r * p];
+            w *= tj;
+            C[(j + 1) * p] -= w;
+            for (em_int64 r = j + 2; r < n; r++) C[r * p] -= V[r * n + j] * w;
+        }
+    }
+}
+
+/* Pair k of round r of the round-robin (circle) ordering of n2 (even) indices, stored
+ * at pp[slot], qq[slot]: over n2 - 1 rounds every pair (p < q) meets once, the n2 / 2
+ * pairs of a round disjoint. */
+EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR int *qq,
+                                int slot) {
     int p, q;
     if (k == 0) {
         p = r;
@@ -396,18 +239,18 @@ EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR i
         p = (r + k) % (n2 - 1);
         q = (r - k + n2 - 1) % (n2 - 1);
     }
-    pp[k] = p < q ? p : q;
-    qq[k] = p < q ? q : p;
+    pp[slot] = p < q ? p : q;
+    qq[slot] = p < q ? q : p;
 }
 
 /* The Jacobi rotation (c, s) -> (cs[k], sn[k]) that zeroes the off-diagonal of the
  * symmetric 2 x 2 [[app, apq], [apq, aqq]] (Rutishauser's: t = sign(tau) / (|tau| +
  * sqrt(1 + tau^2)), tau = (aqq - app) / (2 apq), c = 1 / sqrt(1 + t^2), s = t c); (1, 0)
- * when |apq| <= eps sqrt(|app aqq|). Returns whether it rotates. */
-EM_INLINE int EM_NAME(la_jacobi)(EM_CT app, EM_CT aqq, EM_CT apq, EM_LPTR EM_CT *cs,
-                                 EM_LPTR EM_CT *sn, int k) {
+ * when |apq| <= tol sqrt(|app aqq|). Returns whether it rotates. */
+EM_INLINE int EM_NAME(la_jacobi)(EM_CT app, EM_CT aqq, EM_CT apq, EM_CT tol,
+                                 EM_LPTR EM_CT *cs, EM_LPTR EM_CT *sn, int k) {
     EM_CT c = 1, s = 0;
-    const int rotate = apq != 0 && !(fabs(apq) <= EM_LA_EPS * sqrt(fabs(app) * fabs(aqq)));
+    const int rotate = apq != 0 && !(fabs(apq) <= tol * sqrt(fabs(app) * fabs(aqq)));
     if (rotate) {
         const EM_CT tau = (aqq - app) / (2 * apq);
         const EM_CT t = (tau >= 0 ? (EM_CT)1 : (EM_CT)-1) / (fabs(tau) + hypot((EM_CT)1, tau));
@@ -420,11 +263,94 @@ EM_INLINE int EM_NAME(la_jacobi)(EM_CT app, EM_CT aqq, EM_CT apq, EM_LPTR EM_CT 
 }
 
 /* Eigenvalues (w (batch, n), ascending) and, when `vectors`, eigenvectors (written over
- * a, as columns) of each symmetric a (batch, n, n), n <= EM_LA_SMALL: cyclic Jacobi in
- * local memory, a work-group per matrix. Each round rotates n/2 disjoint pairs (p, q)
- * at once (la_jacobi), rows then columns; a pair whose |a_pq| <= eps sqrt(|a_pp a_qq|)
- * is not rotated, and a sweep without a rotation ends the iteration. info: 0, 1 (not converged in EM_LA_SWEEPS
- * sweeps) or -1 (a non-finite entry), as the CPU's. */
+ * a, as columns) of each symmetric a (batch, n, n): cyclic Jacobi by a work-group per
+ * matrix on A and V (n x n each: local arrays for la_syevj_small, global workspace for
+ * la_syevj). Each round rotates the n/2 disjoint pairs (p, q) of la_pair (CH at a time:
+ * disjoint rotations commute), rows then columns; a pair whose |a_pq| <= eps
+ * sqrt(|a_pp a_qq|) is not rotated, and a sweep without a rotation ends the iteration.
+ * info: 0, 1 (not converged in EM_LA_SWEEPS sweeps) or -1 (a non-finite entry), as the
+ * CPU's. BAR: the barrier that orders A and V. */
+#define EM_LA_SYEVJ(A, V, CH, BAR)                                                    \
+    const int lid = EM_LID(), ls = EM_LSIZE();                                       \
+    const int nn = (int)n, n2 = nn + (nn & 1), np_ = n2 / 2;                         \
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {                    \
+        EM_GLOBAL EM_T *ab = a + b * n * n;                                          \
+        if (lid == 0) bad[0] = 0;                                                    \
+        BAR();                                                                       \
+        for (int e = lid; e < nn * nn; e += ls) {                                    \
+            const EM_CT x = ab[e];                                                   \
+            A[e] = x;                                                                \
+            V[e] = (e / nn == e % nn) ? (EM_CT)1 : (EM_CT)0;                         \
+            if (x * 0 != 0) bad[0] = 1;          /* inf or NaN */                    \
+        }                                                                            \
+        BAR();                                                                       \
+        int go = !bad[0] && nn > 1, sweeps = 0;                                      \
+        while (go) {                                                                 \
+            BAR();                                                                   \
+            if (lid == 0) rot[0] = 0;                                                \
+            BAR();                                                                   \
+            for (int r = 0; r < n2 - 1; r++)                                         \
+                for (int k0 = 0; k0 < np_; k0 += (CH)) {                             \
+                    const int nk = np_ - k0 < (CH) ? np_ - k0 : (CH);                \
+                    for (int k = lid; k < nk; k += ls) {                             \
+                        EM_NAME(la_pair)(r, k0 + k, n2, pp, qq, k);                  \
+                        const int p = pp[k], q = qq[k];                              \
+                        /* the padding index (odd n) pairs with nobody */            \
+                        if (q < nn ? EM_NAME(la_jacobi)(A[p * nn + p], A[q * nn + q],  \
+                                                        A[p * nn + q], EM_LA_EPS, cs, sn, k) \
+                                   : EM_NAME(la_jacobi)(1, 1, 0, EM_LA_EPS, cs, sn, k)) \
+                            rot[0] = 1;                                              \
+                    }                                                                \
+                    BAR();                                                           \
+                    for (int e = lid; e < nk * nn; e += ls) {      /* rows p, q */   \
+                        const int k = e / nn, col = e % nn;                          \
+                        const EM_CT c = cs[k], s = sn[k];                            \
+                        if (s != 0) {                                                \
+                            const int p = pp[k], q = qq[k];                          \
+                            const EM_CT x = A[p * nn + col], y = A[q * nn + col];    \
+                            A[p * nn + col] = c * x - s * y;                         \
+                            A[q * nn + col] = s * x + c * y;                         \
+                        }                                                            \
+                    }                                                                \
+                    BAR();                                                           \
+                    for (int e = lid; e < nk * nn; e += ls) {      /* columns p, q */\
+                        const int k = e / nn, row = e % nn;                          \
+                        const EM_CT c = cs[k], s = sn[k];                            \
+                        if (s != 0) {                                                \
+                            const int p = pp[k], q = qq[k];                          \
+                            const EM_CT x = A[row * nn + p], y = A[row * nn + q];    \
+                            A[row * nn + p] = row == q ? (EM_CT)0 : c * x - s * y;   \
+                            A[row * nn + q] = row == p ? (EM_CT)0 : s * x + c * y;   \
+                            if (vectors) {                                           \
+                                const EM_CT u = V[row * nn + p], v = V[row * nn + q];\
+                                V[row * nn + p] = c * u - s * v;                     \
+                                V[row * nn + q] = s * u + c * v;                     \
+                            }                                                        \
+                        }                                                            \
+                    }                                                                \
+                    BAR();                                                           \
+                }                                                                    \
+            sweeps++;                                                                \
+            go = rot[0] && sweeps < EM_LA_SWEEPS;                                    \
+        }                                                                            \
+        BAR();                                                                       \
+        /* ascending: entry i goes to its rank (ties by index) */                    \
+        for (int i = lid; i < nn; i += ls) {                                         \
+            const EM_CT d = A[i * nn + i];                                           \
+            int rank = 0;                                                            \
+            for (int j = 0; j < nn; j++) {                                           \
+                const EM_CT x = A[j * nn + j];                                       \
+                rank += (x < d || (x == d && j < i)) ? 1 : 0;                        \
+            }                                                                        \
+            w[b * n + rank] = d;                                                     \
+            if (vectors)                                                             \
+                for (int row = 0; row < nn; row++) ab[row * nn + rank] = V[row * nn + i]; \
+        }                                                                            \
+        if (lid == 0) info[b] = bad[0] ? -1 : (nn > 1 && rot[0]) ? 1 : 0;            \
+        BAR();                                                                       \
+    }
+
+/* n <= EM_LA_SMALL: A and V in local memory, every pair of a round at once. */
 EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
                                        EM_GLOBAL EM_T *w, EM_GLOBAL em_int32 *info,
                                        int vectors) {
@@ -436,215 +362,200 @@ EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_
     EM_LOCAL int qq[EM_LA_SMALL / 2];
     EM_LOCAL int rot[1];
     EM_LOCAL int bad[1];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    const int nn = (int)n, n2 = nn + (nn & 1), np_ = n2 / 2;
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL EM_T *ab = a + b * n * n;
-        if (lid == 0) bad[0] = 0;
-        EM_BARRIER();
-        for (int e = lid; e < nn * nn; e += ls) {
-            const EM_CT x = ab[e];
-            A[e] = x;
-            V[e] = (e / nn == e % nn) ? (EM_CT)1 : (EM_CT)0;
-            if (x * 0 != 0) bad[0] = 1;          /* inf or NaN */
-        }
-        EM_BARRIER();
-        int go = !bad[0] && nn > 1, sweeps = 0;
-        while (go) {
-            EM_BARRIER();
-            if (lid == 0) rot[0] = 0;
-            EM_BARRIER();
-            for (int r = 0; r < n2 - 1; r++) {
-                for (int k = lid; k < np_; k += ls) {
-                    EM_NAME(la_pair)(r, k, n2, pp, qq);
-                    const int p = pp[k], q = qq[k];
-                    /* the padding index (odd n) pairs with nobody */
-                    if (q < nn ? EM_NAME(la_jacobi)(A[p * nn + p], A[q * nn + q], A[p * nn + q],
-                                                    cs, sn, k)
-                               : EM_NAME(la_jacobi)(1, 1, 0, cs, sn, k))
-                        rot[0] = 1;
-                }
-                EM_BARRIER();
-                for (int e = lid; e < np_ * nn; e += ls) {      /* rows p, q */
-                    const int k = e / nn, col = e % nn;
-                    const EM_CT c = cs[k], s = sn[k];
-                    if (s != 0) {
-                        const int p = pp[k], q = qq[k];
-                        const EM_CT x = A[p * nn + col], y = A[q * nn + col];
-                        A[p * nn + col] = c * x - s * y;
-                        A[q * nn + col] = s * x + c * y;
-                    }
-                }
-                EM_BARRIER();
-                for (int e = lid; e < np_ * nn; e += ls) {      /* columns p, q */
-                    const int k = e / nn, row = e % nn;
-                    const EM_CT c = cs[k], s = sn[k];
-                    if (s != 0) {
-                        const int p = pp[k], q = qq[k];
-                        const EM_CT x = A[row * nn + p], y = A[row * nn + q];
-                        A[row * nn + p] = row == q ? (EM_CT)0 : c * x - s * y;
-                        A[row * nn + q] = row == p ? (EM_CT)0 : s * x + c * y;
-                        if (vectors) {
-                            const EM_CT u = V[row * nn + p], v = V[row * nn + q];
-                            V[row * nn + p] = c * u - s * v;
-                            V[row * nn + q] = s * u + c * v;
-                        }
-                    }
-                }
-                EM_BARRIER();
-            }
-            sweeps++;
-            go = rot[0] && sweeps < EM_LA_SWEEPS;
-        }
-        EM_BARRIER();
-        /* ascending: entry i goes to its rank (ties by index) */
-        for (int i = lid; i < nn; i += ls) {
-            const EM_CT d = A[i * nn + i];
-            int rank = 0;
-            for (int j = 0; j < nn; j++) {
-                const EM_CT x = A[j * nn + j];
-                rank += (x < d || (x == d && j < i)) ? 1 : 0;
-            }
-            w[b * n + rank] = d;
-            if (vectors)
-                for (int row = 0; row < nn; row++) ab[row * nn + rank] = V[row * nn + i];
-        }
-        if (lid == 0) info[b] = bad[0] ? -1 : (nn > 1 && rot[0]) ? 1 : 0;
-        EM_BARRIER();
-    }
+    EM_LA_SYEVJ(A, V, EM_LA_SMALL / 2, EM_BARRIER)
 }
 
-/* The SVD A = U diag(S) Vh of each a (batch, m, n), max(m, n) <= EM_LA_SMALL, k =
- * min(m, n): sv (batch, k) descending and, when `vectors`, u (batch, m, k) and vh
- * (batch, k, n); a is not written. One-sided (Hestenes) Jacobi in local memory, a
- * work-group per matrix: the k columns of W = A (A^T when m < n), scaled by max |a|,
- * are rotated in round-robin pairs (la_jacobi of their Gram matrix) until every pair is
- * orthogonal to eps (|w_p.w_q| <= eps |w_p| |w_q|), the rotations accumulated in V; then S = the column norms, U = the
- * normalised columns (W^T gives Vh when m < n, V gives U). A column of norm 0 is
- * completed to an orthonormal one (Gram-Schmidt of unit vectors, twice). info as
- * la_syevj_small's. */
+/* Any n: A and V in the workspace ws (2 n^2 per work-group, EM_NGROUPS() of them),
+ * EM_LA_GROUP pairs of a round at a time. O(n^3) per sweep in one work-group. */
+EM_KERNEL void EM_NAME(la_syevj)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
+                                 EM_GLOBAL EM_T *w, EM_GLOBAL em_int32 *info,
+                                 EM_GLOBAL EM_T *ws, int vectors) {
+    EM_LOCAL EM_CT cs[EM_LA_GROUP];
+    EM_LOCAL EM_CT sn[EM_LA_GROUP];
+    EM_LOCAL int pp[EM_LA_GROUP];
+    EM_LOCAL int qq[EM_LA_GROUP];
+    EM_LOCAL int rot[1];
+    EM_LOCAL int bad[1];
+    EM_GLOBAL EM_T *A = ws + (em_int64)EM_GROUP() * 2 * n * n;
+    EM_GLOBAL EM_T *V = A + n * n;
+    EM_LA_SYEVJ(A, V, EM_LA_GROUP, EM_LA_GBARRIER)
+}
+
+/* The SVD A = U diag(S) Vh of each a (batch, m, n), k = min(m, n): sv (batch, k)
+ * descending and, when `vectors`, u (batch, m, k) and vh (batch, k, n); a is not
+ * written. One-sided (Hestenes) Jacobi, a work-group per matrix: the k columns of W = A
+ * (A^T when m < n; L = max(m, n) rows), scaled by max |a|, are rotated in round-robin
+ * pairs (la_jacobi of their Gram matrix; CH pairs at a time) until every pair is
+ * orthogonal to tol = L eps (|w_p.w_q| <= tol |w_p| |w_q|, LAPACK gesvj's), the
+ * rotations accumulated in V (k x k). A column of norm <= tol ||W||_F is rounding noise
+ * (the other columns of a rank-deficient A: rotating it never meets the test, its
+ * rounding being its size): it is not rotated and its singular value is 0. Then S =
+ * the column norms (SIG, k), U = the normalised columns (W^T gives Vh when m < n, V
+ * gives U). A column of norm 0 is completed to an orthonormal one (Gram-Schmidt of
+ * unit vectors, twice). info as la_syevj_small's. W, V, SIG: local
+ * arrays (la_gesvj_small) or global workspace (la_gesvj); BAR orders them. */
+#define EM_LA_GESVJ(W, V, SIG, CH, BAR)                                               \
+    const int lid = EM_LID(), ls = EM_LSIZE();                                       \
+    const int tall = m >= n;                                                         \
+    const int L = (int)(tall ? m : n), k = (int)(tall ? n : m);                      \
+    const int k2 = k + (k & 1), np_ = k2 / 2;                                        \
+    const EM_CT tol = EM_LA_EPS * L;                                                 \
+    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {                    \
+        EM_GLOBAL const EM_T *A = a + b * m * n;                                     \
+        EM_CT mx = 0;                                                                \
+        for (int e = lid; e < L * k; e += ls) {                                      \
+            const int i = e / k, j = e % k;                                          \
+            const EM_CT x = tall ? A[i * n + j] : A[j * n + i];                      \
+            W[e] = x;                                                                \
+            const EM_CT t = fabs(x);                                                 \
+            mx = (t > mx || t != t) ? t : mx;                                        \
+        }                                                                            \
+        for (int e = lid; e < k * k; e += ls) V[e] = (e / k == e % k) ? (EM_CT)1 : (EM_CT)0; \
+        mx = EM_NAME(group_max)(buf, mx);                                            \
+        const int bad = mx * 0 != 0;                                                 \
+        const EM_CT scale = (bad || mx == 0) ? (EM_CT)1 : mx;                        \
+        EM_CT f2 = 0;                                                                \
+        for (int e = lid; e < L * k; e += ls) {                                      \
+            W[e] /= scale;                                                           \
+            f2 += W[e] * W[e];                                                       \
+        }                                                                            \
+        /* a column of norm <= tol ||W||_F is rounding noise (zero for the rest) */  \
+        const EM_CT small2 = tol * tol * EM_NAME(group_sum)(buf, f2);                \
+        int go = !bad && k > 1, sweeps = 0;                                          \
+        while (go) {                                                                 \
+            BAR();                                                                   \
+            if (lid == 0) rot[0] = 0;                                                \
+            BAR();                                                                   \
+            for (int r = 0; r < k2 - 1; r++)                                         \
+                for (int k0 = 0; k0 < np_; k0 += (CH)) {                             \
+                    const int nk = np_ - k0 < (CH) ? np_ - k0 : (CH);                \
+                    for (int kk = lid; kk < nk; kk += ls) {                          \
+                        EM_NAME(la_pair)(r, k0 + kk, k2, pp, qq, kk);                \
+                        const int p = pp[kk], q = qq[kk];                            \
+                        /* the Gram matrix of columns p and q (the padding: none) */ \
+                        EM_CT al = 1, be = 1, ga = 0;                                \
+                        if (q < k) {                                                 \
+                            al = be = 0;                                             \
+                            for (int i = 0; i < L; i++) {                            \
+                                const EM_CT x = W[i * k + p], y = W[i * k + q];      \
+                                al += x * x;                                         \
+                                be += y * y;                                         \
+                                ga += x * y;                                         \
+                            }                                                        \
+                            if (al <= small2 || be <= small2) ga = 0;                \
+                        }                                                            \
+                        if (EM_NAME(la_jacobi)(al, be, ga, tol, cs, sn, kk)) rot[0] = 1; \
+                    }                                                                \
+                    BAR();                                                           \
+                    for (int e = lid; e < nk * (L + k); e += ls) {                   \
+                        const int kk = e / (L + k), i = e % (L + k);                 \
+                        const EM_CT c = cs[kk], s = sn[kk];                          \
+                        if (s != 0 && (i < L || vectors)) {                          \
+                            const int p = pp[kk], q = qq[kk];                        \
+                            const int rp = i < L ? i * k + p : L * k + (i - L) * k + p, \
+                                      rq = rp + q - p;                               \
+                            if (i < L) {                                             \
+                                const EM_CT x = W[rp], y = W[rq];                    \
+                                W[rp] = c * x - s * y;                               \
+                                W[rq] = s * x + c * y;                               \
+                            } else {                                                 \
+                                const EM_CT x = V[rp - L * k], y = V[rq - L * k];    \
+                                V[rp - L * k] = c * x - s * y;                       \
+                                V[rq - L * k] = s * x + c * y;                       \
+                            }                                                        \
+                        }                                                            \
+                    }                                                                \
+                    BAR();                                                           \
+                }                                                                    \
+            sweeps++;                                                                \
+            go = rot[0] && sweeps < EM_LA_SWEEPS;                                    \
+        }                                                                            \
+        BAR();                                                                       \
+        for (int j = lid; j < k; j += ls) {                                          \
+            EM_CT t = 0;                                                             \
+            for (int i = 0; i < L; i++) t += W[i * k + j] * W[i * k + j];            \
+            SIG[j] = t <= small2 ? (EM_CT)0 : sqrt(t);                               \
+        }                                                                            \
+        BAR();                                                                       \
+        if (vectors) {                                                               \
+            for (int e = lid; e < L * k; e += ls)                                    \
+                if (SIG[e % k] != 0) W[e] /= SIG[e % k];                             \
+            BAR();                                                                   \
+            if (lid == 0)                                                            \
+                for (int j = 0; j < k; j++) {                                        \
+                    if (SIG[j] != 0) continue;                                       \
+                    for (int t = 0; t < L; t++) {                                    \
+                        for (int i = 0; i < L; i++) W[i * k + j] = i == t ? (EM_CT)1 : (EM_CT)0; \
+                        for (int pass = 0; pass < 2; pass++)                         \
+                            for (int o = 0; o < k; o++) {                            \
+                                if (o == j || !(SIG[o] != 0 || o < j)) continue;     \
+                                EM_CT d = 0;                                         \
+                                for (int i = 0; i < L; i++) d += W[i * k + o] * W[i * k + j]; \
+                                for (int i = 0; i < L; i++) W[i * k + j] -= d * W[i * k + o]; \
+                            }                                                        \
+                        EM_CT nr = 0;                                                \
+                        for (int i = 0; i < L; i++) nr += W[i * k + j] * W[i * k + j]; \
+                        nr = sqrt(nr);                                               \
+                        /* the complement's dimension d >= 1 is sum_t |P e_t|^2, so  \
+                           some t has |P e_t|^2 >= 1 / L */                          \
+                        if (nr * nr * L > (EM_CT)0.5) {                              \
+                            for (int i = 0; i < L; i++) W[i * k + j] /= nr;          \
+                            break;                                                   \
+                        }                                                            \
+                    }                                                                \
+                }                                                                    \
+            BAR();                                                                   \
+        }                                                                            \
+        for (int j = lid; j < k; j += ls) {                                          \
+            const EM_CT d = SIG[j];                                                  \
+            int rank = 0;                                                            \
+            for (int i = 0; i < k; i++) rank += (SIG[i] > d || (SIG[i] == d && i < j)) ? 1 : 0; \
+            sv[b * k + rank] = d * scale;                                            \
+            if (vectors) {                                                           \
+                EM_GLOBAL EM_T *U = u + b * m * k;                                   \
+                EM_GLOBAL EM_T *Vh = vh + b * k * n;                                 \
+                for (int i = 0; i < (int)m; i++)                                     \
+                    U[i * k + rank] = tall ? W[i * k + j] : V[i * k + j];            \
+                for (int c = 0; c < (int)n; c++)                                     \
+                    Vh[rank * n + c] = tall ? V[c * k + j] : W[c * k + j];           \
+            }                                                                        \
+        }                                                                            \
+        if (lid == 0) info[b] = bad ? -1 : (k > 1 && rot[0]) ? 1 : 0;               \
+        BAR();                                                                       \
+    }
+
+/* max(m, n) <= EM_LA_SMALL: W, V and the norms in local memory, every pair at once. */
 EM_KERNEL void EM_NAME(la_gesvj_small)(em_int64 batch, em_int64 m, em_int64 n,
                                        EM_GLOBAL const EM_T *a, EM_GLOBAL EM_T *sv,
                                        EM_GLOBAL EM_T *u, EM_GLOBAL EM_T *vh,
                                        EM_GLOBAL em_int32 *info, int vectors) {
     EM_LOCAL EM_CT W[EM_LA_SMALL * EM_LA_SMALL];
     EM_LOCAL EM_CT V[EM_LA_SMALL * EM_LA_SMALL];
+    EM_LOCAL EM_CT sig[EM_LA_SMALL];
     EM_LOCAL EM_CT cs[EM_LA_SMALL / 2];
     EM_LOCAL EM_CT sn[EM_LA_SMALL / 2];
-    EM_LOCAL EM_CT sig[EM_LA_SMALL];
     EM_LOCAL EM_CT buf[EM_LA_GROUP];
     EM_LOCAL int pp[EM_LA_SMALL / 2];
     EM_LOCAL int qq[EM_LA_SMALL / 2];
     EM_LOCAL int rot[1];
-    const int lid = EM_LID(), ls = EM_LSIZE();
-    const int tall = m >= n;
-    const int L = (int)(tall ? m : n), k = (int)(tall ? n : m);
-    const int k2 = k + (k & 1), np_ = k2 / 2;
-    for (em_int64 b = EM_GROUP(); b < batch; b += EM_NGROUPS()) {
-        EM_GLOBAL const EM_T *A = a + b * m * n;
-        EM_CT mx = 0;
-        for (int e = lid; e < L * k; e += ls) {
-            const int i = e / k, j = e % k;
-            const EM_CT x = tall ? A[i * n + j] : A[j * n + i];
-            W[e] = x;
-            const EM_CT t = fabs(x);
-            mx = (t > mx || t != t) ? t : mx;
-        }
-        for (int e = lid; e < k * k; e += ls) V[e] = (e / k == e % k) ? (EM_CT)1 : (EM_CT)0;
-        mx = EM_NAME(group_max)(buf, mx);
-        const int bad = mx * 0 != 0;
-        const EM_CT scale = (bad || mx == 0) ? (EM_CT)1 : mx;
-        for (int e = lid; e < L * k; e += ls) W[e] /= scale;
-        int go = !bad && k > 1, sweeps = 0;
-        while (go) {
-            EM_BARRIER();
-            if (lid == 0) rot[0] = 0;
-            EM_BARRIER();
-            for (int r = 0; r < k2 - 1; r++) {
-                for (int kk = lid; kk < np_; kk += ls) {
-                    EM_NAME(la_pair)(r, kk, k2, pp, qq);
-                    const int p = pp[kk], q = qq[kk];
-                    /* the Gram matrix of columns p and q (the padding column: none) */
-                    EM_CT al = 1, be = 1, ga = 0;
-                    if (q < k) {
-                        al = be = 0;
-                        for (int i = 0; i < L; i++) {
-                            const EM_CT x = W[i * k + p], y = W[i * k + q];
-                            al += x * x;
-                            be += y * y;
-                            ga += x * y;
-                        }
-                    }
-                    if (EM_NAME(la_jacobi)(al, be, ga, cs, sn, kk)) rot[0] = 1;
-                }
-                EM_BARRIER();
-                for (int e = lid; e < np_ * (L + k); e += ls) {
-                    const int kk = e / (L + k), i = e % (L + k);
-                    const EM_CT c = cs[kk], s = sn[kk];
-                    if (s != 0 && (i < L || vectors)) {
-                        EM_LPTR EM_CT *X = i < L ? W + i * k : V + (i - L) * k;
-                        const int p = pp[kk], q = qq[kk];
-                        const EM_CT x = X[p], y = X[q];
-                        X[p] = c * x - s * y;
-                        X[q] = s * x + c * y;
-                    }
-                }
-                EM_BARRIER();
-            }
-            sweeps++;
-            go = rot[0] && sweeps < EM_LA_SWEEPS;
-        }
-        EM_BARRIER();
-        for (int j = lid; j < k; j += ls) {
-            EM_CT t = 0;
-            for (int i = 0; i < L; i++) t += W[i * k + j] * W[i * k + j];
-            sig[j] = sqrt(t);
-        }
-        EM_BARRIER();
-        if (vectors) {
-            for (int e = lid; e < L * k; e += ls)
-                if (sig[e % k] != 0) W[e] /= sig[e % k];
-            EM_BARRIER();
-            if (lid == 0)
-                for (int j = 0; j < k; j++) {
-                    if (sig[j] != 0) continue;
-                    for (int t = 0; t < L; t++) {
-                        for (int i = 0; i < L; i++) W[i * k + j] = i == t ? (EM_CT)1 : (EM_CT)0;
-                        for (int pass = 0; pass < 2; pass++)
-                            for (int o = 0; o < k; o++) {
-                                if (o == j || !(sig[o] != 0 || o < j)) continue;
-                                EM_CT d = 0;
-                                for (int i = 0; i < L; i++) d += W[i * k + o] * W[i * k + j];
-                                for (int i = 0; i < L; i++) W[i * k + j] -= d * W[i * k + o];
-                            }
-                        EM_CT nr = 0;
-                        for (int i = 0; i < L; i++) nr += W[i * k + j] * W[i * k + j];
-                        nr = sqrt(nr);
-                        /* the complement's dimension d >= 1 is sum_t |P e_t|^2, so
-                           some t has |P e_t|^2 >= 1 / L */
-                        if (nr * nr * L > (EM_CT)0.5) {
-                            for (int i = 0; i < L; i++) W[i * k + j] /= nr;
-                            break;
-                        }
-                    }
-                }
-            EM_BARRIER();
-        }
-        for (int j = lid; j < k; j += ls) {
-            const EM_CT d = sig[j];
-            int rank = 0;
-            for (int i = 0; i < k; i++) rank += (sig[i] > d || (sig[i] == d && i < j)) ? 1 : 0;
-            sv[b * k + rank] = d * scale;
-            if (vectors) {
-                EM_GLOBAL EM_T *U = u + b * m * k;
-                EM_GLOBAL EM_T *Vh = vh + b * k * n;
-                for (int i = 0; i < (int)m; i++)
-                    U[i * k + rank] = tall ? W[i * k + j] : V[i * k + j];
-                for (int c = 0; c < (int)n; c++)
-                    Vh[rank * n + c] = tall ? V[c * k + j] : W[c * k + j];
-            }
-        }
-        if (lid == 0) info[b] = bad ? -1 : (k > 1 && rot[0]) ? 1 : 0;
-        EM_BARRIER();
-    }
+    EM_LA_GESVJ(W, V, sig, EM_LA_SMALL / 2, EM_BARRIER)
+}
+
+/* Any m, n: W (L x k), V (k x k) and the norms (k) in the workspace ws (L k + k^2 + k
+ * per work-group, EM_NGROUPS() of them), EM_LA_GROUP pairs of a round at a time. */
+EM_KERNEL void EM_NAME(la_gesvj)(em_int64 batch, em_int64 m, em_int64 n,
+                                 EM_GLOBAL const EM_T *a, EM_GLOBAL EM_T *sv,
+                                 EM_GLOBAL EM_T *u, EM_GLOBAL EM_T *vh,
+                                 EM_GLOBAL em_int32 *info, EM_GLOBAL EM_T *ws, int vectors) {
+    EM_LOCAL EM_CT cs[EM_LA_GROUP];
+    EM_LOCAL EM_CT sn[EM_LA_GROUP];
+    EM_LOCAL EM_CT buf[EM_LA_GROUP];
+    EM_LOCAL int pp[EM_LA_GROUP];
+    EM_LOCAL int qq[EM_LA_GROUP];
+    EM_LOCAL int rot[1];
+    const em_int64 L_ = m > n ? m : n, k_ = m < n ? m : n;
+    EM_GLOBAL EM_T *W = ws + (em_int64)EM_GROUP() * (L_ * k_ + k_ * k_ + k_);
+    EM_GLOBAL EM_T *V = W + L_ * k_;
+    EM_GLOBAL EM_T *sig = V + k_ * k_;
+    EM_LA_GESVJ(W, V, sig, EM_LA_GROUP, EM_LA_GBARRIER)
 }
