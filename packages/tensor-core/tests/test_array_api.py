@@ -120,6 +120,83 @@ def test_nextafter_is_numpys():
                                   np.nextafter(a, b))
 
 
+_complex = st.builds(complex, st.floats(-1e3, 1e3, width=32), st.floats(-1e3, 1e3, width=32))
+
+
+@settings(max_examples=30, deadline=None)
+@given(v=st.lists(_complex | st.sampled_from([0j, 2.5 + 0.5j, -0.5 - 1.5j]), max_size=12),
+       dtype=st.sampled_from(["complex64", "complex128"]))
+def test_round_and_sign_of_complex_are_numpys(v, dtype):
+    """The standard rounds a complex number part by part and defines sign(z) = z / |z|
+    (0 at 0); ember.round and ember.sign refuse complex, as torch.round and torch.sign."""
+    a = np.asarray(v, dtype=dtype)
+    x = xp.asarray(a)
+    r = xp.round(x)
+    assert r.dtype is getattr(em, dtype)
+    np.testing.assert_array_equal(r.numpy(), np.round(a))
+    s = xp.sign(x)
+    expected = np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a)))
+    assert s.dtype is getattr(em, dtype)
+    np.testing.assert_allclose(s.numpy(), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(xp.sign(xp.asarray([-2.0, 0.0, 3.0])).numpy(), [-1, 0, 1])
+
+
+def test_nextafter_takes_python_scalars():
+    """2024.12 lets every binary elementwise function take a Python scalar for either
+    argument; the scalar takes the array's dtype."""
+    a = np.array([0.0, 1.0, -1.0], dtype=np.float32)
+    r = xp.nextafter(xp.asarray(a), 0.0)
+    assert r.dtype is em.float32
+    np.testing.assert_array_equal(r.numpy(), np.nextafter(a, np.float32(0)))
+    np.testing.assert_array_equal(xp.nextafter(2.0, xp.asarray(a)).numpy(),
+                                  np.nextafter(np.float32(2), a))
+
+
+_LATTICE = {"bool": 0, "int8": 1, "int16": 1, "int32": 1, "int64": 1, "uint8": 1,
+            "float32": 2, "float64": 2, "complex64": 2, "complex128": 2}
+
+
+@pytest.mark.parametrize("src", list(_LATTICE))
+def test_can_cast_stays_in_the_standards_lattices(src):
+    """can_cast(a, b) is True exactly when a and b promote to b by the standard's table:
+    never between bool, the integers and the floating dtypes (array-api-strict's answer;
+    PyTorch promotes bool + int8 to int8, and ember.can_cast keeps PyTorch's rule)."""
+    for dst in _LATTICE:
+        a, b = getattr(xp, src), getattr(xp, dst)
+        want = _LATTICE[src] == _LATTICE[dst] and np.promote_types(src, dst) == np.dtype(dst)
+        assert xp.can_cast(a, b) == want, (src, dst)
+        assert xp.can_cast(xp.zeros(2, dtype=a), b) == want, (src, dst)
+
+
+@settings(max_examples=30, deadline=None)
+@given(v=st.lists(st.sampled_from([0j, 1 + 1j, 1 - 1j, -1 + 0j, 2j, 1 + 0j]), max_size=10),
+       dtype=st.sampled_from(["complex64", "complex128"]))
+def test_unique_of_complex_is_numpys(v, dtype):
+    """unique_* of complex arrays, in NumPy's order (real part, then imaginary part): the
+    sort kernel has no complex rows and ember reported that as MemoryError."""
+    a = np.asarray(v, dtype=dtype).reshape(-1)
+    x = xp.asarray(a)
+    vals, idx, inv, counts = xp.unique_all(x)
+    nv, nidx, ninv, ncounts = np.unique(a, return_index=True, return_inverse=True,
+                                        return_counts=True)
+    np.testing.assert_array_equal(vals.numpy(), nv)
+    np.testing.assert_array_equal(idx.numpy(), nidx)
+    np.testing.assert_array_equal(inv.numpy(), ninv.reshape(a.shape))
+    np.testing.assert_array_equal(counts.numpy(), ncounts)
+    np.testing.assert_array_equal(xp.unique_values(x).numpy(), nv)
+    if a.size:
+        m = np.stack([a, a[::-1]], axis=1)
+        np.testing.assert_array_equal(em.unique(em.asarray(m), dim=0).numpy(),
+                                      np.unique(m, axis=0))
+
+
+def test_sort_of_complex_names_the_op():
+    z = xp.asarray([1 + 1j, 0j])
+    for fn in (xp.sort, xp.argsort):
+        with pytest.raises(TypeError, match="not supported for complex dtype ember.complex"):
+            fn(z)
+
+
 # ---- reductions ---------------------------------------------------------------------------
 
 def test_sum_and_prod_honour_dtype():
