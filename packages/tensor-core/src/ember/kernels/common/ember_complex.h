@@ -247,6 +247,9 @@ EM_INLINE em_##T em_cacosh_##T(em_##T a) {                                      
 }                                                                                                \
 EM_INLINE em_##T em_catanh_pos_##T(em_##T a) {   /* a.re >= 0 or NaN */                          \
     R ay = fabs(a.im);                                                                           \
+    if (isinf(a.re) || isinf(ay))   /* C99: +-0 + i pi/2 (a.re / h^2 would be inf / inf) */      \
+        return em_cmake_##T(copysign((R)0, a.re),                                                \
+                            a.im != a.im ? a.im : copysign((R)1.570796326794896619, a.im));      \
     if (a.re > SQRT_LARGE || ay > SQRT_LARGE) {                                                  \
         R h = hypot(a.re / 2, a.im / 2);                                                         \
         return em_cmake_##T(a.re / 4 / h / h, -copysign((R)1.570796326794896619, -a.im));        \
