@@ -141,6 +141,33 @@ def test_round_and_sign_of_complex_are_numpys(v, dtype):
     np.testing.assert_array_equal(xp.sign(xp.asarray([-2.0, 0.0, 3.0])).numpy(), [-1, 0, 1])
 
 
+_INF, _NAN, _H = float("inf"), float("nan"), np.pi / 2
+# the standard's special cases of complex atanh at infinities (C99's catanh): the real
+# part is 0 with the sign of a, where ember's large-argument branch computed inf / inf
+_ATANH_INF = [((1.0, _INF), (0.0, _H)), ((0.0, _INF), (0.0, _H)), ((_INF, 2.0), (0.0, _H)),
+              ((_INF, _INF), (0.0, _H)), ((_INF, _NAN), (0.0, _NAN)), ((_NAN, _INF), (0.0, _H)),
+              ((-_INF, -2.0), (-0.0, -_H)), ((-3.0, -_INF), (-0.0, -_H))]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_atanh_and_atan_at_infinities(dtype):
+    z = np.array([complex(*a) for a, _ in _ATANH_INF], dtype=dtype)
+    r = xp.atanh(xp.asarray(z)).numpy()
+    for (a, (re, im)), got in zip(_ATANH_INF, r):
+        assert got.real == 0 and (np.isnan(a[0]) or np.signbit(got.real) == np.signbit(re)), a
+        assert (np.isnan(got.imag) and np.isnan(im)) or np.isclose(got.imag, im, rtol=1e-6), a
+    # atan(z) = -i atanh(iz): pi/2 + 0i towards every infinity of the right half plane
+    # (C99's catan; NumPy's own complex64 loops give NaN there), NumPy's complex128 values
+    # for large finite arguments
+    w = np.array([1j * _INF, -1j * _INF, _INF + 0j, 3 + 1j * _INF], dtype=dtype)
+    r = xp.atan(xp.asarray(w)).numpy()
+    np.testing.assert_allclose(r.real, [_H] * 4, rtol=1e-6)
+    assert (r.imag == 0).all() and np.signbit(r.imag).tolist() == [False, True, False, False]
+    big = np.array([1e30 + 1e30j, 2 + 1e20j, -5e25 + 1j], dtype=dtype)
+    np.testing.assert_allclose(xp.atan(xp.asarray(big)).numpy(),
+                               np.arctan(big.astype(np.complex128)), rtol=1e-6, atol=1e-30)
+
+
 def test_nextafter_takes_python_scalars():
     """2024.12 lets every binary elementwise function take a Python scalar for either
     argument; the scalar takes the array's dtype."""
