@@ -34,6 +34,21 @@ def test_linspace_num_and_endpoint_are_numpys(num, endpoint):
         xp.linspace(0, 1, -1)
 
 
+@settings(max_examples=30, deadline=None)
+@given(start=st.complex_numbers(max_magnitude=1e3) | st.floats(-1e3, 1e3),
+       stop=st.complex_numbers(max_magnitude=1e3), num=st.integers(0, 9),
+       endpoint=st.booleans(), dtype=st.sampled_from([None, "complex64", "complex128"]))
+def test_linspace_with_complex_bounds_is_numpys(start, stop, num, endpoint, dtype):
+    """The standard's linspace takes complex start / stop (ember.linspace, as PyTorch's for
+    Python scalars, is real: it raised a bare float() TypeError)."""
+    r = xp.linspace(start, stop, num, endpoint=endpoint,
+                    dtype=None if dtype is None else getattr(xp, dtype))
+    want = np.linspace(start, stop, num, endpoint=endpoint)
+    assert r.dtype is (xp.complex64 if dtype is None else getattr(xp, dtype))
+    tol = 1e-12 if dtype == "complex128" else 1e-4
+    np.testing.assert_allclose(r.numpy(), want, rtol=tol, atol=tol * 1e3)
+
+
 def test_creation_takes_the_standards_keywords():
     assert xp.zeros(shape=(2, 3)).shape == (2, 3)     # was a 0-d zero: shape= swallowed
     assert xp.ones(shape=4).shape == (4,)

@@ -83,6 +83,17 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     num = _int_arg(num, "num", "linspace")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
+    if isinstance(start, complex) or isinstance(stop, complex) or (
+            dtype is not None and _dtype_arg(dtype, "dtype", "linspace").kind == "complex"):
+        # complex bounds (the standard allows them; ember.linspace is real, as PyTorch's
+        # for Python scalars): the real and imaginary parts spaced separately
+        if dtype is None:
+            dtype = __array_namespace_info__().default_dtypes()["complex floating"]
+        part = _em.float64 if dtype is _em.complex128 else _em.float32
+        start, stop = complex(start), complex(stop)
+        return _em.complex(
+            linspace(start.real, stop.real, num, dtype=part, device=device, endpoint=endpoint),
+            linspace(start.imag, stop.imag, num, dtype=part, device=device, endpoint=endpoint))
     if endpoint:
         return _em.linspace(start, stop, num, dtype=dtype, device=device)
     return _em.linspace(start, stop, num + 1, dtype=dtype, device=device)[:num]
