@@ -183,6 +183,20 @@ def test_complex_atanh_and_atan_at_infinities(dtype):
                                np.arctan(big.astype(np.complex128)), rtol=1e-6, atol=1e-30)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tanh_and_tan_at_infinities(dtype):
+    """tanh(+-inf + ib) is +-1 + i0 also for b = +-inf or NaN (the standard's special
+    cases; ember multiplied sin(b) = NaN by 0), so tan(inf + i inf) = 0 + i."""
+    z = np.array([complex(_INF, _INF), complex(-_INF, _INF), complex(_INF, _NAN),
+                  complex(-_INF, -_INF), complex(_INF, 2.0)], dtype=dtype)
+    r = xp.tanh(xp.asarray(z)).numpy()
+    np.testing.assert_array_equal(r.real, [1, -1, 1, -1, 1])
+    assert (r.imag == 0).all()
+    t = xp.tan(xp.asarray(np.array([complex(_INF, _INF), complex(-_INF, -_INF)], dtype=dtype)))
+    np.testing.assert_array_equal(t.numpy().real, [0, 0])
+    np.testing.assert_array_equal(t.numpy().imag, [1, -1])
+
+
 def test_nextafter_takes_python_scalars():
     """2024.12 lets every binary elementwise function take a Python scalar for either
     argument; the scalar takes the array's dtype."""
@@ -504,3 +518,20 @@ def test_axes_arguments_are_checked_by_name():
         xp.permute_dims(x, em.float32)
     with pytest.raises(TypeError, match="expand_dims: axis must be an int"):
         xp.expand_dims(x, axis="a")
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (0, 3), (2, 0, 4)])
+@pytest.mark.parametrize("ord", [1, -1, 2, -2, float("inf"), -float("inf"), "fro", "nuc"])
+def test_matrix_norm_of_empty_matrices(shape, ord):
+    """'fro' and 'nuc' of empty matrices are 0; ord 1 / inf over an empty max (min)
+    and ord +-2 are undefined: ValueError naming matrix_norm (it named amax)."""
+    x = xp.zeros(shape, dtype=xp.float64)
+    r, c = shape[-2], shape[-1]
+    undefined = ord in (2, -2) or (ord in (1, -1) and c == 0) or \
+        (ord in (float("inf"), -float("inf")) and r == 0)
+    if ord in ("fro", "nuc") or not undefined:
+        out = xla.matrix_norm(x, ord=ord)
+        assert out.shape == shape[:-2] and (out.numpy() == 0).all()
+    else:
+        with pytest.raises(ValueError, match="linalg.matrix_norm: ord=.* of empty matrices"):
+            xla.matrix_norm(x, ord=ord)
