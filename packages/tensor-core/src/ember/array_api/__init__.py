@@ -6,8 +6,9 @@ extensions as `ember.array_api.linalg` and `ember.array_api.fft`).
 here adapt the signatures where PyTorch and the standard disagree: positional-only
 arrays, `shape` where PyTorch says `size`, `axis` and `keepdims` instead of `dim` and
 `keepdim`, `k` instead of `diagonal`, `sort` returning only the values, `unique_*`,
-`cumulative_sum`. Checked against the data-apis/array-api-tests suite with
-tools/array-api-tests (the failures left are listed in array-api-failures.txt).
+`cumulative_sum`, and the complex forms PyTorch leaves out (round, sign, linspace).
+tools/array-api-tests runs the data-apis/array-api-tests suite against it; what is known
+not to pass, and why, is listed in array-api-failures.txt.
 """
 from __future__ import annotations
 
