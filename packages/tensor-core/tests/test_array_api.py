@@ -196,6 +196,10 @@ def test_complex_tanh_and_tan_at_infinities(dtype):
     t = xp.tan(xp.asarray(np.array([complex(_INF, _INF), complex(-_INF, -_INF)], dtype=dtype)))
     np.testing.assert_array_equal(t.numpy().real, [0, 0])
     np.testing.assert_array_equal(t.numpy().imag, [1, -1])
+    # a finite real part with an infinite imaginary one is NaN + NaN j (the standard; NumPy)
+    w = np.array([complex(-10, _INF), complex(20, -_INF)], dtype=dtype)
+    assert np.isnan(xp.tanh(xp.asarray(w)).numpy()).all()
+    assert np.isnan(xp.tan(xp.asarray(np.array([complex(_INF, 10)], dtype=dtype))).numpy()).all()
 
 
 def test_nextafter_takes_python_scalars():

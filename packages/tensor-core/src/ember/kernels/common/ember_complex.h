@@ -195,9 +195,11 @@ EM_INLINE em_##T em_ccosh_##T(em_##T a) {                                       
 EM_INLINE em_##T em_ctanh_##T(em_##T a) {                                                        \
     if (a.im == 0) return em_cmake_##T(tanh(a.re), a.im);                                        \
     if (fabs(a.re) > (R)TBIG) {                                                                  \
-        R e = exp(-2 * fabs(a.re));   /* b = +-inf or NaN: C99's +-1 + i0, not 0 * NaN */        \
-        return em_cmake_##T(copysign((R)1, a.re), isfinite(a.im) ?                               \
-                            4 * sin(a.im) * cos(a.im) * e : copysign((R)0, a.im));               \
+        R e = exp(-2 * fabs(a.re));                                                              \
+        if (!isfinite(a.im))   /* C99: +-inf + i(inf or NaN) is +-1 + i0; finite a: NaN */       \
+            return isinf(a.re) ? em_cmake_##T(copysign((R)1, a.re), copysign((R)0, a.im))        \
+                               : em_cmake_##T(a.im - a.im, a.im - a.im);                         \
+        return em_cmake_##T(copysign((R)1, a.re), 4 * sin(a.im) * cos(a.im) * e);                \
     }                                                                                            \
     R t = tan(a.im), beta = 1 + t * t, s = sinh(a.re), rho = sqrt(1 + s * s);                    \
     R den = 1 + beta * s * s;                                                                    \
