@@ -34,6 +34,21 @@ def test_linspace_num_and_endpoint_are_numpys(num, endpoint):
         xp.linspace(0, 1, -1)
 
 
+@settings(max_examples=30, deadline=None)
+@given(start=st.complex_numbers(max_magnitude=1e3) | st.floats(-1e3, 1e3),
+       stop=st.complex_numbers(max_magnitude=1e3), num=st.integers(0, 9),
+       endpoint=st.booleans(), dtype=st.sampled_from([None, "complex64", "complex128"]))
+def test_linspace_with_complex_bounds_is_numpys(start, stop, num, endpoint, dtype):
+    """The standard's linspace takes complex start / stop (ember.linspace, as PyTorch's for
+    Python scalars, is real: it raised a bare float() TypeError)."""
+    r = xp.linspace(start, stop, num, endpoint=endpoint,
+                    dtype=None if dtype is None else getattr(xp, dtype))
+    want = np.linspace(start, stop, num, endpoint=endpoint)
+    assert r.dtype is (xp.complex64 if dtype is None else getattr(xp, dtype))
+    tol = 1e-12 if dtype == "complex128" else 1e-4
+    np.testing.assert_allclose(r.numpy(), want, rtol=tol, atol=tol * 1e3)
+
+
 def test_creation_takes_the_standards_keywords():
     assert xp.zeros(shape=(2, 3)).shape == (2, 3)     # was a 0-d zero: shape= swallowed
     assert xp.ones(shape=4).shape == (4,)
@@ -118,6 +133,129 @@ def test_nextafter_is_numpys():
     b = np.array([1.0, 0.0, 5.0, -np.inf], dtype=np.float32)
     np.testing.assert_array_equal(xp.nextafter(xp.asarray(a), xp.asarray(b)).numpy(),
                                   np.nextafter(a, b))
+
+
+_complex = st.builds(complex, st.floats(-1e3, 1e3, width=32), st.floats(-1e3, 1e3, width=32))
+
+
+@settings(max_examples=30, deadline=None)
+@given(v=st.lists(_complex | st.sampled_from([0j, 2.5 + 0.5j, -0.5 - 1.5j]), max_size=12),
+       dtype=st.sampled_from(["complex64", "complex128"]))
+def test_round_and_sign_of_complex_are_numpys(v, dtype):
+    """The standard rounds a complex number part by part and defines sign(z) = z / |z|
+    (0 at 0); ember.round and ember.sign refuse complex, as torch.round and torch.sign."""
+    a = np.asarray(v, dtype=dtype)
+    x = xp.asarray(a)
+    r = xp.round(x)
+    assert r.dtype is getattr(em, dtype)
+    np.testing.assert_array_equal(r.numpy(), np.round(a))
+    s = xp.sign(x)
+    expected = np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a)))
+    assert s.dtype is getattr(em, dtype)
+    np.testing.assert_allclose(s.numpy(), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(xp.sign(xp.asarray([-2.0, 0.0, 3.0])).numpy(), [-1, 0, 1])
+
+
+_INF, _NAN, _H = float("inf"), float("nan"), np.pi / 2
+# the standard's special cases of complex atanh at infinities (C99's catanh): the real
+# part is 0 with the sign of a, where ember's large-argument branch computed inf / inf
+_ATANH_INF = [((1.0, _INF), (0.0, _H)), ((0.0, _INF), (0.0, _H)), ((_INF, 2.0), (0.0, _H)),
+              ((_INF, _INF), (0.0, _H)), ((_INF, _NAN), (0.0, _NAN)), ((_NAN, _INF), (0.0, _H)),
+              ((-_INF, -2.0), (-0.0, -_H)), ((-3.0, -_INF), (-0.0, -_H))]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_atanh_and_atan_at_infinities(dtype):
+    z = np.array([complex(*a) for a, _ in _ATANH_INF], dtype=dtype)
+    r = xp.atanh(xp.asarray(z)).numpy()
+    for (a, (re, im)), got in zip(_ATANH_INF, r):
+        assert got.real == 0 and (np.isnan(a[0]) or np.signbit(got.real) == np.signbit(re)), a
+        assert (np.isnan(got.imag) and np.isnan(im)) or np.isclose(got.imag, im, rtol=1e-6), a
+    # atan(z) = -i atanh(iz): pi/2 + 0i towards every infinity of the right half plane
+    # (C99's catan; NumPy's own complex64 loops give NaN there), NumPy's complex128 values
+    # for large finite arguments
+    w = np.array([complex(0, _INF), complex(0, -_INF), complex(_INF, 0), complex(3, _INF)],
+                 dtype=dtype)
+    r = xp.atan(xp.asarray(w)).numpy()
+    np.testing.assert_allclose(r.real, [_H] * 4, rtol=1e-6)
+    assert (r.imag == 0).all() and np.signbit(r.imag).tolist() == [False, True, False, False]
+    big = np.array([1e30 + 1e30j, 2 + 1e20j, -5e25 + 1j], dtype=dtype)
+    np.testing.assert_allclose(xp.atan(xp.asarray(big)).numpy(),
+                               np.arctan(big.astype(np.complex128)), rtol=1e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tanh_and_tan_at_infinities(dtype):
+    """tanh(+-inf + ib) is +-1 + i0 also for b = +-inf or NaN (the standard's special
+    cases; ember multiplied sin(b) = NaN by 0), so tan(inf + i inf) = 0 + i."""
+    z = np.array([complex(_INF, _INF), complex(-_INF, _INF), complex(_INF, _NAN),
+                  complex(-_INF, -_INF), complex(_INF, 2.0)], dtype=dtype)
+    r = xp.tanh(xp.asarray(z)).numpy()
+    np.testing.assert_array_equal(r.real, [1, -1, 1, -1, 1])
+    assert (r.imag == 0).all()
+    t = xp.tan(xp.asarray(np.array([complex(_INF, _INF), complex(-_INF, -_INF)], dtype=dtype)))
+    np.testing.assert_array_equal(t.numpy().real, [0, 0])
+    np.testing.assert_array_equal(t.numpy().imag, [1, -1])
+    # a finite real part with an infinite imaginary one is NaN + NaN j (the standard; NumPy)
+    w = np.array([complex(-10, _INF), complex(20, -_INF)], dtype=dtype)
+    assert np.isnan(xp.tanh(xp.asarray(w)).numpy()).all()
+    assert np.isnan(xp.tan(xp.asarray(np.array([complex(_INF, 10)], dtype=dtype))).numpy()).all()
+
+
+def test_nextafter_takes_python_scalars():
+    """2024.12 lets every binary elementwise function take a Python scalar for either
+    argument; the scalar takes the array's dtype."""
+    a = np.array([0.0, 1.0, -1.0], dtype=np.float32)
+    r = xp.nextafter(xp.asarray(a), 0.0)
+    assert r.dtype is em.float32
+    np.testing.assert_array_equal(r.numpy(), np.nextafter(a, np.float32(0)))
+    np.testing.assert_array_equal(xp.nextafter(2.0, xp.asarray(a)).numpy(),
+                                  np.nextafter(np.float32(2), a))
+
+
+_LATTICE = {"bool": 0, "int8": 1, "int16": 1, "int32": 1, "int64": 1, "uint8": 1,
+            "float32": 2, "float64": 2, "complex64": 2, "complex128": 2}
+
+
+@pytest.mark.parametrize("src", list(_LATTICE))
+def test_can_cast_stays_in_the_standards_lattices(src):
+    """can_cast(a, b) is True exactly when a and b promote to b by the standard's table:
+    never between bool, the integers and the floating dtypes (array-api-strict's answer;
+    PyTorch promotes bool + int8 to int8, and ember.can_cast keeps PyTorch's rule)."""
+    for dst in _LATTICE:
+        a, b = getattr(xp, src), getattr(xp, dst)
+        want = _LATTICE[src] == _LATTICE[dst] and np.promote_types(src, dst) == np.dtype(dst)
+        assert xp.can_cast(a, b) == want, (src, dst)
+        assert xp.can_cast(xp.zeros(2, dtype=a), b) == want, (src, dst)
+
+
+@settings(max_examples=30, deadline=None)
+@given(v=st.lists(st.sampled_from([0j, 1 + 1j, 1 - 1j, -1 + 0j, 2j, 1 + 0j]), max_size=10),
+       dtype=st.sampled_from(["complex64", "complex128"]))
+def test_unique_of_complex_is_numpys(v, dtype):
+    """unique_* of complex arrays, in NumPy's order (real part, then imaginary part): the
+    sort kernel has no complex rows and ember reported that as MemoryError."""
+    a = np.asarray(v, dtype=dtype).reshape(-1)
+    x = xp.asarray(a)
+    vals, idx, inv, counts = xp.unique_all(x)
+    nv, nidx, ninv, ncounts = np.unique(a, return_index=True, return_inverse=True,
+                                        return_counts=True)
+    np.testing.assert_array_equal(vals.numpy(), nv)
+    np.testing.assert_array_equal(idx.numpy(), nidx)
+    np.testing.assert_array_equal(inv.numpy(), ninv.reshape(a.shape))
+    np.testing.assert_array_equal(counts.numpy(), ncounts)
+    np.testing.assert_array_equal(xp.unique_values(x).numpy(), nv)
+    if a.size:
+        m = np.stack([a, a[::-1]], axis=1)
+        np.testing.assert_array_equal(em.unique(em.asarray(m), dim=0).numpy(),
+                                      np.unique(m, axis=0))
+
+
+def test_sort_of_complex_names_the_op():
+    z = xp.asarray([1 + 1j, 0j])
+    for fn in (xp.sort, xp.argsort):
+        with pytest.raises(TypeError, match="not supported for complex dtype ember.complex"):
+            fn(z)
 
 
 # ---- reductions ---------------------------------------------------------------------------
@@ -385,3 +523,20 @@ def test_axes_arguments_are_checked_by_name():
         xp.permute_dims(x, em.float32)
     with pytest.raises(TypeError, match="expand_dims: axis must be an int"):
         xp.expand_dims(x, axis="a")
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (0, 3), (2, 0, 4)])
+@pytest.mark.parametrize("ord", [1, -1, 2, -2, float("inf"), -float("inf"), "fro", "nuc"])
+def test_matrix_norm_of_empty_matrices(shape, ord):
+    """'fro' and 'nuc' of empty matrices are 0; ord 1 / inf over an empty max (min)
+    and ord +-2 are undefined: ValueError naming matrix_norm (it named amax)."""
+    x = xp.zeros(shape, dtype=xp.float64)
+    r, c = shape[-2], shape[-1]
+    undefined = ord in (2, -2) or (ord in (1, -1) and c == 0) or \
+        (ord in (float("inf"), -float("inf")) and r == 0)
+    if ord in ("fro", "nuc") or not undefined:
+        out = xla.matrix_norm(x, ord=ord)
+        assert out.shape == shape[:-2] and (out.numpy() == 0).all()
+    else:
+        with pytest.raises(ValueError, match="linalg.matrix_norm: ord=.* of empty matrices"):
+            xla.matrix_norm(x, ord=ord)

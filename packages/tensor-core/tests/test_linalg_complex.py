@@ -460,3 +460,38 @@ def test_complex_derivatives_that_depend_on_a_phase_are_refused():
     with pytest.raises(RuntimeError, match="linalg.eigh: the eigenvectors in the complex "
                        "case are specified up to multiplication by"):
         em.imag(LA.eigh(A + A.mH).eigenvectors).sum().backward()
+
+
+@settings(max_examples=25, deadline=None)
+@given(shapes=st.sampled_from([((4,), (4,)), ((2, 3), (3,)), ((3, 1, 2), (4, 2)), ((0,), (0,))]),
+       dtype=st.sampled_from([np.complex64, np.complex128]), seed=st.integers(0, 2**16),
+       axis_first=st.booleans())
+def test_vecdot_conjugates_x1(shapes, dtype, seed, axis_first):
+    """vecdot(x1, x2) = sum(conj(x1) * x2) (torch.linalg.vecdot, the standard, NumPy's
+    vecdot); ember multiplied without conjugating."""
+    rng = np.random.default_rng(seed)
+    s1, s2 = shapes
+    a = (rng.standard_normal(s1) + 1j * rng.standard_normal(s1)).astype(dtype)
+    b = (rng.standard_normal(s2) + 1j * rng.standard_normal(s2)).astype(dtype)
+    axis = -1
+    if axis_first and a.ndim == b.ndim == 1:    # the vectors along dim 0 of columns
+        a, b, axis = a[:, None], b[:, None], 0
+    ref = np.sum(np.conj(a) * b, axis=axis)
+    tol = 1e-5 if dtype == np.complex64 else 1e-12
+    for fn in (em.linalg.vecdot, em.vecdot):
+        r = fn(em.from_numpy(a), em.from_numpy(b), dim=axis) if fn is em.linalg.vecdot else \
+            fn(em.from_numpy(a), em.from_numpy(b), axis=axis)
+        assert r.dtype is em.from_numpy(a).dtype
+        np.testing.assert_allclose(r.numpy(), ref, rtol=tol, atol=tol)
+    # real x1 is not conjugated (a no-op), mixed real/complex promotes
+    ra = rng.standard_normal(a.shape)
+    np.testing.assert_allclose(
+        em.linalg.vecdot(em.from_numpy(ra), em.from_numpy(b), dim=axis).numpy(),
+        np.sum(ra * b, axis=axis), rtol=tol, atol=tol)
+
+
+def test_vecdot_complex_gradcheck():
+    from ember.autograd import gradcheck
+    rng = np.random.default_rng(41)
+    a, b = _cz(rng, 2, 3).requires_grad_(), _cz(rng, 3).requires_grad_()
+    assert gradcheck(lambda a, b: em.linalg.vecdot(a, b), (a, b))

@@ -167,6 +167,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         if A.dtype.kind == "complex":
             A = _core.elementwise("abs", A)
         return _norm_reduce(A, "fro", (r, c), keepdim)
+    if ord in (2, -2, 1, -1, math.inf, -math.inf) and A.shape[r] * A.shape[c] == 0 and \
+            (ord in (2, -2) or A.shape[c if ord in (1, -1) else r] == 0):
+        # the largest / smallest of no singular values, column or row sums (as PyTorch,
+        # which refuses these too; "fro" and "nuc" of an empty matrix are 0)
+        raise ValueError(f"linalg.matrix_norm: ord={ord!r} of empty matrices (shape "
+                         f"{tuple(A.shape)}) is undefined")
     if ord == "nuc" or ord in (2, -2):
         lo, hi = min(r, c), max(r, c)
         M = A.movedim((r, c), (-2, -1)) if (r, c) != (A.ndim - 2, A.ndim - 1) else A

@@ -6,8 +6,9 @@ extensions as `ember.array_api.linalg` and `ember.array_api.fft`).
 here adapt the signatures where PyTorch and the standard disagree: positional-only
 arrays, `shape` where PyTorch says `size`, `axis` and `keepdims` instead of `dim` and
 `keepdim`, `k` instead of `diagonal`, `sort` returning only the values, `unique_*`,
-`cumulative_sum`. Checked against the data-apis/array-api-tests suite with
-tools/array-api-tests (the failures left are listed in array-api-failures.txt).
+`cumulative_sum`, and the complex forms PyTorch leaves out (round, sign, linspace).
+tools/array-api-tests runs the data-apis/array-api-tests suite against it; what is known
+not to pass, and why, is listed in array-api-failures.txt.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
 bitwise_invert bitwise_or bitwise_right_shift bitwise_xor ceil copysign cos cosh
 divide exp expm1 floor floor_divide greater greater_equal hypot isfinite isinf
 isnan less less_equal log log1p log2 log10 logaddexp logical_and logical_not logical_or
-logical_xor maximum minimum multiply negative nextafter not_equal positive pow reciprocal
-remainder round sign signbit sin sinh square sqrt subtract tan tanh trunc
+logical_xor maximum minimum multiply negative not_equal positive pow reciprocal
+remainder signbit sin sinh square sqrt subtract tan tanh trunc
 take matmul matrix_transpose broadcast_to moveaxis stack tile where
 """.split()
 
@@ -83,6 +84,17 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     num = _int_arg(num, "num", "linspace")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
+    if isinstance(start, complex) or isinstance(stop, complex) or (
+            dtype is not None and _dtype_arg(dtype, "dtype", "linspace").kind == "complex"):
+        # complex bounds (the standard allows them; ember.linspace is real, as PyTorch's
+        # for Python scalars): the real and imaginary parts spaced separately
+        if dtype is None:
+            dtype = __array_namespace_info__().default_dtypes()["complex floating"]
+        part = _em.float64 if dtype is _em.complex128 else _em.float32
+        start, stop = complex(start), complex(stop)
+        return _em.complex(
+            linspace(start.real, stop.real, num, dtype=part, device=device, endpoint=endpoint),
+            linspace(start.imag, stop.imag, num, dtype=part, device=device, endpoint=endpoint))
     if endpoint:
         return _em.linspace(start, stop, num, dtype=dtype, device=device)
     return _em.linspace(start, stop, num + 1, dtype=dtype, device=device)[:num]
@@ -176,12 +188,43 @@ def astype(x, dtype, /, *, copy=True, device=None):
     return y if device is None else y.to(device)
 
 
+# the standard's promotion lattices: a dtype casts only within its own (bool; the
+# integers; the real and complex floating dtypes), where PyTorch also promotes across them
+_LATTICE = {"bool": 0, "int": 1, "float": 2, "complex": 2}
+
+
 def can_cast(from_, to, /):
-    """The standard's rule: from_ converts to `to` when promoting both gives `to`
-    (ember.can_cast defaults to PyTorch's looser same-kind rule)."""
+    """The standard's rule: from_ converts to `to` when both are in one promotion lattice
+    and promoting them gives `to` (so bool -> int8 and int8 -> float32 are refused, where
+    ember.can_cast follows PyTorch's looser same-kind rule)."""
     src = from_.dtype if isinstance(from_, _core.TensorBase) else from_
     _dtype_arg(src, "from_", "can_cast"), _dtype_arg(to, "to", "can_cast")
-    return _em.promote_types(src, to) is to
+    return _LATTICE[src.kind] == _LATTICE[to.kind] and _em.promote_types(src, to) is to
+
+
+# ---- elementwise functions whose complex (or scalar) forms PyTorch leaves out ----
+
+def round(x, /):  # noqa: A001
+    """Round half to even; a complex x has its real and imaginary parts rounded
+    (torch.round refuses complex)."""
+    if x.dtype.kind == "complex":
+        return _em.complex(_em.round(_em.real(x)), _em.round(_em.imag(x)))
+    return _em.round(x)
+
+
+def sign(x, /):
+    """-1, 0 or 1 by the sign of x; for complex x, x / |x| (0 at 0): PyTorch's sgn."""
+    return _em.sgn(x) if x.dtype.kind == "complex" else _em.sign(x)
+
+
+def nextafter(x1, x2, /):
+    """The next float after x1 towards x2; either may be a Python scalar (taking the other's
+    dtype), as the standard's 2024.12 binary functions allow."""
+    if not isinstance(x1, _core.TensorBase):
+        x1 = _em.full_like(x2, x1) if isinstance(x2, _core.TensorBase) else x1
+    if not isinstance(x2, _core.TensorBase):
+        x2 = _em.full_like(x1, x2) if isinstance(x1, _core.TensorBase) else x2
+    return _em.nextafter(x1, x2)
 
 
 def nonzero(x, /):

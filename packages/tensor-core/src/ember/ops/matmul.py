@@ -290,7 +290,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def vecdot(x1, x2, /, *, axis=None, dim=None):
     """Dot products of the vectors along dim (default the last), the other dims
-    broadcast (Array API: the result has the operands' promoted dtype)."""
+    broadcast (Array API: the result has the operands' promoted dtype); x1 is
+    conjugated, sum(conj(x1) * x2), as torch.linalg.vecdot and the standard say."""
     x1, x2 = _tensor(x1, "vecdot"), _tensor(x2, "vecdot")
     d = dim if dim is not None else (axis if axis is not None else -1)
     if x1.ndim == 0 or x2.ndim == 0:
@@ -300,6 +301,8 @@ def vecdot(x1, x2, /, *, axis=None, dim=None):
     if n1 != n2:
         raise ValueError(f"vecdot: sizes {n1} and {n2} of dim {d} differ (shapes "
                          f"{tuple(x1.shape)} and {tuple(x2.shape)})")
+    if x1.dtype.kind == "complex":
+        x1 = _core.elementwise("conj_physical", x1)
     p = _core.elementwise("mul", x1, x2)
     return _sum(p, (_core.normalize_dim(d, p.ndim, "vecdot"),))
 

@@ -40,6 +40,11 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_con
 
 def _sort(input, dim, descending, op):
     """(values, indices) sorted along dim: stable, NaN the largest value."""
+    if input.dtype.kind == "complex":
+        # complex numbers have no order (PyTorch refuses them too); unique orders them
+        # lexicographically through _complex_perm
+        raise TypeError(f"{op}: not supported for complex dtype {input.dtype!r} "
+                        f"(complex numbers are unordered); sort x.real or x.abs()")
     if input.ndim == 0:
         return _core.contiguous_copy(input), _core.empty((), _int64, input.device).fill_(0)
     d = _norm(dim, input.ndim, op)
@@ -177,7 +182,7 @@ def _unique_rows(input, d, sort_rows, return_inverse, return_counts):
     perm = arange(n, device=input.device)
     if sort_rows:
         for c in range(rows.shape[1] - 1, -1, -1):   # LSD: stable sorts, last column first
-            perm = perm[argsort(rows[perm, c])]
+            perm = perm[_argsort_1d(rows[perm, c], "unique")]
     srt = rows[perm]
     if rows.shape[1] == 0:
         distinct = _core.empty((max(n - 1, 0),), _bool, input.device).fill_(False)
@@ -191,11 +196,21 @@ def _unique_rows(input, d, sort_rows, return_inverse, return_counts):
     return uniq
 
 
+def _argsort_1d(x, op):
+    """The stable sorting permutation of the 1-d x; complex x in NumPy's lexicographic
+    order (real part, then imaginary part), which unique needs to group equal values."""
+    if x.dtype.kind != "complex":
+        return _sort(x, 0, False, op)[1]
+    perm = _sort(_core.contiguous_copy(x.imag), 0, False, op)[1]
+    return perm[_sort(_core.contiguous_copy(x.real[perm]), 0, False, op)[1]]
+
+
 def _unique_flat(input, sort_values, return_inverse, return_counts):
     flat = input.detach().reshape(-1)
     n = flat.numel()
     if sort_values:
-        v, perm = _sort(flat, 0, False, "unique")
+        perm = _argsort_1d(flat, "unique")
+        v = flat[perm]
     else:
         from ember.ops.creation import arange
         v, perm = flat, arange(n, device=input.device)

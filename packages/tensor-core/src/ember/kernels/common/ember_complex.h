@@ -196,6 +196,9 @@ EM_INLINE em_##T em_ctanh_##T(em_##T a) {                                       
     if (a.im == 0) return em_cmake_##T(tanh(a.re), a.im);                                        \
     if (fabs(a.re) > (R)TBIG) {                                                                  \
         R e = exp(-2 * fabs(a.re));                                                              \
+        if (!isfinite(a.im))   /* C99: +-inf + i(inf or NaN) is +-1 + i0; finite a: NaN */       \
+            return isinf(a.re) ? em_cmake_##T(copysign((R)1, a.re), copysign((R)0, a.im))        \
+                               : em_cmake_##T(a.im - a.im, a.im - a.im);                         \
         return em_cmake_##T(copysign((R)1, a.re), 4 * sin(a.im) * cos(a.im) * e);                \
     }                                                                                            \
     R t = tan(a.im), beta = 1 + t * t, s = sinh(a.re), rho = sqrt(1 + s * s);                    \
@@ -247,6 +250,9 @@ EM_INLINE em_##T em_cacosh_##T(em_##T a) {                                      
 }                                                                                                \
 EM_INLINE em_##T em_catanh_pos_##T(em_##T a) {   /* a.re >= 0 or NaN */                          \
     R ay = fabs(a.im);                                                                           \
+    if (isinf(a.re) || isinf(ay))   /* C99: +-0 + i pi/2 (a.re / h^2 would be inf / inf) */      \
+        return em_cmake_##T(copysign((R)0, a.re),                                                \
+                            a.im != a.im ? a.im : copysign((R)1.570796326794896619, a.im));      \
     if (a.re > SQRT_LARGE || ay > SQRT_LARGE) {                                                  \
         R h = hypot(a.re / 2, a.im / 2);                                                         \
         return em_cmake_##T(a.re / 4 / h / h, -copysign((R)1.570796326794896619, -a.im));        \
