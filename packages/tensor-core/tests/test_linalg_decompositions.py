@@ -312,8 +312,8 @@ def test_triangular_solve_legacy_and_blocked_sizes():
         b = rng.standard_normal((n, 5))
         X, coeff = em.triangular_solve(T(b), T(a))
         assert np.array_equal(N(coeff), a)
-        for m, (X, _) in ((a, (X, coeff)), (a.T, em.triangular_solve(T(b), T(a), transpose=True))):
-            x = N(X)
+        X_t, _ = em.triangular_solve(T(b), T(a), transpose=True)
+        for m, x in ((a, N(X)), (a.T, N(X_t))):
             backward = np.abs(m @ x - b).max() / (np.abs(m).sum(1).max() * np.abs(x).max())
             assert backward <= 4 * n * np.finfo(np.float64).eps, (n, backward)
 
