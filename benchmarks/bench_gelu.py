@@ -8,7 +8,7 @@ one process (issue 22: the small GPT's MLP activation, shape (8, 64, 256)).
 For float32, float64, bfloat16 and float16, approximate='none' (erf) and 'tanh': best
 of 5 of the mean thread CPU time over reps calls of F.gelu and of the derivative
 (ember's _gelu_grad / _gelu_tanh_grad, PyTorch's aten.gelu_backward), in µs, and
-em/pt (< 1: ember faster). Nothing asserts.
+em/pt (< 1: ember faster); without PyTorch, ember's column alone. Nothing asserts.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import argparse
 import time
 
 import numpy as np
-import torch
 
 import ember as em
 import ember.nn.functional as F
@@ -38,21 +37,31 @@ def main():
     ap.add_argument("--shape", type=int, nargs="+", default=[8, 64, 256])
     ap.add_argument("--reps", type=int, default=200)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
     em.set_num_threads(1)
     x = np.random.default_rng(0).standard_normal(args.shape).astype(np.float32)
     print(f"shape {tuple(args.shape)}, µs per call, 1 thread, thread CPU time")
     print(f"{'dtype':9s} {'approx':6s} {'fwd em':>8s} {'fwd pt':>8s} {'em/pt':>6s}"
           f" {'bwd em':>8s} {'bwd pt':>8s} {'em/pt':>6s}")
     for name in ("float32", "float64", "bfloat16", "float16"):
-        tx = torch.from_numpy(x).to(getattr(torch, name))
         ex = em.from_numpy(x).to(getattr(em, name))
-        tg, eg = torch.ones_like(tx), em.ones_like(ex)
+        eg = em.ones_like(ex)
+        if torch is not None:
+            tx = torch.from_numpy(x).to(getattr(torch, name))
+            tg = torch.ones_like(tx)
         for approx in ("none", "tanh"):
             egrad = em._gelu_grad if approx == "none" else em._gelu_tanh_grad
             ef = cpu_us(args.reps, F.gelu, ex, approximate=approx)
-            tf = cpu_us(args.reps, torch.nn.functional.gelu, tx, approximate=approx)
             eb = cpu_us(args.reps, egrad, eg, ex)
+            if torch is None:
+                print(f"{name:9s} {approx:6s} {ef:8.1f} {'-':>8s} {'-':>6s}"
+                      f" {eb:8.1f} {'-':>8s} {'-':>6s}", flush=True)
+                continue
+            tf = cpu_us(args.reps, torch.nn.functional.gelu, tx, approximate=approx)
             tb = cpu_us(args.reps, torch.ops.aten.gelu_backward, tg, tx, approximate=approx)
             print(f"{name:9s} {approx:6s} {ef:8.1f} {tf:8.1f} {ef / tf:6.2f}"
                   f" {eb:8.1f} {tb:8.1f} {eb / tb:6.2f}", flush=True)

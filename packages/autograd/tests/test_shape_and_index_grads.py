@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember.autograd import gradcheck, gradgradcheck
-from ember.ops import attention as _attention
+from ember.ops import attention as _attention, rnn as _rnn
 
 
 def leaf(*shape, seed=0, lo=-2.0, hi=2.0):
@@ -249,6 +249,12 @@ MULTI_CASES = [
      True),
     ("conv_transpose2d_groups", lambda x, w: em.conv_transpose2d(x, w, groups=2, dilation=2),
      [(1, 4, 2, 3), (4, 1, 2, 2)], True),
+    # the fused LSTM ops (tensor-core's test_lstm_cell.py checks them against the cell
+    # written out of ember ops over more shapes, dtypes and devices)
+    ("lstm_cell_pointwise", lambda g, c: _rnn.lstm_cell_pointwise(g, c), [(2, 8), (2, 2)],
+     True),
+    ("lstm_sequence", lambda p, h, c, w: _rnn.lstm_sequence(p, h, c, w),
+     [(3, 2, 8), (2, 2), (2, 2), (8, 2)], True),
 ] + [
     (f"scatter_reduce_{r}_{inc}",
      (lambda r, inc: lambda a, b: a.scatter_reduce(0, _SCATTER_INDEX, b, r,
