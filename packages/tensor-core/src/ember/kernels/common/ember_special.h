@@ -16,9 +16,9 @@
  * (ember/ops/special.py) and checked against mpmath in tests/test_special.py.
  *
  * The Chebyshev and Taylor coefficients are ember's own fits, computed in 50-digit
- * arithmetic: tools/special_coefficients.py regenerates the Airy block (between the
- * GENERATED airy markers); the script that made the first block is not in the
- * repository.
+ * arithmetic (packages/tensor-core/tools/): special_coefficients.py made the first
+ * GENERATED block, airy_coefficients.py regenerates the Airy block (between the
+ * GENERATED airy markers).
  */
 #ifndef EMBER_SPECIAL_H
 #define EMBER_SPECIAL_H
@@ -529,7 +529,7 @@ EM_INLINE em_sp_w em_sp_lgamma1p_small(em_sp_w x) {
 #define EM_SP_AIRY_CUT 2.1
 #define EM_SP_AIRY_SMAX 0.49290397095882444128   /* 1 / zeta(EM_SP_AIRY_CUT) */
 
-/* airy_pos: 28 Chebyshev coefficients (tools/special_coefficients.py) */
+/* airy_pos: 28 Chebyshev coefficients (tools/airy_coefficients.py) */
 EM_INLINE em_sp_w em_sp_cheb_airy_pos(em_sp_w s) {
     em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
     b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 6.4844976181721718153e-20;
@@ -562,7 +562,7 @@ EM_INLINE em_sp_w em_sp_cheb_airy_pos(em_sp_w s) {
     return s * b0 - b1 + 0.98536536134003095808;
 }
 
-/* airy_a: 32 Chebyshev coefficients (tools/special_coefficients.py) */
+/* airy_a: 32 Chebyshev coefficients (tools/airy_coefficients.py) */
 EM_INLINE em_sp_w em_sp_cheb_airy_a(em_sp_w s) {
     em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
     b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.5362932089834329853e-19;
@@ -599,7 +599,7 @@ EM_INLINE em_sp_w em_sp_cheb_airy_a(em_sp_w s) {
     return s * b0 - b1 + 0.99717031968412760199;
 }
 
-/* airy_b: 37 Chebyshev coefficients (tools/special_coefficients.py) */
+/* airy_b: 37 Chebyshev coefficients (tools/airy_coefficients.py) */
 EM_INLINE em_sp_w em_sp_cheb_airy_b(em_sp_w s) {
     em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
     b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 1.1167621567387081496e-21;
@@ -641,7 +641,7 @@ EM_INLINE em_sp_w em_sp_cheb_airy_b(em_sp_w s) {
     return s * b0 - b1 + 0.016099239347819455521;
 }
 
-/* airy_mid_neg: 22 Chebyshev coefficients (tools/special_coefficients.py) */
+/* airy_mid_neg: 22 Chebyshev coefficients (tools/airy_coefficients.py) */
 EM_INLINE em_sp_w em_sp_cheb_airy_mid_neg(em_sp_w s) {
     em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
     b2 = b1; b1 = b0; b0 = s2 * b1 - b2 - 4.8408123792476550061e-20;
@@ -668,7 +668,7 @@ EM_INLINE em_sp_w em_sp_cheb_airy_mid_neg(em_sp_w s) {
     return s * b0 - b1 + 0.39299011199263845971;
 }
 
-/* airy_mid_pos: 20 Chebyshev coefficients (tools/special_coefficients.py) */
+/* airy_mid_pos: 20 Chebyshev coefficients (tools/airy_coefficients.py) */
 EM_INLINE em_sp_w em_sp_cheb_airy_mid_pos(em_sp_w s) {
     em_sp_w s2 = 2 * s, b0 = 0, b1 = 0, b2;
     b2 = b1; b1 = b0; b0 = s2 * b1 - b2 + 5.3324399198943937674e-20;
@@ -1141,7 +1141,7 @@ EM_INLINE em_sp_w em_sp_lgamma_w(em_sp_w x) { return lgamma(x); }
  * otherwise cost zeta ulps through exp(-zeta) and sin(zeta)): x >= 2.1, Ai = g(1 / zeta)
  * exp(-zeta) / (2 sqrt(pi) x^(1/4)); x <= -2.1, Ai = (sin(zeta + pi/4) A - cos(zeta +
  * pi/4) B) / (sqrt(pi) |x|^(1/4)) with A, B of 1 / zeta; fits of Ai between (the fits:
- * tools/special_coefficients.py). 0 at +inf (the limit), NaN at -inf (as J0). */
+ * tools/airy_coefficients.py). 0 at +inf (the limit), NaN at -inf (as J0). */
 /* zeta = 2/3 ax^(3/2) as z + zl (a macro: the dialect has no out-parameters); the
  * division's residual by fma, so it holds in float (OpenCL without doubles) too */
 #define EM_SP_AIRY_ZETA(ax, z, zl) {                                                  \
