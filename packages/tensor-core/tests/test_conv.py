@@ -227,7 +227,9 @@ def test_many_channels_take_several_passes():
 
 
 @pytest.mark.parametrize("xs,ws,stride,pad,groups", [
-    ((7, 6, 8, 8), (10, 6, 3, 3), 1, 1, 1),     # 64 pixels: items of 4 and 3 images
+    ((7, 6, 8, 8), (10, 6, 3, 3), 1, 1, 1),     # 64 pixels: 7 images (1 thread), 1 (2)
+    ((70, 2, 4, 4), (3, 2, 3, 3), 1, 1, 1),     # 16 pixels: items of 35 + 35 images
+    ((9, 3, 3, 5), (4, 3, 2, 3), 1, 2, 1),      # padding beyond the kernel: zero taps
     ((5, 4, 7, 7), (6, 2, 3, 3), 2, 1, 2),      # 16 pixels, two groups
     ((6, 8, 6, 6), (16, 8, 1, 1), 2, 0, 1),     # a strided 1x1 (ResNet's shortcut)
     ((3, 5, 17, 16), (7, 5, 3, 3), 1, 1, 1),    # 272 pixels: one image per item

@@ -112,6 +112,7 @@ typedef struct {
     int64_t cb, wq;             /* direct: channels per pass, scratch columns per phase */
     int64_t cols;               /* elements of a thread's im2col buffer */
     int64_t ipi;                /* batched: images per item */
+    int64_t *idx;               /* batched: tap_index() */
     atomic_llong next;
     atomic_int err;
     void *part[EM_MAX_THREADS]; /* grad_weight: the sums of threads 1.. (0 sums into out) */
@@ -138,22 +139,46 @@ static inline int64_t next_item(job_t *job) {
 }
 
 /* Images per work item for the GEMM paths: 1, or, when an image's output is small
- * (P = oh * ow < BATCH_COLS) and its im2col is not the identity, enough images for
- * BATCH_COLS GEMM columns (the im2col blocks of several images side by side): one
+ * (P = oh * ow < BATCH_COLS) and its im2col is not the identity, several images whose
+ * im2col blocks (and grad_out rows) lie side by side as one GEMM's columns: one
  * image's few columns would repack the weights (the GEMM's A) for a handful of
- * columns each time, and in grad_weight make k (the pixels) tiny. */
+ * columns each time, and in grad_weight make k (the pixels) tiny. The batch is as
+ * large as BATCH_MAX elements of im2col allow, up to BATCH_IMAGES_COLS columns (ResNet's
+ * 4x4 layers: 64 images, 1024 columns, packing the 512x4608 weights once instead of 5
+ * times), split into items of near-equal size. */
 #define BATCH_COLS 256
-#define BATCH_MAX ((int64_t)1 << 20)   /* elements of a batched im2col block */
+#define BATCH_IMAGES_COLS 1024
+#define BATCH_MAX ((int64_t)1 << 22)   /* elements of a batched im2col block */
 
 static int64_t images_per_item(const em_conv_params *p) {
     int64_t P = p->oh * p->ow, kg = p->c / p->groups * p->kh * p->kw;
     if (P >= BATCH_COLS || p->n < 2 || is_identity(p)) return 1;
-    int64_t b = MIN(p->n, BATCH_COLS / P);
+    int64_t b = MIN(p->n, BATCH_IMAGES_COLS / P);
     b = MIN(b, MAX(1, BATCH_MAX / MAX(kg * P, 1)));
     int nt = em_get_num_threads();
     if (nt > 1 && !em_in_parallel())    /* two items per thread at least */
         b = MIN(b, MAX(1, p->n * p->groups / (2 * nt)));
-    return b;
+    int64_t items = (p->n + b - 1) / b;
+    return (p->n + items - 1) / items;   /* 64 images by <= 56: 32 + 32, not 56 + 8 */
+}
+
+/* idx[t * P + q] = the offset (ih * w + iw) in its channel plane of the input that
+ * tap t = (a, b) of output pixel q reads, -1 in the padding: the batched im2col and
+ * col2im gather and scatter through it, one short loop per (channel, tap, image),
+ * instead of a copy per output row (4 elements at 4x4). */
+static int64_t *tap_index(const em_conv_params *p) {
+    int64_t P = p->oh * p->ow;
+    int64_t *idx = malloc(p->kh * p->kw * P * sizeof(int64_t));
+    if (!idx) return NULL;
+    for (int64_t a = 0, t = 0; a < p->kh; a++)
+        for (int64_t b = 0; b < p->kw; b++, t++)
+            for (int64_t i = 0; i < p->oh; i++)
+                for (int64_t j = 0; j < p->ow; j++) {
+                    int64_t ih = i * p->sh - p->ph + a * p->dh, iw = j * p->sw - p->pw + b * p->dw;
+                    idx[t * P + i * p->ow + j] =
+                        ih < 0 || ih >= p->h || iw < 0 || iw >= p->w ? -1 : ih * p->w + iw;
+                }
+    return idx;
 }
 
 /* Whether the GEMM has its AVX-512 kernel: the direct kernel (AVX2) then loses to
@@ -452,6 +477,44 @@ static void FN(gather_gy)(const em_conv_params *p, const T *gy, int64_t g, int64
                    P * sizeof(T));
 }
 
+/* im2col of images [0, nb) of a batched item (x: the first image's channel g * cg,
+ * `stride` elements between images): cols[t, j * P + q] for tap t = (ci, a, b). */
+static void FN(im2col_batch)(const em_conv_params *p, int64_t cg, const T *restrict x,
+                             int64_t stride, int64_t nb, const int64_t *restrict idx,
+                             T *restrict cols, int64_t ld) {
+    int64_t P = p->oh * p->ow, kk = p->kh * p->kw, HW = p->h * p->w;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t t = 0; t < kk; t++) {
+            const int64_t *restrict ix = idx + t * P;
+            T *restrict row = cols + (ci * kk + t) * ld;
+            for (int64_t j = 0; j < nb; j++) {
+                const T *restrict src = x + j * stride + ci * HW;
+                T *restrict d = row + j * P;
+                for (int64_t q = 0; q < P; q++) d[q] = ix[q] >= 0 ? src[ix[q]] : (T)0;
+            }
+        }
+}
+
+/* The adjoint: gx[image j, ci, idx] = sum of cols[t, j * P + q] (gx: the first image's
+ * channel g * cg; written, not read). Each plane is summed in `plane` (HW + 1
+ * elements: the padding's contributions land in the last one, so the loop has no
+ * branch), in im2col's (ci, a, b, i, j) order as col2im's, then copied out. */
+static void FN(col2im_batch)(const em_conv_params *p, int64_t cg, const T *restrict cols,
+                             int64_t ld, int64_t nb, const int64_t *restrict idx,
+                             T *restrict gx, int64_t stride, T *restrict plane) {
+    int64_t P = p->oh * p->ow, kk = p->kh * p->kw, HW = p->h * p->w;
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t ci = 0; ci < cg; ci++) {
+            memset(plane, 0, (HW + 1) * sizeof(T));
+            for (int64_t t = 0; t < kk; t++) {
+                const int64_t *restrict ix = idx + t * P;
+                const T *restrict r = cols + (ci * kk + t) * ld + j * P;
+                for (int64_t q = 0; q < P; q++) plane[ix[q] >= 0 ? ix[q] : HW] += r[q];
+            }
+            memcpy(gx + j * stride + ci * HW, plane, HW * sizeof(T));
+        }
+}
+
 static void FN(fwd_batched_worker)(void *ctx, int tid, int nthreads) {
     job_t *job = ctx;
     const em_conv_params *p = job->p;
@@ -465,8 +528,8 @@ static void FN(fwd_batched_worker)(void *ctx, int tid, int nthreads) {
         int64_t g, n0, nb;
         FN(batch_item)(job, it, &g, &n0, &nb);
         int64_t ld = nb * P;
-        for (int64_t j = 0; j < nb; j++)
-            FN(im2col)(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, 0, p->oh, cols + j * P, ld);
+        FN(im2col_batch)(p, cg, x + (n0 * p->c + g * cg) * HW, p->c * HW, nb, job->idx, cols,
+                         ld);
         if (em_gemm(DT, ocg, ld, kg, 1.0, w + g * ocg * kg, kg, 1, cols, ld, 1, 0.0, tmp, ld,
                     1)) {
             atomic_store(&job->err, 1);
@@ -493,8 +556,9 @@ static void FN(grad_input_batched_worker)(void *ctx, int tid, int nthreads) {
     int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
     int64_t P = p->oh * p->ow, HW = p->h * p->w;
     T *cols = malloc(kg * job->ipi * P * sizeof(T)), *tmp = malloc(ocg * job->ipi * P * sizeof(T));
-    if (!cols || !tmp) atomic_store(&job->err, 1);
-    for (int64_t it; cols && tmp && (it = next_item(job)) < job->items;) {
+    T *plane = malloc((HW + 1) * sizeof(T));
+    if (!cols || !tmp || !plane) atomic_store(&job->err, 1);
+    for (int64_t it; cols && tmp && plane && (it = next_item(job)) < job->items;) {
         int64_t g, n0, nb;
         FN(batch_item)(job, it, &g, &n0, &nb);
         int64_t ld = nb * P;
@@ -504,10 +568,10 @@ static void FN(grad_input_batched_worker)(void *ctx, int tid, int nthreads) {
             atomic_store(&job->err, 1);
             break;
         }
+        FN(col2im_batch)(p, cg, cols, ld, nb, job->idx, gx + (n0 * p->c + g * cg) * HW,
+                         p->c * HW, plane);
         for (int64_t j = 0; j < nb; j++) {
             T *gxg = gx + ((n0 + j) * p->c + g * cg) * HW;
-            memset(gxg, 0, cg * HW * sizeof(T));
-            FN(col2im)(p, cg, cols + j * P, 0, p->oh, gxg, ld);
             if (bias)
                 for (int64_t ci = 0; ci < cg; ci++) {
                     T v = bias[g * cg + ci], *r = gxg + ci * HW;
@@ -516,6 +580,7 @@ static void FN(grad_input_batched_worker)(void *ctx, int tid, int nthreads) {
         }
     }
     free(cols);
+    free(plane);
     free(tmp);
     (void)tid, (void)nthreads;
 }
@@ -542,8 +607,8 @@ static void FN(grad_weight_batched_worker)(void *ctx, int tid, int nthreads) {
         FN(batch_item)(job, it, &g, &n0, &nb);
         int64_t ld = nb * P;
         FN(gather_gy)(p, gy, g, n0, nb, tmp);
-        for (int64_t j = 0; j < nb; j++)
-            FN(im2col)(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, 0, p->oh, cols + j * P, ld);
+        FN(im2col_batch)(p, cg, x + (n0 * p->c + g * cg) * HW, p->c * HW, nb, job->idx, cols,
+                         ld);
         if (em_gemm(DT, ocg, kg, ld, 1.0, tmp, ld, 1, cols, 1, ld, 1.0, acc + g * ocg * kg, kg,
                     1)) {
             atomic_store(&job->err, 1);
@@ -562,7 +627,11 @@ static int FN(run_batched)(job_t *job, int64_t work, void (*fn)(void *, int, int
     job->ipi = images_per_item(p);
     if (job->ipi < 2) return 1;
     job->items = (p->n + job->ipi - 1) / job->ipi * p->groups;
-    return run(job, work, fn);
+    job->idx = tap_index(p);
+    if (!job->idx) return EM_GEMM_ENOMEM;
+    int rc = run(job, work, fn);
+    free(job->idx);
+    return rc;
 }
 
 /* ------------------------------------------------------------ GEMM forward */
