@@ -766,6 +766,38 @@ static void FN(grad_input_worker)(void *ctx, int tid, int nthreads) {
     (void)tid, (void)nthreads;
 }
 
+/* The forward problem whose output is a stride-1 convolution's grad_input: the
+ * convolution of grad_out (oc channels, oh x ow) with the weights transposed per group
+ * and flipped, padded by (k - 1) * d - p (top and left; the other side follows from
+ * h and w). 0 when not of that kind, or when the forward would not take the direct
+ * kernel (then col2im's GEMM is as good). */
+static int FN(as_forward)(const em_conv_params *p, em_conv_params *q) {
+    *q = *p;
+    q->c = p->oc, q->h = p->oh, q->w = p->ow, q->oc = p->c, q->oh = p->h, q->ow = p->w;
+    q->ph = (p->kh - 1) * p->dh - p->ph, q->pw = (p->kw - 1) * p->dw - p->pw;
+    return p->sh == 1 && p->sw == 1 && q->ph >= 0 && q->pw >= 0 && conv_path != 1 &&
+           FN(direct_fits)(q) && FN(use_direct)(q);
+}
+
+/* grad_input by the direct forward kernel (as_forward's q): ResNet's 32x32 and 16x16
+ * layers run 15-20% faster than GEMM + col2im (whose GEMM has k = oc / groups). */
+static int FN(grad_input_direct)(const em_conv_params *p, const em_conv_params *q,
+                                 const T *gy, const T *w, const T *bias, T *gx) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kk = p->kh * p->kw;
+    T *wt = malloc(p->oc * cg * kk * sizeof(T));
+    if (!wt) return EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups; g++)   /* wt[g, ci, o, flipped tap] = w[g, o, ci, tap] */
+        for (int64_t o = 0; o < ocg; o++)
+            for (int64_t ci = 0; ci < cg; ci++) {
+                const T *src = w + ((g * ocg + o) * cg + ci) * kk;
+                T *dst = wt + ((g * cg + ci) * ocg + o) * kk;
+                for (int64_t t = 0; t < kk; t++) dst[kk - 1 - t] = src[t];
+            }
+    int rc = FN(direct)(q, gy, wt, bias, gx);
+    free(wt);
+    return rc;
+}
+
 int FN(em_conv2d_backward_input)(const em_conv_params *p, const T *gy, const T *w,
                                  const T *bias, T *gx) {
     int64_t HW = p->h * p->w, kg = p->c / p->groups * p->kh * p->kw;
@@ -775,6 +807,8 @@ int FN(em_conv2d_backward_input)(const em_conv_params *p, const T *gy, const T *
             for (int64_t j = 0; j < HW; j++) gx[r * HW + j] = bias ? bias[r % p->c] : 0;
         return 0;
     }
+    em_conv_params q;
+    if (FN(as_forward)(p, &q)) return FN(grad_input_direct)(p, &q, gy, w, bias, gx);
     job_t job = {.p = p, .gy = gy, .w = w, .bias = bias, .out = gx};
     int rc = FN(run_batched)(&job, p->n * p->oc * p->oh * p->ow * kg,
                              FN(grad_input_batched_worker));
