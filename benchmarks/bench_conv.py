@@ -2,14 +2,16 @@
 """ResNet-18's convolutions one by one: forward, grad_input and grad_weight, ember beside
 PyTorch, each library in its own worker process.
 
-    python benchmarks/bench_conv.py [--threads 1] [--clock cpu] [--batch 64] [--reps 5]
-                                    [--rounds 2] [--torch-python PATH] [--filter NAME]
+    python benchmarks/bench_conv.py [--threads 1] [--quick] [--json PATH] [--clock cpu]
+                                    [--batch 64] [--reps 5] [--rounds 2]
+                                    [--torch-python PATH] [--filter NAME]
 
 The shapes are those of bench_models.py's CIFAR ResNet-18 (batch 64, float32, NCHW):
 the stem, each stage's 3x3 convolutions and its strided 3x3 and 1x1 shortcut. Each
 worker times every (shape, pass) `reps` times and reports the median; the parent runs
 the workers `rounds` times alternately and keeps each library's best median (the
-machine is shared). pt/em = torch's time / ember's (> 1: ember faster).
+machine is shared; --quick: 3 and 1). pt/em = torch's time / ember's (> 1: ember
+faster). The stem's grad_input is shown though a training step does not need it.
 """
 from __future__ import annotations
 
@@ -108,16 +110,17 @@ def worker(lib, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=1)
+    ap = harness.parser(__doc__)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="cpu")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=0, help="timed calls per sample (default 5)")
+    ap.add_argument("--rounds", type=int, default=0, help="worker runs per library (default 2)")
     ap.add_argument("--filter", default="")
     ap.add_argument("--torch-python", default=os.environ.get("EMBER_BENCH_TORCH_PYTHON"))
     ap.add_argument("--lib", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.reps = args.reps or (3 if args.quick else 5)
+    args.rounds = args.rounds or (1 if args.quick else 2)
     if args.lib:
         return worker(args.lib, args)
     env = dict(os.environ)
@@ -160,6 +163,7 @@ def main():
     if have_torch:
         line += f", torch {tot['torch'] * 1e3:.1f} ms, pt/em {tot['torch'] / tot['ember']:.2f}"
     print(line)
+    harness.save(args, times={f"{lib}|{key}": t for (lib, key), t in best.items()})
 
 
 if __name__ == "__main__":
