@@ -22,8 +22,11 @@
  *
  * Backward: grad_input = W^T @ grad_out per row block, scattered back by col2im
  * (one work item per image and group, since the blocks of an image overlap in the
- * input); grad_weight = grad_out @ cols^T accumulated over images and row blocks,
- * into one buffer per thread that are summed at the end.
+ * input), or, at stride 1 where the forward would take the direct kernel, that
+ * forward over grad_out with the weights transposed and flipped (as_forward);
+ * grad_weight = grad_out @ cols^T accumulated over images and row blocks, into one
+ * buffer per thread that are summed at the end. Small images (images_per_item) put
+ * several images' columns side by side in one GEMM, forward and backward.
  *
  * Work items are handed out through em_parallel_run when the call is large
  * (PAR_MIN multiply-adds); GEMMs made by a worker then run inline on it. A small
