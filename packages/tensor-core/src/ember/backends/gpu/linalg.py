@@ -5,9 +5,10 @@ eigenproblem, float32, float64, complex64 and complex128 (programs/linalg_comple
 LU, its solves, the triangular solves and Cholesky the same text as the real ones
 through kernels/gpu/linalg_lu.h, their trailing updates four real GEMMs on the parts;
 QR, Hessenberg and Jacobi LAPACK's complex algorithms with the real ones' work split,
-QR unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx). All but the nonsymmetric
-eigenproblem stay on the device: no host transfer, no synchronization (info is written
-by the kernels; the raising forms of ember.ops.linalg read it once, after the call).
+QR unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx).
+All but the nonsymmetric eigenproblem stay on the device: no host transfer, no
+synchronization (info is written by the kernels; the raising forms of ember.ops.linalg
+read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
@@ -20,10 +21,11 @@ wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I 
 V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
 The symmetric eigenproblem (eigh, eigvalsh) and the SVD: cyclic and one-sided Jacobi,
 a work-group per matrix, in local memory up to SMALL, in a device workspace above it
-(complex: always in the workspace; O(n^3) a sweep in one work-group: a batch of mid-sized matrices fills the device, one
-large matrix does not). The nonsymmetric eigenproblem (eig, eigvals) is the hybrid
-of linalg_geev: Hessenberg reduction and back-transformation on the device, the QR
-iteration on the host, with its host transfers counted there."""
+(complex: always in the workspace; O(n^3) a sweep in one work-group: a batch of
+mid-sized matrices fills the device, one large matrix does not). The nonsymmetric
+eigenproblem (eig, eigvals) is the hybrid of linalg_geev: Hessenberg reduction and
+back-transformation on the device, the QR iteration on the host, with its host
+transfers counted there."""
 from __future__ import annotations
 
 import functools
