@@ -6,11 +6,13 @@ installed), at 1 thread by default.
     python benchmarks/bench_linalg.py --quick --json out.json
     python benchmarks/bench_linalg.py --device opencl --ops solve,inv,cholesky --sizes 64
     python benchmarks/bench_linalg.py --clock cpu             # thread CPU time (1 thread only)
+    python benchmarks/bench_linalg.py --dtypes complex128,complex64
 
 What it times (benchmarks/harness.py: interleaved rounds, medians):
 - solve (A x = b, one right-hand side), inv,
   cholesky, qr (reduced, Q and R), eigh (values and vectors), svd (reduced, U S Vh) of
-  random n x n matrices (symmetric positive-definite for cholesky and eigh);
+  random n x n matrices (symmetric / Hermitian positive-definite for cholesky and eigh;
+  complex dtypes: real and imaginary parts random);
 - the same on a batch of 4096 8 x 8 matrices;
 - with --device opencl (or cuda), also ember on that device (column ember@<device>:
   inputs already there, each call followed by a synchronize; ops without device kernels
@@ -51,8 +53,9 @@ def check(op, out, a, b, np):
     def arr(x):
         if hasattr(x, "numpy"):
             x = (x.cpu() if hasattr(x, "cpu") else x).numpy()
-        return np.asarray(x, np.float64)
-    A, B = a.astype(np.float64), b.astype(np.float64)
+        x = np.asarray(x)
+        return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+    A, B = arr(a), arr(b)
     scale = np.abs(A).max()
     if op == "solve":
         return np.abs(A @ arr(out) - B).max() / (scale * np.abs(arr(out)).max())
@@ -61,7 +64,7 @@ def check(op, out, a, b, np):
         return np.abs(A @ arr(out) - np.eye(n)).max() / (scale * np.abs(arr(out)).max())
     if op == "cholesky":
         L = arr(out)
-        return np.abs(L @ np.swapaxes(L, -1, -2) - A).max() / scale
+        return np.abs(L @ np.conj(np.swapaxes(L, -1, -2)) - A).max() / scale
     if op == "qr":
         return np.abs(arr(out[0]) @ arr(out[1]) - A).max() / scale
     if op == "eigh":
@@ -100,10 +103,12 @@ def main():
     for dt in args.dtypes.split(","):
         for n, batch in cases:
             shape = (n, n) if batch == 1 else (batch, n, n)
-            g = rng.standard_normal(shape)
+            cx = dt.startswith("complex")
+            g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cx else 0)
             general = (g + np.sqrt(n) * np.eye(n)).astype(dt)
-            sym = (g @ np.swapaxes(g, -1, -2) / n + np.eye(n)).astype(dt)
-            b = rng.standard_normal(shape[:-1] + (1,)).astype(dt)
+            sym = (g @ np.conj(np.swapaxes(g, -1, -2)) / n + np.eye(n)).astype(dt)
+            b = (rng.standard_normal(shape[:-1] + (1,)) +
+                 (1j * rng.standard_normal(shape[:-1] + (1,)) if cx else 0)).astype(dt)
             for op in ops:
                 a = sym if op in ("cholesky", "eigh") else general
                 contenders, wrong = {}, {}
@@ -126,7 +131,7 @@ def main():
                     else:
                         out = f(x, y)
                     err = check(op, out, a, b, np)
-                    if not err < (1e-3 if dt == "float32" else 1e-9):
+                    if not err < (1e-3 if dt in ("float32", "complex64") else 1e-9):
                         wrong[lib] = err
                         continue
                     contenders[lib] = ("f(x, y)", {"f": f, "x": x, "y": y})

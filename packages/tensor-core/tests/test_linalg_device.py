@@ -597,20 +597,23 @@ def test_gradcheck_solve_inv_det_cholesky(device):
     assert gradcheck(lambda A: LA.cholesky(A @ A.mH), (z,))
 
 
-# ------------------------------------------------------------- no device kernels --
+# ----------------------------------------------------------- every device kernel --
 
-def test_what_has_no_device_kernel_says_so(device):
+def test_every_kernel_takes_every_linalg_dtype_on_the_device(device):
+    """Every linalg kernel has a device form for the four dtypes (no host fallback);
+    the low-precision ones are refused as on the CPU."""
     if device.type == "cpu":
         pytest.skip("the CPU has every kernel")
-    A = em.eye(3, device=device)
-    device = A.device
-    Z = A.to(em.complex64)
-    for name, call in (("linalg.eigvals", lambda: LA.eigvals(Z)),
-                       ("linalg.eigh", lambda: LA.eigh(Z)),
-                       ("linalg.qr", lambda: LA.qr(Z))):
-        with pytest.raises(NotImplementedError, match=rf"^{name}: no kernel for {device} "
-                                                      rf"\(complex64\)$"):
-            call()
+    from ember.backends.gpu import linalg as gl
+    backend = core.backend_for(em.eye(1, device=device).device)
+    for name in gl.KERNELS:
+        assert backend.kernel_dtypes[name] == ("float32", "float64", "complex64", "complex128")
+    Z = em.eye(3, device=device).to(em.float16)
+    for name, call in (("linalg.eigvals", LA.eigvals), ("linalg.eigh", LA.eigh),
+                       ("linalg.qr", LA.qr), ("linalg.svd", LA.svd)):
+        with pytest.raises(TypeError, match=rf"^{name}: low precision dtypes are not "
+                                            rf"supported, got ember.float16 \(A\)"):
+            call(Z)
 
 
 # -------------------------------------------------------------------- complex --
@@ -684,3 +687,234 @@ def test_complex_singular_and_not_positive_definite(device):
     npd = np.stack([np.eye(40), -np.eye(40)]).astype(np.complex128)
     _, info = LA.cholesky_ex(on(device, npd, dt))
     np.testing.assert_array_equal(N(info), [0, 1])
+
+
+CEPS = {"complex64": EPS["float32"], "complex128": EPS["float64"]}
+
+
+def cusable(device, dtype):
+    usable(device, em.float64 if dtype is em.complex128 else em.float32)
+
+
+def _mh(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+@CFG
+@given(BATCHES, SIZES, SIZES, st.sampled_from(CDTYPES), st.integers(0, 2 ** 32 - 1))
+def test_complex_qr_matches_numpy(device, batch, m, n, dtype, seed):
+    """Complex Householder QR on a device (zgeqr2, unblocked at every size): Q R = A,
+    Q unitary, R upper with a real diagonal and the CPU's R (the same reflectors)."""
+    cusable(device, dtype)
+    a = crandn(rng(seed), batch + (m, n)).astype(dtype.name).astype(np.complex128)
+    A = on(device, a, dtype)
+    eps, k = CEPS[dtype.name], min(m, n)
+    Q, R = LA.qr(A)
+    assert Q.device == A.device and Q.dtype is dtype and tuple(Q.shape) == batch + (m, k)
+    q, r = C(Q), C(R)
+    scale = max(np.abs(a).max(initial=0), 1.0)
+    assert np.abs(q @ r - a).max(initial=0) <= 8 * max(m, n, 1) * eps * scale
+    assert np.abs(_mh(q) @ q - np.eye(k)).max(initial=0) <= 8 * max(m, 1) * eps
+    assert np.abs(np.tril(r, -1)).max(initial=0) == 0
+    np.testing.assert_allclose(np.diagonal(r, 0, -2, -1).imag, 0, atol=8 * max(m, 1) * eps * scale)
+    np.testing.assert_allclose(r, C(LA.qr(on("cpu", a, dtype)).R),
+                               atol=32 * max(m, n, 1) * eps * scale)
+    qc = C(LA.qr(A, "complete").Q)
+    assert np.abs(_mh(qc) @ qc - np.eye(m)).max(initial=0) <= 8 * max(m, 1) * eps
+
+
+def test_complex_geqrf_householder_product_ormqr(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    tol = 1e-9 if dt is em.complex128 else 1e-4
+    r = rng(5)
+    for shape in ((3, 6, 4), (1, 70, 66)):      # past QR_BLOCKED: still unblocked
+        g = crandn(r, shape)
+        h, tau = em.geqrf(on(device, g, dt))
+        hc, tauc = em.geqrf(on("cpu", g, dt))
+        np.testing.assert_allclose(C(tau), C(tauc), atol=tol)
+        np.testing.assert_allclose(C(h), C(hc), atol=tol * shape[-1])
+        Q = C(LA.householder_product(h, tau))
+        np.testing.assert_allclose(Q, C(LA.householder_product(hc, tauc)), atol=tol * 10)
+        c = crandn(r, shape[:-1] + (3,))
+        for transpose in (False, True):
+            got = C(em.ormqr(h, tau, on(device, c, dt), transpose=transpose))
+            ref = C(em.ormqr(hc, tauc, on("cpu", c, dt), transpose=transpose))
+            np.testing.assert_allclose(got, ref, atol=tol * 10)
+
+
+@CFG
+@given(BATCHES, JACOBI_SIZES, st.sampled_from(CDTYPES), st.sampled_from(["L", "U"]),
+       st.integers(0, 2 ** 32 - 1))
+def test_complex_eigh_matches_numpy(device, batch, n, dtype, uplo, seed):
+    """Complex Hermitian Jacobi on a device (a phase, then the real rotation): real
+    eigenvalues as NumPy's, A v = w v, V unitary, one triangle read."""
+    cusable(device, dtype)
+    r = rng(seed)
+    g = crandn(r, batch + (n, n))
+    a = (g + _mh(g)).astype(dtype.name).astype(np.complex128)
+    junk = crandn(r, batch + (n, n))
+    given_ = np.tril(a) + np.triu(junk, 1) if uplo == "L" else np.triu(a) + np.tril(junk, -1)
+    w, V = LA.eigh(on(device, given_, dtype), UPLO=uplo)
+    assert w.device == V.device and V.device.type == device.type and V.dtype is dtype
+    assert w.dtype is (em.float32 if dtype is em.complex64 else em.float64)
+    eps, scale = CEPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    assert np.abs(N(w) - np.linalg.eigvalsh(a)).max(initial=0) <= 8 * max(n, 1) * eps * scale
+    v, wv = C(V), N(w)
+    assert np.abs(a @ v - v * wv[..., None, :]).max(initial=0) <= 8 * max(n, 1) * eps * scale
+    assert np.abs(_mh(v) @ v - np.eye(n)).max(initial=0) <= 8 * max(n, 1) * eps
+    # the CPU's values-only path rounds differently from its vectors' one
+    assert np.abs(N(LA.eigvalsh(on(device, given_, dtype), UPLO=uplo)) - wv).max(
+        initial=0) <= 8 * max(n, 1) * eps * scale
+
+
+def test_complex_eigh_degenerate_ill_conditioned_and_non_finite(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    eps = CEPS[dt.name]
+    r = rng(9)
+    for n in (6, 40):
+        w = np.concatenate([[1.0] * 3, [-2.0] * 2, np.logspace(-6, 3, n - 5)])
+        q, _ = np.linalg.qr(crandn(r, (2, n, n)))
+        a = (q * w) @ _mh(q)
+        a = (a + _mh(a)) / 2
+        a = C(on(device, a, dt))
+        W, V = LA.eigh(on(device, a, dt))
+        v, wv, scale = C(V), N(W), np.abs(a).max()
+        np.testing.assert_allclose(wv, np.linalg.eigvalsh(a), atol=8 * n * eps * scale)
+        assert np.abs(a @ v - v * wv[..., None, :]).max() <= 8 * n * eps * scale
+        assert np.abs(_mh(v) @ v - np.eye(n)).max() <= 8 * n * eps
+    bad = np.stack([np.eye(3), np.eye(3)]).astype(np.complex128)
+    bad[1, 2, 0] = complex(0, np.nan)
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.eigh: the input matrix contains "
+                                             r"non-finite values, batch 1$"):
+        LA.eigh(on(device, bad, dt))
+
+
+@CFG
+@given(BATCHES, JACOBI_SIZES, JACOBI_SIZES, st.sampled_from(CDTYPES), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_complex_svd_matches_numpy(device, batch, m, n, dtype, deficient, seed):
+    """Complex one-sided Jacobi on a device, rank-deficient inputs included: S as
+    NumPy's (real), U and Vh with orthonormal columns / rows, U S Vh = A."""
+    cusable(device, dtype)
+    a = crandn(rng(seed), batch + (m, n))
+    if deficient and n >= 3:
+        a[..., 2] = (1 - 2j) * a[..., 0]
+        a[..., 1] = 0.0
+    a = a.astype(dtype.name).astype(np.complex128)
+    A = on(device, a, dtype)
+    k = min(m, n)
+    eps, scale = CEPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    U, S, Vh = LA.svd(A, full_matrices=False)
+    assert U.device == A.device and U.dtype is dtype and tuple(Vh.shape) == batch + (k, n)
+    u, sv, vh = C(U), N(S), C(Vh)
+    tol = 16 * max(m, n, 1) * eps
+    assert np.abs(sv - np.linalg.svd(a, compute_uv=False)).max(initial=0) <= tol * scale
+    assert np.abs((u * sv[..., None, :]) @ vh - a).max(initial=0) <= tol * scale
+    assert np.abs(_mh(u) @ u - np.eye(k)).max(initial=0) <= tol
+    assert np.abs(vh @ _mh(vh) - np.eye(k)).max(initial=0) <= tol
+    assert np.abs(N(LA.svdvals(A)) - sv).max(initial=0) <= tol * scale
+    Uf = C(LA.svd(A).U)
+    assert np.abs(_mh(Uf) @ Uf - np.eye(m)).max(initial=0) <= tol
+
+
+def test_complex_svd_ill_conditioned_rank_one_and_built_ops(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    eps = CEPS[dt.name]
+    r = rng(12)
+    for shape in ((4, 33), (70, 3), (40, 36)):
+        if shape == (40, 36):
+            u, _ = np.linalg.qr(crandn(r, (40, 36)))
+            v, _ = np.linalg.qr(crandn(r, (36, 36)))
+            a = (u * np.logspace(0, -6 if dt is em.complex64 else -12, 36)) @ v
+        else:
+            a = np.outer(crandn(r, shape[0]), crandn(r, shape[1])) if shape == (4, 33) \
+                else crandn(r, shape)
+        a = C(on(device, a, dt))
+        U, S, Vh = LA.svd(on(device, a, dt), full_matrices=False)
+        u, sv, vh = C(U), N(S), C(Vh)
+        k, scale = min(shape), np.abs(a).max()
+        tol = 16 * max(shape) * eps
+        assert np.abs(sv - np.linalg.svd(a, compute_uv=False)).max() <= tol * scale
+        assert np.abs((u * sv) @ vh - a).max() <= tol * scale
+        assert np.abs(_mh(u) @ u - np.eye(k)).max() <= tol
+        assert np.abs(vh @ _mh(vh) - np.eye(k)).max() <= tol
+    a = crandn(r, (3, 7, 4))
+    b = crandn(r, (3, 7, 2))
+    t = 1e-9 if dt is em.complex128 else 1e-4
+    np.testing.assert_allclose(C(LA.pinv(on(device, a, dt))), np.linalg.pinv(a), atol=t)
+    ref = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(a, b)])
+    X = LA.lstsq(on(device, a, dt), on(device, b, dt), driver="gelsd").solution
+    np.testing.assert_allclose(C(X), ref, atol=t)
+
+
+@CFG
+@given(BATCHES, JACOBI_SIZES, st.sampled_from(CDTYPES), st.integers(0, 2 ** 32 - 1))
+def test_complex_eig_matches_numpy(device, batch, n, dtype, seed):
+    """Complex Hessenberg reduction and back-transformation on a device, the
+    single-shift QR on the host: eigenvalues as NumPy's, A V = V diag(w), unit columns,
+    eigvals the same values."""
+    cusable(device, dtype)
+    a = crandn(rng(seed), batch + (n, n)).astype(dtype.name).astype(np.complex128)
+    A = on(device, a, dtype)
+    w, V = LA.eig(A)
+    assert w.device == A.device and V.device == A.device and w.dtype is dtype
+    wv, v = C(w), C(V)
+    eps, scale = CEPS[dtype.name], max(np.abs(a).max(initial=0), 1.0)
+    ref = np.linalg.eigvals(a) if a.size else np.zeros(batch + (n,))
+    assert _same_spectrum(wv, ref, (1e3 if dtype is em.complex64 else 1e6) * n * eps * scale)
+    assert np.abs(a @ v - v * wv[..., None, :]).max(initial=0) <= 32 * max(n, 1) * eps * scale
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1.0, atol=32 * max(n, 1) * eps)
+    assert _same_spectrum(C(LA.eigvals(A)), wv, (1e3 if dtype is em.complex64 else 1e6) * n * eps
+                          * scale)
+
+
+def test_complex_eig_structured_inputs_and_host_transfers(device):
+    dt = em.complex128 if _fp64(device) else em.complex64
+    eps = CEPS[dt.name]
+    r = rng(3)
+    # diagonal, triangular, Hermitian (real spectrum) and already-Hessenberg inputs
+    herm = crandn(r, (6, 6))
+    herm = herm + _mh(herm)
+    tri = np.triu(crandn(r, (5, 5)))
+    for a, ref in ((np.diag([1j, -2.0, 3 + 4j]), [1j, -2, 3 + 4j]),
+                   (tri, np.diagonal(tri)), (herm, np.linalg.eigvalsh(herm)),
+                   (np.triu(crandn(r, (40, 40)), -1), None)):
+        A = on(device, a, dt)
+        w, V = LA.eig(A)
+        wv, v = C(w), C(V)
+        if ref is not None:
+            assert _same_spectrum(wv, np.asarray(ref), 1e-3 if dt is em.complex64 else 1e-8)
+        assert np.abs(C(A) @ v - v * wv).max() <= 32 * a.shape[-1] * eps * np.abs(a).max()
+    if device.type == "cpu":
+        return
+    backend = core.backend_for(A.device)
+    a = on(device, crandn(r, (3, 33, 33)), dt)
+    for vectors, expected in ((True, 4), (False, 3)):
+        w = em.empty(3, 33, dtype=dt, device=a.device)
+        info = em.empty(3, dtype=em.int32, device=a.device)
+        v = em.empty(3, 33, 33, dtype=dt, device=a.device) if vectors else None
+        backend.reset_counters()
+        backend.linalg_geev(a.clone(), w, w, v, info, vectors)
+        # H down; w, info and (with vectors) the eigenvectors of H up
+        assert backend.counters()["host_transfers"] == expected
+
+
+def test_complex_gradcheck_qr_eigh_svd_eig(device):
+    usable(device, em.float64)
+    r = rng(13)
+
+    def z(a):
+        return on(device, a, em.complex128).requires_grad_()
+
+    g = z(crandn(r, (2, 4, 3)))
+    assert gradcheck(lambda A: LA.qr(A).Q, (g,))
+    assert gradcheck(lambda A: LA.qr(A).R, (g,))
+    assert gradcheck(LA.svdvals, (g,))
+    assert gradcheck(lambda A: (lambda U, S, Vh: (U * S.unsqueeze(-2)) @ Vh)(
+        *LA.svd(A, full_matrices=False)), (g,))
+    h = z(crandn(r, (2, 4, 4)))
+    assert gradcheck(lambda A: LA.eigvalsh(A + A.mH), (h,))
+    assert gradcheck(lambda A: (lambda w, V: V.abs())(*LA.eigh(A + A.mH)), (h,))
+    ns = z(crandn(r, (2, 3, 3)))
+    assert gradcheck(LA.eigvals, (ns,))
+    assert gradcheck(lambda A: LA.eig(A)[1].abs(), (ns,))

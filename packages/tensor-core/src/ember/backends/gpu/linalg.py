@@ -1,12 +1,14 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
-applying its Q, the symmetric eigenproblem, the SVD and the nonsymmetric eigenproblem,
-float32 and float64 (complex64 and complex128 too for LU, its solves, the triangular
-solves and Cholesky: programs/linalg_complex.h, the same text as the real ones through
-kernels/gpu/linalg_lu.h; their trailing updates are four real GEMMs on the parts), with
-the CPU kernels' signatures (ember/_C/linalg.pyx). All but the nonsymmetric
-eigenproblem stay on the device: no host transfer, no synchronization (info is written
-by the kernels; the raising forms of ember.ops.linalg read it once, after the call).
+applying its Q, the symmetric (Hermitian) eigenproblem, the SVD and the nonsymmetric
+eigenproblem, float32, float64, complex64 and complex128 (programs/linalg_complex.h:
+LU, its solves, the triangular solves and Cholesky the same text as the real ones
+through kernels/gpu/linalg_lu.h, their trailing updates four real GEMMs on the parts;
+QR, Hessenberg and Jacobi LAPACK's complex algorithms with the real ones' work split,
+QR unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx).
+All but the nonsymmetric eigenproblem stay on the device: no host transfer, no
+synchronization (info is written by the kernels; the raising forms of ember.ops.linalg
+read it once, after the call).
 
 Small matrices (both dims <= SMALL) are factored in one launch, a work-group per
 matrix in local memory. Larger ones are blocked right-looking by NB columns: a panel
@@ -19,10 +21,11 @@ wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I 
 V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
 The symmetric eigenproblem (eigh, eigvalsh) and the SVD: cyclic and one-sided Jacobi,
 a work-group per matrix, in local memory up to SMALL, in a device workspace above it
-(O(n^3) a sweep in one work-group: a batch of mid-sized matrices fills the device, one
-large matrix does not). The nonsymmetric eigenproblem (eig, eigvals) is the hybrid
-of linalg_geev: Hessenberg reduction and back-transformation on the device, the QR
-iteration on the host, with its host transfers counted there."""
+(complex: always in the workspace; O(n^3) a sweep in one work-group: a batch of
+mid-sized matrices fills the device, one large matrix does not). The nonsymmetric
+eigenproblem (eig, eigvals) is the hybrid of linalg_geev: Hessenberg reduction and
+back-transformation on the device, the QR iteration on the host, with its host
+transfers counted there."""
 from __future__ import annotations
 
 import functools
@@ -42,8 +45,6 @@ DTYPES = ("float32", "float64")
 COMPLEX = ("complex64", "complex128")
 KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky",
            "linalg_geqrf", "linalg_ormqr", "linalg_syev", "linalg_svd", "linalg_geev")
-# the kernels of programs/linalg_complex.h too
-COMPLEX_KERNELS = ("linalg_lu_factor", "linalg_lu_solve", "linalg_trsm", "linalg_cholesky")
 SIZED = ("linalg_syev", "linalg_svd")   # kernels whose errors name the calling op
 
 
@@ -67,8 +68,7 @@ class LinalgKernels:
 
     # the dtypes each kernel has on a device (Backend.kernel refuses the others with
     # "<op>: no kernel for <device> (<dtype>)", as a missing kernel)
-    kernel_dtypes = {name: DTYPES + (COMPLEX if name in COMPLEX_KERNELS else ())
-                     for name in KERNELS}
+    kernel_dtypes = {name: DTYPES + COMPLEX for name in KERNELS}
 
     def kernel(self, name, op, device, dtype):
         fn = super().kernel(name, op, device, dtype)
@@ -270,7 +270,8 @@ class LinalgKernels:
         """a (..., m, n) <- R and the Householder vectors below it (in place); tau
         (..., min(m, n)). Up to QR_BLOCKED columns unblocked (la_geqr2 applies each
         reflector to every column), more blocked: la_geqr2 on a panel of NB columns,
-        the trailing columns by _larfb's GEMMs."""
+        the trailing columns by _larfb's GEMMs. Complex: unblocked at every size
+        (zgeqr2's H^H; _larfb's GEMMs are real)."""
         self._check_dtype(a.dtype, a.device, "geqrf")
         m, n = a.shape[-2:]
         batch, k = _batch(a), min(m, n)
@@ -278,7 +279,7 @@ class LinalgKernels:
             return a
         dev, dt = a.device, a.dtype.name
         group = self._small_group(max(m, n))
-        if k <= QR_BLOCKED:
+        if k <= QR_BLOCKED or dt in COMPLEX:
             self._groups(dev, f"la_geqr2_{dt}", batch,
                          [batch, m, n, 0, k, n, self.handle(a), self.handle(tau)], group)
             return a
@@ -295,10 +296,10 @@ class LinalgKernels:
         return a
 
     def linalg_ormqr(self, v, tau, c, trans):
-        """c (..., m, p) <- Q c (Q^T c when trans), Q = H_0 ... H_{k-1} from the
+        """c (..., m, p) <- Q c (Q^H c when trans), Q = H_0 ... H_{k-1} from the
         reflectors in the first k = tau.shape[-1] columns of v (..., m, nv): one
-        work-item per column of c up to QR_BLOCKED reflectors, more by blocks of NB
-        (_larfb)."""
+        work-item per column of c up to QR_BLOCKED reflectors (complex: any number),
+        more by blocks of NB (_larfb)."""
         self._check_dtype(v.dtype, v.device, "ormqr")
         m, nv = v.shape[-2:]
         p = c.shape[-1]
@@ -306,7 +307,7 @@ class LinalgKernels:
         batch = _batch(v)
         if not (batch and k and p):
             return c
-        if k <= QR_BLOCKED:
+        if k <= QR_BLOCKED or c.dtype.name in COMPLEX:
             self.run(c.device, f"la_ormqr_{c.dtype.name}", batch * p,
                      [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
                       int(trans)])
@@ -325,11 +326,12 @@ class LinalgKernels:
         return min(batch, 16384)
 
     def linalg_syev(self, a, w, info, vectors, *, op="linalg.eigh"):
-        """Symmetric a (..., n, n) <- its eigenvectors as columns (when vectors; in
-        place); w (..., n) the eigenvalues ascending; info (...) int32 (1: no
-        convergence, -1: a non-finite entry). Cyclic Jacobi, a work-group per matrix:
-        n <= SMALL in local memory (la_syevj_small), larger in a device workspace of 2
-        n^2 per work-group (la_syevj). No host transfer."""
+        """Symmetric (Hermitian) a (..., n, n) <- its eigenvectors as columns (when
+        vectors; in place); w (..., n) the eigenvalues ascending (real); info (...)
+        int32 (1: no convergence, -1: a non-finite entry). Cyclic Jacobi, a work-group
+        per matrix: n <= SMALL in local memory (la_syevj_small; real only), larger (and
+        complex) in a device workspace of 2 n^2 per work-group (la_syevj). No host
+        transfer."""
         self._check_dtype(a.dtype, a.device, op)
         n = a.shape[-1]
         batch = _batch(a)
@@ -338,7 +340,7 @@ class LinalgKernels:
             if batch:
                 self.fill(info, 0)
             return a
-        if n <= SMALL:
+        if n <= SMALL and dt not in COMPLEX:
             self._groups(dev, f"la_syevj_small_{dt}", batch,
                          [batch, n, self.handle(a), self.handle(w), self.handle(info),
                           int(bool(vectors))], self._small_group(n))
@@ -354,9 +356,9 @@ class LinalgKernels:
         """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
         when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
         info (...) int32 (1: no convergence, -1: a non-finite entry). One-sided Jacobi,
-        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small),
-        larger in a device workspace of L k + k^2 + k per work-group (L = max(m, n),
-        la_gesvj). No host transfer."""
+        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small;
+        real only), larger (and complex) in a device workspace of L k + k^2 + k per
+        work-group (L = max(m, n), la_gesvj). No host transfer."""
         self._check_dtype(a.dtype, a.device, op)
         m, n = a.shape[-2:]
         batch = _batch(a)
@@ -367,7 +369,7 @@ class LinalgKernels:
             return a
         h = self.handle
         outs = [h(a), h(s), h(u) if vectors else h(s), h(vh) if vectors else h(s), h(info)]
-        if max(m, n) <= SMALL:
+        if max(m, n) <= SMALL and dt not in COMPLEX:
             self._groups(dev, f"la_gesvj_small_{dt}", batch,
                          [batch, m, n] + outs + [int(bool(vectors))],
                          self._small_group(max(m, n)))
@@ -382,12 +384,15 @@ class LinalgKernels:
     def linalg_geev(self, a, wr, wi, v, info, vectors):
         """Eigenvalues wr + i wi (..., n) of real a (..., n, n) (a is overwritten) and,
         when vectors, v (..., n, n) the right eigenvectors in LAPACK's real form, unit
-        2-norm; info (...) int32 (1: no convergence), as the CPU's. The hybrid design
-        (MAGMA's geev): Hessenberg reduction A = Q H Q^T on the device (la_gehd2); H to
-        the host, where the CPU's kernel runs the Francis double-shift QR and the
-        eigenvectors Y of H; wr, wi, info and Y back; the eigenvectors Q Y on the device
-        (la_orghr_apply). Host transfers per call, whatever the batch: 1 down (H, n^2
-        per matrix), 3 up (wr and wi: n each; info: 1) and with vectors a 4th (Y: n^2)."""
+        2-norm; info (...) int32 (1: no convergence), as the CPU's. Complex a: wr and
+        wi are the same complex tensor w, v complex (the CPU's complex signature). The
+        hybrid design (MAGMA's geev): Hessenberg reduction A = Q H Q^H on the device
+        (la_gehd2); H to the host, where the CPU's kernel runs the Francis double-shift
+        QR (complex: single-shift) and the eigenvectors Y of H; the eigenvalues, info
+        and Y back; the eigenvectors Q Y on the device (la_orghr_apply). Host transfers
+        per call, whatever the batch: 1 down (H, n^2 per matrix), 3 up for real a (wr
+        and wi: n each; info: 1), 2 for complex (w, info), and with vectors one more
+        (Y: n^2)."""
         from ember._C import linalg as cpu_linalg
         self._check_dtype(a.dtype, a.device, "eig")
         n = a.shape[-1]
@@ -400,11 +405,12 @@ class LinalgKernels:
         self._groups(dev, f"la_gehd2_{dt}", batch,
                      [batch, n, self.handle(a), self.handle(refl), self.handle(tau)])
         h = self.to_cpu(a)
-        hw = [_core.empty(tuple(t.shape), t.dtype) for t in (wr, wi, info)]
+        # complex: wr is wi (w), uploaded once
+        outs = (wr, info) if wr is wi else (wr, wi, info)
+        hw = [_core.empty(tuple(t.shape), t.dtype) for t in outs]
         hv = _core.empty(tuple(v.shape), v.dtype) if vectors else None
-        cpu_linalg.linalg_geev(h, hw[0], hw[1], hv, hw[2], bool(vectors))
-        for dst, src in zip((wr, wi, info) + ((v,) if vectors else ()),
-                            hw + ([hv] if vectors else [])):
+        cpu_linalg.linalg_geev(h, hw[0], hw[-2], hv, hw[-1], bool(vectors))
+        for dst, src in zip(outs + ((v,) if vectors else ()), hw + ([hv] if vectors else [])):
             self._upload(dst, src)
         if vectors:
             self.run(dev, f"la_orghr_apply_{dt}", batch * n,

@@ -11,7 +11,10 @@
  * matrix with the device GEMM between them. The LU steps and the Cholesky steps are
  * written once (EM_LA_GETF2, EM_LA_POTF2) for both address spaces; they follow the
  * CPU's getf2/potrf step for step (the same pivot choice: LAPACK's |re| + |im| for
- * complex, the same order of the sums), so info and the pivots are the CPU's. */
+ * complex, the same order of the sums), so info and the pivots are the CPU's. At the
+ * end, what both programs' eigensolvers share: the global-memory barrier, the
+ * round-robin pairs and the 2 x 2 Jacobi rotation (real; the complex one is it after a
+ * phase). */
 #ifndef EM_LA_SMALL
 #define EM_LA_SMALL 32
 #define EM_LA_GROUP 64
@@ -308,4 +311,49 @@ EM_KERNEL void EM_NAME(la_laswp)(em_int64 batch, em_int64 n, em_int64 k, EM_GLOB
             }
         }
     }
+}
+
+/* The real and complex eigensolvers' shared parts. A barrier that also orders the
+ * work-group's global memory (the Hessenberg reduction and the Jacobi kernels of any
+ * size keep their matrices there; CUDA's __syncthreads() already does). */
+#if defined(__OPENCL_VERSION__)
+#define EM_LA_GBARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#else
+#define EM_LA_GBARRIER() __syncthreads()
+#endif
+
+/* Pair k of round r of the round-robin (circle) ordering of n2 (even) indices, stored
+ * at pp[slot], qq[slot]: over n2 - 1 rounds every pair (p < q) meets once, the n2 / 2
+ * pairs of a round disjoint. */
+EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR int *qq,
+                                int slot) {
+    int p, q;
+    if (k == 0) {
+        p = r;
+        q = n2 - 1;
+    } else {
+        p = (r + k) % (n2 - 1);
+        q = (r - k + n2 - 1) % (n2 - 1);
+    }
+    pp[slot] = p < q ? p : q;
+    qq[slot] = p < q ? q : p;
+}
+
+/* The Jacobi rotation (c, s) -> (cs[k], sn[k]) that zeroes the off-diagonal of the
+ * symmetric 2 x 2 [[app, apq], [apq, aqq]] (Rutishauser's: t = sign(tau) / (|tau| +
+ * sqrt(1 + tau^2)), tau = (aqq - app) / (2 apq), c = 1 / sqrt(1 + t^2), s = t c); (1, 0)
+ * when |apq| <= tol sqrt(|app aqq|). Returns whether it rotates. */
+EM_INLINE int EM_NAME(la_jacobi)(EM_LA_R app, EM_LA_R aqq, EM_LA_R apq, EM_LA_R tol,
+                                 EM_LPTR EM_LA_R *cs, EM_LPTR EM_LA_R *sn, int k) {
+    EM_LA_R c = 1, s = 0;
+    const int rotate = apq != 0 && !(fabs(apq) <= tol * sqrt(fabs(app) * fabs(aqq)));
+    if (rotate) {
+        const EM_LA_R tau = (aqq - app) / (2 * apq);
+        const EM_LA_R t = (tau >= 0 ? (EM_LA_R)1 : (EM_LA_R)-1) / (fabs(tau) + hypot((EM_LA_R)1, tau));
+        c = 1 / sqrt(1 + t * t);
+        s = t * c;
+    }
+    cs[k] = c;
+    sn[k] = s;
+    return rotate;
 }

@@ -130,14 +130,6 @@ EM_KERNEL void EM_NAME(la_ormqr)(em_int64 batch, em_int64 m, em_int64 nv, em_int
     }
 }
 
-/* A barrier that also orders the work-group's global memory (the Hessenberg reduction
- * and the Jacobi kernels of any size keep their matrices there; CUDA's __syncthreads() already does). */
-#if defined(__OPENCL_VERSION__)
-#define EM_LA_GBARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
-#else
-#define EM_LA_GBARRIER() __syncthreads()
-#endif
-
 /* Hessenberg reduction of each a (batch, n, n) in place, A = Q H Q^T with Q = H_0 ...
  * H_{n-3}, H_j = I - tau_j v_j v_j^T (LAPACK's gehd2; the reflector of column j from
  * rows j+1.., larfg as la_geqr2's): a <- H, zeros below its subdiagonal, the vectors
@@ -224,42 +216,6 @@ EM_KERNEL void EM_NAME(la_orghr_apply)(em_int64 batch, em_int64 n, em_int64 p,
             for (em_int64 r = j + 2; r < n; r++) C[r * p] -= V[r * n + j] * w;
         }
     }
-}
-
-/* Pair k of round r of the round-robin (circle) ordering of n2 (even) indices, stored
- * at pp[slot], qq[slot]: over n2 - 1 rounds every pair (p < q) meets once, the n2 / 2
- * pairs of a round disjoint. */
-EM_INLINE void EM_NAME(la_pair)(int r, int k, int n2, EM_LPTR int *pp, EM_LPTR int *qq,
-                                int slot) {
-    int p, q;
-    if (k == 0) {
-        p = r;
-        q = n2 - 1;
-    } else {
-        p = (r + k) % (n2 - 1);
-        q = (r - k + n2 - 1) % (n2 - 1);
-    }
-    pp[slot] = p < q ? p : q;
-    qq[slot] = p < q ? q : p;
-}
-
-/* The Jacobi rotation (c, s) -> (cs[k], sn[k]) that zeroes the off-diagonal of the
- * symmetric 2 x 2 [[app, apq], [apq, aqq]] (Rutishauser's: t = sign(tau) / (|tau| +
- * sqrt(1 + tau^2)), tau = (aqq - app) / (2 apq), c = 1 / sqrt(1 + t^2), s = t c); (1, 0)
- * when |apq| <= tol sqrt(|app aqq|). Returns whether it rotates. */
-EM_INLINE int EM_NAME(la_jacobi)(EM_CT app, EM_CT aqq, EM_CT apq, EM_CT tol,
-                                 EM_LPTR EM_CT *cs, EM_LPTR EM_CT *sn, int k) {
-    EM_CT c = 1, s = 0;
-    const int rotate = apq != 0 && !(fabs(apq) <= tol * sqrt(fabs(app) * fabs(aqq)));
-    if (rotate) {
-        const EM_CT tau = (aqq - app) / (2 * apq);
-        const EM_CT t = (tau >= 0 ? (EM_CT)1 : (EM_CT)-1) / (fabs(tau) + hypot((EM_CT)1, tau));
-        c = 1 / sqrt(1 + t * t);
-        s = t * c;
-    }
-    cs[k] = c;
-    sn[k] = s;
-    return rotate;
 }
 
 /* Eigenvalues (w (batch, n), ascending) and, when `vectors`, eigenvectors (written over
