@@ -1,9 +1,12 @@
-"""GPUBackend's fused optimizer and GradScaler steps (kernels/gpu/programs/optim.h): one
-launch per tensor where the composed ember ops take ~10. The methods have the CPU's
-signatures (ember._C.foreach.adam_ / sgd_) and, like them, return the indices of the
-entries they do not take (for the composed ops). Optional for a backend: ember.optim
-asks with getattr and composes without them."""
+"""GPUBackend's fused optimizer, GradScaler and clipping steps
+(kernels/gpu/programs/optim.h): one launch per tensor where the composed ember ops take
+3 to ~10. adam_ and sgd_ have the CPU's signatures (ember._C.foreach) and, like them,
+return the indices of the entries they do not take (for the composed ops). Optional for
+a backend: ember.optim, GradScaler and clip_grad_norm_ ask with getattr and compose
+without them."""
 from __future__ import annotations
+
+from ember._dtypes import float32
 
 _OPT_DTYPES = ("float32", "float64")          # what the CPU's fused loops take
 _UNSCALE_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -23,6 +26,26 @@ def _dense_like(p, others):
 
 class OptimKernels:
     """Mixed into GPUBackend."""
+
+    def sumsq_(self, tensors):
+        """A 1-d tensor (float32; float64 for float64 tensors) of each tensor's sum of
+        squares, one launch per tensor; None when it does not take them all (dense
+        tensors of one float dtype on this device)."""
+        if not tensors:
+            return None
+        dt = tensors[0].dtype
+        dev = tensors[0].device
+        if dt.name not in _UNSCALE_DTYPES or any(
+                t.dtype is not dt or t.device != dev or not t.is_contiguous()
+                for t in tensors):
+            return None
+        self._check_dtype(dt, dev, "clip_grad_norm_")
+        out = self.empty((len(tensors),), dt if dt.name == "float64" else float32, dev)
+        for i, t in enumerate(tensors):
+            self.rows_launch(dev, f"sumsq_into_{dt.name}", 1,
+                             [t.numel(), self.handle(t), t.storage_offset(),
+                              self.handle(out), i])
+        return out
 
     def adam_(self, params, grads, exp_avgs, exp_avg_sqs, max_sqs, bc1, bc2_sqrt, lr,
               beta1, beta2, eps, weight_decay, decoupled, maximize):

@@ -1,8 +1,24 @@
 // dtypes: float16 bfloat16 float32 float64
-/* The optimizers' and GradScaler's per-tensor steps on a device, one launch each where
- * the composed forms take ~10 op-table launches (backends/gpu/optim.py; the CPU's are
- * ember/_C/foreach.pyx's adam_, sgd_ and non_finite_check_and_unscale, whose arithmetic
- * these repeat op for op). Every buffer is dense from its element offset. */
+/* The optimizers', GradScaler's and gradient clipping's per-tensor steps on a device, one
+ * launch each where the composed forms take 3 to ~10 op-table launches
+ * (backends/gpu/optim.py; the CPU's are ember/_C/foreach.pyx's adam_, sgd_ and
+ * non_finite_check_and_unscale, whose arithmetic these repeat op for op). Every buffer
+ * is dense from its element offset. */
+#include "../group_reduce.h"
+
+/* out[o0] = sum of x^2 over n elements, accumulated in the compute type by one
+ * work-group (clip_grad_norm_'s per-gradient squared 2-norms, into one buffer) */
+EM_KERNEL void EM_NAME(sumsq_into)(em_int64 n, EM_GLOBAL const EM_T *x, em_int64 x0,
+                                   EM_GLOBAL EM_CT *out, em_int64 o0) {
+    EM_LOCAL EM_CT buf[256];
+    EM_CT s = 0;
+    for (em_int64 k = EM_LID(); k < n; k += EM_LSIZE()) {
+        const EM_CT v = EM_LD(x, x0 + k);
+        s += v * v;
+    }
+    s = EM_NAME(group_sum)(buf, s);
+    if (EM_LID() == 0) out[o0] = s;
+}
 
 /* g *= inv[i0]; found[f0] = 1 when any g was inf or NaN (only ever 1 is written, so the
  * work-items' stores race harmlessly; no host read) */
