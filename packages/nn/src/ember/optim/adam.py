@@ -128,8 +128,9 @@ class Adam(Optimizer):
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Contiguous float32/float64 parameters take one fused pass each (every array read
-    and written once; on a device one kernel launch); others (other devices, layouts, dtypes) the composed ops,
-    with foreach=True or fused=True the multi-tensor functions (em._foreach_*);
+    and written once; on a device one kernel launch); others (layouts, dtypes) the
+    composed ops, with foreach=True or fused=True the multi-tensor functions
+    (em._foreach_*);
     capturable is accepted and does nothing outside CUDA graphs, which ember does not
     have.
     """
