@@ -2,15 +2,16 @@
 """ember on each device beside NumPy and PyTorch (CPU), in one run.
 
     python benchmarks/bench_devices.py [--quick] [--devices cpu,opencl] [--threads 1]
-                                       [--json PATH]
+                                       [--steps-only] [--json PATH]
 
 Columns: time per op for NumPy, PyTorch (when installed) and ember on every device
 given (opencl: each op is followed by a synchronize, so the time includes the launch
 and the wait), interleaved rounds and medians (benchmarks/harness.py); ratios are
 numpy_time / ember_time (> 1: ember faster). Then a training step of the digits CNN
-(examples/train_digits.py, Adam, batch 64) and of bench_models.py's small GPT (2 layers,
-d=64, block 64, AdamW, clipping) per device, with the kernel launches and host<->device
-transfers each step makes. --quick: smaller arrays, shorter rounds.
+(examples/train_digits.py, Adam, batch 64), of bench_models.py's small GPT (2 layers,
+d=64, block 64, AdamW, clipping) and of its d=128 GPT under bfloat16 autocast per device,
+with the kernel launches and host<->device transfers each step makes. --quick: smaller
+arrays, shorter rounds; --steps-only: the training steps alone.
 
 On PoCL (an OpenCL on the CPU, what CI has) the absolute opencl numbers say little
 about a GPU: PoCL runs each work-group on a CPU thread. What holds on every device is
@@ -97,12 +98,12 @@ def digits_steps(devices):
     return steps
 
 
-def gpt_steps(devices):
-    """bench_models.py's gpt_small step on each device (the batch moved there once)."""
+def gpt_steps(devices, case="gpt_small"):
+    """bench_models.py's GPT step `case` on each device (the batch moved there once)."""
     import bench_models
     steps = {}
     for dev in devices:
-        model, step = bench_models.setup_case(em, "gpt_small", dev)
+        model, step = bench_models.setup_case(em, case, dev)
         steps[dev] = (lambda step=step: step(lambda: None).item())
     return steps
 
@@ -124,6 +125,8 @@ def training_step(make_steps, devices, quick):
 def main():
     ap = harness.parser(__doc__)
     ap.add_argument("--devices", default="cpu,opencl" if em.opencl.is_available() else "cpu")
+    ap.add_argument("--steps-only", action="store_true",
+                    help="the training steps only (not the per-op table)")
     args = ap.parse_args()
     harness.pin_threads(args.threads)
     mods, info = harness.libs(args.threads)
@@ -133,16 +136,20 @@ def main():
         print(f"# opencl:0 = {em.opencl.get_device_name(0)}")
     cols = ["numpy"] + (["torch"] if "torch" in mods else []) + [f"ember:{d}" for d in devices]
     rows, results = [], {}
-    for name, arrays, generic, np_fn in cases(args.quick):
+    for name, arrays, generic, np_fn in [] if args.steps_only else cases(args.quick):
         st = results[name] = run_case(mods, name, arrays, generic, np_fn, devices, args.quick)
         rows.append([name] + [harness.fmt_time(st[c]["median"]) if c in st else "-"
                               for c in cols] +
                     [harness.fmt_ratio(harness.ratio(st, "numpy", f"ember:{d}"))
                      for d in devices])
-    print(harness.table(["case"] + cols + [f"np/{d}" for d in devices], rows))
+    if rows:
+        print(harness.table(["case"] + cols + [f"np/{d}" for d in devices], rows))
     train = {}
-    for title, make_steps in (("digits CNN training step (batch 64, Adam)", digits_steps),
-                              ("small GPT training step (bench_models gpt_small)", gpt_steps)):
+    for title, make_steps in (
+            ("digits CNN training step (batch 64, Adam)", digits_steps),
+            ("small GPT training step (bench_models gpt_small: 2 layers, d=64)", gpt_steps),
+            ("GPT step in bfloat16 autocast (bench_models gpt_amp_bf16: 2 layers, d=128)",
+             lambda devices: gpt_steps(devices, "gpt_amp_bf16"))):
         print(f"\n{title}: time per step, and per step on a device: kernel launches / "
               "host transfers / deferred-check reads")
         st, counts = train[title] = training_step(make_steps, devices, args.quick)

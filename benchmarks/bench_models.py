@@ -251,7 +251,7 @@ def setup_case(mod, name, device="cpu"):
 
         def step(mark):
             if amp:
-                with mod.autocast("cpu", dtype=mod.bfloat16):
+                with mod.autocast(str(device).split(":")[0], dtype=mod.bfloat16):
                     loss = model(x, y)
             else:
                 loss = model(x, y)

@@ -165,3 +165,38 @@ def test_clip_on_a_device_never_reads_the_norm_back(scale, foreach):
     np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
     for p, d in zip(ps, dev):
         np.testing.assert_allclose(d.grad.cpu().numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+@pytest.mark.parametrize("dtype", [em.float32, em.float16, em.bfloat16])
+def test_device_total_norm_is_one_launch_per_gradient(dtype):
+    """On a device the 2-norm's per-gradient sums of squares are one fused launch each
+    (backends/gpu/optim.py sumsq_, views at an offset), then the total and the scaling;
+    the CPU's values (the CPU takes float32 copies of the low-precision gradients)."""
+    rng = np.random.default_rng(5)
+    flat = rng.standard_normal(40).astype(np.float32) * 3
+    big = em.tensor(flat, device="opencl").to(dtype)
+    grads = [big[1:13].reshape(3, 4), big[20:21], big[25:40]]
+    ps = [em.zeros(tuple(g.shape), dtype=dtype, device="opencl").requires_grad_()
+          for g in grads]
+    for p, g in zip(ps, grads):
+        p.grad = g
+    ref = [g.cpu().float() for g in grads]
+    want = np.sqrt(sum(float((r.numpy().astype(np.float64) ** 2).sum()) for r in ref))
+    backend = em._C.core.backend_for(em.device("opencl"))
+    backend.reset_counters()
+    got = get_total_norm(grads)
+    # the sums of squares, their sum, sqrt (and the cast back from float32)
+    assert backend.counters()["launches"] == len(grads) + 2 + (dtype is not em.float32)
+    assert got.dtype is dtype and got.device.type == "opencl"
+    tol = 1e-5 if dtype is em.float32 else 1e-2
+    np.testing.assert_allclose(got.float().item(), want, rtol=tol)
+    clip_grad_norm_(ps, 1.0)
+    coef = 1.0 / (got.float().item() + 1e-6)
+    for g, r in zip(grads, ref):
+        np.testing.assert_allclose(g.float().cpu().numpy(), r.numpy() * coef, rtol=tol,
+                                   atol=tol * 1e-2)
+    # a non-contiguous gradient: the composed norms, the same total
+    t = em.tensor(flat[:12], device="opencl").to(dtype).reshape(3, 4).t()
+    np.testing.assert_allclose(get_total_norm([t]).float().item(),
+                               float(np.linalg.norm(t.cpu().float().numpy())), rtol=tol)

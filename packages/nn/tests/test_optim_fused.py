@@ -1,8 +1,8 @@
 """The optimizers' fused one-pass steps (ember._C.foreach.adam_ / sgd_, taken by
 contiguous CPU float32/float64 parameters) against the composed ember ops they replace
 (_adam_composed, _sgd_composed and their foreach forms), over several steps and every
-option; on OpenCL (where the composed ops run on the device) against the CPU's fused
-step; and the fallback for what the fused loop does not take."""
+option; on OpenCL (the device's fused kernels, one launch per parameter) against the
+CPU's fused step; and the fallback for what the fused loop does not take."""
 from __future__ import annotations
 
 import numpy as np
@@ -115,14 +115,72 @@ def test_sgd_fused_matches_composed(kwargs, dtype):
                                            rtol=1e-5, atol=1e-6)
 
 
+def _has_fp64():
+    return _opencl() and em._C.core.backend_for(em.device("opencl")).has_fp64(
+        em.device("opencl"))
+
+
 @pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
-@pytest.mark.parametrize("case", ADAM_CASES[2:4] + [(optim.SGD, c) for c in SGD_CASES[2:4]])
-def test_opencl_composed_step_matches_cpu_fused(case):
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.skipif(
+    not _has_fp64(), reason="no float64 on the OpenCL device"))])
+@pytest.mark.parametrize("case", ADAM_CASES + [(optim.SGD, c) for c in SGD_CASES])
+def test_opencl_fused_step_matches_cpu_fused(case, dtype):
+    # the device's fused kernel (backends/gpu/optim.py): one launch per parameter and
+    # step (after the first, which also fills Adam's new state), the CPU's results
     cls, kwargs = case
     kwargs = dict(kwargs, lr=0.1) if cls is optim.SGD else kwargs
-    got, _, _ = _run(cls, kwargs, np.float32, device="opencl")
-    want, _, _ = _run(cls, kwargs, np.float32)
-    _close(got, want, np.float32, f"opencl {cls.__name__} {kwargs}")
+    backend = em._C.core.backend_for(em.device("opencl"))
+    launches = []
+    step = cls.step
+
+    def counted(self, *a, **k):
+        backend.reset_counters()
+        out = step(self, *a, **k)
+        launches.append(backend.counters()["launches"])
+        return out
+    cls.step = counted
+    try:
+        got, _, _ = _run(cls, kwargs, dtype, device="opencl")
+    finally:
+        cls.step = step
+    assert launches[1:] == [len(SHAPES)] * (STEPS - 1)
+    want, _, _ = _run(cls, kwargs, dtype)
+    _close(got, want, dtype, f"opencl {cls.__name__} {kwargs}")
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+def test_opencl_fused_kernels_take_views_at_an_offset():
+    """The device kernels read and write each array from its own storage offset
+    (views into one buffer); a non-contiguous entry is left for the composed ops."""
+    from ember._C import foreach as _fe
+    dev = em.device("opencl")
+    backend = em._C.core.backend_for(dev)
+    rng = np.random.default_rng(3)
+    n = 7
+    host = [rng.standard_normal(n + 5).astype(np.float32) for _ in range(4)]
+    host[3] = np.abs(host[3])                                    # v >= 0
+    views = lambda ts: [t[2:2 + n] for t in ts]                  # noqa: E731
+    cpu = views([em.from_numpy(h.copy()) for h in host])
+    on_dev = [em.from_numpy(h.copy()).to(dev) for h in host]
+    d = views(on_dev)
+    args = (0.01, 0.9, 0.95, 1e-8, 0.1, True, False)
+    bc = ([1 - 0.9 ** 2], [(1 - 0.95 ** 2) ** 0.5])
+    assert _fe.adam_([cpu[0]], [cpu[1]], [cpu[2]], [cpu[3]], [None], *bc, *args) == []
+    odd = em.zeros(3, 3, device=dev).t()
+    assert backend.adam_([d[0], odd], [d[1], odd], [d[2], odd], [d[3], odd], [None, None],
+                         bc[0] * 2, bc[1] * 2, *args) == [1]
+    for c, t, h in zip(cpu, on_dev, host):
+        got = t.cpu().numpy()
+        np.testing.assert_allclose(got[2:2 + n], c.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got[:2], h[:2])            # outside the view: kept
+        np.testing.assert_array_equal(got[2 + n:], h[2 + n:])
+    buf_c, buf_d = cpu[2], d[2]          # the momentum buffers: the exp_avgs above
+    assert _fe.sgd_([cpu[0]], [cpu[1]], [buf_c], [False], 0.1, 0.9, 0.1, 0.01, True,
+                    False) == []
+    assert backend.sgd_([d[0]], [d[1]], [buf_d], [False], 0.1, 0.9, 0.1, 0.01, True,
+                        False) == []
+    np.testing.assert_allclose(d[0].cpu().numpy(), cpu[0].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(buf_d.cpu().numpy(), buf_c.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_what_the_fused_loop_does_not_take_runs_composed():

@@ -266,7 +266,7 @@ def test_policy_table_names_exist():
 
 # -- GradScaler's kernels ---------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [em.float32, em.float64, em.float16])
+@pytest.mark.parametrize("dtype", [em.float32, em.float64, em.float16, em.bfloat16])
 def test_non_finite_check_and_unscale(device, dtype):
     if device.type != "cpu" and dtype is em.float64:
         pytest.skip("float64 on the device is not needed here")
@@ -291,6 +291,32 @@ def test_non_finite_check_and_unscale(device, dtype):
     found = em.ones(1, device=device)
     em._amp_foreach_non_finite_check_and_unscale_([em.ones(2, device=device)], found, inv)
     assert found.item() == 1.0
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float16, em.bfloat16])
+def test_non_finite_check_on_a_device_is_one_launch_per_dense_grad(device, dtype):
+    # the device's fused kernel (backends/gpu/optim.py amp_unscale_): views at an offset,
+    # an inf in one, found_inf at an offset, no host read
+    if device.type == "cpu":
+        pytest.skip("the device kernel")
+    backend = em._C.core.backend_for(device)
+    a = np.arange(-10, 14, dtype=np.float32) / 3
+    big = em.tensor(a, device=device).to(dtype)
+    gs = [big[2:9], big[12:24].reshape(3, 4)]
+    flags = em.zeros(3, device=device)
+    inv = em.full((2,), 0.5, device=device)
+    backend.reset_counters()
+    em._amp_foreach_non_finite_check_and_unscale_(gs, flags[1:2], inv[1:])
+    c = backend.counters()
+    assert (c["launches"], c["host_transfers"]) == (2, 0)
+    rounded = em.tensor(a).to(dtype).float().numpy()
+    want = np.concatenate([rounded[:2], rounded[2:9] * 0.5, rounded[9:12],
+                           rounded[12:] * 0.5])
+    np.testing.assert_array_equal(big.float().cpu().numpy(), want)
+    assert flags.cpu().tolist() == [0.0, 0.0, 0.0]
+    gs[1][1, 2] = math.inf
+    em._amp_foreach_non_finite_check_and_unscale_(gs, flags[1:2], inv[1:])
+    assert flags.cpu().tolist() == [0.0, 1.0, 0.0]
 
 
 def test_non_finite_check_bad_args():

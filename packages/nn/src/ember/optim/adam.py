@@ -13,6 +13,7 @@ from ember.optim.optimizer import (
     _check_ranges,
     _decayed,
     _directions,
+    _fused_on_devices,
     _hyper,
     _not_differentiable,
     _step_tensor,
@@ -23,9 +24,10 @@ __all__ = ["Adam", "AdamW"]
 
 
 def _adam(group, params, grads, states):
-    """One Adam step of group's parameters that have a gradient: the contiguous CPU
-    float32/float64 ones in one fused pass each (ember._C.foreach.adam_, the arithmetic
-    of _adam_composed), the others with _adam_composed."""
+    """One Adam step of group's parameters that have a gradient: the contiguous
+    float32/float64 ones in one fused pass each (ember._C.foreach.adam_ on the CPU, a
+    device kernel elsewhere: the arithmetic of _adam_composed), the others with
+    _adam_composed."""
     steps = [_bump_step(s) for s in states]
     for i in _adam_fused(group, params, grads, states, steps):
         _adam_composed(group, params[i], grads[i], states[i], steps[i])
@@ -36,14 +38,13 @@ def _adam_fused(group, params, grads, states, steps):
     beta1, beta2 = group["betas"]
     weight_decay = group["weight_decay"]
     amsgrad = group["amsgrad"]
-    return _fe.adam_(params, grads, [s["exp_avg"] for s in states],
-                     [s["exp_avg_sq"] for s in states],
-                     [s["max_exp_avg_sq"] if amsgrad else None for s in states],
-                     [1 - beta1 ** t for t in steps],
-                     [(1 - beta2 ** t) ** 0.5 for t in steps], float(group["lr"]),
-                     beta1, beta2, group["eps"], weight_decay,
-                     bool(group["decoupled_weight_decay"] and weight_decay != 0),
-                     bool(group["maximize"]))
+    args = (params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+            [s["max_exp_avg_sq"] if amsgrad else None for s in states],
+            [1 - beta1 ** t for t in steps], [(1 - beta2 ** t) ** 0.5 for t in steps],
+            float(group["lr"]), beta1, beta2, group["eps"], weight_decay,
+            bool(group["decoupled_weight_decay"] and weight_decay != 0),
+            bool(group["maximize"]))
+    return _fused_on_devices("adam_", _fe.adam_(*args), 7, *args)
 
 
 def _adam_composed(group, p, g, state, step):
@@ -126,9 +127,10 @@ class Adam(Optimizer):
         v_max = max(v_max, v) with amsgrad (used in place of v below)
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
-    Contiguous CPU float32/float64 parameters take one fused pass each (every array
-    read and written once); others (other devices, layouts, dtypes) the composed ops,
-    with foreach=True or fused=True the multi-tensor functions (em._foreach_*);
+    Contiguous float32/float64 parameters take one fused pass each (every array read
+    and written once; on a device one kernel launch); others (layouts, dtypes) the
+    composed ops, with foreach=True or fused=True the multi-tensor functions
+    (em._foreach_*);
     capturable is accepted and does nothing outside CUDA graphs, which ember does not
     have.
     """

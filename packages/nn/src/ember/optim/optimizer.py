@@ -48,6 +48,25 @@ def _bump_step(state):
     return step
 
 
+def _fused_on_devices(name, rest, n_lists, *args):
+    """Give the entries `rest` that the CPU's fused loop (ember._C.foreach.<name>) left to
+    their device backend's fused step of that name and signature (one launch per tensor,
+    backends/gpu/optim.py), where it has one; args: the call's n_lists per-tensor lists,
+    then its scalars. Returns the indices still left, for the composed ops."""
+    lists, scalars = args[:n_lists], args[n_lists:]
+    by_device, left = {}, []
+    for i in rest:
+        dev = lists[0][i].device
+        (left if dev.type == "cpu" else by_device.setdefault(dev, [])).append(i)
+    for dev, idx in by_device.items():
+        fused = getattr(em._C.core.backend_for(dev), name, None)
+        if fused is None:
+            left += idx
+            continue
+        left += [idx[j] for j in fused(*[[xs[i] for i in idx] for xs in lists], *scalars)]
+    return sorted(left)
+
+
 def _directions(params, grads, weight_decay, maximize):
     """The foreach form of _decayed: the list of descent directions (the gradients
     themselves when neither option applies)."""

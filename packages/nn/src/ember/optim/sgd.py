@@ -10,6 +10,7 @@ from ember.optim.optimizer import (
     _check_foreach_fused,
     _decayed,
     _directions,
+    _fused_on_devices,
     _hyper,
     _not_differentiable,
 )
@@ -18,9 +19,10 @@ __all__ = ["SGD"]
 
 
 def _sgd(group, params, grads, states):
-    """One SGD step of group's parameters that have a gradient: the contiguous CPU
-    float32/float64 ones in one fused pass each (ember._C.foreach.sgd_, the arithmetic
-    of _sgd_composed), the others with _sgd_composed."""
+    """One SGD step of group's parameters that have a gradient: the contiguous
+    float32/float64 ones in one fused pass each (ember._C.foreach.sgd_ on the CPU, a
+    device kernel elsewhere: the arithmetic of _sgd_composed), the others with
+    _sgd_composed."""
     for i in _sgd_fused(group, params, grads, states):
         _sgd_composed(group, params[i], grads[i], states[i])
 
@@ -33,13 +35,13 @@ def _sgd_fused(group, params, grads, states):
     if momentum != 0:
         for i, (p, state) in enumerate(zip(params, states)):
             buf = state.get("momentum_buffer")
-            if buf is None and p.device.type == "cpu" and p.is_contiguous():
+            if buf is None and p.is_contiguous():
                 buf = state["momentum_buffer"] = em.empty_like(p)
                 fresh[i] = True
             bufs[i] = buf
-    rest = _fe.sgd_(params, grads, bufs, fresh, float(group["lr"]), momentum,
-                    group["dampening"], group["weight_decay"], bool(group["nesterov"]),
-                    bool(group["maximize"]))
+    args = (params, grads, bufs, fresh, float(group["lr"]), momentum, group["dampening"],
+            group["weight_decay"], bool(group["nesterov"]), bool(group["maximize"]))
+    rest = _fused_on_devices("sgd_", _fe.sgd_(*args), 4, *args)
     for i in rest:
         if fresh[i]:         # made above but not filled: the composed step makes its own
             del states[i]["momentum_buffer"]

@@ -202,8 +202,14 @@ def _list(xs):
 # -- mixed precision: GradScaler's two kernels ------------------------------------------
 
 def _unscale_composed(g, found_inf, inv_scale):
-    """The device (and any-layout) form of the fused check, written with op-table rows
-    so it stays on g's device: found_inf = max(found_inf, any(!isfinite(g))); g *= inv."""
+    """The device (and any-layout) form of the fused check: a dense g on a device is one
+    kernel of its backend (amp_unscale_, backends/gpu/optim.py); otherwise op-table rows
+    on g's device: found_inf = max(found_inf, any(!isfinite(g))); g *= inv."""
+    from ember._C.core import backend_for
+    fused = None if g.device.type == "cpu" else getattr(backend_for(g.device),
+                                                        "amp_unscale_", None)
+    if fused is not None and fused(g, found_inf, inv_scale):
+        return
     from ember import all as all_, isfinite, logical_not
     bad = logical_not(all_(isfinite(g)))
     name = "_amp_foreach_non_finite_check_and_unscale_"

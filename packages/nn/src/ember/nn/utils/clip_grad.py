@@ -17,6 +17,17 @@ def _grads(parameters):
     return [p.grad for p in parameters if p.grad is not None]
 
 
+def _device_2norm(tensors):
+    """The 2-norm of all of `tensors` from their device backend's fused sums of squares
+    (one launch per tensor, accumulated in float32 or float64; backends/gpu/optim.py),
+    in their dtype; None on the CPU or where the backend does not take them."""
+    dev = tensors[0].device
+    fused = None if dev.type == "cpu" else getattr(em._C.core.backend_for(dev), "sumsq_",
+                                                   None)
+    sq = None if fused is None else fused(tensors)
+    return None if sq is None else sq.sum().sqrt().to(tensors[0].dtype)
+
+
 @checked(tensors=_tensors(none_ok=True), norm_type=norm_order)
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of `tensors` (None ones left out): the norm of all their
@@ -29,10 +40,12 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return em.tensor(0.0)
     with em.no_grad():
-        norms = em._foreach_norm(tensors, norm_type) if foreach else \
-            [em.linalg.vector_norm(t, norm_type) for t in tensors]
-        total = em.linalg.vector_norm(em.stack(norms), norm_type) if len(norms) > 1 \
-            else norms[0]
+        total = _device_2norm(tensors) if norm_type == 2.0 else None
+        if total is None:
+            norms = em._foreach_norm(tensors, norm_type) if foreach else \
+                [em.linalg.vector_norm(t, norm_type) for t in tensors]
+            total = em.linalg.vector_norm(em.stack(norms), norm_type) if len(norms) > 1 \
+                else norms[0]
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                            f"`parameters` is non-finite, so it cannot be clipped. To disable "

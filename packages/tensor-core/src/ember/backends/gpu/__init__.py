@@ -7,7 +7,8 @@ device<->device, launch a kernel by name, synchronize. Memory, copies, the op
 table's elementwise and reduction rows and the helpers every kernel uses are here;
 each family of hand-written kernels is a mixin in a module of its name (matmul.py,
 conv.py, pool.py, softmax.py, norm.py, loss.py, dropout.py, index.py, sort.py,
-scan.py, random.py, fft.py, linalg.py, rnn.py), and layout.py packs the em_layout structs they pass.
+scan.py, random.py, fft.py, linalg.py, rnn.py; optim.py: the fused optimizer and
+GradScaler steps), and layout.py packs the em_layout structs they pass.
 
 The device code is the portable dialect of kernels/gpu/ember_device.h, catalogued
 by ember.ops.gpu_programs: the op table's rows rendered by ember.ops.render and the
@@ -39,6 +40,7 @@ from ember.backends.gpu.linalg import LinalgKernels
 from ember.backends.gpu.loss import LossKernels
 from ember.backends.gpu.matmul import MatmulKernels
 from ember.backends.gpu.norm import NormKernels
+from ember.backends.gpu.optim import OptimKernels
 from ember.backends.gpu.pool import PoolKernels
 from ember.backends.gpu.random import RandomKernels
 from ember.backends.gpu.rnn import RNNKernels
@@ -52,7 +54,8 @@ REDUCE_GROUP = render.GPU_REDUCE_GROUP   # work-items per row of the row-wise ke
 
 class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,
                  LossKernels, DropoutKernels, IndexKernels, SortKernels, ScanKernels,
-                 RandomKernels, FFTKernels, LinalgKernels, RNNKernels, Backend):
+                 RandomKernels, FFTKernels, LinalgKernels, RNNKernels, OptimKernels,
+                 Backend):
     """Backend over the primitives below; subclasses: OpenCLBackend, CUDABackend."""
 
     name = "gpu"
