@@ -1577,22 +1577,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (ember.ops.attention, flash-attention style: a block of the scores at a time); other
     devices and dropout_p > 0: composed of matmul, softmax and where."""
     op = "scaled_dot_product_attention"
-    shapes = (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
-              f"value {tuple(value.shape)}")
+
+    def shapes():        # only for a message: not formatted on every call
+        return (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
+                f"value {tuple(value.shape)}")
     if min(query.ndim, key.ndim, value.ndim) < 2:
-        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {shapes}")
+        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {shapes()}")
     L, E = query.shape[-2:]
     S = key.shape[-2]
     if key.shape[-1] != E or value.shape[-2] != S:
         raise ValueError(f"{op}: key must be (..., S, E) for a query (..., L, E) and value "
-                         f"(..., S, Ev), got {shapes}")
+                         f"(..., S, Ev), got {shapes()}")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: attn_mask must not be given with is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         heads = query.shape[-3]
         if heads % key.shape[-3] or heads % value.shape[-3]:
             raise ValueError(f"{op}: with enable_gqa the query heads (dim -3) must be a "
-                             f"multiple of the key and value heads, got {shapes}")
+                             f"multiple of the key and value heads, got {shapes()}")
         key = key.repeat_interleave(heads // key.shape[-3], -3)
         value = value.repeat_interleave(heads // value.shape[-3], -3)
     scale = 1 / math.sqrt(E) if scale is None else scale
