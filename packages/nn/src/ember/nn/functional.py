@@ -12,6 +12,7 @@ import sys
 import warnings
 
 import ember as em
+from ember._C import core as _core
 from ember._args import check_tensor_args as _check_tensor_args
 from ember.nn._checks import (
     checked as _checked,
@@ -771,7 +772,8 @@ def pdist(input, p=2):
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias."""
+    """input @ weight.T + bias: float32/float64 operands of one dtype as one recorded op
+    "linear", others composed of matmul and add."""
     if weight.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(weight.shape)}")
     if input.shape[-1:] != weight.shape[-1:]:
@@ -779,8 +781,24 @@ def linear(input, weight, bias=None):
                          f"{input.shape[-1] if input.ndim else '()'} "
                          f"but weight has shape {tuple(weight.shape)} (in_features "
                          f"{weight.shape[-1]})")
+    if (weight.ndim == 2 and input.ndim >= 2 and input.dtype in _LINEAR_DTYPES and
+            weight.dtype is input.dtype and
+            (bias is None or (bias.dtype is input.dtype and bias.ndim == 1 and
+                              bias.shape[0] == weight.shape[0])) and
+            not _onnx_exporting()):
+        # one recorded op (its derivative: autograd's "linear" row) instead of three
+        # (the weight's transposed view, matmul, the bias add), each a node to build
+        # and to run backward
+        with _core._no_record():
+            out = input @ weight.T
+            if bias is not None:
+                out.add_(bias)
+        return _core.record("linear", (input, weight, bias), out)
     out = input @ weight.T
     return out + bias if bias is not None else out
+
+
+_LINEAR_DTYPES = (em.float32, em.float64)
 
 
 def bilinear(input1, input2, weight, bias=None):
