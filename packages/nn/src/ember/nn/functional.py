@@ -12,8 +12,8 @@ import sys
 import warnings
 
 import ember as em
-from ember._C import core as _core
 from ember._args import check_tensor_args as _check_tensor_args
+from ember._C import core as _core
 from ember.nn._checks import (
     checked as _checked,
     index as _index_arg,
