@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember.autograd import Function, gradcheck, once_differentiable
@@ -632,3 +633,59 @@ def test_in_place_on_a_view_of_a_leaf_that_requires_grad_is_an_error():
     v = x[1:]
     with pytest.raises(RuntimeError, match="view of a leaf tensor that requires grad"):
         v.mul_(2)
+
+
+# narrow (split/chunk parts): the engine adds each part's gradient into one buffer -------
+
+@given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=4), rows=st.integers(1, 3),
+       dim=st.integers(0, 1), used=st.integers(1, 15), order=st.booleans(),
+       dtype=st.sampled_from([em.float32, em.float64]), leaf_input=st.booleans(),
+       seed=st.integers(0, 100))
+@settings(max_examples=30, deadline=None)
+def test_split_parts_gradients_match_the_padded_sum(sizes, rows, dim, used, order, dtype,
+                                                    leaf_input, seed):
+    """Parts of a split (some used, some not; the input also used directly, before or
+    after the parts in the graph) give the gradient of the reference: each used part's
+    gradient padded with zeros to the input's shape, summed, plus the direct use's."""
+    rng = np.random.default_rng(seed)
+    shape = [rows, rows]
+    shape[dim] = sum(sizes)
+    x0 = rng.standard_normal(shape)
+    w = [rng.standard_normal([s if d == dim else shape[d] for d in range(2)])
+         for s in sizes]
+    parts_used = [i for i in range(len(sizes)) if used >> i & 1] or [0]
+    x = em.from_numpy(x0).to(dtype).requires_grad_()
+    src = x if leaf_input else x * 1.0
+    if order:
+        direct = (src * src).sum()           # recorded before the parts
+    parts = src.split(sizes, dim)
+    terms = [(parts[i] * em.from_numpy(w[i]).to(dtype)).sum() for i in parts_used]
+    if not order:
+        direct = (src * src).sum()           # after them
+    loss = sum(terms, direct)
+    loss.backward()
+    want = 2 * x0
+    bounds = np.cumsum([0] + sizes)
+    for i in parts_used:
+        sl = [slice(None)] * 2
+        sl[dim] = slice(bounds[i], bounds[i + 1])
+        want[tuple(sl)] += w[i]
+    tol = 1e-5 if dtype is em.float32 else 1e-12
+    np.testing.assert_allclose(x.grad.to(em.float64).numpy(), want, rtol=tol, atol=tol)
+
+
+def test_split_parts_double_backward_hooks_and_second_backward():
+    # create_graph, a hook on a part and retain_graph take the formula's path: same values
+    x = leaf(6, 2)
+    assert gradcheck(lambda a: (a.split(2)[0] * a.split(2)[2]).sum() + a.chunk(3)[1].sum(),
+                     (x,))
+    assert em.autograd.gradgradcheck(lambda a: (a.split([1, 5])[1] ** 2).sum(), (x,))
+    y = x.detach().requires_grad_()
+    a, b = y.split(3)
+    a.register_hook(lambda g: g * 10)
+    (a.sum() + b.sum()).backward(retain_graph=True)
+    np.testing.assert_allclose(y.grad.numpy(), [[10, 10]] * 3 + [[1, 1]] * 3)
+    loss = y.split(3)[1].sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember as em
 from ember import nn
@@ -29,6 +30,47 @@ def test_linear_forward_gradients_and_init():
                       f64(3, seed=2).requires_grad_()))
     assert tuple(nn.Linear(5, 3)(em.randn(2, 7, 5)).shape) == (2, 7, 3)
 
+
+
+@given(lead=st.lists(st.integers(1, 3), min_size=1, max_size=3), fin=st.integers(1, 5),
+       fout=st.integers(1, 5), bias=st.booleans(), transposed=st.booleans(),
+       dtype=st.sampled_from([em.float32, em.float64]), needs=st.integers(1, 7))
+@settings(max_examples=30, deadline=None)
+def test_linear_as_one_op_matches_the_composed_ops(lead, fin, fout, bias, transposed, dtype,
+                                                   needs):
+    """F.linear's one recorded op against input @ weight.T + bias: values and every
+    gradient, for 2-d to 4-d inputs (a transposed, non-contiguous one too), with and
+    without a bias, whichever operands require grad."""
+    rng = np.random.default_rng(len(lead) * 7 + fin)
+    x0 = rng.standard_normal(tuple(lead) + (fin,))
+    w0, b0 = rng.standard_normal((fout, fin)), rng.standard_normal(fout)
+    g0 = rng.standard_normal(tuple(lead) + (fout,))
+
+    def run(fused):
+        x = em.from_numpy(x0).to(dtype)
+        if transposed:        # the same values through a transposed layout
+            x = x.transpose(0, -1).contiguous().transpose(0, -1)
+        x.requires_grad_(bool(needs & 1))
+        w = em.from_numpy(w0).to(dtype).requires_grad_(bool(needs & 2))
+        b = em.from_numpy(b0).to(dtype).requires_grad_(bool(needs & 4)) if bias else None
+        out = F.linear(x, w, b) if fused else (x @ w.T + b if bias else x @ w.T)
+        out.backward(em.from_numpy(g0).to(dtype))
+        return [out.detach()] + [t.grad for t in (x, w, b) if t is not None]
+    tol = 1e-5 if dtype is em.float32 else 1e-12
+    for got, want in zip(run(True), run(False)):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
+
+
+def test_linear_as_one_op_gradcheck_and_gradgradcheck():
+    x = em.randn(2, 3, 4, dtype=em.float64, requires_grad=True)
+    w = em.randn(5, 4, dtype=em.float64, requires_grad=True)
+    b = em.randn(5, dtype=em.float64, requires_grad=True)
+    assert F.linear(x, w, b).grad_fn.name() == "LinearBackward0"
+    assert gradcheck(F.linear, (x, w, b))
+    assert em.autograd.gradgradcheck(F.linear, (x, w, b))
+    assert em.autograd.gradgradcheck(lambda a, c: F.linear(a, c), (x, w))
 
 def test_bilinear():
     m = nn.Bilinear(2, 3, 4).double()

@@ -200,6 +200,31 @@ def test_large_reductions_that_widen_the_dtype(dtype, device):
         np.testing.assert_array_equal(to_numpy(got), want, err_msg=f"{name} of {dtype}")
 
 
+
+@given(shape=st.lists(st.integers(1, 5), min_size=2, max_size=4), data=st.data(),
+       keepdim=st.booleans(), name=st.sampled_from(["sum", "prod", "amax", "amin"]))
+@settings(max_examples=40, deadline=None)
+def test_float32_reduction_over_a_block_of_dims(shape, data, keepdim, name):
+    """Consecutive dims of a contiguous float32 tensor (all of them, leading ones as a
+    bias's gradient, a middle block) reduce as one dim of a (before, block, after) view:
+    NumPy's values in float64 within float32 rounding, its shape, and the recorded
+    gradient."""
+    nd = len(shape)
+    a = data.draw(st.integers(0, nd - 1))
+    b = data.draw(st.integers(a + 1, nd))
+    dims = tuple(range(a, b))
+    x = np.random.default_rng(len(shape)).uniform(0.5, 1.5, shape).astype(np.float32)
+    t = em.from_numpy(x).requires_grad_()
+    got = getattr(em, name)(t, dims, keepdim=keepdim)
+    want = getattr(np, {"amax": "max", "amin": "min"}.get(name, name))(
+        x.astype(np.float64), axis=dims, keepdims=keepdim)
+    assert got.dtype == em.float32 and tuple(got.shape) == want.shape
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=2e-6 * x.size)
+    if name == "sum":
+        got.sum().backward()
+        np.testing.assert_array_equal(t.grad.numpy(), np.ones_like(x))
+
+
 # ----------------------------------------------------------------------------- composites
 
 @given(data=st.data())

@@ -1016,6 +1016,19 @@ def _(n, g):
     return ga, gb
 
 
+@formula("linear", inputs=(0, 1), uses={0: (1,), 1: (0,)})
+def _(n, g):
+    """nn.functional.linear, input @ weight.T + bias (real, input at least 2-d): the
+    input's gradient g @ weight, the weight's g^T @ input over the leading dims
+    flattened (laid out as the weight), the bias's g summed over them."""
+    x, w = n.inputs[0], n.inputs[1]
+    g2 = g.reshape(-1, g.shape[-1]) if n.needs[1] or n.needs[2] else None
+    gx = g @ w if n.needs[0] else None
+    gw = g2.transpose(0, 1) @ x.reshape(-1, x.shape[-1]) if n.needs[1] else None
+    gb = g2.sum(0) if n.needs[2] else None
+    return gx, gw, gb
+
+
 # ------------------------------------------------------------------------------------
 # fused numerics
 # ------------------------------------------------------------------------------------

@@ -723,6 +723,12 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                 g = None
             if g is None:
                 grads = (None,) * len(n.edges)
+            elif not create_graph and not check_nan and type(n) is Node and \
+                    n.op == "narrow" and not n.hooks and not n.freed and \
+                    _narrow_into(n, <TensorBase>g, buffers, needed):
+                # the slice's gradient went straight into its input's buffer: a split's
+                # parts fill one zeroed tensor (one cat) instead of each padding its own
+                grads = (None,)
             else:
                 grads = n._apply(buf, create_graph)
                 if n.hooks:
@@ -783,6 +789,39 @@ def run_backward(tensors, grad_tensors, bint retain_graph, bint create_graph, in
                 else:
                     n.release()
     return capture.grads if capture is not None else None
+
+
+cdef bint _narrow_into(Node n, TensorBase g, dict buffers, set needed) except -1:
+    """The backward of a narrow node without padding: g added into the slice of its
+    input's gradient buffer (made zero at the first part, or an engine-owned buffer
+    already there). False where that cannot be done (g not of the input's dtype, a
+    buffer someone else holds): the formula runs instead."""
+    e = n.edges[0]
+    if e is None:
+        return True
+    child = (<tuple>e)[0]
+    if needed is not None and child not in needed:
+        return True
+    shape, dtype = <tuple>n.metas[0]
+    if g._dtype != (<DType>dtype).num:
+        return False
+    cdef list cbuf = buffers.get(child)
+    cdef Py_ssize_t k = (<tuple>e)[1]
+    old = None if cbuf is None else cbuf[k]
+    if old is not None and not (isinstance(old, TensorBase) and
+                                _engine_owned(<TensorBase>old) and
+                                same_shape(<TensorBase>old, shape) and
+                                (<TensorBase>old)._dtype == g._dtype):
+        return False
+    a = n.attrs
+    if old is None:
+        import ember as em
+        old = em.zeros(shape, dtype=dtype, device=g.device)
+        if cbuf is None:
+            cbuf = buffers[child] = [None] * (<Node>child).num_outputs
+        cbuf[k] = old
+    old.narrow(a["dim"], a["start"], a["length"]).add_(g)
+    return True
 
 
 def _topo_key(Node n):

@@ -13,6 +13,7 @@ import warnings
 
 import ember as em
 from ember._args import check_tensor_args as _check_tensor_args
+from ember._C import core as _core
 from ember.nn._checks import (
     checked as _checked,
     index as _index_arg,
@@ -771,7 +772,8 @@ def pdist(input, p=2):
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias."""
+    """input @ weight.T + bias: float32/float64 operands of one dtype as one recorded op
+    "linear", others composed of matmul and add."""
     if weight.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(weight.shape)}")
     if input.shape[-1:] != weight.shape[-1:]:
@@ -779,8 +781,24 @@ def linear(input, weight, bias=None):
                          f"{input.shape[-1] if input.ndim else '()'} "
                          f"but weight has shape {tuple(weight.shape)} (in_features "
                          f"{weight.shape[-1]})")
+    if (weight.ndim == 2 and input.ndim >= 2 and input.dtype in _LINEAR_DTYPES and
+            weight.dtype is input.dtype and
+            (bias is None or (bias.dtype is input.dtype and bias.ndim == 1 and
+                              bias.shape[0] == weight.shape[0])) and
+            not _onnx_exporting()):
+        # one recorded op (its derivative: autograd's "linear" row) instead of three
+        # (the weight's transposed view, matmul, the bias add), each a node to build
+        # and to run backward
+        with _core._no_record():
+            out = input @ weight.T
+            if bias is not None:
+                out.add_(bias)
+        return _core.record("linear", (input, weight, bias), out)
     out = input @ weight.T
     return out + bias if bias is not None else out
+
+
+_LINEAR_DTYPES = (em.float32, em.float64)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -1577,22 +1595,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (ember.ops.attention, flash-attention style: a block of the scores at a time); other
     devices and dropout_p > 0: composed of matmul, softmax and where."""
     op = "scaled_dot_product_attention"
-    shapes = (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
-              f"value {tuple(value.shape)}")
+
+    def shapes():        # only for a message: not formatted on every call
+        return (f"query {tuple(query.shape)}, key {tuple(key.shape)}, "
+                f"value {tuple(value.shape)}")
     if min(query.ndim, key.ndim, value.ndim) < 2:
-        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {shapes}")
+        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {shapes()}")
     L, E = query.shape[-2:]
     S = key.shape[-2]
     if key.shape[-1] != E or value.shape[-2] != S:
         raise ValueError(f"{op}: key must be (..., S, E) for a query (..., L, E) and value "
-                         f"(..., S, Ev), got {shapes}")
+                         f"(..., S, Ev), got {shapes()}")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: attn_mask must not be given with is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         heads = query.shape[-3]
         if heads % key.shape[-3] or heads % value.shape[-3]:
             raise ValueError(f"{op}: with enable_gqa the query heads (dim -3) must be a "
-                             f"multiple of the key and value heads, got {shapes}")
+                             f"multiple of the key and value heads, got {shapes()}")
         key = key.repeat_interleave(heads // key.shape[-3], -3)
         value = value.repeat_interleave(heads // value.shape[-3], -3)
     scale = 1 / math.sqrt(E) if scale is None else scale

@@ -29,6 +29,14 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
     # element by element (the outer loop), rounding every partial sum
     cdef bint low_outer = (x._dtype == FLOAT16 or x._dtype == BFLOAT16) and nreduced == 1 \
         and not reduced[last]
+    if nreduced > 1 and x._dtype == FLOAT32 and x._storage.device.type_id == 0 and \
+            x.contiguous_c():
+        # the reduced dims are one block of a contiguous tensor (all of them, or a
+        # bias's leading batch dims): the same reduction over one dim of a
+        # (before, block, after) view, which float32 takes as is, not through a float64 copy
+        block = _reduce_block(name, x, reduced, keepdim)
+        if block is not None:
+            return block
     if RED_WIDE[r] and KIND[x._dtype] == KIND_FLOAT and x._dtype != FLOAT64 and \
             x._storage.device.type_id == 0 and (
                 nreduced > 1 or not x.contiguous_c() or low_outer):
@@ -81,6 +89,55 @@ def reduce(str name, TensorBase x not None, dims, bint keepdim=False):
         em_reduce(inner, outer, init, fold_inner, fold_outer, osize, op_, ostrides, ip,
                   istrides, nd, x._shape)
     return _reduce_finish(name, x, o, nd, reduced, keepdim)
+
+
+cdef object _reduce_block(str name, TensorBase x, bint *reduced, bint keepdim):
+    """reduce() of a contiguous x whose reduced dims of size > 1 are consecutive (dims
+    of size 1 between them may be either): over dim 1 of x viewed as (before, block,
+    after), the result viewed in the shape reduce() gives; None when they are not."""
+    cdef int nd = x._ndim, d, first = -1, end = -1, m = 0
+    for d in range(nd):
+        if x._shape[d] == 0:
+            return None           # nothing to add up: the general path (and its errors)
+        if reduced[d] and x._shape[d] > 1:
+            if first < 0:
+                first = d
+            elif end >= 0:
+                return None       # a kept dim of size > 1 between two reduced ones
+        elif x._shape[d] > 1 and first >= 0 and end < 0:
+            end = d
+    if end < 0:
+        end = nd
+    cdef int64_t before = 1, block = 1, after = 1
+    for d in range(nd):
+        if d < first:
+            before *= x._shape[d]
+        elif d < end:
+            block *= x._shape[d]
+        else:
+            after *= x._shape[d]
+    cdef int64_t vshape[3]
+    cdef int64_t vstrides[3]
+    vshape[0], vshape[1], vshape[2] = before, block, after
+    vstrides[0], vstrides[1], vstrides[2] = block * after, after, 1
+    with _no_record():
+        r = <TensorBase>reduce(name, view_of(x, 3, vshape, vstrides, x._offset), (1,), False)
+    # r is contiguous (before, after): view it in the output's shape
+    cdef int64_t oshape[MAXD]
+    cdef int64_t ostrides[MAXD]
+    for d in range(nd):
+        if keepdim or not reduced[d]:
+            oshape[m] = 1 if reduced[d] else x._shape[d]
+            m += 1
+    cdef int64_t st = 1
+    for d in range(m - 1, -1, -1):
+        ostrides[d] = st
+        st *= oshape[d]
+    result = view_of(r, m, oshape, ostrides, 0)
+    if needs_record(x, None, None):
+        RECORDER(name, (x,), result,
+                 {"dim": tuple([d for d in range(nd) if reduced[d]]), "keepdim": keepdim})
+    return result
 
 
 cdef object _reduce_finish(str name, TensorBase x, TensorBase o, int nd, bint *reduced,
