@@ -53,13 +53,13 @@ _STORAGE_TYPES = {
     "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
 }
 _EMBER_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-                 "float64", "complex64", "complex128", "bfloat16")
+                 "float64", "complex64", "complex128", "bfloat16", "uint16", "uint32", "uint64")
 _EMBER_STORAGE = {v: k for k, v in _STORAGE_TYPES.items() if v in _EMBER_DTYPES}
 # torch dtype attribute -> ember dtype name (or the torch name of a dtype ember lacks)
 _TORCH_DTYPES = {**{n: n for n in _EMBER_DTYPES}, "float": "float32", "double": "float64",
                  "half": "float16", "long": "int64", "int": "int32", "short": "int16",
                  "cfloat": "complex64", "cdouble": "complex128"}
-_MISSING_DTYPES = ("complex32", "chalf", "uint16", "uint32", "uint64",
+_MISSING_DTYPES = ("complex32", "chalf",
                    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits8", "bits16")
