@@ -157,6 +157,8 @@ class _Global:
 
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
@@ -187,8 +189,11 @@ class _Pickler(pickle._Pickler):
             location = str(obj.storage.device)
             if location.endswith(":-1"):
                 location = location[:-3]
-            return ("storage", _Global("torch", _EMBER_STORAGE[obj.dtype.name]), obj.key,
-                    location, obj.numel)
+            name = _EMBER_STORAGE.get(obj.dtype.name)
+            if name is None:    # uint16/32/64 have no typed storage: bytes, as PyTorch
+                return ("storage", _UNTYPED_STORAGE, obj.key, location,
+                        obj.numel * obj.dtype.itemsize)
+            return ("storage", _Global("torch", name), obj.key, location, obj.numel)
         return None
 
     def save_global(self, obj, name=None):
@@ -239,9 +244,12 @@ class _Pickler(pickle._Pickler):
         _, _, shape, strides, offset = obj._layout()
         args = (self._storage(obj), offset, tuple(shape), tuple(strides),
                 bool(obj.requires_grad), OrderedDict())
+        rebuild = _REBUILD_TENSOR
+        if obj.dtype.name not in _EMBER_STORAGE:     # an untyped storage and the dtype
+            rebuild, args = _REBUILD_TENSOR_V3, args + (obj.dtype,)
         if type(obj) is Tensor and not state:
-            return (_REBUILD_TENSOR, args)
-        return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, type(obj), args, state))
+            return (rebuild, args)
+        return (_REBUILD_FROM_TYPE, (rebuild, type(obj), args, state))
 
 
 def _storage_bytes(s):
