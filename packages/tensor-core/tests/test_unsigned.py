@@ -251,6 +251,21 @@ def test_array_api_accumulates_unsigned_in_uint64(d):
     assert xp.sum(xp.asarray([1, 2], dtype=xp.int8)).dtype is em.int64
 
 
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor",
+                                  "bitwise_left_shift", "bitwise_right_shift"])
+def test_uint64_with_signed_in_integer_rows(name):
+    """uint64 with a signed integer computes in float64 (NumPy's promotion), which the
+    integer-only rows refuse naming the op, as NumPy's ufuncs refuse the pair."""
+    x, y = em.ones(3, dtype=em.uint64), em.ones(3, dtype=em.int8)
+    with pytest.raises(TypeError, match=name):
+        getattr(em, name)(x, y)
+    with pytest.raises(TypeError):
+        getattr(np, {"bitwise_left_shift": "left_shift",
+                     "bitwise_right_shift": "right_shift"}.get(name, name))(
+            np.ones(3, np.uint64), np.ones(3, np.int8))
+    assert getattr(em, name)(x, y.to(em.uint8)).dtype is em.uint64
+
+
 @pytest.mark.parametrize("d", NEW, ids=lambda d: d.name)
 def test_abs_sign_negative_shifts(d):
     bits = d.itemsize * 8
