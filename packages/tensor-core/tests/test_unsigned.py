@@ -282,3 +282,28 @@ def test_abs_sign_negative_shifts(d):
     np.testing.assert_array_equal((x * x).numpy(), a * a)
     np.testing.assert_array_equal((~x).numpy(), ~a)
     assert (x > 2 ** (bits - 2)).tolist() == list(a > 2 ** (bits - 2))
+
+
+@pytest.mark.parametrize("d", NEW, ids=lambda d: d.name)
+def test_on_the_device(d, device):
+    """The device programs (ushort/uint/ulong on OpenCL, the same on CUDA) against NumPy:
+    wrapping arithmetic, Python scalars, the casts, reductions, sort and cumsum."""
+    bits = d.itemsize * 8
+    a = np.array([0, 1, 5, 2 ** bits - 1, 2 ** (bits - 1), 7], dtype=d.name)
+    x = em.from_numpy(a).to(device)
+    one = np_dtype(d).type(1)
+    np.testing.assert_array_equal((x * x - 1).cpu().numpy(), a * a - one)
+    np.testing.assert_array_equal((x // 3 + x % 3).cpu().numpy(),
+                                  a // np_dtype(d).type(3) + a % np_dtype(d).type(3))
+    np.testing.assert_array_equal((x >> 1).cpu().numpy(), a >> one)
+    assert int(x.max().cpu()) == int(a.max()) and int(x.argmin().cpu()) == int(a.argmin())
+    assert int(x.sum().cpu()) % 2 ** 64 == int(a.sum(dtype=np.uint64))
+    np.testing.assert_array_equal(em.sort(x).values.cpu().numpy(), np.sort(a))
+    np.testing.assert_array_equal(em.cumsum(x, 0, dtype=d).cpu().numpy(),
+                                  np.cumsum(a, dtype=d.name))
+    f = np.array([-1.5, 0.5, 3.0, 2.0 ** (bits - 1)], np.float64)
+    np.testing.assert_array_equal(em.from_numpy(f).to(device).to(d).cpu().numpy(),
+                                  f.astype(d.name))
+    np.testing.assert_array_equal(x.to(em.float32).cpu().numpy(), a.astype(np.float32))
+    with pytest.raises(OverflowError):
+        x + (-1)
