@@ -73,7 +73,7 @@ def other_devices(current):
 # ----------------------------------------------------------------------------- dtypes
 
 DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-               "float64")
+               "float64", "uint16", "uint32", "uint64")
 DTYPES = tuple(getattr(em, n) for n in DTYPE_NAMES)     # the real dtypes
 INT_DTYPES = tuple(d for d in DTYPES if d.kind == "int")
 FLOAT_DTYPES = tuple(d for d in DTYPES if d.kind == "float")
@@ -118,7 +118,8 @@ def expected_promote(a, b):
     if sa == sb:
         return a if a.itemsize >= b.itemsize else b
     bits = max(a.itemsize * 8 if sa else a.itemsize * 16, b.itemsize * 8 if sb else b.itemsize * 16)
-    return {8: em.int8, 16: em.int16, 32: em.int32, 64: em.int64}[min(bits, 64)]
+    # uint64 with a signed type: left open by the standard; ember follows NumPy (float64)
+    return em.float64 if bits > 64 else {8: em.int8, 16: em.int16, 32: em.int32, 64: em.int64}[bits]
 
 
 def scalar_kind(s):

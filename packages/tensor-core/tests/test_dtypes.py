@@ -111,8 +111,9 @@ def test_result_type_of_scalars_alone_and_errors():
     with pytest.raises(ValueError, match="result_type"):
         em.result_type()
     assert em.result_type("bfloat16") is em.bfloat16     # a dtype since issue 21
+    assert em.result_type("uint16", em.int8) is em.int32
     with pytest.raises(TypeError):
-        em.result_type("uint16")
+        em.result_type("uint128")
 
 
 _KIND = {"bool": 0, "int": 1, "float": 2}
@@ -139,7 +140,7 @@ def test_array_api_can_cast_follows_the_standard():
     xp = pytest.importorskip("ember.array_api")
     strict = pytest.importorskip("array_api_strict")
     names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64",
-             "complex64", "complex128"]     # the dtypes both have
+             "complex64", "complex128", "uint16", "uint32", "uint64"]     # the dtypes both have
     wrong = [f"can_cast({a}, {b}) = {xp.can_cast(getattr(em, a), getattr(em, b))}"
              for a in names for b in names
              if xp.can_cast(getattr(em, a), getattr(em, b))
@@ -152,11 +153,12 @@ def test_array_api_can_cast_follows_the_standard():
 _KINDS = {  # the standard's kind names -> the dtypes of each, written out
     "bool": {"bool"},
     "signed integer": {"int8", "int16", "int32", "int64"},
-    "unsigned integer": {"uint8"},
-    "integral": {"uint8", "int8", "int16", "int32", "int64"},
+    "unsigned integer": {"uint8", "uint16", "uint32", "uint64"},
+    "integral": {"uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"},
     "real floating": {"float16", "float32", "float64"},
     "complex floating": {"complex64", "complex128"},
     "numeric": {"uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                "uint16", "uint32", "uint64",
                 "complex64", "complex128"},
 }
 

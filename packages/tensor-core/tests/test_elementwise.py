@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ember as em
 from ember.ops import table
@@ -313,6 +313,9 @@ def row_operands(draw, row, device, inplace=False):
         ems.append(t)
         nps.append(v)
     compute = row_compute_dtype(row, dts[1:] if row.name == "where" else dts)
+    # uint64 with a signed integer promotes to float64, which an integer-only row refuses
+    # (as NumPy): test_unsigned.py::test_uint64_with_signed_in_integer_rows checks that
+    assume(row_supports(row, compute))
     return ems, nps, compute, tuple(bs.result_shape)
 
 

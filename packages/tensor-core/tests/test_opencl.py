@@ -167,7 +167,7 @@ def test_kernel_table_for_the_cuda_build():
                  "im2col_float32", "max_pool2d_float32", "random_normal_float16",
                  "sort_rows_int64", "check_targets", "index_normalize"):
         assert name in kernels
-    assert all(set(sig) <= set("qiIfdBbhPLFD") for _, sig in kernels.values())
+    assert all(set(sig) <= set("qiIfdBbhHQPLFD") for _, sig in kernels.values())
     assert gpu_programs.signature("gemm_float32") == ("q", "q", "q", "q", "P", "q", "q", "P",
                                                      "q", "q", "P", "q", "q", "L")
     assert missing_kernels(em.opencl.get_backend()) == []

@@ -26,7 +26,8 @@ from ember import serialization
 from ember_testing import DTYPES, fewer_examples, np_dtype, tensors, to_numpy
 
 CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
-         "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
+         "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64", "uint16": "U16",
+         "uint32": "U32", "uint64": "U64"}
 
 
 def _roundtrip(obj, **load_kw):
@@ -294,7 +295,7 @@ def test_flipped_bytes_never_crash(tmp_path):
 
 
 @pytest.mark.parametrize("edit,match", [
-    (lambda h: h["w"].update(dtype="U16"), "unsupported dtype 'U16'"),
+    (lambda h: h["w"].update(dtype="F8_E5M2"), "unsupported dtype 'F8_E5M2'"),
     (lambda h: h["w"].update(dtype=7), "unsupported dtype 7"),
     (lambda h: h["w"].update(shape=[2, 2]), r"shape \(2, 2\) of F32 needs 16 bytes"),
     (lambda h: h["w"].update(shape=[2, -3]), "the shape must be a list"),
@@ -1037,9 +1038,23 @@ def test_issue18_unsupported_pytorch_files_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match=r"PyTorch checkpoint in the legacy format.*re-save "
                                          r"it with a recent PyTorch"):
         em.load(os.path.join(DATA, "torch_legacy.pt"))
-    header = json.dumps({"x": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}}).encode()
-    _refused(tmp_path / "hf.safetensors", struct.pack("<Q", len(header)) + header + b"\0" * 4,
-             r"unsupported dtype 'U16', uint16, which ember does not have")
+    header = json.dumps({"x": {"dtype": "F8_E5M2", "shape": [2], "data_offsets": [0, 2]}}).encode()
+    _refused(tmp_path / "hf.safetensors", struct.pack("<Q", len(header)) + header + b"\0" * 2,
+             r"unsupported dtype 'F8_E5M2', float8_e5m2, which ember does not have")
+
+
+def test_unsigned_files_load(tmp_path):
+    """PyTorch's uint16/32/64 (torch.save: _rebuild_tensor_v3 over an UntypedStorage) and
+    safetensors U16/U32/U64 load as ember's dtypes of those names."""
+    obj = em.load(os.path.join(DATA, "torch_uints.pt"))
+    assert obj["u16"].dtype is em.uint16 and obj["u16"].tolist() == [1, 65535]
+    assert obj["u32"].dtype is em.uint32 and obj["u32"].tolist() == [1, 2 ** 32 - 1]
+    assert obj["u64"].dtype is em.uint64 and obj["u64"].tolist() == [1, 2 ** 63]
+    header = json.dumps({"x": {"dtype": "U32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    path = tmp_path / "hf.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + struct.pack("<2I", 7, 2 ** 32 - 1))
+    x = em.load(path)["x"]
+    assert x.dtype is em.uint32 and x.tolist() == [7, 2 ** 32 - 1]
 
 
 def test_issue21_bfloat16_files_load(tmp_path):

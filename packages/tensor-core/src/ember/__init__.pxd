@@ -30,7 +30,8 @@ from ember._C.matmul cimport matmul
 cdef extern from "ember/tensor.h":
     ctypedef enum em_dtype:
         EM_BOOL, EM_UINT8, EM_INT8, EM_INT16, EM_INT32, EM_INT64, EM_FLOAT16, EM_FLOAT32,
-        EM_FLOAT64, EM_COMPLEX64, EM_COMPLEX128, EM_BFLOAT16, EM_NUM_DTYPES
+        EM_FLOAT64, EM_COMPLEX64, EM_COMPLEX128, EM_BFLOAT16, EM_UINT16, EM_UINT32,
+        EM_UINT64, EM_NUM_DTYPES
     ctypedef enum em_device_type:
         EM_CPU, EM_CUDA, EM_OPENCL
 

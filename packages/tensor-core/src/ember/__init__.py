@@ -19,7 +19,7 @@ from ember._C import core as _core
 from ember._C.core import DType as dtype, Device as device, Storage  # noqa: F401
 from ember._dtypes import (  # noqa: F401
     bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128,
-    bfloat16, cfloat, cdouble,
+    bfloat16, uint16, uint32, uint64, cfloat, cdouble,
     half, float, double, short, int, long,
     finfo, iinfo, result_type, can_cast, promote_types, get_default_dtype, set_default_dtype,
 )

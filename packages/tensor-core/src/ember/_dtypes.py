@@ -19,13 +19,16 @@ float64 = _core._dtype_by_name("float64")
 complex64 = _core._dtype_by_name("complex64")
 complex128 = _core._dtype_by_name("complex128")
 bfloat16 = _core._dtype_by_name("bfloat16")
+uint16 = _core._dtype_by_name("uint16")
+uint32 = _core._dtype_by_name("uint32")
+uint64 = _core._dtype_by_name("uint64")
 # PyTorch's other spellings
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64,
-              complex128, bfloat16)
+              complex128, bfloat16, uint16, uint32, uint64)
 
 get_default_dtype = _core.get_default_dtype
 set_default_dtype = _core.set_default_dtype

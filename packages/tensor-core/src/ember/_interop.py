@@ -27,7 +27,8 @@ __all__ = ["from_numpy", "from_dlpack"]
 _NP_TO_EMBER = {"bool": "bool", "uint8": "uint8", "int8": "int8", "int16": "int16",
                 "int32": "int32", "int64": "int64", "float16": "float16",
                 "float32": "float32", "float64": "float64", "complex64": "complex64",
-                "complex128": "complex128", "bfloat16": "bfloat16"}
+                "complex128": "complex128", "bfloat16": "bfloat16",
+                "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
 
 
 def _ml_bfloat16(op):

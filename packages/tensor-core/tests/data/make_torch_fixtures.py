@@ -66,6 +66,13 @@ def unsupported():
                _use_new_zipfile_serialization=False)
 
 
+def unsigned():
+    torch.save({"u16": torch.tensor([1, 65535], dtype=torch.uint16),
+                "u32": torch.tensor([1, 2 ** 32 - 1], dtype=torch.uint32),
+                "u64": torch.tensor([1, 2 ** 63], dtype=torch.uint64)},
+               os.path.join(HERE, "torch_uints.pt"))
+
+
 def hugging_face():
     try:
         from safetensors.torch import save_file
@@ -94,3 +101,4 @@ if __name__ == "__main__":
     linear_conv()
     objects()
     unsupported()
+    unsigned()

@@ -20,7 +20,7 @@ cimport cython
 from cpython.object cimport PyObject, PyTypeObject  # no-cython-lint
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_STRIDES, PyBUF_FORMAT, PyBUF_ND
 from cpython.pycapsule cimport PyCapsule_New
-from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t  # no-cython-lint
+from libc.stdint cimport int64_t, uint64_t, uintptr_t, uint8_t, int8_t, int16_t, int32_t, uint16_t, uint32_t  # no-cython-lint
 from libc.string cimport memcpy, memset  # no-cython-lint
 from libc.stdlib cimport calloc
 from libc.math cimport isfinite

@@ -66,14 +66,14 @@ DEVICE_CODES = {"cpu": KDL_CPU, "cuda": KDL_CUDA, "opencl": KDL_OPENCL}
 
 # ember dtype number -> DLDataType (code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2,
 # kDLBfloat 4, kDLComplex 5 (bits of the whole (re, im) pair), kDLBool 6
-cdef uint8_t DL_CODE[12]
-cdef uint8_t DL_BITS[12]
-DL_CODE[:] = [6, 1, 0, 0, 0, 0, 2, 2, 2, 5, 5, 4]
-DL_BITS[:] = [8, 8, 8, 16, 32, 64, 16, 32, 64, 64, 128, 16]
+cdef uint8_t DL_CODE[15]
+cdef uint8_t DL_BITS[15]
+DL_CODE[:] = [6, 1, 0, 0, 0, 0, 2, 2, 2, 5, 5, 4, 1, 1, 1]
+DL_BITS[:] = [8, 8, 8, 16, 32, 64, 16, 32, 64, 64, 128, 16, 16, 32, 64]
 DTYPE_NAMES = {(6, 8): "bool", (1, 8): "uint8", (0, 8): "int8", (0, 16): "int16",
                (0, 32): "int32", (0, 64): "int64", (2, 16): "float16", (2, 32): "float32",
                (2, 64): "float64", (5, 64): "complex64", (5, 128): "complex128",
-               (4, 16): "bfloat16"}
+               (4, 16): "bfloat16", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64"}
 DL_KIND_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque handle", 4: "bfloat",
                  5: "complex", 6: "bool"}
 

@@ -43,6 +43,9 @@ em_cpu_api_import()   # the pool and the GEMM live in ember._C.core (cpu_api.h)
 DEF MAXD = 16
 DEF NOGIL_MNK = 1 << 15     # release the GIL above this many multiply-adds
 DEF FLOAT32 = 7
+DEF UINT16 = 12
+SIGNED_OF = {12: _core._dtype_by_name("int16"), 13: _core._dtype_by_name("int32"),
+             14: _core._dtype_by_name("int64")}
 
 _record = _core.record
 
@@ -139,7 +142,12 @@ cpdef object matmul(object a, object b, str op="matmul"):
     if k != k2:
         raise ValueError(f"{op}: {dims_str(x)} @ {dims_str(y)}: inner dimensions {k} and "
                          f"{k2} differ")
-    if x._storage.device.type_id == 0:
+    if x._dtype >= UINT16:
+        # uint16/32/64 (12-14): products and sums modulo 2^n are the same bits in two's
+        # complement, so the signed kernel of that width computes them exactly
+        s = SIGNED_OF[x._dtype]
+        out = matmul(a.view(s), b.view(s), op).view(x.dtype)
+    elif x._storage.device.type_id == 0:
         out = cpu_matmul(x, y, op)     # the CPU backend's kernel, without a Python call
     else:
         dev = x._storage.device

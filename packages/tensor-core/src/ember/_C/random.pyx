@@ -27,6 +27,7 @@ cdef extern from "ember_cpu.h" nogil:
 
 DEF NBIG = 1 << 16      # release the GIL above this many elements
 DEF FLOAT16 = 6
+DEF BFLOAT16 = 11   # the last float; 12-14 are uint16/32/64
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
 DEF INT64 = 5
@@ -119,7 +120,7 @@ cdef int check_out(TensorBase out, str op) except -1:
 def uniform(TensorBase out, uint64_t seed, uint64_t offset, double low, double high):
     """out[i] = low + (high - low) * u_i (float16, float32, float64)."""
     check_out(out, "uniform")
-    if out._dtype < FLOAT16:
+    if out._dtype < FLOAT16 or out._dtype > BFLOAT16:
         raise TypeError("uniform: expected a floating point output")
     cdef int64_t n = out.numel_c()
     cdef int dt = out._dtype
@@ -134,7 +135,7 @@ def uniform(TensorBase out, uint64_t seed, uint64_t offset, double low, double h
 def normal(TensorBase out, uint64_t seed, uint64_t offset, double mean, double std):
     """out[i] = mean + std * z_i, z_i standard normal (Box-Muller)."""
     check_out(out, "normal")
-    if out._dtype < FLOAT16:
+    if out._dtype < FLOAT16 or out._dtype > BFLOAT16:
         raise TypeError("normal: expected a floating point output")
     cdef int64_t n = out.numel_c()
     cdef int dt = out._dtype

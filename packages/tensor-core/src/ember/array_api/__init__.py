@@ -24,7 +24,8 @@ __array_api_version__ = "2024.12"
 SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 _SAME = """
-bool uint8 int8 int16 int32 int64 float16 float32 float64 e inf nan pi newaxis
+bool uint8 uint16 uint32 uint64 int8 int16 int32 int64 float16 float32 float64 e inf nan pi
+newaxis
 complex64 complex128
 asarray empty_like from_dlpack full_like ones_like zeros_like finfo iinfo result_type
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift
@@ -276,12 +277,21 @@ def _reduce(fn, x, axis, keepdims, **kw):
     return fn(x, axis, keepdims, **kw)
 
 
+def _sum_dtype(x, dtype):
+    """The dtype sum / prod / cumulative_* / trace accumulate in: the standard's default
+    for an unsigned x is uint64 (ember's main namespace gives int64, as PyTorch; the bits
+    are the same, both wrap modulo 2^64)."""
+    if dtype is None and x.dtype.kind == "int" and not x.dtype.is_signed:
+        return _em.uint64
+    return dtype
+
+
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
-    return _reduce(_em.sum, x, axis, keepdims, dtype=dtype)
+    return _reduce(_em.sum, x, axis, keepdims, dtype=_sum_dtype(x, dtype))
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    return _reduce(_em.prod, x, axis, keepdims, dtype=dtype)
+    return _reduce(_em.prod, x, axis, keepdims, dtype=_sum_dtype(x, dtype))
 
 
 def mean(x, /, *, axis=None, keepdims=False):
@@ -391,7 +401,7 @@ def _cumulative(fn, initial, x, axis, dtype, include_initial):
         if x.ndim > 1:
             raise ValueError("cumulative_sum: axis is required for tensors of more than 1 dim")
         axis = 0
-    r = fn(x, axis, dtype=dtype)
+    r = fn(x, axis, dtype=_sum_dtype(x, dtype))
     if include_initial:
         shape = list(r.shape)
         shape[_core.normalize_dim(axis, r.ndim, "cumulative_sum")] = 1

@@ -123,12 +123,15 @@ def tensordot(x1, x2, /, *, axes=2):
 
 def trace(x, /, *, offset=0, dtype=None):
     """The sums of the offset-th diagonals of the last two dims, with sum's dtype rule
-    (integers sum to the default integer dtype) unless dtype is given."""
+    (signed integers sum to the default integer dtype, unsigned ones to uint64) unless
+    dtype is given."""
     if x.ndim < 2:
         raise ValueError(f"trace: x must have at least 2 dims, got shape {tuple(x.shape)}")
     d = _la.diagonal(x, offset=offset)
     if dtype is None and d.dtype.kind in ("float", "complex"):
         dtype = d.dtype
+    elif dtype is None and d.dtype.kind == "int" and not d.dtype.is_signed:
+        dtype = _em.uint64
     return _em.sum(d, -1, dtype=dtype)
 
 

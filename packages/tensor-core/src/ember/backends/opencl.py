@@ -21,7 +21,8 @@ from ember.backends.gpu import GPUBackend, OutOfMemoryError
 from ember.ops.gpu_programs import inlined_source, program_of, signature
 
 _NP = {"q": np.int64, "i": np.int32, "I": np.uint32, "f": np.float32, "d": np.float64,
-       "B": np.uint8, "b": np.int8, "h": np.int16, "F": np.complex64, "D": np.complex128}
+       "B": np.uint8, "b": np.int8, "h": np.int16, "H": np.uint16, "Q": np.uint64,
+       "F": np.complex64, "D": np.complex128}
 
 
 def _platforms():

@@ -20,7 +20,8 @@ __all__ = ["tensor", "as_tensor", "asarray", "zeros", "ones", "full", "empty", "
 
 _STRUCT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
            "float16": "e", "float32": "f", "float64": "d", "complex64": "f",
-           "complex128": "d"}     # complex: the (re, im) pairs, interleaved
+           "complex128": "d",     # complex: the (re, im) pairs, interleaved
+           "uint16": "H", "uint32": "I", "uint64": "Q"}
 
 
 # zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(ember.Size) all mean (2, 3)
@@ -209,8 +210,9 @@ def _infer_dtype(dtypes):
 
 
 def _as_ints(flat, kinds, dtype, op):
-    lo, hi = (0, 255) if dtype.name == "uint8" else (-(1 << (dtype.itemsize * 8 - 1)),
-                                                     (1 << (dtype.itemsize * 8 - 1)) - 1)
+    bits = dtype.itemsize * 8
+    lo, hi = (0, (1 << bits) - 1) if not dtype.is_signed else (-(1 << (bits - 1)),
+                                                               (1 << (bits - 1)) - 1)
     if kinds <= {int, bool}:            # the range check at C speed
         for v in (min(flat), max(flat)) if flat else ():
             if not lo <= v <= hi:

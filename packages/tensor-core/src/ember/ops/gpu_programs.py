@@ -91,6 +91,7 @@ def inlined_source(name: str) -> str:
 _CTYPES = {"em_int64": "q", "long": "q", "int": "i", "em_int32": "i", "em_uint32": "I",
            "uint": "I", "float": "f", "em_float32": "f", "double": "d", "em_float64": "d",
            "em_bool": "B", "em_uint8": "B", "uchar": "B", "em_int8": "b", "em_int16": "h",
+           "em_uint16": "H", "ushort": "H", "em_uint64": "Q", "ulong": "Q",
            "em_layout": "L", "em_complex64": "F", "em_complex128": "D"}
 
 

@@ -311,9 +311,9 @@ def _dtype_bounds(dtype):
     if dtype.kind == "float":
         m = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[dtype.name]
         return -(1 << m), 1 << m
-    if dtype.name == "uint8":
-        return 0, 255
     bits = dtype.itemsize * 8
+    if not dtype.is_signed:
+        return 0, min((1 << bits) - 1, (1 << 63) - 1)   # the kernel draws in int64
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 

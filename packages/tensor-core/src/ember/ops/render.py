@@ -54,6 +54,11 @@ DTYPES = [
     # to nearest even, NaN kept (em_f32_to_bf16 in kernels/cpu/ember_bf16.h and
     # kernels/gpu/ember_device.h)
     DTypeInfo("bfloat16", "float", "em_bfloat16", "float", 2),
+    # uint16 computes in uint32: C would promote its operands to (signed) int, where
+    # 65535 * 65535 overflows; unsigned arithmetic wraps, stored back modulo 2^16
+    DTypeInfo("uint16", "int", "em_uint16", "em_uint32", 2, signed=False),
+    DTypeInfo("uint32", "int", "em_uint32", "em_uint32", 4, signed=False),
+    DTypeInfo("uint64", "int", "em_uint64", "em_uint64", 8, signed=False),
 ]
 BY_NAME = {d.name: d for d in DTYPES}
 INT64 = BY_NAME["int64"]
@@ -194,6 +199,11 @@ def _convert(src: DTypeInfo, dst: DTypeInfo, x: str) -> str:
     if dst.is_struct:
         return f"em_cmake_{dst.name}(({real_of(dst).compute})({src.compute})({x}), 0)"
     if src.kind == "float" and dst.kind == "int":
+        if dst.name == "uint64":
+            # above int64's range directly, below through int64 (negatives wrap), as
+            # NumPy's cast compiles on x86
+            return (f"(({x}) >= 9223372036854775808.0f ? (em_uint64)({x}) : "
+                    f"(em_uint64)(em_int64)({x}))")
         # via int64, so negative floats wrap into unsigned types as NumPy does on x86
         return f"({dst.storage})(em_int64)({x})"
     return f"({dst.compute})({src.compute})({x})"

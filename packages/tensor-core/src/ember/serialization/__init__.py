@@ -111,12 +111,12 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
 # ember dtype name <-> safetensors dtype code
 _CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
           "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64",
-          "complex64": "C64", "bfloat16": "BF16"}
+          "complex64": "C64", "bfloat16": "BF16", "uint16": "U16", "uint32": "U32",
+          "uint64": "U64"}
 # safetensors defines C64 but no complex128: a complex128 tensor is stored as its
 # view_as_real (F64, a last dim of 2), marked "complex" in the structure
 _DTYPES = {code: name for name, code in _CODES.items()}
-_LACKING = {"U16": "uint16", "U32": "uint32", "U64": "uint64",
-            "C128": "complex128", "F8_E4M3": "float8_e4m3fn",
+_LACKING = {"C128": "complex128", "F8_E4M3": "float8_e4m3fn",
             "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu", "F4": "float4",
             "F6_E2M3": "float6_e2m3", "F6_E3M2": "float6_e3m2"}
 _MAX_HEADER = 100_000_000   # the safetensors library's limit

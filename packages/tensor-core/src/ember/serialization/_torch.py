@@ -53,13 +53,13 @@ _STORAGE_TYPES = {
     "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
 }
 _EMBER_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-                 "float64", "complex64", "complex128", "bfloat16")
+                 "float64", "complex64", "complex128", "bfloat16", "uint16", "uint32", "uint64")
 _EMBER_STORAGE = {v: k for k, v in _STORAGE_TYPES.items() if v in _EMBER_DTYPES}
 # torch dtype attribute -> ember dtype name (or the torch name of a dtype ember lacks)
 _TORCH_DTYPES = {**{n: n for n in _EMBER_DTYPES}, "float": "float32", "double": "float64",
                  "half": "float16", "long": "int64", "int": "int32", "short": "int16",
                  "cfloat": "complex64", "cdouble": "complex128"}
-_MISSING_DTYPES = ("complex32", "chalf", "uint16", "uint32", "uint64",
+_MISSING_DTYPES = ("complex32", "chalf",
                    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits8", "bits16")
@@ -157,6 +157,8 @@ class _Global:
 
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
@@ -187,8 +189,11 @@ class _Pickler(pickle._Pickler):
             location = str(obj.storage.device)
             if location.endswith(":-1"):
                 location = location[:-3]
-            return ("storage", _Global("torch", _EMBER_STORAGE[obj.dtype.name]), obj.key,
-                    location, obj.numel)
+            name = _EMBER_STORAGE.get(obj.dtype.name)
+            if name is None:    # uint16/32/64 have no typed storage: bytes, as PyTorch
+                return ("storage", _UNTYPED_STORAGE, obj.key, location,
+                        obj.numel * obj.dtype.itemsize)
+            return ("storage", _Global("torch", name), obj.key, location, obj.numel)
         return None
 
     def save_global(self, obj, name=None):
@@ -239,9 +244,12 @@ class _Pickler(pickle._Pickler):
         _, _, shape, strides, offset = obj._layout()
         args = (self._storage(obj), offset, tuple(shape), tuple(strides),
                 bool(obj.requires_grad), OrderedDict())
+        rebuild = _REBUILD_TENSOR
+        if obj.dtype.name not in _EMBER_STORAGE:     # an untyped storage and the dtype
+            rebuild, args = _REBUILD_TENSOR_V3, args + (obj.dtype,)
         if type(obj) is Tensor and not state:
-            return (_REBUILD_TENSOR, args)
-        return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, type(obj), args, state))
+            return (rebuild, args)
+        return (_REBUILD_FROM_TYPE, (rebuild, type(obj), args, state))
 
 
 def _storage_bytes(s):

@@ -1,6 +1,7 @@
-"""dtypes: the twelve element types (DType), their promotion table and the default
+"""dtypes: the fifteen element types (DType), their promotion table and the default
 float dtype. complex64 / complex128 are stored interleaved (re, im), as C99 and NumPy;
-bfloat16 (number 11, after the others so no number moved) as the top half of a float32."""
+bfloat16 (number 11, after the others so no number moved) as the top half of a float32;
+uint16 / uint32 / uint64 (12-14) after it for the same reason."""
 
 cdef enum:
     BOOL = 0
@@ -15,7 +16,10 @@ cdef enum:
     COMPLEX64 = 9
     COMPLEX128 = 10
     BFLOAT16 = 11
-    NDTYPES = 12
+    UINT16 = 12
+    UINT32 = 13
+    UINT64 = 14
+    NDTYPES = 15
 
 cdef enum:
     KIND_BOOL = 0
@@ -104,7 +108,8 @@ cdef _make_dtypes():
     # Array API promotion; mixed int/float takes the float (PyTorch's choice where
     # the standard leaves it open); bool joins any other dtype as that dtype.
     order_int = {UINT8: (8, False), INT8: (8, True), INT16: (16, True), INT32: (32, True),
-                 INT64: (64, True)}
+                 INT64: (64, True), UINT16: (16, False), UINT32: (32, False),
+                 UINT64: (64, False)}
     cdef int a, b
     for a in range(NDTYPES):
         for b in range(NDTYPES):
@@ -130,8 +135,12 @@ cdef _make_dtypes():
                 if sa == sb:
                     r = a if ba >= bb else b
                 else:
+                    # the standard's lattice: a signed type twice the unsigned one's
+                    # width; uint64 with a signed type is left open by the standard
+                    # (PyTorch refuses it): float64, as NumPy
                     bits = max(ba if sa else 2 * ba, bb if sb else 2 * bb)
-                    r = {8: INT8, 16: INT16, 32: INT32, 64: INT64}[min(bits, 64)]
+                    r = FLOAT64 if bits > 64 else {8: INT8, 16: INT16, 32: INT32,
+                                                   64: INT64}[bits]
             PROMOTE[a][b] = r
 
 _make_dtypes()

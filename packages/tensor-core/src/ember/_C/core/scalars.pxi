@@ -58,8 +58,15 @@ cdef int write_scalar(char *dst, object value, int dtype, str op) except -1:
     if not (lo <= value <= hi):
         raise OverflowError(f"{op}: Python integer {value} is out of bounds for "
                             f"{DTYPE_LIST[dtype]!r}")
+    if dtype == UINT64:
+        (<uint64_t *>dst)[0] = <uint64_t>value
+        return 0
     i = value
-    if dtype == INT64:
+    if dtype == UINT32:
+        (<uint32_t *>dst)[0] = <uint32_t>i
+    elif dtype == UINT16:
+        (<uint16_t *>dst)[0] = <uint16_t>i
+    elif dtype == INT64:
         (<int64_t *>dst)[0] = i
     elif dtype == INT32:
         (<int32_t *>dst)[0] = <int32_t>i
@@ -73,7 +80,8 @@ cdef int write_scalar(char *dst, object value, int dtype, str op) except -1:
 
 
 INT_RANGES = {UINT8: (0, 255), INT8: (-128, 127), INT16: (-32768, 32767),
-              INT32: (-2**31, 2**31 - 1), INT64: (-2**63, 2**63 - 1)}
+              INT32: (-2**31, 2**31 - 1), INT64: (-2**63, 2**63 - 1), UINT16: (0, 2**16 - 1),
+              UINT32: (0, 2**32 - 1), UINT64: (0, 2**64 - 1)}
 
 
 cdef object read_scalar(const char *src, int dtype):
@@ -99,4 +107,10 @@ cdef object read_scalar(const char *src, int dtype):
         return (<const int16_t *>src)[0]
     if dtype == INT8:
         return (<const int8_t *>src)[0]
+    if dtype == UINT16:
+        return (<const uint16_t *>src)[0]
+    if dtype == UINT32:
+        return (<const uint32_t *>src)[0]
+    if dtype == UINT64:
+        return (<const uint64_t *>src)[0]
     return (<const uint8_t *>src)[0]

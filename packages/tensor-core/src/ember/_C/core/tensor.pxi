@@ -481,7 +481,8 @@ cdef class TensorBase:
 cdef const char *BUFFER_FORMATS[NDTYPES]
 # bfloat16 has no struct-module code: its buffer holds the bits as uint16 ("H"), so
 # memoryview and byte copies work; t.numpy() makes them ml_dtypes.bfloat16 (_interop.py)
-BUFFER_FORMATS[:] = [b"?", b"B", b"b", b"h", b"i", b"q", b"e", b"f", b"d", b"Zf", b"Zd", b"H"]
+BUFFER_FORMATS[:] = [b"?", b"B", b"b", b"h", b"i", b"q", b"e", b"f", b"d", b"Zf", b"Zd", b"H",
+                     b"H", b"I", b"Q"]
 
 SIZE_TYPE = tuple        # replaced by ember.Size
 ASTENSOR = None          # replaced by ember.as_tensor

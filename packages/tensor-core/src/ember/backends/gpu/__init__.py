@@ -325,7 +325,8 @@ def _host_bytes(t):
 
 
 _FORMATS = {"bool": "B", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-            "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d"}
+            "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d", "uint16": "H",
+            "uint32": "I", "uint64": "Q"}
 
 
 def _scalar_for(value, dt, op):

@@ -29,7 +29,10 @@ typedef enum {
     EM_COMPLEX64 = 9,        /* interleaved (re, im) float32 pairs, as C99 float _Complex */
     EM_COMPLEX128 = 10,      /* interleaved (re, im) float64 pairs */
     EM_BFLOAT16 = 11,        /* the top 16 bits of a float32 (uint16_t bits in C) */
-    EM_NUM_DTYPES = 12
+    EM_UINT16 = 12,          /* the unsigned integers after the others, so no number moved */
+    EM_UINT32 = 13,
+    EM_UINT64 = 14,
+    EM_NUM_DTYPES = 15
 } em_dtype;
 
 typedef enum { EM_CPU = 0, EM_CUDA = 1, EM_OPENCL = 2 } em_device_type;

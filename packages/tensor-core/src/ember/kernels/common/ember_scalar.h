@@ -19,6 +19,12 @@
 #define EM_MAX_int32 2147483647
 #define EM_MIN_int64 (-9223372036854775807LL - 1)
 #define EM_MAX_int64 9223372036854775807LL
+#define EM_MIN_uint16 0
+#define EM_MAX_uint16 65535
+#define EM_MIN_uint32 0
+#define EM_MAX_uint32 4294967295U
+#define EM_MIN_uint64 0
+#define EM_MAX_uint64 18446744073709551615ULL
 
 #define EM_INT_HELPERS(T, CT, MIN, BITS)                                           \
     EM_INLINE CT em_floordiv_##T(CT a, CT b) {                                     \
@@ -57,6 +63,9 @@ EM_INT_HELPERS(int8, em_int8, EM_MIN_int8, 8)
 EM_INT_HELPERS(int16, em_int16, EM_MIN_int16, 16)
 EM_INT_HELPERS(int32, em_int32, EM_MIN_int32, 32)
 EM_INT_HELPERS(int64, em_int64, EM_MIN_int64, 64)
+EM_INT_HELPERS(uint16, em_uint16, 0, 16)
+EM_INT_HELPERS(uint32, em_uint32, 0, 32)
+EM_INT_HELPERS(uint64, em_uint64, 0, 64)
 
 /* Python's float %: the result takes the divisor's sign. */
 #define EM_FLOAT_HELPERS(T, CT)                                                    \

@@ -12,6 +12,8 @@ typedef int8_t em_int8;
 typedef int16_t em_int16;
 typedef int32_t em_int32;
 typedef int64_t em_int64;
+typedef uint16_t em_uint16;
+typedef uint32_t em_uint32;
 typedef uint64_t em_uint64;
 typedef _Float16 em_float16;
 #include "ember_bf16.h"    /* em_bfloat16 and its conversions */

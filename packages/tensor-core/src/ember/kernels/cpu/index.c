@@ -39,8 +39,8 @@ static int itemsize_of(int dtype)
 {
     switch (dtype) {
     case EM_BOOL: case EM_UINT8: case EM_INT8: return 1;
-    case EM_INT16: case EM_FLOAT16: case EM_BFLOAT16: return 2;
-    case EM_INT32: case EM_FLOAT32: return 4;
+    case EM_INT16: case EM_UINT16: case EM_FLOAT16: case EM_BFLOAT16: return 2;
+    case EM_INT32: case EM_UINT32: case EM_FLOAT32: return 4;
     default: return 8;
     }
 }
@@ -247,6 +247,9 @@ COMBINE_ROW(row_i8, int8_t, int8_t, EM_PLAIN, EM_PLAIN)
 COMBINE_ROW(row_i16, int16_t, int16_t, EM_PLAIN, EM_PLAIN)
 COMBINE_ROW(row_i32, int32_t, int32_t, EM_PLAIN, EM_PLAIN)
 COMBINE_ROW(row_i64, int64_t, int64_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_u16, uint16_t, uint32_t, EM_PLAIN, EM_PLAIN)   /* not int: 65535 * 65535 */
+COMBINE_ROW(row_u32, uint32_t, uint32_t, EM_PLAIN, EM_PLAIN)
+COMBINE_ROW(row_u64, uint64_t, uint64_t, EM_PLAIN, EM_PLAIN)
 COMBINE_ROW(row_f16, _Float16, float, EM_PLAIN, EM_PLAIN)
 COMBINE_ROW(row_bf16, em_bfloat16, float, em_bf16_to_f32, em_f32_to_bf16)
 COMBINE_ROW(row_f32, float, float, EM_PLAIN, EM_PLAIN)
@@ -295,6 +298,9 @@ int em_index_scatter(int dtype, int op, int ndim, const int64_t *shape,
         case EM_INT16: fn = row_i16; break;
         case EM_INT32: fn = row_i32; break;
         case EM_INT64: fn = row_i64; break;
+        case EM_UINT16: fn = row_u16; break;
+        case EM_UINT32: fn = row_u32; break;
+        case EM_UINT64: fn = row_u64; break;
         case EM_FLOAT16: fn = row_f16; break;
         case EM_BFLOAT16: fn = row_bf16; break;
         case EM_FLOAT32: fn = row_f32; break;

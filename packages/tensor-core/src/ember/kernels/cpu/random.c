@@ -124,7 +124,9 @@ void em_random_int(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offs
         case EM_INT8: ((int8_t *)out)[i] = (int8_t)v; break;
         case EM_INT16: ((int16_t *)out)[i] = (int16_t)v; break;
         case EM_INT32: ((int32_t *)out)[i] = (int32_t)v; break;
-        case EM_INT64: ((int64_t *)out)[i] = v; break;
+        case EM_INT64: case EM_UINT64: ((int64_t *)out)[i] = v; break;
+        case EM_UINT16: ((uint16_t *)out)[i] = (uint16_t)v; break;
+        case EM_UINT32: ((uint32_t *)out)[i] = (uint32_t)v; break;
         case EM_FLOAT16: ((_Float16 *)out)[i] = (_Float16)v; break;
         case EM_FLOAT32: ((float *)out)[i] = (float)v; break;
         default: ((double *)out)[i] = (double)v; break;

@@ -43,6 +43,9 @@ DEFINE_SCAN(i8, int8_t, int8_t, EM_PLAIN, EM_PLAIN)
 DEFINE_SCAN(i16, int16_t, int16_t, EM_PLAIN, EM_PLAIN)
 DEFINE_SCAN(i32, int32_t, int32_t, EM_PLAIN, EM_PLAIN)
 DEFINE_SCAN(i64, int64_t, int64_t, EM_PLAIN, EM_PLAIN)
+DEFINE_SCAN(u16, uint16_t, uint32_t, EM_PLAIN, EM_PLAIN)   /* not int: 65535 * 65535 */
+DEFINE_SCAN(u32, uint32_t, uint32_t, EM_PLAIN, EM_PLAIN)
+DEFINE_SCAN(u64, uint64_t, uint64_t, EM_PLAIN, EM_PLAIN)
 DEFINE_SCAN(f16, _Float16, float, EM_PLAIN, EM_PLAIN)
 DEFINE_SCAN(bf16, em_bfloat16, float, em_bf16_to_f32, em_f32_to_bf16)
 DEFINE_SCAN(f32, float, double, EM_PLAIN, EM_PLAIN)
@@ -56,6 +59,9 @@ int em_scan(int op, int dtype, char *data, int64_t outer, int64_t n, int64_t inn
     case EM_INT16: return scan_i16(op, (int16_t *)data, outer, n, inner);
     case EM_INT32: return scan_i32(op, (int32_t *)data, outer, n, inner);
     case EM_INT64: return scan_i64(op, (int64_t *)data, outer, n, inner);
+    case EM_UINT16: return scan_u16(op, (uint16_t *)data, outer, n, inner);
+    case EM_UINT32: return scan_u32(op, (uint32_t *)data, outer, n, inner);
+    case EM_UINT64: return scan_u64(op, (uint64_t *)data, outer, n, inner);
     case EM_FLOAT16: return scan_f16(op, (_Float16 *)data, outer, n, inner);
     case EM_BFLOAT16: return scan_bf16(op, (em_bfloat16 *)data, outer, n, inner);
     case EM_FLOAT32: return scan_f32(op, (float *)data, outer, n, inner);

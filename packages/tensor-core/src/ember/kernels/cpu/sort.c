@@ -101,6 +101,9 @@ DEFINE_ROWS(i8, int8_t, )
 DEFINE_ROWS(i16, int16_t, )
 DEFINE_ROWS(i32, int32_t, )
 DEFINE_ROWS(i64, int64_t, )
+DEFINE_ROWS(u16, uint16_t, )
+DEFINE_ROWS(u32, uint32_t, )
+DEFINE_ROWS(u64, uint64_t, )
 DEFINE_ROWS(f16, _Float16, )
 DEFINE_ROWS(bf16, em_bfloat16, _BF)
 DEFINE_ROWS(f32, float, )
@@ -114,6 +117,9 @@ int em_sort_rows(int dtype, char *vals, int64_t *idx, int64_t nrows, int64_t n, 
     case EM_INT16: return rows_i16((int16_t *)vals, idx, nrows, n, desc);
     case EM_INT32: return rows_i32((int32_t *)vals, idx, nrows, n, desc);
     case EM_INT64: return rows_i64((int64_t *)vals, idx, nrows, n, desc);
+    case EM_UINT16: return rows_u16((uint16_t *)vals, idx, nrows, n, desc);
+    case EM_UINT32: return rows_u32((uint32_t *)vals, idx, nrows, n, desc);
+    case EM_UINT64: return rows_u64((uint64_t *)vals, idx, nrows, n, desc);
     case EM_FLOAT16: return rows_f16((_Float16 *)vals, idx, nrows, n, desc);
     case EM_BFLOAT16: return rows_bf16((em_bfloat16 *)vals, idx, nrows, n, desc);
     case EM_FLOAT32: return rows_f32((float *)vals, idx, nrows, n, desc);
@@ -136,6 +142,12 @@ void em_searchsorted(int dtype, const char *seq, int64_t srs, int64_t n, const c
         search_i32((const int32_t *)seq, srs, n, (const int32_t *)vals, nrows, m, out, right); break;
     case EM_INT64:
         search_i64((const int64_t *)seq, srs, n, (const int64_t *)vals, nrows, m, out, right); break;
+    case EM_UINT16:
+        search_u16((const uint16_t *)seq, srs, n, (const uint16_t *)vals, nrows, m, out, right); break;
+    case EM_UINT32:
+        search_u32((const uint32_t *)seq, srs, n, (const uint32_t *)vals, nrows, m, out, right); break;
+    case EM_UINT64:
+        search_u64((const uint64_t *)seq, srs, n, (const uint64_t *)vals, nrows, m, out, right); break;
     case EM_FLOAT16:
         search_f16((const _Float16 *)seq, srs, n, (const _Float16 *)vals, nrows, m, out, right); break;
     case EM_BFLOAT16:

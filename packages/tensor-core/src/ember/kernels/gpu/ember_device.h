@@ -57,6 +57,7 @@ typedef int em_int32;
 typedef long em_int64;
 typedef ulong em_uint64;
 typedef uint em_uint32;
+typedef ushort em_uint16;
 typedef half em_float16;       /* a pointer type only, through vload_half/vstore_half */
 typedef float em_float32;
 #ifdef EM_HAS_FP64
@@ -112,6 +113,7 @@ typedef int em_int32;
 typedef long long em_int64;
 typedef unsigned long long em_uint64;
 typedef unsigned int em_uint32;
+typedef unsigned short em_uint16;
 typedef __half em_float16;
 typedef float em_float32;
 typedef double em_float64;
@@ -149,6 +151,9 @@ static __device__ __forceinline__ __nv_bfloat16 em_f32_to_bf16(float f) {
 #define EM_LD_int16(p, i) ((p)[i])
 #define EM_LD_int32(p, i) ((p)[i])
 #define EM_LD_int64(p, i) ((p)[i])
+#define EM_LD_uint16(p, i) ((p)[i])
+#define EM_LD_uint32(p, i) ((p)[i])
+#define EM_LD_uint64(p, i) ((p)[i])
 #define EM_LD_float32(p, i) ((p)[i])
 #define EM_LD_float64(p, i) ((p)[i])
 #define EM_ST_bool(p, i, v) ((p)[i] = (em_bool)(v))
@@ -157,6 +162,9 @@ static __device__ __forceinline__ __nv_bfloat16 em_f32_to_bf16(float f) {
 #define EM_ST_int16(p, i, v) ((p)[i] = (em_int16)(v))
 #define EM_ST_int32(p, i, v) ((p)[i] = (em_int32)(v))
 #define EM_ST_int64(p, i, v) ((p)[i] = (em_int64)(v))
+#define EM_ST_uint16(p, i, v) ((p)[i] = (em_uint16)(v))
+#define EM_ST_uint32(p, i, v) ((p)[i] = (em_uint32)(v))
+#define EM_ST_uint64(p, i, v) ((p)[i] = (em_uint64)(v))
 #define EM_ST_float32(p, i, v) ((p)[i] = (float)(v))
 #define EM_ST_float64(p, i, v) ((p)[i] = (double)(v))
 /* complex64 / complex128: the structs of kernels/common/ember_complex.h (values of

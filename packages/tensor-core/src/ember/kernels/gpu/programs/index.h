@@ -1,4 +1,4 @@
-// dtypes: none bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64
+// dtypes: none bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64 uint16 uint32 uint64
 /* Indexing (kernels/cpu/index.c on the CPU): gather, scatter, nonzero, compress over
  * dense tensors unless an em_layout says otherwise, and iota (arange and linspace);
  * the dtype-free program `index` checks index tensors. Kernels whose CPU versions run

@@ -1,4 +1,4 @@
-// dtypes: bool uint8 int8 int16 int32 int64 float16 float32 float64
+// dtypes: bool uint8 int8 int16 int32 int64 float16 float32 float64 uint16 uint32 uint64
 /* Philox random numbers into a dense output of dtype EM_DT, word for word the CPU's
  * (kernels/cpu/random.c): element i of a draw at stream position `offset` uses the
  * same words on every device. Seeds come as two 32-bit halves. u24: float32 uniform

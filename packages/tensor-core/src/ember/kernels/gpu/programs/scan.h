@@ -1,4 +1,4 @@
-// dtypes: uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64
+// dtypes: uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64 uint16 uint32 uint64
 /* Cumulative sums and products (kernels/cpu/scan.c on the CPU); no bool program: bool
  * and integer inputs are scanned in int64 or the requested dtype. */
 

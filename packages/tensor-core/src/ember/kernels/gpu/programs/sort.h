@@ -1,4 +1,4 @@
-// dtypes: bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64
+// dtypes: bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64 uint16 uint32 uint64
 /* Sorting and searching over dense rows (kernels/cpu/sort.c on the CPU): a stable
  * merge sort per row, binary search in sorted rows; NaN sorts as the largest value. */
 
