@@ -222,12 +222,13 @@ def ratio(st, name, base="ember"):
     return st[name]["median"] / st[base]["median"]
 
 
-def checked_cases(targets, contenders_of, args, mods, tol):
+def checked_cases(targets, contenders_of, args, mods, tol, vs="numpy"):
     """The table of cases each checked then timed: contenders_of(case) gives lib ->
     (callable, result -> NumPy array) and the reference; a library whose result is off
     the reference by more than tol(case) (relative to its largest magnitude) is reported
     WRONG, not timed. Returns (the markdown table, per-case stats) with np/em, pt/em and
-    each target's verdict."""
+    each target's verdict on the ratio against `vs` ("numpy" or "torch"); the clock is
+    args.clock where the benchmark has that option."""
     import numpy as np
     libs = ["ember", "numpy"] + (["torch"] if "torch" in mods else [])
     rows, results = [], {}
@@ -239,13 +240,14 @@ def checked_cases(targets, contenders_of, args, mods, tol):
             if not err < tol(case):
                 wrong[lib] = err
         st = measure({lib: fn for lib, (fn, _) in fns.items() if lib not in wrong},
-                     args.quick, min_sample=0.05, reps=3 if args.quick else args.rounds)
+                     args.quick, clock=getattr(args, "clock", "wall"), min_sample=0.05,
+                     reps=3 if args.quick else args.rounds)
         results[case] = {"stats": st, "wrong": wrong}
         r_np, r_pt = ratio(st, "numpy"), ratio(st, "torch")
         rows.append([case] + [fmt_time(st[lib]["median"]) if lib in st else
                               ("WRONG" if lib in wrong else "-") for lib in libs] +
                     [fmt_ratio(r_np)] + ([fmt_ratio(r_pt)] if "torch" in mods else []) +
-                    [f">= {target:.1f}", verdict(r_np, target),
+                    [f">= {target:.1f}", verdict(r_np if vs == "numpy" else r_pt, target),
                      f"{max(s['spread'] for s in st.values()):.0%}"])
     head = ["case"] + libs + ["np/em"] + (["pt/em"] if "torch" in mods else []) + \
         ["target", "result", "spread"]

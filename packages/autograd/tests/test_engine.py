@@ -124,6 +124,66 @@ def test_accumulating_gradients_never_changes_a_tensor_held_elsewhere():
         assert x.grad.tolist() == [5.0, 5.0, 5.0]
 
 
+def test_in_place_accumulation_never_writes_borrowed_memory():
+    # a backward may return a tensor over memory it does not own (a NumPy array that
+    # someone keeps): neither the buffer's in-place add nor .grad's may write into it
+    arr = np.full(3, 2.0)
+
+    class Borrowed(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return em.from_numpy(arr)
+
+    for first in (True, False):
+        x = leaf(3)
+        h = x * 1
+        loss = (Borrowed.apply(h) + h * 3) if first else (h * 3 + Borrowed.apply(h))
+        loss.sum().backward()              # two gradients meet in h's buffer
+        assert arr.tolist() == [2.0] * 3 and x.grad.tolist() == [5.0] * 3
+    y = leaf(3)
+    Borrowed.apply(y).sum().backward()     # the first is .grad's (not taken as is) ...
+    Borrowed.apply(y).sum().backward()     # ... so this in-place add is .grad's own
+    assert arr.tolist() == [2.0] * 3 and y.grad.tolist() == [4.0] * 3
+
+
+def test_in_place_accumulation_leaves_what_hooks_and_retain_grad_hold():
+    x = leaf(3)
+    h = x * 1
+    seen = []
+    h.register_hook(seen.append)               # keeps h's (complete) gradient
+    m = h * 1
+    m.retain_grad()
+    (m * 2 + m * 3).sum().backward()           # m's buffer adds in place
+    assert m.grad.tolist() == [5.0] * 3 and seen[0].tolist() == [5.0] * 3
+    held = x.grad
+    (x * 2).sum().backward()                   # .grad accumulates in place, as PyTorch
+    assert held is x.grad and held.tolist() == [7.0] * 3
+    x.grad += 1
+    assert m.grad.tolist() == [5.0] * 3 and seen[0].tolist() == [5.0] * 3
+
+
+def test_create_graph_gradients_are_never_accumulated_in_place():
+    x = leaf(3)
+    xs = np_of(x)
+    h = x * x
+    (gx,) = em.autograd.grad((h * 2 + h * h).sum(), x, create_graph=True)  # h's buffer
+    np.testing.assert_allclose(np_of(gx), 4 * xs + 4 * xs ** 3)
+    (ggx,) = em.autograd.grad(gx.sum(), x)
+    np.testing.assert_allclose(np_of(ggx), 4 + 12 * xs ** 2)
+    (x ** 3).sum().backward(create_graph=True)
+    first = x.grad
+    (x ** 3).sum().backward(create_graph=True)
+    assert x.grad is not first
+    np.testing.assert_allclose(np_of(first), 3 * xs ** 2)
+    np.testing.assert_allclose(np_of(x.grad), 6 * xs ** 2)
+    (gg,) = em.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(np_of(gg), 12 * xs)
+
+
 def test_linear_weight_gradients_are_contiguous():
     w = leaf(4, 3)
     (em.randn(5, 3, dtype=em.float64) @ w.T).sum().backward()

@@ -513,6 +513,66 @@ def test_matmul_bf16_threads_and_linear_entries():
     np.testing.assert_allclose(got, want, **near)
 
 
+@pytest.mark.parametrize("kernel", GEMM_KERNELS)
+@settings(max_examples=fewer_examples(4), deadline=None)
+@given(data=st.data())
+def test_conv2d_forward_in_bfloat16(kernel, data):
+    """The CPU's bfloat16 conv2d forward (im2col over the bfloat16 values, the bfloat16
+    GEMM, the bias in its sum, one rounding) against a float64 reference of the same
+    values: the bound of a product of k = taps terms (check_bf16_product's, values
+    without subnormals); strides, padding, dilation, groups, 1x1, conv1d. Gradients
+    (computed in float32) are the float32 ones rounded to bfloat16."""
+    from ember._C import matmul as _lin
+    groups = data.draw(st.sampled_from([1, 2]), label="groups")
+    c, oc = (groups * data.draw(st.integers(1, 3), label=x) for x in ("c", "oc"))
+    k = data.draw(st.sampled_from([(1, 1), (3, 3), (2, 3)]), label="k")
+    stride, padding, dilation = (data.draw(st.sampled_from(v), label=x) for x, v in
+                                 (("stride", [1, 2]), ("padding", [0, 1]),
+                                  ("dilation", [1, 2])))
+    bias = data.draw(st.booleans(), label="bias")
+    hw = data.draw(st.integers(5, 12), label="hw")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    x = round_bf16(rng.uniform(-2, 2, (2, c, hw, hw + 1)).astype(F32))
+    w = round_bf16(rng.uniform(-1, 1, (oc, c // groups) + k).astype(F32))
+    b = round_bf16(rng.uniform(-1, 1, oc).astype(F32)) if bias else None
+    args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    _lin._set_kernel(kernel)
+    try:
+        got = em.conv2d(as_bf16(x), as_bf16(w), None if b is None else as_bf16(b), **args)
+    finally:
+        _lin._set_kernel("auto")
+    assert got.dtype is BF
+    taps = c // groups * k[0] * k[1] + bias
+
+    def check(conv, got, xv, wv, bv):
+        def ref(*vals):
+            return to_numpy(conv(*(None if v is None else em.from_numpy(v).double()
+                                   for v in vals), **args))
+        want = ref(xv, wv, bv)
+        mag = ref(np.abs(xv), np.abs(wv), None if bv is None else np.abs(bv))
+        bound = 2.0 ** -8 * np.abs(want) + 1.01 * taps * 2.0 ** -24 * mag
+        err = np.abs(to_numpy(got.float()) - want)
+        assert np.all(err <= bound), f"{kernel}: worst error / bound {np.max(err / bound)}"
+    check(em.conv2d, got, x, w, b)
+    x1, w1 = x[:, :, 0].copy(), w[:, :, 0].copy()     # conv1d: the same kernel
+    _lin._set_kernel(kernel)
+    try:
+        got1 = em.conv1d(as_bf16(x1), as_bf16(w1), None if b is None else as_bf16(b), **args)
+    finally:
+        _lin._set_kernel("auto")
+    check(em.conv1d, got1, x1, w1, b)
+    # gradients: the backward runs in float32 on the same values, rounded once
+    tb = [as_bf16(v).requires_grad_() for v in (x, w, b) if v is not None]
+    tf = [em.from_numpy(v).requires_grad_() for v in (x, w, b) if v is not None]
+    gy = round_bf16(rng.uniform(-1, 1, tuple(got.shape)).astype(F32))
+    em.conv2d(*tb, **args).backward(as_bf16(gy))
+    em.conv2d(*tf, **args).backward(em.from_numpy(gy))
+    for t16, t32 in zip(tb, tf):
+        assert t16.grad.dtype is BF
+        g16, g32 = to_numpy(t16.grad.float()), to_numpy(t32.grad)
+        assert np.all(np.abs(g16 - g32) <= 2.0 ** -8 * np.abs(g32) + 1e-6)
+
+
 def test_hand_written_families(device):
     """softmax, log_softmax, layer/batch norm, losses, conv, pool, sort, cumsum, index:
     bfloat16 in, bfloat16 out, the float32 result of the same values within a few

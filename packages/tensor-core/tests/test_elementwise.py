@@ -686,12 +686,13 @@ def test_erf_erfc_float32_are_within_a_few_ulp(device):
             f"{name}({x[worst]!r}) = {got[worst]!r}, want {want[worst]!r}: {err[worst]:.1f} ulp"
 
 
-def test_gelu_float32_and_its_derivative_are_within_a_few_ulp():
-    """The CPU's float32 GELU and its derivative row (one exp and a division, no erf:
-    kernels/common/ember_scalar.h) against float64 on a dense grid over both tails, where
-    x Phi(x) keeps its relative precision down to the subnormals: gelu within 8 ulp, the
-    derivative within 8 ulp of max(|d|, 1/4) (it crosses 0 at x = -0.75); NaN at NaN
-    and -inf (the derivative at +-inf too, as PyTorch), gelu(inf) = inf."""
+def test_gelu_float32_and_its_derivative_are_within_a_few_ulp(device):
+    """Every device's float32 GELU and its derivative row (one formula: one exp and a
+    division, no erf, kernels/common/ember_scalar.h) against float64 on a dense grid
+    over both tails, where x Phi(x) keeps its relative precision down to the
+    subnormals: gelu within 8 ulp, the derivative within 8 ulp of max(|d|, 1/4) (it
+    crosses 0 at x = -0.75); NaN at NaN and -inf (the derivative at +-inf too, as
+    PyTorch), gelu(inf) = inf."""
     x = np.concatenate([np.linspace(-15, 15, 300001, dtype=np.float32),
                         np.float32([1e-30, -1e-30, 1e-8, -0.7518, 14.5, -14.5, -13.9])])
     x64 = x.astype(np.float64)
@@ -699,7 +700,7 @@ def test_gelu_float32_and_its_derivative_are_within_a_few_ulp():
     for name, want, floor in (("gelu", x64 * cdf, 0.0),
                               ("_gelu_grad", cdf + x64 * np.exp(-0.5 * x64 * x64)
                                / math.sqrt(2 * math.pi), 0.25)):
-        t = em.from_numpy(x)
+        t = em.from_numpy(x).to(device)
         got = (em.gelu(t) if name == "gelu" else em._gelu_grad(em.ones_like(t), t))
         got = to_numpy(got).astype(np.float64)
         ulp = np.spacing(np.maximum(np.abs(want), floor).astype(np.float32)).astype(np.float64)
@@ -707,7 +708,7 @@ def test_gelu_float32_and_its_derivative_are_within_a_few_ulp():
         worst = int(np.argmax(err))
         assert err[worst] <= 8, \
             f"{name}({x[worst]!r}) = {got[worst]!r}, want {want[worst]!r}: {err[worst]:.1f} ulp"
-    special = em.tensor([math.inf, -math.inf, math.nan, 20.0, -20.0, 0.0])
+    special = em.tensor([math.inf, -math.inf, math.nan, 20.0, -20.0, 0.0], device=device)
     got = to_numpy(em.gelu(special))
     assert got[0] == math.inf and np.isnan(got[1:3]).all() and got[3] == 20.0
     assert got[4] == 0.0 and got[5] == 0.0

@@ -127,6 +127,21 @@ def test_bad_input():
         f([[0.0] * 8], em.zeros(1, 2))
 
 
+def test_cpu_kernels_check_their_layouts():
+    from ember._C import rnn as K
+    gates, c = em.zeros(2, 8), em.zeros(2, 2)
+    hc = K.lstm_cell(gates, c)
+    assert tuple(hc.shape) == (2, 4)
+    with pytest.raises(ValueError, match=r"lstm_cell: internal kernel needs a contiguous"):
+        K.lstm_cell(em.zeros(8, 2).T, c)
+    with pytest.raises(ValueError, match=r"lstm_cell: expected gates \(B, 4H\)"):
+        K.lstm_cell(em.zeros(2, 6), c)
+    with pytest.raises(ValueError, match=r"lstm_cell_backward: hc must be 8 elements"):
+        K.lstm_cell_backward(em.zeros(2, 3), gates, c, em.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"lstm_cell_backward: \(2, 4\).*\(2, 4\).*float64"):
+        K.lstm_cell_backward(hc, gates, c, hc.double())
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_lstm_module_matches_composed_cell(bias):
     """nn.LSTM (fused cell, both biases added once over the sequence) against the cell

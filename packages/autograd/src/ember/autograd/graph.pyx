@@ -22,7 +22,7 @@ import weakref
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
-from ember._C.core cimport TensorBase, DType, dtype_object, view_of
+from ember._C.core cimport TensorBase, DType, Storage, dtype_object, view_of
 
 from ember._C import core as _core
 
@@ -851,22 +851,23 @@ cdef extern from "Python.h":
 
 
 cdef bint _sole_reference(TensorBase g):
-    """Only the engine's variable refers to g, and only g to its storage. The counts
-    include the references this function's own expressions hold (checked by
-    test_engine.py::test_an_exclusive_gradient_is_taken_without_a_copy)."""
-    storage = g._storage
-    return Py_REFCNT(g) == 2 and Py_REFCNT(storage) == 2
+    """Only the engine's variable refers to g, only g to its storage, and the storage
+    owns its memory (not a NumPy array's, a DLPack producer's or a shared mapping's,
+    which others reach without a reference count here). The counts include the
+    references this function's own expressions hold (checked by
+    test_engine.py::test_an_exclusive_gradient_is_taken_without_a_copy); the hooks,
+    retain_grad and create_graph cases are test_engine.py's test_in_place_*."""
+    cdef Storage storage = g._storage
+    return Py_REFCNT(g) == 2 and Py_REFCNT(storage) == 2 and storage.owner is None
 
 
 cdef bint _engine_owned(TensorBase g):
-    """g is referenced only from one engine buffer slot and the caller's variable, its
-    storage only by g, and it is contiguous: adding into it in place changes nothing
+    """_sole_reference, and g is contiguous: adding into it in place changes nothing
     anyone can see
     (test_engine.py::test_accumulating_gradients_never_changes_a_tensor_held_elsewhere
     fails with a looser count)."""
-    storage = g._storage
     # contiguous: no element written twice (an expanded gradient has stride 0)
-    return Py_REFCNT(g) == 2 and Py_REFCNT(storage) == 2 and g.contiguous_c()
+    return _sole_reference(g) and g.contiguous_c()
 
 
 cdef void _accumulate(TensorBase t, object grad, bint create_graph) except *:

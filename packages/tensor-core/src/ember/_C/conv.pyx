@@ -3,7 +3,8 @@
 """The CPU convolution kernels (kernels/cpu/conv.c) for ember/ops/conv.py.
 
 Three kernels over float32/float64 tensors of one dtype: the forward, its input
-gradient (which is also conv_transpose2d) and its weight gradient. Each takes its
+gradient (which is also conv_transpose2d) and its weight gradient; the NCHW forward
+takes bfloat16 too (float32 accumulation, kernels/cpu/conv.c). Each takes its
 activation (x, or gy for the input gradient) contiguous (NCHW), or channels_last
 (NHWC storage) with a channels_last weight, and returns its result in that layout:
 channels_last runs the NHWC kernels, which read and write that storage directly.
@@ -12,7 +13,7 @@ output size; these wrappers only re-check what would
 make the C code read out of bounds. `stride`, `padding` (top, left) and `dilation`
 are (h, w) pairs.
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
 from ember._C.core cimport Device, TensorBase, new_tensor, view_of
 
 cdef extern from "conv.h" nogil:
@@ -28,6 +29,8 @@ cdef extern from "conv.h" nogil:
                               const float *bias, float *y)
     int em_conv2d_forward_f64(const em_conv_params *p, const double *x, const double *w,
                               const double *bias, double *y)
+    int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                               const uint16_t *bias, uint16_t *y)
     int em_conv2d_backward_input_f32(const em_conv_params *p, const float *gy, const float *w,
                                      const float *bias, float *gx)
     int em_conv2d_backward_input_f64(const em_conv_params *p, const double *gy,
@@ -59,14 +62,18 @@ include "channels_last.pxi"
 
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
+DEF BFLOAT16 = 11
 DEF NOGIL_WORK = 1 << 15    # release the GIL above this many multiply-adds
 
 
-cdef int check(TensorBase t, int ndim, int dtype, str op, str what) except -1:
+cdef int check(TensorBase t, int ndim, int dtype, str op, str what,
+               bint bf16=False) except -1:
     if t._ndim != ndim or not t.contiguous_c() or t._storage.device.type != "cpu" or \
-            t._dtype != dtype or t._dtype not in (FLOAT32, FLOAT64):
+            t._dtype != dtype or (t._dtype not in (FLOAT32, FLOAT64) and
+                                  not (bf16 and t._dtype == BFLOAT16)):
+        kinds = "float32/float64/bfloat16" if bf16 else "float32/float64"
         raise ValueError(f"{op}: internal kernel needs {what} as a contiguous {ndim}-d "
-                         f"float32/float64 CPU tensor of the input's dtype, got "
+                         f"{kinds} CPU tensor of the input's dtype, got "
                          f"{tuple(t.shape)} {t.dtype!r}")
     return 0
 
@@ -125,6 +132,9 @@ cdef int forward(int dt, bint cl, em_conv_params *p, char *x, char *w, char *b,
     if dt == FLOAT32:
         return em_conv2d_forward_f32(p, <const float *>x, <const float *>w, <const float *>b,
                                      <float *>y)
+    if dt == BFLOAT16:
+        return em_conv2d_forward_bf16(p, <const uint16_t *>x, <const uint16_t *>w,
+                                      <const uint16_t *>b, <uint16_t *>y)
     return em_conv2d_forward_f64(p, <const double *>x, <const double *>w, <const double *>b,
                                  <double *>y)
 
@@ -168,12 +178,12 @@ def conv2d_forward(TensorBase x not None, TensorBase w not None, bias, tuple out
         check_cl(x, dt, "conv2d", "the input")
         check_cl(w, dt, "conv2d", "the weight")
     else:
-        check(x, 4, dt, "conv2d", "the input")
-        check(w, 4, dt, "conv2d", "the weight")
+        check(x, 4, dt, "conv2d", "the input", True)
+        check(w, 4, dt, "conv2d", "the weight", True)
     cdef TensorBase b = None
     if bias is not None:
         b = bias
-        check(b, 1, dt, "conv2d", "the bias")
+        check(b, 1, dt, "conv2d", "the bias", not cl)
     cdef em_conv_params p
     set_params(&p, x, w, w._shape[0], out_hw, stride, padding, dilation, groups, "conv2d")
     if w._shape[1] * groups != p.c or (b is not None and b._shape[0] != p.oc):

@@ -67,14 +67,11 @@ def lstm_cell_backward(TensorBase grad not None, TensorBase gates not None,
     _cell_shapes(gates, c, "lstm_cell_backward")
     _same(grad, hc, "lstm_cell_backward")
     cdef int64_t B = c._shape[0], H = c._shape[1]
-    if hc._ndim != 2 or hc._shape[0] != B or hc._shape[1] != 2 * H or hc._dtype != c._dtype:
-        raise ValueError(f"lstm_cell_backward: hc must be ({B}, {2 * H}) {c.dtype!r}, got "
-                         f"{tuple(hc.shape)} {hc.dtype!r}")
+    cdef char *hp = _opt(hc, c, 2 * B * H, "lstm_cell_backward", "hc")
     cdef TensorBase dgates = _like(gates), dc = _like(c)
     cdef char *gr = grad.ptr()
     cdef char *gp = gates.ptr()
     cdef char *cp = c.ptr()
-    cdef char *hp = hc.ptr()
     cdef char *dgp = dgates.ptr()
     cdef char *dcp = dc.ptr()
     if B and H:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ember import _layout_formats as _fmt
 from ember._args import tensor_arg
 from ember._C import core as _core
+from ember._dtypes import bfloat16 as _bfloat16
 from ember.backends import run as _run
 from ember.ops._kernel_args import _cast_back, _work, _work_dtype
 from ember.ops.creation import arange
@@ -262,8 +263,13 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     dtype = input.dtype
     cl = _is_cl(x4, nd)
     with _core._no_record():
-        x, w = _layout_operands(cl, dtype, x4, w4)
-        b, = _operands(dtype, bias)
+        if dtype is _bfloat16 and not cl and x4.device.type == "cpu":
+            # the CPU's NCHW forward takes bfloat16 as it is: its im2col moves the
+            # values, the bfloat16 GEMM accumulates in float32 (no float32 copies)
+            x, w, b = (_work(t, dtype) for t in (x4, w4, bias))
+        else:
+            x, w = _layout_operands(cl, dtype, x4, w4)
+            b, = _operands(dtype, bias)
         out2 = _pair2(out, nd, 1)
         y = _run("conv2d_forward", op, x, w, b, out2, _kstride(stride2, out2),
                     (pads2[0][0], pads2[1][0]), dil2, groups)

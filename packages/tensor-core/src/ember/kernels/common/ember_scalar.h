@@ -120,19 +120,10 @@ EM_FLOAT_HELPERS(float64, double)
  * polynomials (within 2 ulp over the whole range, NaN/inf/subnormal handled by
  * selects) vectorise with the loops. GPU renderers define EM_NATIVE_MATH and get
  * their own vector units' functions. float64 uses the C library (but for the GELU tanh forms, below). */
-#ifdef EM_NATIVE_MATH
-#define em_exp_float32(x) exp(x)
-#define em_tanh_float32(x) tanh(x)
-#define em_log_float32(x) log(x)
-#define em_exp_nonpos_float32(x) exp(x)
-#define em_erf_float32(x) erf(x)
-#define em_erfc_float32(x) erfc(x)
-#define em_gelu_float32(x) (0.5f * (x) * erfc((x) * -0.70710678118654752f))
-#else
 /* Always inlined: a helper GCC keeps out of line is compiled for the baseline ISA, and
  * every call from an AVX2 loop clone then pays an SSE/AVX transition (erfc went from 6
  * to 80 ns an element when the GELU rows became its third caller). */
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(EM_NATIVE_MATH)
 #define EM_VEC_INLINE EM_INLINE __attribute__((always_inline))
 #else
 #define EM_VEC_INLINE EM_INLINE
@@ -145,6 +136,14 @@ EM_VEC_INLINE float em_exp2i_f32(em_int32 n) { /* 2^n for n in [-126, 127] */
     return b.f;
 }
 
+#ifdef EM_NATIVE_MATH
+#define em_exp_float32(x) exp(x)
+#define em_tanh_float32(x) tanh(x)
+#define em_log_float32(x) log(x)
+#define em_exp_nonpos_float32(x) exp(x)
+#define em_erf_float32(x) erf(x)
+#define em_erfc_float32(x) erfc(x)
+#else
 EM_VEC_INLINE float em_exp_float32(float x) {
     float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
     float fn = floor(xc * 1.44269504088896341f + 0.5f);
@@ -249,6 +248,7 @@ EM_VEC_INLINE float em_erfc_float32(float x) {
     float big = x < 0 ? 2.0f - tail : tail;
     return ax < 0.5f ? 1.0f - em_erf_small_f32(x) : big;
 }
+#endif
 
 /* GELU, x Phi(x), and its derivative Phi(x) + x phi(x), without erf: Phi(-|x|) =
  * t exp(-x^2/2) P(t), t = 1 / (1 + |x|/4), P a degree-9 fit on |x| <= 14.5 (relative
@@ -258,7 +258,10 @@ EM_VEC_INLINE float em_erfc_float32(float x) {
  * subnormal result rounds once. Phi(x) = 1 - Phi(-x) for x >= 0 has nothing to
  * cancel, and the negative tail keeps its relative precision. Measured every 1e-5
  * on [-15, 15] against float64: gelu within 6.3 ulp, the derivative within 6.6 ulp
- * of max(|d|, 1/4) (it crosses 0 at x = -0.75); test_elementwise checks 8. */
+ * of max(|d|, 1/4) (it crosses 0 at x = -0.75); test_elementwise checks 8 on every
+ * device: this one formula is every device's float32 (and float16, bfloat16) GELU
+ * (on a GPU too: the native erfc and exp of x^2 / 2 lose ~50 ulp in the negative tail,
+ * where this keeps its relative precision). */
 EM_VEC_INLINE float em_gelu_tp_f32(float ax) {        /* t P(t), 0 <= ax <= 14.5 */
     float t = 1.0f / (1.0f + 0.25f * ax);
     float p = ((((((((1.688929461e-02f * t - 6.452037394e-02f) * t + 5.584022775e-02f) * t
@@ -285,24 +288,22 @@ EM_VEC_INLINE float em_mul_exp_halfsq_f32(float c, float ax) {  /* c exp(-ax^2/2
 }
 
 EM_VEC_INLINE float em_gelu_float32(float x) {
-    float ax = fabsf(x);
+    float ax = x < 0 ? -x : x;
     ax = ax > 14.5f ? 14.5f : ax;                /* NaN stays */
-    float m = em_mul_exp_halfsq_f32(copysignf(ax, x) * em_gelu_tp_f32(ax), ax);
+    float m = em_mul_exp_halfsq_f32((x < 0 ? -ax : ax) * em_gelu_tp_f32(ax), ax);
     float y = x < 0 ? m : x - m;
     return x < -14.5f ? 0.0f * x : y;            /* NaN at -inf, as PyTorch */
 }
 
 EM_VEC_INLINE float em_gelu_backward_float32(float g, float x) {
-    float ax = fabsf(x);
+    float ax = x < 0 ? -x : x;
     ax = ax > 14.5f ? 14.5f : ax;
-    float tp = em_gelu_tp_f32(ax), xp = copysignf(ax, x) * 0.39894228040143267794f;
+    float tp = em_gelu_tp_f32(ax), xp = (x < 0 ? -ax : ax) * 0.39894228040143267794f;
     float w = em_mul_exp_halfsq_f32(x < 0 ? tp + xp : xp - tp, ax);
     float d = x < 0 ? w : 1.0f + w;
     d = x > 14.5f ? 1.0f + 0.0f * x : (x < -14.5f ? 0.0f * x : d);  /* NaN at +-inf */
     return g * d;
 }
-#define EM_GELU_F32_DONE
-#endif
 #define em_exp_float16 em_exp_float32
 #define em_tanh_float16 em_tanh_float32
 #define em_log_float16 em_log_float32
@@ -331,9 +332,6 @@ EM_VEC_INLINE float em_gelu_backward_float32(float g, float x) {
  *   device's exp), and past |x| > 10 their limits: y = x, dy/dx = 1 above, y = 0 x
  *   (NaN at -inf, as PyTorch), dy/dx = 0 below (no inf * 0 in between).
  * On the CPU the float32 forms use the vectorising polynomials above. */
-#ifndef EM_VEC_INLINE
-#define EM_VEC_INLINE EM_INLINE
-#endif
 /* exp(x) for |x| <= 88, as the tanh forms need it (their argument is clamped): on the
  * CPU a float64 body that vectorises (libm's exp is a call per element, 3x PyTorch's
  * time): n = round(x / ln 2) from adding 1.5 * 2^52, whose low bits then make 2^n,
@@ -366,12 +364,6 @@ EM_VEC_INLINE double em_exp_bounded_float64(double x) {
 }
 #endif
 #endif
-#define EM_GELU_GRAD(T, CT)                                                              \
-    EM_VEC_INLINE CT em_gelu_backward_##T(CT g, CT x) {                                  \
-        CT cdf = (CT)0.5 * em_erfc_##T(x * (CT)-0.70710678118654752440);                 \
-        CT pdf = em_exp_##T(x * x * (CT)-0.5) * (CT)0.39894228040143267794;              \
-        return g * (cdf + x * pdf);                                                      \
-    }
 #define EM_GELU_FORMS(T, CT)                                                             \
     EM_VEC_INLINE CT em_gelu_tanh_##T(CT x) {                                            \
         CT xc = x > (CT)10 ? (CT)10 : (x < (CT)-10 ? (CT)-10 : x);                       \
@@ -389,12 +381,12 @@ EM_VEC_INLINE double em_exp_bounded_float64(double x) {
         d = x > (CT)10 ? (CT)1 : (x < (CT)-10 ? (CT)0 : d);                              \
         return g * d;                                                                    \
     }
-#ifndef EM_GELU_F32_DONE                         /* the CPU's float32 one is above */
-EM_GELU_GRAD(float32, float)
-#endif
 EM_GELU_FORMS(float32, float)
 #if !defined(__OPENCL_VERSION__) || defined(EM_HAS_FP64)
-EM_GELU_GRAD(float64, double)
+EM_VEC_INLINE double em_gelu_backward_float64(double g, double x) {  /* float32's is above */
+    return g * (0.5 * em_erfc_float64(x * -0.70710678118654752440) +
+                x * em_exp_float64(x * x * -0.5) * 0.39894228040143267794);
+}
 EM_GELU_FORMS(float64, double)
 #endif
 #define em_gelu_backward_float16 em_gelu_backward_float32

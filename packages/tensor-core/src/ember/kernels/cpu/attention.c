@@ -194,28 +194,14 @@
     }
 
 #define DT EM_FLOAT32
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The exp polynomial is a chain of multiply-adds: an AVX2+FMA build of the float32
- * tasks beside the baseline one, chosen at run time (as softmax.c). */
-#define AVX2 __attribute__((target("avx2,fma")))
-SCORES(float, f32_avx2, AVX2)
-FORWARD(float, f32_avx2, EXPNP_F32, AVX2)
-BACKWARD(float, f32_avx2, EXP_F32, AVX2)
-SCORES(float, f32, )
-FORWARD(float, f32, EXPNP_F32, )
-BACKWARD(float, f32, EXP_F32, )
-static int have_avx2_fma(void) {
-    static int have = -1;
-    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
-}
-#define F32(fn) (have_avx2_fma() ? fn##_f32_avx2 : fn##_f32)
-#else
-SCORES(float, f32, )
-FORWARD(float, f32, EXPNP_F32, )
-BACKWARD(float, f32, EXP_F32, )
-#define F32(fn) fn##_f32
+#ifdef EM_F32_AVX2       /* the exp polynomial is a chain of multiply-adds */
+SCORES(float, f32_avx2, EM_AVX2_FMA)
+FORWARD(float, f32_avx2, EXPNP_F32, EM_AVX2_FMA)
+BACKWARD(float, f32_avx2, EXP_F32, EM_AVX2_FMA)
 #endif
+SCORES(float, f32, )
+FORWARD(float, f32, EXPNP_F32, )
+BACKWARD(float, f32, EXP_F32, )
 #undef DT
 #define DT EM_FLOAT64
 SCORES(double, f64, )
@@ -226,7 +212,7 @@ BACKWARD(double, f64, EXP_F64, )
 int em_sdpa_forward(int dtype, em_sdpa_args *a) {
     int64_t nqb = (a->L + BQ - 1) / BQ;
     a->err = 0;
-    em_parallel_for(a->N * nqb, 1, dtype == EM_FLOAT32 ? F32(fwd_task) : fwd_task_f64, a);
+    em_parallel_for(a->N * nqb, 1, dtype == EM_FLOAT32 ? EM_F32(fwd_task) : fwd_task_f64, a);
     return a->err;
 }
 
@@ -236,6 +222,6 @@ int em_sdpa_backward(int dtype, em_sdpa_args *a) {
     memset(a->dk, 0, el * a->N * a->S * a->E);
     memset(a->dv, 0, el * a->N * a->S * a->Ev);
     a->err = 0;
-    em_parallel_for(a->N, 1, dtype == EM_FLOAT32 ? F32(bwd_task) : bwd_task_f64, a);
+    em_parallel_for(a->N, 1, dtype == EM_FLOAT32 ? EM_F32(bwd_task) : bwd_task_f64, a);
     return a->err;
 }

@@ -36,6 +36,11 @@ int em_conv2d_forward_f32(const em_conv_params *p, const float *x, const float *
 int em_conv2d_forward_f64(const em_conv_params *p, const double *x, const double *w,
                           const double *bias, double *y);
 
+/* bfloat16 (the bits, uint16_t): x, w, bias and y as above, float32 accumulation, y
+ * rounded once. NCHW forward only. */
+int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                           const uint16_t *bias, uint16_t *y);
+
 /* gx (n, c, h, w) = the gradient of conv2d w.r.t. its input, given gy (n, oc, oh, ow),
  * plus bias[c] when bias is not NULL: this is conv_transpose2d(gy, w, bias). */
 int em_conv2d_backward_input_f32(const em_conv_params *p, const float *gy, const float *w,

@@ -67,4 +67,21 @@ void em_random_normal(int dtype, char *out, int64_t n, uint64_t seed, uint64_t o
 void em_random_int(int dtype, char *out, int64_t n, uint64_t seed, uint64_t offset,
                    int64_t low, uint64_t range);
 void em_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset);
+/* Float32 kernels whose bodies are chains of multiply-adds (exp, tanh polynomials)
+ * are built twice, for the baseline and for AVX2+FMA (target_clones' "avx2" leaves
+ * FMA out), and EM_F32(fn) picks fn_f32_avx2 or fn_f32 at run time. A kernel file
+ * instantiates its float32 body with EM_AVX2_FMA as the attribute and the _f32_avx2
+ * suffix under #ifdef EM_F32_AVX2, and once plainly with _f32. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define EM_F32_AVX2 1
+#define EM_AVX2_FMA __attribute__((target("avx2,fma")))
+static inline int em_cpu_has_avx2_fma(void) {
+    static int have = -1;
+    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return have;
+}
+#define EM_F32(fn) (em_cpu_has_avx2_fma() ? fn##_f32_avx2 : fn##_f32)
+#else
+#define EM_F32(fn) fn##_f32
+#endif
 #endif

@@ -964,7 +964,8 @@ static int use_bf16dot(void) {
     return (kernel_forced == 0 || kernel_forced == 4) && cpu_has_bf16dot();
 }
 
-BF16DOT static inline __m256i bf_round16(__m512 x);
+BF16DOT static inline void bf_store16(uint16_t *c, __mmask16 m, __m512 x, float alpha,
+                                      float beta);
 
 /* sums = (src ? src[i*lds + j] : 0) + sum_p a-pairs . b-pairs, a full tile; with c, the
  * last k block of a full tile of a row-contiguous C: c[i*rsc + j] = alpha sums + beta c
@@ -985,7 +986,6 @@ BF16DOT static void bf_ukr(int64_t kp, const uint32_t *restrict a, const uint16_
         a += BF_MR;
         b += 2 * BF_NR;
     }
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int i = 0; i < BF_MR; i++) {
         __m512 x0 = acc[i][0], x1 = acc[i][1];
         if (src) {
@@ -997,17 +997,8 @@ BF16DOT static void bf_ukr(int64_t kp, const uint32_t *restrict a, const uint16_
             _mm512_storeu_ps(t + i * ldt + 16, x1);
             continue;
         }
-        uint16_t *ci = c + i * rsc;
-        x0 = _mm512_mul_ps(va, x0);
-        x1 = _mm512_mul_ps(va, x1);
-        if (beta != 0.0f) {
-            __m512i o0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)ci));
-            __m512i o1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ci + 16)));
-            x0 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o0, 16)), x0);
-            x1 = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(o1, 16)), x1);
-        }
-        _mm256_storeu_si256((__m256i *)ci, bf_round16(x0));
-        _mm256_storeu_si256((__m256i *)(ci + 16), bf_round16(x1));
+        bf_store16(c + i * rsc, (__mmask16)0xffff, x0, alpha, beta);
+        bf_store16(c + i * rsc + 16, (__mmask16)0xffff, x1, alpha, beta);
     }
 }
 
@@ -1023,10 +1014,22 @@ BF16DOT static inline __m256i bf_round16(__m512 x) {
     return _mm512_cvtepi32_epi16(r);
 }
 
+/* c[j] = alpha x[j] + beta c[j] rounded to bfloat16 for the lanes j in m (c not read
+ * when beta == 0): the one store of every tile, full (bf_ukr) or at an edge (bf_store) */
+BF16DOT static inline void bf_store16(uint16_t *c, __mmask16 m, __m512 x, float alpha,
+                                      float beta) {
+    x = _mm512_mul_ps(_mm512_set1_ps(alpha), x);
+    if (beta != 0.0f) {
+        __m512i old = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, c));
+        x = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_castsi512_ps(_mm512_slli_epi32(old, 16)),
+                            x);
+    }
+    _mm256_mask_storeu_epi16(c, m, bf_round16(x));
+}
+
 /* C[mr x nr] = alpha * t + beta * C, rounded to bfloat16 (C not read when beta == 0) */
 BF16DOT static void bf_store(int64_t mr, int64_t nr, const float *t, int64_t ldt, float alpha,
                              float beta, uint16_t *c, int64_t rsc, int64_t csc) {
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int64_t i = 0; i < mr; i++) {
         uint16_t *ci = c + i * rsc;
         const float *ti = t + i * ldt;
@@ -1038,12 +1041,7 @@ BF16DOT static void bf_store(int64_t mr, int64_t nr, const float *t, int64_t ldt
         }
         for (int64_t j = 0; j < nr; j += 16) {
             __mmask16 m = nr - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nr - j)) - 1);
-            __m512 x = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, ti + j));
-            if (beta != 0.0f) {
-                __m512i old = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, ci + j));
-                x = _mm512_fmadd_ps(vb, _mm512_castsi512_ps(_mm512_slli_epi32(old, 16)), x);
-            }
-            _mm256_mask_storeu_epi16(ci + j, m, bf_round16(x));
+            bf_store16(ci + j, m, _mm512_maskz_loadu_ps(m, ti + j), alpha, beta);
         }
     }
 }

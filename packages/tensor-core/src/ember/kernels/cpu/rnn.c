@@ -10,6 +10,7 @@
  * float32 uses the op table's own sigmoid (1 / (1 + exp(-x))) and tanh helpers
  * (ember_scalar.h), vectorised; float64 the C library's. The CUDA and OpenCL
  * backends compose the same cell from ember ops (backends/gpu/rnn.py). */
+#include "ember_cpu.h"
 #include "ember_c_types.h"
 
 #define CELL_LOOPS(SUFFIX, ATTR, T, EXP, TANH)                                          \
@@ -48,26 +49,14 @@
         }                                                                               \
     }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* the exp and tanh polynomials are chains of multiply-adds: an AVX2+FMA copy, chosen
- * at run time (as softmax.c) */
-CELL_LOOPS(f32_avx2, __attribute__((target("avx2,fma"))), float, em_exp_float32,
-           em_tanh_float32)
-CELL_LOOPS(f32_base, , float, em_exp_float32, em_tanh_float32)
-static int have_avx2_fma(void) {
-    static int have = -1;
-    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
-}
-#define F32(fn) (have_avx2_fma() ? fn##_f32_avx2 : fn##_f32_base)
-#else
-CELL_LOOPS(f32, , float, em_exp_float32, em_tanh_float32)
-#define F32(fn) fn##_f32
+#ifdef EM_F32_AVX2       /* the exp and tanh polynomials are chains of multiply-adds */
+CELL_LOOPS(f32_avx2, EM_AVX2_FMA, float, em_exp_float32, em_tanh_float32)
 #endif
+CELL_LOOPS(f32, , float, em_exp_float32, em_tanh_float32)
 CELL_LOOPS(f64, , double, exp, tanh)
 
 void em_lstm_cell_f32(const float *gates, const float *c, float *hc, int64_t B, int64_t H) {
-    F32(fwd)(gates, c, hc, B, H);
+    EM_F32(fwd)(gates, c, hc, B, H);
 }
 
 void em_lstm_cell_f64(const double *gates, const double *c, double *hc, int64_t B,
@@ -78,7 +67,7 @@ void em_lstm_cell_f64(const double *gates, const double *c, double *hc, int64_t 
 void em_lstm_cell_backward_f32(const float *ghc, const float *gates, const float *c,
                                const float *hc, float *dgates, float *dc, int64_t B,
                                int64_t H) {
-    F32(bwd)(ghc, gates, c, hc, dgates, dc, B, H);
+    EM_F32(bwd)(ghc, gates, c, hc, dgates, dc, B, H);
 }
 
 void em_lstm_cell_backward_f64(const double *ghc, const double *gates, const double *c,

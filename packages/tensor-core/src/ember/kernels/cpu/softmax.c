@@ -107,22 +107,10 @@
             SOFTMAX_BACKWARD_ROW(T, EXP)                                                \
     }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The exp polynomial is a chain of multiply-adds: build the AVX2 variant with FMA
- * (target_clones' "avx2" would leave FMA out) and choose at run time. */
-ROW_LOOPS(f32_avx2, __attribute__((target("avx2,fma"))), float, em_exp_nonpos_float32,
-          em_log_float32)
-ROW_LOOPS(f32_base, , float, em_exp_nonpos_float32, em_log_float32)
-static int have_avx2_fma(void) {
-    static int have = -1;
-    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
-}
-#define F32(fn) (have_avx2_fma() ? fn##_f32_avx2 : fn##_f32_base)
-#else
-ROW_LOOPS(f32, , float, em_exp_nonpos_float32, em_log_float32)
-#define F32(fn) fn##_f32
+#ifdef EM_F32_AVX2       /* the exp polynomial is a chain of multiply-adds */
+ROW_LOOPS(f32_avx2, EM_AVX2_FMA, float, em_exp_nonpos_float32, em_log_float32)
 #endif
+ROW_LOOPS(f32, , float, em_exp_nonpos_float32, em_log_float32)
 ROW_LOOPS(f64, EM_CLONES, double, exp, log)
 
 /* Rows [b, e) of one call, on whichever thread the pool hands them to. */
@@ -139,7 +127,7 @@ static void forward_range(void *ctx, int64_t b, int64_t e) {
         softmax_f64((const double *)J->a + b * J->n, (double *)J->out + b * J->n, e - b, J->n,
                     J->log_softmax);
     else
-        F32(softmax)((const float *)J->a + b * J->n, (float *)J->out + b * J->n, e - b, J->n,
+        EM_F32(softmax)((const float *)J->a + b * J->n, (float *)J->out + b * J->n, e - b, J->n,
                      J->log_softmax);
 }
 
@@ -150,7 +138,7 @@ static void backward_range(void *ctx, int64_t b, int64_t e) {
         backward_f64((const double *)J->a + o, (const double *)J->b + o, (double *)J->out + o,
                      e - b, J->n, J->log_softmax);
     else
-        F32(backward)((const float *)J->a + o, (const float *)J->b + o, (float *)J->out + o,
+        EM_F32(backward)((const float *)J->a + o, (const float *)J->b + o, (float *)J->out + o,
                       e - b, J->n, J->log_softmax);
 }
 
