@@ -334,7 +334,7 @@ def test_ember_sync_switch():
 # host signature code -> the code ember._C.cuda reads from the compiled parameter: structs
 # by value ("B") are the layout and the complex scalars (em_complex64/128)
 _GPU_TO_CUDA = {"P": "p", "q": "l", "i": "i", "I": "I", "f": "f", "d": "d", "B": "C",
-                "b": "c", "h": "s", "L": "B", "F": "B", "D": "B"}
+                "b": "c", "h": "s", "H": "S", "Q": "L", "L": "B", "F": "B", "D": "B"}
 
 
 def test_every_shared_kernel_is_compiled_with_the_parameters_the_host_passes():
