@@ -151,13 +151,18 @@ def _opencl():
 @pytest.mark.parametrize("scale", [0.01, 100.0])
 def test_clip_on_a_device_never_reads_the_norm_back(scale, foreach):
     """PyTorch's device clipping: the gradients are scaled by min(1, max_norm / (norm +
-    1e-6)) on the device, so the step has no host transfer; the same values as the CPU."""
+    1e-6)) on the device, so the step has no host transfer (once the kernels' slot
+    tables are on the device: a training loop's first step uploads them); the same
+    values as the CPU."""
     ps, _ = _params(3, scale, em.float32)
     dev = [p.detach().to("opencl").requires_grad_() for p in ps]
-    for p, d in zip(ps, dev):
+    warm = [p.detach().to("opencl").requires_grad_() for p in ps]
+    for p, d, w in zip(ps, dev, warm):
         d.grad = p.grad.to("opencl")
+        w.grad = p.grad.to("opencl")
     want = clip_grad_norm_(ps, 1.0, foreach=foreach)
     backend = em._C.core.backend_for(em.device("opencl"))
+    clip_grad_norm_(warm, 1.0, foreach=foreach)
     backend.reset_counters()
     got = clip_grad_norm_(dev, 1.0, foreach=foreach)
     assert backend.counters()["host_transfers"] == 0
