@@ -231,6 +231,12 @@ class Optimizer:
         # GradScaler's inf flag, set around this call where the class supports it
         # (_step_supports_amp_scaling, PyTorch's protocol): the update skips itself
         found = getattr(self, "found_inf", None)
+        if found is not None and self._makes_state():
+            # a skipped step leaves no state behind (as when it is not called): read the
+            # flag this once, at a parameter's first step
+            if bool(found.item()):
+                return loss
+            found = None
         kw = {} if found is None else {"found_inf": found}
         with em.no_grad():
             for group in self.param_groups:
@@ -263,6 +269,12 @@ class Optimizer:
                 self._init_state(s, p, group)
             states.append(s)
         return params, grads, states
+
+    def _makes_state(self):
+        """Whether this step would create a parameter's state (its first step)."""
+        return any(p.grad is not None and not self.state.get(p)
+                   for group in self.param_groups if self._has_state(group)
+                   for p in group["params"])
 
     def _has_state(self, group):
         """Whether the algorithm keeps per-parameter state with group's options."""

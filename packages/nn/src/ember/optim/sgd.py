@@ -34,12 +34,7 @@ def _sgd_fused(group, params, grads, states, found_inf=None):
     CPU loop. Returns the indices of the rest."""
     momentum = group["momentum"]
     bufs, fresh = [None] * len(params), [False] * len(params)
-    if momentum != 0:
-        if found_inf is not None and any(s.get("momentum_buffer") is None for s in states):
-            # a skipped first step must leave no buffer behind: read the flag this once
-            if _skipped(found_inf):
-                return []
-            found_inf = None
+    if momentum != 0:       # (a first step, which makes buffers, has no found_inf: step)
         for i, (p, state) in enumerate(zip(params, states)):
             buf = state.get("momentum_buffer")
             if buf is None and p.is_contiguous():
