@@ -393,3 +393,22 @@ def test_batch_norm_training_without_running_stats_and_eval_saves_copies():
     a = _bn_saved(x.detach(), None, None, rm, rv, False)
     rm.fill_(5.0)           # later in-place updates do not change what was saved
     np.testing.assert_array_equal(a["mean"].numpy(), 0)
+
+
+def test_layer_norm_device_gradients_match_the_gradchecked_cpu(device):
+    """Gradients through autograd on each device (OpenCL/CUDA: programs/norm.h under the
+    derivative table's formula) equal the CPU's in float64, which
+    test_layer_norm_backward_matches_finite_differences checks against finite
+    differences (ember's gradcheck builds its probes on the CPU)."""
+    backend = em._C.core.backend_for(device)
+    if device.type != "cpu" and not backend.has_fp64(device):
+        pytest.skip("no float64 on this device")
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s) for s in ((2, 3, 4), (3, 4), (3, 4), (2, 3, 4))]
+    grads = []
+    for dev in ("cpu", device):
+        x, w, b = (em.from_numpy(a).to(dev).requires_grad_() for a in arrays[:3])
+        (em.layer_norm(x, (3, 4), w, b) * em.from_numpy(arrays[3]).to(dev)).sum().backward()
+        grads.append([t.grad.cpu().numpy() for t in (x, w, b)])
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
