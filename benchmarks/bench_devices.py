@@ -2,16 +2,17 @@
 """ember on each device beside NumPy and PyTorch (CPU), in one run.
 
     python benchmarks/bench_devices.py [--quick] [--devices cpu,opencl] [--threads 1]
-                                       [--steps-only] [--json PATH]
+                                       [--steps-only] [--top N] [--json PATH]
 
 Columns: time per op for NumPy, PyTorch (when installed) and ember on every device
 given (opencl: each op is followed by a synchronize, so the time includes the launch
 and the wait), interleaved rounds and medians (benchmarks/harness.py); ratios are
 numpy_time / ember_time (> 1: ember faster). Then a training step of the digits CNN
 (examples/train_digits.py, Adam, batch 64), of bench_models.py's small GPT (2 layers,
-d=64, block 64, AdamW, clipping) and of its d=128 GPT under bfloat16 autocast per device,
-with the kernel launches and host<->device transfers each step makes. --quick: smaller
-arrays, shorter rounds; --steps-only: the training steps alone.
+d=64, block 64, AdamW, clipping) and of its d=128 GPT under bfloat16 autocast and under
+float16 autocast with a GradScaler per device, with the kernel launches and host<->device
+transfers each step makes. --quick: smaller arrays, shorter rounds; --steps-only: the
+training steps alone; --top N: each step's N most launched kernels (the histogram).
 
 On PoCL (an OpenCL on the CPU, what CI has) the absolute opencl numbers say little
 about a GPU: PoCL runs each work-group on a CPU thread. What holds on every device is
@@ -109,16 +110,27 @@ def gpt_steps(devices, case="gpt_small"):
 
 
 def training_step(make_steps, devices, quick):
-    """Time per step on each device, and on a device the launches and transfers of one."""
+    """Time per step on each device, and on a device the launches and transfers of one
+    (with `kernels`: launches per kernel name)."""
     steps = make_steps(devices)
     st = harness.measure(steps, quick)
     counts = {}
     for dev, step in steps.items():
         if dev != "cpu":
             backend = em._C.core.backend_for(em.device(dev))
-            backend.reset_counters()
-            step()
-            counts[dev] = backend.counters()
+            kernels = {}
+            launch = backend.launch
+
+            def counted(device, kernel, *args, launch=launch, kernels=kernels):
+                kernels[kernel] = kernels.get(kernel, 0) + 1
+                return launch(device, kernel, *args)
+            backend.launch = counted     # an instance attribute: shadows the method
+            try:
+                backend.reset_counters()
+                step()
+                counts[dev] = dict(backend.counters(), kernels=kernels)
+            finally:
+                del backend.launch
     return st, counts
 
 
@@ -127,6 +139,8 @@ def main():
     ap.add_argument("--devices", default="cpu,opencl" if em.opencl.is_available() else "cpu")
     ap.add_argument("--steps-only", action="store_true",
                     help="the training steps only (not the per-op table)")
+    ap.add_argument("--top", type=int, default=0, metavar="N",
+                    help="print each device step's N most launched kernels")
     args = ap.parse_args()
     harness.pin_threads(args.threads)
     mods, info = harness.libs(args.threads)
@@ -149,7 +163,9 @@ def main():
             ("digits CNN training step (batch 64, Adam)", digits_steps),
             ("small GPT training step (bench_models gpt_small: 2 layers, d=64)", gpt_steps),
             ("GPT step in bfloat16 autocast (bench_models gpt_amp_bf16: 2 layers, d=128)",
-             lambda devices: gpt_steps(devices, "gpt_amp_bf16"))):
+             lambda devices: gpt_steps(devices, "gpt_amp_bf16")),
+            ("GPT step in float16 autocast + GradScaler (the same GPT, gpt_amp_f16)",
+             lambda devices: gpt_steps(devices, "gpt_amp_f16"))):
         print(f"\n{title}: time per step, and per step on a device: kernel launches / "
               "host transfers / deferred-check reads")
         st, counts = train[title] = training_step(make_steps, devices, args.quick)
@@ -158,6 +174,9 @@ def main():
             extra = f"  launches {c['launches']}, host transfers {c['host_transfers']}, " \
                     f"check reads {c['check_reads']}" if c else ""
             print(f"  {dev:10} {harness.fmt_time(s['median']):>10}{extra}")
+            if c and args.top:
+                top = sorted(c["kernels"].items(), key=lambda kv: -kv[1])[:args.top]
+                print("             " + ", ".join(f"{k} {n}" for k, n in top))
     harness.save(args, info=info, results=results, train_steps=train)
 
 

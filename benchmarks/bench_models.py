@@ -75,7 +75,7 @@ QUICK_STEPS = {"gpt": 1, "gpt_small": 4, "lstm_lm": 1, "resnet18": 1, "mlp": 8, 
 def gpt_config(name):
     if name == "gpt":
         return dict(vocab=65, block=256, n_layer=6, n_head=6, n_embd=384, batch=8)
-    if name == "gpt_amp_bf16":
+    if name in ("gpt_amp_bf16", "gpt_amp_f16"):
         return dict(vocab=65, block=32, n_layer=2, n_head=4, n_embd=128, batch=8)
     return dict(vocab=65, block=64, n_layer=2, n_head=2, n_embd=64, batch=8)
 
@@ -233,7 +233,7 @@ def setup_case(mod, name, device="cpu"):
     rng = np.random.default_rng(0)
     nn = mod.nn
     clip = nn.utils.clip_grad_norm_
-    if name in ("gpt", "gpt_small", "gpt_amp_bf16"):
+    if name in ("gpt", "gpt_small", "gpt_amp_bf16", "gpt_amp_f16"):
         cfg = gpt_config(name)
         model = build_gpt(mod, cfg)
         fill_weights(mod, model, rng, np)
@@ -247,19 +247,25 @@ def setup_case(mod, name, device="cpu"):
         x = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
         y = mod.from_numpy(rng.integers(0, cfg["vocab"], shape).astype(np.int64)).to(device)
 
-        amp = name == "gpt_amp_bf16"
+        amp = {"gpt_amp_bf16": mod.bfloat16, "gpt_amp_f16": mod.float16}.get(name)
+        dev_type = str(device).split(":")[0]
+        # gpt_amp_f16 (bench_devices.py only): float16 with a GradScaler, PyTorch's recipe
+        scaler = mod.amp.GradScaler(dev_type, init_scale=2.0 ** 10,
+                                    enabled=name == "gpt_amp_f16")
 
         def step(mark):
-            if amp:
-                with mod.autocast(str(device).split(":")[0], dtype=mod.bfloat16):
+            if amp is not None:
+                with mod.autocast(dev_type, dtype=amp):
                     loss = model(x, y)
             else:
                 loss = model(x, y)
             mark()
-            loss.backward()
+            scaler.scale(loss).backward()
             mark()
+            scaler.unscale_(opt)
             clip(model.parameters(), 1.0)
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
             opt.zero_grad(set_to_none=True)
             return loss
         return model, step

@@ -120,38 +120,62 @@ def _has_fp64():
         em.device("opencl"))
 
 
+def _state_arrays(opt, ps):
+    """Each parameter's optimizer state as float64 NumPy arrays (exact for every
+    floating dtype)."""
+    return [{k: v.detach().cpu().double().numpy() for k, v in sorted(opt.state[p].items())}
+            for p in ps]
+
+
+def _close_states(got, want, tol, what):
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert a.keys() == b.keys(), what
+        for k in a:
+            np.testing.assert_allclose(a[k], b[k], rtol=tol, atol=tol,
+                                       err_msg=f"{what}: param {i} {k}")
+
+
 @pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
 @pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.skipif(
     not _has_fp64(), reason="no float64 on the OpenCL device"))])
 @pytest.mark.parametrize("case", ADAM_CASES + [(optim.SGD, c) for c in SGD_CASES])
 def test_opencl_fused_step_matches_cpu_fused(case, dtype):
-    # the device's fused kernel (backends/gpu/optim.py): one launch per parameter and
-    # step (after the first, which also fills Adam's new state), the CPU's results
+    # the device's multi-tensor kernels (backends/gpu/optim.py): after the first step
+    # (which also makes the state), one launch for the 4 parameters, Adam one more
+    # advancing their step counts (kept on the device), and no host transfer; the CPU
+    # fused loop's parameters and state
     cls, kwargs = case
     kwargs = dict(kwargs, lr=0.1) if cls is optim.SGD else kwargs
     backend = em._C.core.backend_for(em.device("opencl"))
-    launches = []
+    counts = []
     step = cls.step
 
     def counted(self, *a, **k):
         backend.reset_counters()
         out = step(self, *a, **k)
-        launches.append(backend.counters()["launches"])
+        c = backend.counters()
+        counts.append((c["launches"], c["host_transfers"], c["check_reads"]))
         return out
     cls.step = counted
     try:
-        got, _, _ = _run(cls, kwargs, dtype, device="opencl")
+        got, opt, ps = _run(cls, kwargs, dtype, device="opencl")
     finally:
         cls.step = step
-    assert launches[1:] == [len(SHAPES)] * (STEPS - 1)
-    want, _, _ = _run(cls, kwargs, dtype)
-    _close(got, want, dtype, f"opencl {cls.__name__} {kwargs}")
+    assert counts[1:] == [(1 if cls is optim.SGD else 2, 0, 0)] * (STEPS - 1)
+    want, ref, rps = _run(cls, kwargs, dtype)
+    what = f"opencl {cls.__name__} {kwargs}"
+    _close(got, want, dtype, what)
+    _close_states(_state_arrays(opt, ps), _state_arrays(ref, rps),
+                  1e-5 if dtype == np.float32 else 1e-12, what)
+    if cls is not optim.SGD:
+        assert all(s["step"].device.type == "opencl" for s in opt.state.values())
 
 
 @pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
 def test_opencl_fused_kernels_take_views_at_an_offset():
-    """The device kernels read and write each array from its own storage offset
-    (views into one buffer); a non-contiguous entry is left for the composed ops."""
+    """The device kernels read and write each array (step counts included) from its own
+    storage offset (views into one buffer); a non-contiguous entry is left for the
+    composed ops; more than 16 tensors take a second launch."""
     from ember._C import foreach as _fe
     dev = em.device("opencl")
     backend = em._C.core.backend_for(dev)
@@ -167,8 +191,11 @@ def test_opencl_fused_kernels_take_views_at_an_offset():
     bc = ([1 - 0.9 ** 2], [(1 - 0.95 ** 2) ** 0.5])
     assert _fe.adam_([cpu[0]], [cpu[1]], [cpu[2]], [cpu[3]], [None], *bc, *args) == []
     odd = em.zeros(3, 3, device=dev).t()
+    counts = em.tensor([5.0, 1.0, 1.0], device=dev)              # step 1 done, at offset 1
+    steps = [counts[1:2].reshape(()), counts[2:3].reshape(())]
     assert backend.adam_([d[0], odd], [d[1], odd], [d[2], odd], [d[3], odd], [None, None],
-                         bc[0] * 2, bc[1] * 2, *args) == [1]
+                         steps, *args) == [1]
+    assert counts.cpu().tolist() == [5.0, 2.0, 1.0]
     for c, t, h in zip(cpu, on_dev, host):
         got = t.cpu().numpy()
         np.testing.assert_allclose(got[2:2 + n], c.numpy(), rtol=1e-5, atol=1e-6)
@@ -181,6 +208,14 @@ def test_opencl_fused_kernels_take_views_at_an_offset():
                         False) == []
     np.testing.assert_allclose(d[0].cpu().numpy(), cpu[0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(buf_d.cpu().numpy(), buf_c.numpy(), rtol=1e-5, atol=1e-6)
+    # 20 parameters: two launches, the second's slots from the 17th on
+    ps = [em.zeros(k + 1, device=dev) for k in range(20)]
+    gs = [em.full((k + 1,), float(k), device=dev) for k in range(20)]
+    backend.reset_counters()
+    assert backend.sgd_(ps, gs, [None] * 20, [False] * 20, 0.5, 0, 0, 0, False, False) == []
+    assert backend.counters()["launches"] == 2
+    for k, p in enumerate(ps):
+        assert p.cpu().tolist() == [-0.5 * k] * (k + 1)
 
 
 def test_what_the_fused_loop_does_not_take_runs_composed():
@@ -208,3 +243,69 @@ def test_what_the_fused_loop_does_not_take_runs_composed():
             res.append([p.detach().float().numpy() for p in ps])
         for a, b in zip(*res):
             np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3)
+
+
+SCALED_CASES = [(optim.Adam, {}), (optim.AdamW, {"weight_decay": 0.1}),
+                (optim.SGD, {"lr": 0.1}),
+                (optim.SGD, {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})]
+
+
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+@pytest.mark.parametrize("dtype", [em.float32, em.bfloat16])
+@pytest.mark.parametrize("cls,kwargs", SCALED_CASES)
+def test_grad_scaler_skips_the_step_on_the_device(cls, kwargs, dtype):
+    """GradScaler hands its inf flag to the optimizer (PyTorch's found_inf protocol):
+    float32 parameters' kernels read it on the device, so a step and update with an
+    injected inf make no host read and change no parameter or state, and the scale
+    backs off; bfloat16 parameters (the composed ops) read the flag once. The clean
+    steps match the CPU's optimizer given the unscaled gradients."""
+    dev = em.device("opencl")
+    backend = em._C.core.backend_for(dev)
+    rng = np.random.default_rng(7)
+    p0 = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in range(2)]
+    ps = [em.tensor(p, device=dev).to(dtype).requires_grad_() for p in p0]
+    ref = [em.tensor(p).to(dtype).requires_grad_() for p in p0]
+    opt, ref_opt = cls(ps, **kwargs), cls(ref, **kwargs)
+    scaler = em.amp.GradScaler("opencl", init_scale=4.0)
+    scaler.scale(em.ones((), device=dev))                  # makes the scale
+
+    def scaled_step(gs, bad=False):
+        scale = scaler.get_scale()
+        for k, (p, g) in enumerate(zip(ps, gs)):
+            g = g * scale
+            if bad and k == 1:
+                g.flat[0] = np.inf
+            p.grad = em.tensor(g, device=dev).to(dtype)
+        backend.reset_counters()
+        scaler.step(opt)
+        scaler.update()
+        return backend.counters()
+
+    def ref_step(gs):
+        for p, g in zip(ref, gs):
+            p.grad = em.tensor(g).to(dtype)
+        ref_opt.step()
+
+    scaled_step(grads[0])
+    ref_step(grads[0])
+    before = ([p.detach().cpu().float().numpy() for p in ps], _state_arrays(opt, ps))
+    c = scaled_step(grads[1], bad=True)
+    reads = 0 if dtype is em.float32 else 1       # the composed ops' one read of the flag
+    assert (c["host_transfers"], c["check_reads"]) == (reads, 0)
+    assert scaler.get_scale() == 2.0
+    for a, b in zip([p.detach().cpu().float().numpy() for p in ps], before[0]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(_state_arrays(opt, ps), before[1]):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    scaled_step(grads[1])
+    ref_step(grads[1])
+    assert scaler.get_scale() == 2.0
+    tol = 1e-5 if dtype is em.float32 else 1e-2
+    for a, b in zip(ps, ref):
+        np.testing.assert_allclose(a.detach().cpu().float().numpy(),
+                                   b.detach().float().numpy(), rtol=tol, atol=tol)
+    _close_states(_state_arrays(opt, ps), _state_arrays(ref_opt, ref), tol,
+                  f"{cls.__name__} {kwargs} {dtype}")

@@ -165,6 +165,54 @@ def test_layer_norm_backward_low_precision(rows, n, dtype, seed):
         np.testing.assert_allclose(a.numpy().astype(np.float64), want, rtol=tol, atol=tol)
 
 
+@given(lead=st.lists(SMALL, min_size=0, max_size=2), norm=st.lists(SIDES, min_size=1,
+                                                                    max_size=2),
+       dtype=st.sampled_from(["float16", "float32"]), layout=layouts,
+       affine=st.sampled_from(["none", "weight", "both"]), seed=st.integers(0, 2**31 - 1))
+def test_layer_norm_on_every_device_matches_numpy(device, lead, norm, dtype, layout, affine,
+                                                  seed):
+    """The forward (y, mean, rstd) and the three gradients on each device (OpenCL/CUDA:
+    programs/norm.h, one launch forward and two backward) against NumPy in float64."""
+    rng = np.random.default_rng(seed)
+    shape, k = tuple(lead) + tuple(norm), len(norm)
+    x = (rng.standard_normal(shape) * 3 + (0 if dtype == "float16" else 1e3)).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    t, x = realize(x, layout)
+    w = rng.standard_normal(norm).astype(dtype) if affine != "none" else None
+    b = rng.standard_normal(norm).astype(dtype) if affine == "both" else None
+    D = lambda a: None if a is None else em.from_numpy(a).to(device)   # noqa: E731
+    xd = t.to(device).requires_grad_()          # (so layer_norm records its statistics)
+    backend = em._C.core.backend_for(xd.device)
+    launches = backend.counters()["launches"] if device.type != "cpu" else None
+    y, seen = recorded(em.layer_norm, xd, norm, D(w), D(b))
+    if launches is not None and dtype == "float32" and xd.is_contiguous():
+        assert backend.counters()["launches"] - launches == 1
+    want, mean, rstd = np_layer_norm(x, k, w, b)
+    a = seen[0][2]
+    close(y.detach().cpu().float().numpy(), want, dtype, 30 if dtype == "float16" else 10)
+    close(a["mean"].cpu().float().numpy(), mean, "float32")
+    np.testing.assert_allclose(a["rstd"].cpu().float().numpy(), rstd, rtol=TOL[dtype] * 10)
+    dx, dw, db = layer_norm_backward(D(g), xd.detach(), norm, a["mean"], a["rstd"], D(w), D(b))
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    xhat = (x64 - mean) * rstd
+    wg = g64 if w is None else g64 * w
+    want_dx = rstd * (wg - wg.mean(axis=axes, keepdims=True)
+                      - xhat * (wg * xhat).mean(axis=axes, keepdims=True))
+    lead_axes = tuple(range(x.ndim - k))
+    scale = max(1.0, np.abs(g64).sum(axis=lead_axes).max())
+    tol = TOL[dtype] * (30 if dtype == "float16" else 10)
+    # dx's terms are rstd * |wg| in size (and cancel for n = 2)
+    np.testing.assert_allclose(dx.cpu().float().numpy(), want_dx, rtol=tol,
+                               atol=tol * max(1.0, (rstd * np.abs(wg)).max()))
+    if w is not None:
+        np.testing.assert_allclose(dw.cpu().float().numpy(), (g64 * xhat).sum(axis=lead_axes),
+                                   rtol=tol, atol=tol * scale)
+    if b is not None:
+        np.testing.assert_allclose(db.cpu().float().numpy(), g64.sum(axis=lead_axes),
+                                   rtol=tol, atol=tol * scale)
+
+
 def test_layer_norm_large_rows_threaded_and_deterministic():
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((64, 4097)) + 100).astype(np.float32)
@@ -345,3 +393,22 @@ def test_batch_norm_training_without_running_stats_and_eval_saves_copies():
     a = _bn_saved(x.detach(), None, None, rm, rv, False)
     rm.fill_(5.0)           # later in-place updates do not change what was saved
     np.testing.assert_array_equal(a["mean"].numpy(), 0)
+
+
+def test_layer_norm_device_gradients_match_the_gradchecked_cpu(device):
+    """Gradients through autograd on each device (OpenCL/CUDA: programs/norm.h under the
+    derivative table's formula) equal the CPU's in float64, which
+    test_layer_norm_backward_matches_finite_differences checks against finite
+    differences (ember's gradcheck builds its probes on the CPU)."""
+    backend = em._C.core.backend_for(device)
+    if device.type != "cpu" and not backend.has_fp64(device):
+        pytest.skip("no float64 on this device")
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s) for s in ((2, 3, 4), (3, 4), (3, 4), (2, 3, 4))]
+    grads = []
+    for dev in ("cpu", device):
+        x, w, b = (em.from_numpy(a).to(dev).requires_grad_() for a in arrays[:3])
+        (em.layer_norm(x, (3, 4), w, b) * em.from_numpy(arrays[3]).to(dev)).sum().backward()
+        grads.append([t.grad.cpu().numpy() for t in (x, w, b)])
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -12,10 +12,12 @@ from ember.optim.optimizer import (
     _check_foreach_fused,
     _check_ranges,
     _decayed,
+    _device_steps,
     _directions,
-    _fused_on_devices,
     _hyper,
     _not_differentiable,
+    _on_device_kernel,
+    _skipped,
     _step_tensor,
     _steps_to_tensors,
 )
@@ -23,28 +25,42 @@ from ember.optim.optimizer import (
 __all__ = ["Adam", "AdamW"]
 
 
-def _adam(group, params, grads, states):
-    """One Adam step of group's parameters that have a gradient: the contiguous
-    float32/float64 ones in one fused pass each (ember._C.foreach.adam_ on the CPU, a
-    device kernel elsewhere: the arithmetic of _adam_composed), the others with
-    _adam_composed."""
-    steps = [_bump_step(s) for s in states]
-    for i in _adam_fused(group, params, grads, states, steps):
-        _adam_composed(group, params[i], grads[i], states[i], steps[i])
+def _adam(group, params, grads, states, found_inf=None):
+    """One Adam step of group's parameters that have a gradient: the dense
+    float32/float64 ones in one fused pass (ember._C.foreach.adam_ on the CPU, a
+    multi-tensor device kernel elsewhere: the arithmetic of _adam_composed), the others
+    with _adam_composed; found_inf: GradScaler's flag (nonzero: no step)."""
+    for i, step in _adam_fused(group, params, grads, states, found_inf):
+        _adam_composed(group, params[i], grads[i], states[i], step)
 
 
-def _adam_fused(group, params, grads, states, steps):
-    """The fused loop over what it takes; returns the indices of the rest."""
+def _adam_fused(group, params, grads, states, found_inf=None):
+    """The fused steps over what they take: the device kernels (step counts and
+    found_inf read on the device), then, unless found_inf says skip, the CPU loop.
+    Returns (index, step count) of the rest, their counts advanced."""
     beta1, beta2 = group["betas"]
     weight_decay = group["weight_decay"]
     amsgrad = group["amsgrad"]
-    args = (params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
-            [s["max_exp_avg_sq"] if amsgrad else None for s in states],
-            [1 - beta1 ** t for t in steps], [(1 - beta2 ** t) ** 0.5 for t in steps],
-            float(group["lr"]), beta1, beta2, group["eps"], weight_decay,
-            bool(group["decoupled_weight_decay"] and weight_decay != 0),
-            bool(group["maximize"]))
-    return _fused_on_devices("adam_", _fe.adam_(*args), 7, *args)
+    lr = float(group["lr"])
+    decoupled = bool(group["decoupled_weight_decay"] and weight_decay != 0)
+    maximize = bool(group["maximize"])
+    for p, s in zip(params, states):
+        t = s["step"]
+        if _on_device_kernel(p) and (t.device != p.device or t.dtype is not em.float32):
+            s["step"] = t.to(device=p.device, dtype=em.float32)   # a loaded state_dict's
+    lists = (params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+             [s["max_exp_avg_sq"] if amsgrad else None for s in states],
+             [s["step"] for s in states])
+    rest = _device_steps("adam_", found_inf, 6, *lists, lr, beta1, beta2, group["eps"],
+                         weight_decay, decoupled, maximize)
+    if not rest or _skipped(found_inf):
+        return []
+    pick = lambda xs: [xs[i] for i in rest]   # noqa: E731
+    steps = [_bump_step(states[i]) for i in rest]
+    left = _fe.adam_(*(pick(xs) for xs in lists[:5]), [1 - beta1 ** t for t in steps],
+                     [(1 - beta2 ** t) ** 0.5 for t in steps], lr, beta1, beta2,
+                     group["eps"], weight_decay, decoupled, maximize)
+    return [(rest[j], steps[j]) for j in left]
 
 
 def _adam_composed(group, p, g, state, step):
@@ -78,14 +94,14 @@ def _adam_composed(group, p, g, state, step):
     p.add_(em.div(exp_avg, tmp, out=tmp).mul_(-lr * bc2_sqrt / bc1))
 
 
-def _adam_foreach(group, params, grads, states):
-    """The multi-tensor form of _adam: the fused loop, then the multi-tensor functions
+def _adam_foreach(group, params, grads, states, found_inf=None):
+    """The multi-tensor form of _adam: the fused steps, then the multi-tensor functions
     (one C loop per op) over the rest."""
-    steps = [_bump_step(s) for s in states]
-    rest = _adam_fused(group, params, grads, states, steps)
+    rest = _adam_fused(group, params, grads, states, found_inf)
     if rest:
-        pick = lambda xs: [xs[i] for i in rest]   # noqa: E731
-        _adam_foreach_composed(group, pick(params), pick(grads), pick(states), pick(steps))
+        pick = lambda xs: [xs[i] for i, _ in rest]   # noqa: E731
+        _adam_foreach_composed(group, pick(params), pick(grads), pick(states),
+                               [t for _, t in rest])
 
 
 def _adam_foreach_composed(group, params, grads, states, steps):
@@ -128,8 +144,9 @@ class Adam(Optimizer):
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Contiguous float32/float64 parameters take one fused pass each (every array read
-    and written once; on a device one kernel launch); others (layouts, dtypes) the
-    composed ops, with foreach=True or fused=True the multi-tensor functions
+    and written once; on a device one launch per 16 parameters of a dtype, and one more
+    advancing their step counts, which live beside them there); others (layouts,
+    dtypes) the composed ops, with foreach=True or fused=True the multi-tensor functions
     (em._foreach_*);
     capturable is accepted and does nothing outside CUDA graphs, which ember does not
     have.
@@ -155,7 +172,10 @@ class Adam(Optimizer):
         _steps_to_tensors(self.state)
 
     def _init_state(self, state, p, group):
-        state["step"] = _step_tensor()
+        # beside a parameter the device kernel takes, as PyTorch's fused Adam: that
+        # kernel reads and advances it there (no host sync, GradScaler's skip included)
+        state["step"] = em.zeros((), dtype=em.float32, device=p.device) \
+            if _on_device_kernel(p) else _step_tensor()
         state["exp_avg"] = em.zeros_like(p)
         state["exp_avg_sq"] = em.zeros_like(p)
         if group["amsgrad"]:
@@ -163,6 +183,9 @@ class Adam(Optimizer):
 
     _update = staticmethod(_adam)
     _update_foreach = staticmethod(_adam_foreach)
+    # GradScaler.step hands its inf flag to step (optimizer.found_inf, as PyTorch's
+    # fused optimizers take it) instead of reading it: the device kernels skip there
+    _step_supports_amp_scaling = True
 
 
 class AdamW(Adam):

@@ -48,23 +48,37 @@ def _bump_step(state):
     return step
 
 
-def _fused_on_devices(name, rest, n_lists, *args):
-    """Give the entries `rest` that the CPU's fused loop (ember._C.foreach.<name>) left to
-    their device backend's fused step of that name and signature (one launch per tensor,
-    backends/gpu/optim.py), where it has one; args: the call's n_lists per-tensor lists,
-    then its scalars. Returns the indices still left, for the composed ops."""
+def _device_steps(name, found_inf, n_lists, *args):
+    """Give the entries on devices to their backend's multi-tensor step `name`
+    (backends/gpu/optim.py: a launch per 16 parameters of a dtype, GradScaler's found_inf
+    read there); args: the n_lists per-tensor lists, then the scalars. Returns the
+    indices left: the CPU entries and what a backend does not take."""
     lists, scalars = args[:n_lists], args[n_lists:]
     by_device, left = {}, []
-    for i in rest:
-        dev = lists[0][i].device
+    for i, p in enumerate(lists[0]):
+        dev = p.device
         (left if dev.type == "cpu" else by_device.setdefault(dev, [])).append(i)
     for dev, idx in by_device.items():
         fused = getattr(em._C.core.backend_for(dev), name, None)
         if fused is None:
             left += idx
             continue
-        left += [idx[j] for j in fused(*[[xs[i] for i in idx] for xs in lists], *scalars)]
+        left += [idx[j] for j in fused(*[[xs[i] for i in idx] for xs in lists], *scalars,
+                                       found_inf=found_inf)]
     return sorted(left)
+
+
+def _skipped(found_inf):
+    """Whether GradScaler's flag (handed to step as optimizer.found_inf) says to skip
+    the step: a host read, made only for the entries a device kernel did not take."""
+    return found_inf is not None and bool(found_inf.item())
+
+
+def _on_device_kernel(p):
+    """Whether p is what the device kernels take (dense float32/float64 on a device):
+    its step count then lives beside it (float32, PyTorch's fused layout)."""
+    return p.device.type != "cpu" and p.dtype in (em.float32, em.float64) and \
+        p.is_contiguous()
 
 
 def _directions(params, grads, weight_decay, maximize):
@@ -214,15 +228,25 @@ class Optimizer:
         if closure is not None:
             with em.enable_grad():
                 loss = closure()
+        # GradScaler's inf flag, set around this call where the class supports it
+        # (_step_supports_amp_scaling, PyTorch's protocol): the update skips itself
+        found = getattr(self, "found_inf", None)
+        if found is not None and self._makes_state():
+            # a skipped step leaves no state behind (as when it is not called): read the
+            # flag this once, at a parameter's first step
+            if bool(found.item()):
+                return loss
+            found = None
+        kw = {} if found is None else {"found_inf": found}
         with em.no_grad():
             for group in self.param_groups:
                 params, grads, states = self._init_group(group)
                 if params:
                     multi = self._update_foreach
                     if multi is not None and (group.get("foreach") or group.get("fused")):
-                        multi(group, params, grads, states)
+                        multi(group, params, grads, states, **kw)
                     else:
-                        update(group, params, grads, states)
+                        update(group, params, grads, states, **kw)
         return loss
 
     def _init_group(self, group):
@@ -245,6 +269,12 @@ class Optimizer:
                 self._init_state(s, p, group)
             states.append(s)
         return params, grads, states
+
+    def _makes_state(self):
+        """Whether this step would create a parameter's state (its first step)."""
+        return any(p.grad is not None and not self.state.get(p)
+                   for group in self.param_groups if self._has_state(group)
+                   for p in group["params"])
 
     def _has_state(self, group):
         """Whether the algorithm keeps per-parameter state with group's options."""

@@ -9,39 +9,47 @@ from ember.optim.optimizer import (
     _check_flags,
     _check_foreach_fused,
     _decayed,
+    _device_steps,
     _directions,
-    _fused_on_devices,
     _hyper,
     _not_differentiable,
+    _skipped,
 )
 
 __all__ = ["SGD"]
 
 
-def _sgd(group, params, grads, states):
-    """One SGD step of group's parameters that have a gradient: the contiguous
-    float32/float64 ones in one fused pass each (ember._C.foreach.sgd_ on the CPU, a
-    device kernel elsewhere: the arithmetic of _sgd_composed), the others with
-    _sgd_composed."""
-    for i in _sgd_fused(group, params, grads, states):
+def _sgd(group, params, grads, states, found_inf=None):
+    """One SGD step of group's parameters that have a gradient: the dense
+    float32/float64 ones in one fused pass (ember._C.foreach.sgd_ on the CPU, a
+    multi-tensor device kernel elsewhere: the arithmetic of _sgd_composed), the others
+    with _sgd_composed; found_inf: GradScaler's flag (nonzero: no step)."""
+    for i in _sgd_fused(group, params, grads, states, found_inf):
         _sgd_composed(group, params[i], grads[i], states[i])
 
 
-def _sgd_fused(group, params, grads, states):
-    """The fused loop over what it takes (making the first step's momentum buffers);
-    returns the indices of the rest."""
+def _sgd_fused(group, params, grads, states, found_inf=None):
+    """The fused steps over what they take (making the first step's momentum buffers):
+    the device kernels (found_inf read there), then, unless found_inf says skip, the
+    CPU loop. Returns the indices of the rest."""
     momentum = group["momentum"]
     bufs, fresh = [None] * len(params), [False] * len(params)
-    if momentum != 0:
+    if momentum != 0:       # (a first step, which makes buffers, has no found_inf: step)
         for i, (p, state) in enumerate(zip(params, states)):
             buf = state.get("momentum_buffer")
             if buf is None and p.is_contiguous():
                 buf = state["momentum_buffer"] = em.empty_like(p)
                 fresh[i] = True
             bufs[i] = buf
-    args = (params, grads, bufs, fresh, float(group["lr"]), momentum, group["dampening"],
+    lr = float(group["lr"])
+    args = (params, grads, bufs, fresh, lr, momentum, group["dampening"],
             group["weight_decay"], bool(group["nesterov"]), bool(group["maximize"]))
-    rest = _fused_on_devices("sgd_", _fe.sgd_(*args), 4, *args)
+    rest = _device_steps("sgd_", found_inf, 4, *args)
+    if rest and not _skipped(found_inf):
+        pick = lambda xs: [xs[i] for i in rest]   # noqa: E731
+        rest = [rest[j] for j in _fe.sgd_(*(pick(xs) for xs in args[:4]), *args[4:])]
+    else:
+        rest = []
     for i in rest:
         if fresh[i]:         # made above but not filled: the composed step makes its own
             del states[i]["momentum_buffer"]
@@ -67,10 +75,10 @@ def _sgd_composed(group, p, g, state):
     p.add_(g, alpha=-lr)
 
 
-def _sgd_foreach(group, params, grads, states):
-    """The multi-tensor form of _sgd: the fused loop, then the multi-tensor functions
+def _sgd_foreach(group, params, grads, states, found_inf=None):
+    """The multi-tensor form of _sgd: the fused steps, then the multi-tensor functions
     (one C loop per op) over the rest."""
-    rest = _sgd_fused(group, params, grads, states)
+    rest = _sgd_fused(group, params, grads, states, found_inf)
     if rest:
         _sgd_foreach_composed(group, [params[i] for i in rest], [grads[i] for i in rest],
                               [states[i] for i in rest])
@@ -106,8 +114,9 @@ class SGD(Optimizer):
         g = g + momentum * buf if nesterov else buf      (when momentum != 0)
         p -= lr * g
 
-    Contiguous CPU float32/float64 parameters take one fused pass each (every array
-    read and written once); others (other devices, layouts, dtypes) the composed ops,
+    Contiguous float32/float64 parameters take one fused pass each (every array read
+    and written once; on a device one launch per 16 parameters of a dtype); others
+    (layouts, dtypes) the composed ops,
     with foreach=True or fused=True the multi-tensor functions (em._foreach_*).
     """
 
@@ -138,3 +147,4 @@ class SGD(Optimizer):
 
     _update = staticmethod(_sgd)
     _update_foreach = staticmethod(_sgd_foreach)
+    _step_supports_amp_scaling = True     # GradScaler hands step its inf flag (adam.py)

@@ -111,7 +111,7 @@ cdef extern from "kernel_table.h" nogil:
 
 
 DEF MAXDEV = 64
-DEF MAXARGS = 64
+DEF MAXARGS = 128      # optim.h's multi-tensor kernels take up to 111
 
 
 from ember._errors import AcceleratorError, OutOfMemoryError  # one class for every device

@@ -5,8 +5,11 @@ flush to zero; unscale_ divides the gradients back (in place, one fused pass ove
 of an optimizer's gradients per device: ember._amp_foreach_non_finite_check_and_unscale_)
 and notes whether any was inf or NaN; step skips the optimizer's step when one was;
 update halves the scale after an overflow and doubles it after growth_interval clean
-steps (ember._amp_update_scale_). The scale and the growth tracker are tensors on the
-gradients' device, so the only host sync is step's one read of the inf flags.
+steps (ember._amp_update_scale_). The scale, the growth tracker and the inf flags are
+tensors on the gradients' device, and step hands the flag to an optimizer that takes it
+(`_step_supports_amp_scaling`: ember.optim's Adam, AdamW and SGD, whose device kernels
+skip the update there), so scale, unscale_, step and update make no host read; other
+optimizers cost step one read of the flags.
 """
 from __future__ import annotations
 
@@ -163,7 +166,8 @@ class GradScaler:
                 per_device[g.device].append(g)
         found = {}
         for dev, grads in per_device.items():
-            f = found_inf.to(device=dev) if found_inf.device != dev else found_inf.clone()
+            f = _em.zeros(1, dtype=_em.float32, device=dev) if found_inf is None else \
+                found_inf.to(device=dev, copy=True)
             inv = inv_scale.to(device=dev)
             _em._amp_foreach_non_finite_check_and_unscale_(grads, f, inv)
             found[dev] = f
@@ -183,13 +187,27 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         with _em.no_grad():
             inv_scale = (1.0 / self._scale.double()).float().reshape(1)
-            found_inf = _em.zeros(1, dtype=_em.float32, device=self._scale.device)
             state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale,
-                                                                 found_inf, False)
+                                                                 None, False)
         state["stage"] = OptState.UNSCALED
 
     def _maybe_opt_step(self, optimizer, state, *args, **kwargs):
-        if not sum(float(v.item()) for v in state["found_inf_per_device"].values()):
+        found = state["found_inf_per_device"]
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            # PyTorch's protocol for its fused optimizers: step takes the flag
+            # (optimizer.found_inf) and skips itself where the flag lies, so the step
+            # makes no host read (ember.optim's Adam/AdamW/SGD; on a device their
+            # kernels read it)
+            flags = list(found.values())
+            combined = flags[0]
+            for f in flags[1:]:
+                combined = combined + f.to(device=combined.device)
+            optimizer.found_inf = combined
+            try:
+                return optimizer.step(*args, **kwargs)
+            finally:
+                del optimizer.found_inf
+        if not sum(float(v.item()) for v in found.values()):
             return optimizer.step(*args, **kwargs)
         return None
 

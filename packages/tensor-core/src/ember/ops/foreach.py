@@ -19,6 +19,8 @@ from __future__ import annotations
 import numbers
 
 from ember._C import foreach as _fe
+from ember._C.core import TensorBase, backend_for
+from ember._dtypes import float32
 
 _ADD, _MUL, _DIV = _fe.index_of("add"), _fe.index_of("mul"), _fe.index_of("div")
 _MAX, _MIN, _POW = _fe.index_of("maximum"), _fe.index_of("minimum"), _fe.index_of("pow")
@@ -202,14 +204,8 @@ def _list(xs):
 # -- mixed precision: GradScaler's two kernels ------------------------------------------
 
 def _unscale_composed(g, found_inf, inv_scale):
-    """The device (and any-layout) form of the fused check: a dense g on a device is one
-    kernel of its backend (amp_unscale_, backends/gpu/optim.py); otherwise op-table rows
-    on g's device: found_inf = max(found_inf, any(!isfinite(g))); g *= inv."""
-    from ember._C.core import backend_for
-    fused = None if g.device.type == "cpu" else getattr(backend_for(g.device),
-                                                        "amp_unscale_", None)
-    if fused is not None and fused(g, found_inf, inv_scale):
-        return
+    """The any-layout form of the fused check, op-table rows on g's device:
+    found_inf = max(found_inf, any(!isfinite(g))); g *= inv."""
     from ember import all as all_, isfinite, logical_not
     bad = logical_not(all_(isfinite(g)))
     name = "_amp_foreach_non_finite_check_and_unscale_"
@@ -220,10 +216,22 @@ def _unscale_composed(g, found_inf, inv_scale):
 def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
     """PyTorch's torch._amp_foreach_non_finite_check_and_unscale_: self[i] *= inv_scale in
     place; found_inf (a one-element float32 tensor) becomes 1.0 when any self[i] holds an
-    inf or NaN, else keeps its value. One fused C pass per contiguous CPU tensor; on other
-    devices op-table kernels on the device, with no host sync."""
-    _fe.non_finite_check_and_unscale(self, found_inf, inv_scale, _unscale_composed,
-                                     "_amp_foreach_non_finite_check_and_unscale_")
+    inf or NaN, else keeps its value. One fused C pass per contiguous CPU tensor; on a
+    device one launch per 16 dense gradients of a dtype (the rest: op-table kernels),
+    with no host sync."""
+    name = "_amp_foreach_non_finite_check_and_unscale_"
+    fused = None
+    if isinstance(found_inf, TensorBase) and isinstance(inv_scale, TensorBase) and \
+            found_inf.device.type != "cpu" and inv_scale.device == found_inf.device and \
+            found_inf.numel() == inv_scale.numel() == 1 and \
+            found_inf.dtype is inv_scale.dtype is float32:
+        # (anything else: the C loop's checks and messages)
+        fused = getattr(backend_for(found_inf.device), "amp_unscale_", None)
+    if fused is not None:
+        # a launch per 16 gradients of a dtype on found_inf's device (backends/gpu/optim.py)
+        self = _list(self)
+        self = [self[i] for i in fused(self, found_inf, inv_scale)]
+    _fe.non_finite_check_and_unscale(self, found_inf, inv_scale, _unscale_composed, name)
 
 
 def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor,
@@ -233,6 +241,12 @@ def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor,
     scale *= growth (when that stays finite) and the tracker restarts. self (the scale,
     float32) and growth_tracker (int32) are one-element tensors, updated in place and
     self returned."""
+    dev = self.device
+    fused = None if dev.type == "cpu" else getattr(backend_for(dev), "amp_update_scale_",
+                                                   None)
+    if fused is not None and fused(self, growth_tracker, found_inf, float(scale_growth_factor),
+                                   float(scale_backoff_factor), int(growth_interval)):
+        return self      # one launch (backends/gpu/optim.py)
     from ember import isfinite, where
     bad = found_inf > 0
     tracker = where(bad, 0, growth_tracker + 1)

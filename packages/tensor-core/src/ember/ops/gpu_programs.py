@@ -25,7 +25,10 @@ GPU_DIR = Path(__file__).resolve().parent.parent / "kernels" / "gpu"
 PROGRAMS_DIR = GPU_DIR / "programs"
 
 _DTYPES_LINE = re.compile(r"^//\s*dtypes:\s*(.*)$", re.MULTILINE)
-_KERNEL = re.compile(r"EM_KERNEL\s+void\s+(EM_NAME\s*\(\s*\w+\s*\)|\w+)\s*\(([^)]*)\)")
+_KERNEL = re.compile(r"EM_KERNEL\s+void\s+(EM_NAME\s*\(\s*\w+\s*\)|\w+)\s*"
+                     r"\(((?:[^()]|\([^()]*\))*)\)")
+# EM_SLOTS16(T, x) in a parameter list: `T x0, ..., T x15` (programs/optim.h's macro)
+_SLOTS = re.compile(r"EM_SLOTS(\d+)\(([^,()]+),\s*(\w+)\)")
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 
@@ -122,7 +125,9 @@ def program_kernels(name: str) -> dict:
             continue   # the file's other half (#ifdef EM_DT), compiled in its other programs
         if per_dtype:
             kname = re.sub(r"EM_NAME\s*\(\s*(\w+)\s*\)", lambda g: f"{g.group(1)}_{dt.name}", kname)
-        params = [p.strip() for p in m.group(2).split(",") if p.strip()]
+        plist = _SLOTS.sub(lambda s: ", ".join(f"{s.group(2)} {s.group(3)}{i}"
+                                               for i in range(int(s.group(1)))), m.group(2))
+        params = [p.strip() for p in plist.split(",") if p.strip()]
         out[kname] = tuple(_param_code(p, dt) for p in params)
     return out
 

@@ -19,7 +19,7 @@ def _grads(parameters):
 
 def _device_2norm(tensors):
     """The 2-norm of all of `tensors` from their device backend's fused sums of squares
-    (one launch per tensor, accumulated in float32 or float64; backends/gpu/optim.py),
+    (a launch per 16 tensors, accumulated in float32 or float64; backends/gpu/optim.py),
     in their dtype; None on the CPU or where the backend does not take them."""
     dev = tensors[0].device
     fused = None if dev.type == "cpu" else getattr(em._C.core.backend_for(dev), "sumsq_",
@@ -68,7 +68,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         # step never waits for the norm to reach the host
         with em.no_grad():
             coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-            if foreach:
+            fused = getattr(em._C.core.backend_for(coef.device), "mul_multi_", None)
+            if fused is not None:   # a launch per 16 gradients of a dtype
+                grads = [grads[i] for i in fused(grads, coef.reshape(1))]
+            if foreach and grads:
                 em._foreach_mul_(grads, coef)
             else:
                 for g in grads:

@@ -1,5 +1,5 @@
-"""GPUBackend's layer and batch norms, composed from the op table's kernels on the
-device (no program of their own)."""
+"""GPUBackend's layer norm (programs/norm.h: a launch forward, two backward) and batch
+norm (composed from the op table's kernels on the device)."""
 from __future__ import annotations
 
 import math
@@ -26,48 +26,45 @@ class NormKernels:
         return self.reduce("sum", x, tuple(dims), out)
 
     def layer_norm(self, x, weight, bias, k, eps):
+        """One launch (programs/norm.h layer_norm_rows): y, mean and rstd."""
         self._float_kernel(x, "layer_norm", ("float32", "float64"))
         x = self.dense(x)
         lead = tuple(x.shape[:x.ndim - k])
         rows, n = math.prod(lead), math.prod(x.shape[x.ndim - k:])
-        xr = self.view(x, (rows, n), (n, 1))
-        mean = self.ew("div", self.sum_to(xr, (1,), (rows, 1)), n)
-        d = self.ew("sub", xr, mean)
-        var = self.ew("div", self.sum_to(self.ew("mul", d, d), (1,), (rows, 1)), n)
-        rstd = self.ew("rsqrt", self.ew("add", var, eps))
-        y = self.ew("mul", d, rstd)
-        if weight is not None:
-            y = self.ew("mul", y, self.view(self.dense(weight), (1, n), (0, 1)))
-        if bias is not None:
-            y = self.ew("add", y, self.view(self.dense(bias), (1, n), (0, 1)))
         stats = lead + (1,) * k
-        return (self.view(y, x.shape, contiguous_strides(tuple(x.shape))),
-                self.view(mean, stats, contiguous_strides(stats)),
-                self.view(rstd, stats, contiguous_strides(stats)))
+        y = self.empty(x.shape, x.dtype, x.device)
+        mean, rstd = (self.empty(stats, x.dtype, x.device) for _ in range(2))
+        w, b = (None if t is None else self.dense(t) for t in (weight, bias))
+        h = self.handle
+        self.rows_launch(x.device, f"layer_norm_rows_{x.dtype.name}", rows,
+                         [rows, n, h(x), h(y), h(w if w is not None else x),
+                          h(b if b is not None else x), int(w is not None), int(b is not None),
+                          h(mean), h(rstd), eps])
+        return y, mean, rstd
 
     def layer_norm_backward(self, grad, x, mean, rstd, weight, k, output_mask):
+        """The input gradient in one launch, the weight's and bias's in one more
+        (programs/norm.h)."""
         self._float_kernel(x, "layer_norm_backward", ("float32", "float64"))
         grad, x, mean, rstd = (self.dense(t) for t in (grad, x, mean, rstd))
         tail = tuple(x.shape[x.ndim - k:])
         n = math.prod(tail)
         rows = x.numel() // n if n else 0
-        g = self.view(grad, (rows, n), (n, 1))
-        m, r = self.view(mean, (rows, 1), (1, 1)), self.view(rstd, (rows, 1), (1, 1))
-        xhat = self.ew("mul", self.ew("sub", self.view(x, (rows, n), (n, 1)), m), r)
+        h, dev, dt = self.handle, x.device, x.dtype.name
         dx = dw = db = None
         if output_mask[0]:
-            wg = g if weight is None else self.ew("mul", g, self.view(self.dense(weight),
-                                                                     (1, n), (0, 1)))
-            mwg = self.ew("div", self.sum_to(wg, (1,), (rows, 1)), n)
-            mwgx = self.ew("div", self.sum_to(self.ew("mul", wg, xhat), (1,), (rows, 1)), n)
-            dx = self.ew("mul", r, self.ew("sub", self.ew("sub", wg, mwg),
-                                           self.ew("mul", xhat, mwgx)))
-            dx = self.view(dx, x.shape, contiguous_strides(tuple(x.shape)))
-        if output_mask[1]:
-            dw = self.view(self.sum_to(self.ew("mul", g, xhat), (0,), (1, n)), tail,
-                           contiguous_strides(tail))
-        if output_mask[2]:
-            db = self.view(self.sum_to(g, (0,), (1, n)), tail, contiguous_strides(tail))
+            dx = self.empty(x.shape, x.dtype, dev)
+            w = None if weight is None else self.dense(weight)
+            self.rows_launch(dev, f"layer_norm_backward_rows_{dt}", rows,
+                             [rows, n, h(grad), h(x), h(mean), h(rstd),
+                              h(w if w is not None else x), int(w is not None), h(dx)])
+        if output_mask[1] or output_mask[2]:
+            dw = self.empty(tail, x.dtype, dev) if output_mask[1] else None
+            db = self.empty(tail, x.dtype, dev) if output_mask[2] else None
+            self.run(dev, f"layer_norm_param_grads_{dt}", n,     # rows 0: zeros
+                     [rows, n, h(grad), h(x), h(mean), h(rstd),
+                      h(dw if dw is not None else x), h(db if db is not None else x),
+                      int(dw is not None), int(db is not None)])
         return dx, dw, db
 
     def _ncs(self, x):
