@@ -74,6 +74,7 @@ struct fft_plan {
                                  k <= n / rsp / 2, r major */
     int64_t rsp;              /* real, odd n: the factor split off (0: none) */
     fft_plan *rsub;           /* split: the real plan of n / rsp */
+    fft_plan *hblue;          /* real, odd n, no split: the half Bluestein plan (or NULL) */
     void *rroots;             /* split: the rsp-th roots of unity (sign of the direction) */
     size_t bytes;
 };
@@ -211,6 +212,7 @@ static void plan_free(fft_plan *p) {
     if (p->sub_b) plan_release(p->sub_b);
     if (p->half) plan_release(p->half);
     if (p->rsub) plan_release(p->rsub);
+    if (p->hblue) plan_release(p->hblue);
     fft_free(p->rroots);
     fft_free(p->bk);
     fft_free(p->bkf);
@@ -527,15 +529,20 @@ static fft_plan *plan_new(void) {
     return p;
 }
 
-static fft_plan *build_complex(int64_t n, int dtype, int fwd) {
+/* half: a Bluestein plan for the real transforms of odd n, whose convolution need not
+ * cover every pair of indices: forward, the outputs k <= n / 2 of a whole line (the
+ * differences k - m in [1 - n, n / 2]); backward, every output of a line zero beyond
+ * n / 2 (differences in [-n / 2, n - 1]). Either takes n2 >= n + n / 2, about 3/4 of
+ * the 2n - 1 of a complex one. */
+static fft_plan *build_complex(int64_t n, int dtype, int fwd, int half) {
     fft_plan *p = plan_new();
     if (!p) return NULL;
     p->n = n;
     p->dtype = dtype;
     p->fwd = fwd;
     const double sg = fwd ? -1 : 1;
-    if (n > 1 && use_bluestein(n)) {
-        const int64_t n2 = good_size(2 * n - 1);
+    if (n > 1 && (half || use_bluestein(n))) {
+        const int64_t h = n / 2, n2 = good_size(half ? n + h : 2 * n - 1);
         p->n2 = n2;
         p->sub_f = plan_get(0, n2, dtype, 1);
         p->sub_b = plan_get(0, n2, dtype, 0);
@@ -567,11 +574,14 @@ static fft_plan *build_complex(int64_t n, int dtype, int fwd) {
             q += 2 * m + 1;
             q %= 2 * n;
         }
-        /* b = conj(bk), wrapped (b[-m] = b[m]); bkf = FFT(b) / n2, in double */
+        /* b = conj(bk), wrapped (b[-m] = b[m]) over the differences used; bkf = FFT(b)
+         * / n2, in double */
         for (int64_t m = 0; m < n; m++) {
-            b[2 * m] = bk[2 * m];
-            b[2 * m + 1] = -bk[2 * m + 1];
-            if (m) {
+            if (!half || !fwd || m <= h) {
+                b[2 * m] = bk[2 * m];
+                b[2 * m + 1] = -bk[2 * m + 1];
+            }
+            if (m && (!half || fwd || m <= h)) {
                 b[2 * (n2 - m)] = bk[2 * m];
                 b[2 * (n2 - m) + 1] = -bk[2 * m + 1];
             }
@@ -642,13 +652,24 @@ static fft_plan *build_real(int64_t n, int dtype, int fwd) {
     if (n % 2) {
         int64_t f[64];
         const int nf = factorize(n, f), sp = nf > 1 && f[0] <= FFT_RSPLIT_MAX ? (int)f[0] : 0;
-        if (!sp) {                 /* a prime (or only large factors): the complex plan */
+        if (!sp) {
+            /* a prime (or only large factors): the complex plan (lines in pairs), and
+             * for a line alone the shorter Bluestein plan where the complex one is one */
             p->half = plan_get(0, n, dtype, fwd);
             if (!p->half) {
                 plan_free(p);
                 return NULL;
             }
-            p->work = n + p->half->work;
+            p->work = p->half->work;
+            if (p->half->n2) {
+                p->hblue = plan_get(2, n, dtype, fwd);
+                if (!p->hblue) {
+                    plan_free(p);
+                    return NULL;
+                }
+                if (p->hblue->work > p->work) p->work = p->hblue->work;
+            }
+            p->work += n;
             return p;
         }
         /* split by the smallest factor (see rodd_fwd in fft_drv.h) */
@@ -771,7 +792,7 @@ static fft_plan *plan_get(int kind, int64_t n, int dtype, int fwd) {
         }
     }
     pthread_mutex_unlock(&cache_lock);
-    fft_plan *p = kind ? build_real(n, dtype, fwd) : build_complex(n, dtype, fwd);
+    fft_plan *p = kind == 1 ? build_real(n, dtype, fwd) : build_complex(n, dtype, fwd, kind);
     if (!p) return NULL;
     fft_plan *victims[8];
     int nv = 0;

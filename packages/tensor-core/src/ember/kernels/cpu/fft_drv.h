@@ -433,7 +433,7 @@ static void DN(rodd_fwd)(const fft_plan *rp, const T *x, int64_t sx, T *out, T *
             work[2 * j] = x[j * sx];
             work[2 * j + 1] = 0;
         }
-        const T *r = DN(exec)(cp, work, work + 2 * n);
+        const T *r = DN(exec)(rp->hblue ? rp->hblue : cp, work, work + 2 * n);
         memcpy(out, r, (size_t)(n / 2 + 1) * 2 * sizeof(T));
         return;
     }
@@ -461,6 +461,18 @@ static void DN(rodd_fwd)(const fft_plan *rp, const T *x, int64_t sx, T *out, T *
 static void DN(rodd_bwd)(const fft_plan *rp, const T *X, T *y, int64_t sy, T sc, T *work) {
     const int64_t n = rp->n, h = n / 2;
     const fft_plan *cp = rp->half;
+    if (!rp->rsp && rp->hblue) {     /* x_j = Re(X_0 + 2 sum_{0 < k <= h} X_k w^jk) */
+        work[0] = X[0];
+        work[1] = 0;
+        for (int64_t k = 1; k <= h; k++) {
+            work[2 * k] = 2 * X[2 * k];
+            work[2 * k + 1] = 2 * X[2 * k + 1];
+        }
+        memset(work + 2 * (h + 1), 0, (size_t)(n - h - 1) * 2 * sizeof(T));
+        const T *r = DN(exec)(rp->hblue, work, work + 2 * n);
+        for (int64_t j = 0; j < n; j++) y[j * sy] = r[2 * j] * sc;
+        return;
+    }
     if (!rp->rsp) {
         work[0] = X[0];
         work[1] = 0;
@@ -661,9 +673,12 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     const int64_t n = J->n, h = n / 2;
     /* the line buffer (n + 1 complex: c2r reads h + 1 entries into it) and the work */
     const fft_plan *cp = (p->kind & 1) ? p->half : p;
-    const int rsplit = (p->kind & 1) && p->rsp;
-    /* split plans: the line's result (h + 1), the work, a padded copy of the input */
-    const int64_t nb = (rsplit ? h : cp->n) + 2, nw = rsplit ? p->work + h + 1 : cp->work;
+    /* odd real lines by rodd_fwd / rodd_bwd: split plans, and lines alone of a plan with
+     * a half Bluestein one (the rest in pairs, odd_pair); their result (h + 1), work
+     * and a padded copy of the input */
+    const int rsplit = (p->kind & 1) && (p->rsp || p->hblue);
+    int64_t nb = (p->kind & 1) && p->rsp ? h + 2 : cp->n + 2, nw = cp->work;
+    if (rsplit && p->work + h + 1 > nw) nw = p->work + h + 1;
     const size_t nbytes = (size_t)(nb + nw) * 2 * sizeof(T);
     T *buf = scratch_get(nbytes);
     if (!buf) {
@@ -673,7 +688,7 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     T *work = buf + 2 * nb;
     const int even = (n % 2) == 0;
     for (int64_t li = b0; li < b1; li++) {
-        if (J->kind && !even && !rsplit && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
+        if (J->kind && !even && !p->rsp && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
             li++;
             continue;
         }
