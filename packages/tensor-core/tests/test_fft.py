@@ -306,7 +306,8 @@ def test_odd_length_real_lines_in_pairs(dtype):
                    np.fft.irfft(h, n=n).T, hn, n, dtype, 2 / n)
 
 
-SPLIT = [3 ** 7, 5 ** 5, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007, 5 * 101 * 103]
+SPLIT = [3 ** 7, 5 ** 5, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007, 5 * 101 * 103,
+         4099]
 
 
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
@@ -314,8 +315,9 @@ SPLIT = [3 ** 7, 5 ** 5, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007, 
 def test_odd_composite_real_lines_split_by_their_smallest_factor(dtype, generic):
     """r2c / c2r of an odd composite n = P m: the P decimated lines in complex pairs, the
     last by the real plan of m (split again), then radix-P combinations (P = 3, 5, 7 and
-    the general 11, 13; m smooth or Bluestein's): a single line, strided, padded, every
-    norm, onesided or not, the Hermitian transforms, both kernels."""
+    the general 11, 13; m smooth or Bluestein's, down to a prime's half Bluestein plan;
+    4099: that plan alone): a single line, strided, padded, every norm, onesided or not,
+    the Hermitian transforms, both kernels."""
     from ember._C import fft as K
     K.force_generic(generic)
     try:
