@@ -276,9 +276,10 @@ def test_outer_dim_lines_random_lengths_match_numpy(n, inner, seed):
 
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
 def test_odd_length_real_lines_in_pairs(dtype):
-    """r2c / c2r of odd n run two lines per complex transform: odd and even batch counts
-    (the last line alone), every odd length to 65 and some large ones (Bluestein too),
-    onesided or not, padded and trimmed, along an inner and an outer dim."""
+    """r2c / c2r of odd n: primes run two lines per complex transform (odd and even batch
+    counts: the last line alone), composites split by their smallest factor; every odd
+    length to 65 and some large ones (Bluestein too), onesided or not, padded and
+    trimmed, along an inner and an outer dim."""
     for n in list(range(1, 66, 2)) + [243, 1001, 10007, 99991]:
         for batch in (2, 3) if n < 100 else (3,):
             r = _rand((batch, n), 700 + n, cplx=False)
@@ -305,12 +306,60 @@ def test_odd_length_real_lines_in_pairs(dtype):
                    np.fft.irfft(h, n=n).T, hn, n, dtype, 2 / n)
 
 
+SPLIT = [3 ** 7, 5 ** 5, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007, 5 * 101 * 103,
+         4099]
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+@pytest.mark.parametrize("generic", [False, True])
+def test_odd_composite_real_lines_split_by_their_smallest_factor(dtype, generic):
+    """r2c / c2r of an odd composite n = P m: the P decimated lines in complex pairs, the
+    last by the real plan of m (split again), then radix-P combinations (P = 3, 5, 7 and
+    the general 11, 13; m smooth or Bluestein's, down to a prime's half Bluestein plan;
+    4099: that plan alone): a single line, strided, padded, every norm, onesided or not,
+    the Hermitian transforms, both kernels."""
+    from ember._C import fft as K
+    K.force_generic(generic)
+    try:
+        for n in SPLIT:
+            r = _rand(n, 900 + n, cplx=False)
+            if dtype is em.float32:
+                r = r.astype(np.float32).astype(np.float64)
+            rn = np.linalg.norm(r)
+            x = em.tensor(r.astype(NP_DT[dtype]))
+            norm = NORMS[n % 4]
+            _check(_cpx(F.fft_r2c(x, norm=norm)), np.fft.rfft(r, norm=norm), rn, n, dtype,
+                   _nscale(norm, n, True))
+            _check(_cpx(F.fft_r2c(x, onesided=False)), np.fft.fft(r), rn, n, dtype)
+            w = em.tensor(np.stack([r, -r], 1).astype(NP_DT[dtype]))     # stride 2
+            _check(_cpx(F.fft_r2c(w, dim=0)), np.fft.rfft(np.stack([r, -r], 1), axis=0), rn,
+                   n, dtype)
+            _check(_cpx(F.fft_r2c(x[: n - 4], n=n)), np.fft.rfft(r[: n - 4], n=n), rn, n,
+                   dtype)
+            h = np.fft.rfft(r) + 0.5j * np.eye(1, n // 2 + 1)[0]     # Im h[0] unused
+            if dtype is em.float32:
+                h = h.astype(np.complex64).astype(np.complex128)
+            hn = np.linalg.norm(h)
+            _check(F.fft_c2r(_ri(h, dtype), n=n, norm=norm).numpy(),
+                   np.fft.irfft(h, n=n, norm=norm), hn, n, dtype, _nscale(norm, n, False) * 2)
+            hs = _ri(np.stack([h, 2 * h], 1), dtype)                    # strided both ways
+            _check(F.fft_c2r(hs, n=n, dim=0).numpy(), np.fft.irfft(np.stack([h, 2 * h], 1),
+                   n=n, axis=0), 2 * hn, n, dtype, 2 / n)
+            _check(F.fft_hfft(_ri(h, dtype), n=n).numpy(), np.fft.hfft(h, n=n), hn, n, dtype,
+                   2)
+            _check(_cpx(F.fft_ihfft(x)), np.fft.ihfft(r), rn, n, dtype, 1 / n)
+            back = F.fft_c2r(F.fft_r2c(x), n=n).numpy()
+            _check(back, r, rn, n, dtype, 2)
+    finally:
+        K.force_generic(False)
+
+
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
 def test_odd_length_real_lines_of_unlike_norms_keep_their_own_accuracy(dtype):
     """Lines are paired only when their norms are within 8x and finite: a zero line beside
     a large one transforms to exact zeros, each line is within its own error bound, and
     an inf or NaN in one line does not reach the next."""
-    n = 243
+    n = 241                                  # a prime: paired lines
     r = _rand((5, n), 31, cplx=False)
     r[0] = 0
     r[2] *= 1e6
@@ -391,7 +440,7 @@ def test_blocked_and_paired_lines_do_not_depend_on_the_block_or_the_threads(dtyp
         np.testing.assert_array_equal(F.fft_c2c(x[:, 9 - w:].contiguous(), dim=0).numpy(),
                                       whole[:, 9 - w:])
     big = _ri(_rand((256, 300), 41), dtype)      # 300 lines: chunks of 127 on 2 threads
-    r = em.tensor(_rand((301, 261), 42, cplx=False).astype(NP_DT[dtype]))  # grain 125 -> 126
+    r = em.tensor(_rand((301, 263), 42, cplx=False).astype(NP_DT[dtype]))  # grain 124
     old = em.get_num_threads()
     try:
         em.set_num_threads(1)

@@ -11,6 +11,7 @@
 #include "threads.h"
 
 #define FFT_MAX_GENERIC 63      /* larger prime factors: Bluestein */
+#define FFT_RSPLIT_MAX 13       /* odd real plans split off factors up to this */
 
 static void *fft_alloc(size_t nbytes) {
     void *p = NULL;
@@ -66,8 +67,15 @@ struct fft_plan {
     int64_t n2;               /* Bluestein: the convolution length (0: not Bluestein) */
     fft_plan *sub_f, *sub_b;
     void *bk, *bkf;           /* the chirp, and the FFT of its conjugate / n2 */
-    fft_plan *half;           /* real: the complex plan of n / 2 (even n) or n (odd n) */
-    void *rtw;                /* real, even n: W^k = exp(-2 pi i k / n), k <= n / 4 */
+    fft_plan *half;           /* real: the complex plan of n / 2 (even n), n (odd n, no
+                                 split) or n / rsp (odd n, split) */
+    void *rtw;                /* real, even n: W^k = exp(-2 pi i k / n), k <= n / 4;
+                                 split: W^(r k) (sign of the direction), r in [1, rsp),
+                                 k <= n / rsp / 2, r major */
+    int64_t rsp;              /* real, odd n: the factor split off (0: none) */
+    fft_plan *rsub;           /* split: the real plan of n / rsp */
+    fft_plan *hblue;          /* real, odd n, no split: the half Bluestein plan (or NULL) */
+    void *rroots;             /* split: the rsp-th roots of unity (sign of the direction) */
     size_t bytes;
 };
 
@@ -203,6 +211,9 @@ static void plan_free(fft_plan *p) {
     if (p->sub_f) plan_release(p->sub_f);
     if (p->sub_b) plan_release(p->sub_b);
     if (p->half) plan_release(p->half);
+    if (p->rsub) plan_release(p->rsub);
+    if (p->hblue) plan_release(p->hblue);
+    fft_free(p->rroots);
     fft_free(p->bk);
     fft_free(p->bkf);
     fft_free(p->rtw);
@@ -518,15 +529,20 @@ static fft_plan *plan_new(void) {
     return p;
 }
 
-static fft_plan *build_complex(int64_t n, int dtype, int fwd) {
+/* half: a Bluestein plan for the real transforms of odd n, whose convolution need not
+ * cover every pair of indices: forward, the outputs k <= n / 2 of a whole line (the
+ * differences k - m in [1 - n, n / 2]); backward, every output of a line zero beyond
+ * n / 2 (differences in [-n / 2, n - 1]). Either takes n2 >= n + n / 2, about 3/4 of
+ * the 2n - 1 of a complex one. */
+static fft_plan *build_complex(int64_t n, int dtype, int fwd, int half) {
     fft_plan *p = plan_new();
     if (!p) return NULL;
     p->n = n;
     p->dtype = dtype;
     p->fwd = fwd;
     const double sg = fwd ? -1 : 1;
-    if (n > 1 && use_bluestein(n)) {
-        const int64_t n2 = good_size(2 * n - 1);
+    if (n > 1 && (half || use_bluestein(n))) {
+        const int64_t h = n / 2, n2 = good_size(half ? n + h : 2 * n - 1);
         p->n2 = n2;
         p->sub_f = plan_get(0, n2, dtype, 1);
         p->sub_b = plan_get(0, n2, dtype, 0);
@@ -558,11 +574,14 @@ static fft_plan *build_complex(int64_t n, int dtype, int fwd) {
             q += 2 * m + 1;
             q %= 2 * n;
         }
-        /* b = conj(bk), wrapped (b[-m] = b[m]); bkf = FFT(b) / n2, in double */
+        /* b = conj(bk), wrapped (b[-m] = b[m]) over the differences used; bkf = FFT(b)
+         * / n2, in double */
         for (int64_t m = 0; m < n; m++) {
-            b[2 * m] = bk[2 * m];
-            b[2 * m + 1] = -bk[2 * m + 1];
-            if (m) {
+            if (!half || !fwd || m <= h) {
+                b[2 * m] = bk[2 * m];
+                b[2 * m + 1] = -bk[2 * m + 1];
+            }
+            if (m && (!half || fwd || m <= h)) {
                 b[2 * (n2 - m)] = bk[2 * m];
                 b[2 * (n2 - m) + 1] = -bk[2 * m + 1];
             }
@@ -631,8 +650,60 @@ static fft_plan *build_real(int64_t n, int dtype, int fwd) {
     p->dtype = dtype;
     p->fwd = fwd;
     if (n % 2) {
-        p->half = plan_get(0, n, dtype, fwd);
-        if (!p->half) {
+        int64_t f[64];
+        const int nf = factorize(n, f), sp = nf > 1 && f[0] <= FFT_RSPLIT_MAX ? (int)f[0] : 0;
+        if (!sp) {
+            /* a prime (or only large factors): the complex plan (lines in pairs), and
+             * for a line alone the shorter Bluestein plan where the complex one is one */
+            p->half = plan_get(0, n, dtype, fwd);
+            if (!p->half) {
+                plan_free(p);
+                return NULL;
+            }
+            p->work = p->half->work;
+            if (p->half->n2) {
+                p->hblue = plan_get(2, n, dtype, fwd);
+                if (!p->hblue) {
+                    plan_free(p);
+                    return NULL;
+                }
+                if (p->hblue->work > p->work) p->work = p->hblue->work;
+            }
+            p->work += n;
+            return p;
+        }
+        /* split by the smallest factor (see rodd_fwd in fft_drv.h) */
+        const int64_t m = n / sp, hm = m / 2;
+        const double sg = fwd ? -1 : 1;
+        p->rsp = sp;
+        p->half = plan_get(0, m, dtype, fwd);
+        p->rsub = plan_get(1, m, dtype, fwd);
+        double *t = malloc((size_t)(sp - 1) * (hm + 1) * 2 * sizeof(double));
+        double *w = unit_roots(n);
+        if (!p->half || !p->rsub || !t || !w) {
+            free(t);
+            free(w);
+            plan_free(p);
+            return NULL;
+        }
+        for (int64_t r = 1; r < sp; r++)
+            for (int64_t k = 0; k <= hm; k++) {
+                const int64_t e = (r * k) % n, o = 2 * ((r - 1) * (hm + 1) + k);
+                t[o] = w[2 * e];
+                t[o + 1] = sg * w[2 * e + 1];
+            }
+        double rt[2 * FFT_RSPLIT_MAX];
+        for (int64_t q = 0; q < sp; q++) {
+            rt[2 * q] = w[2 * (q * m)];
+            rt[2 * q + 1] = sg * w[2 * (q * m) + 1];
+        }
+        p->rtw = to_dtype(t, 2 * (sp - 1) * (hm + 1), dtype, &p->bytes);
+        p->rroots = to_dtype(rt, 2 * sp, dtype, &p->bytes);
+        free(t);
+        free(w);
+        const int64_t cw = p->half->n2 ? p->half->work : 2 * m;
+        p->work = (sp - 1) / 2 * m + hm + 1 + (cw > p->rsub->work ? cw : p->rsub->work);
+        if (!p->rtw || !p->rroots) {
             plan_free(p);
             return NULL;
         }
@@ -721,7 +792,7 @@ static fft_plan *plan_get(int kind, int64_t n, int dtype, int fwd) {
         }
     }
     pthread_mutex_unlock(&cache_lock);
-    fft_plan *p = kind ? build_real(n, dtype, fwd) : build_complex(n, dtype, fwd);
+    fft_plan *p = kind == 1 ? build_real(n, dtype, fwd) : build_complex(n, dtype, fwd, kind);
     if (!p) return NULL;
     fft_plan *victims[8];
     int nv = 0;
