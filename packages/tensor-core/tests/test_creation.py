@@ -158,6 +158,21 @@ def test_freed_mid_sized_blocks_are_reused():
     assert em._C.core.cached_bytes() == 0
 
 
+def test_a_steps_worth_of_large_blocks_is_reused():
+    # a training step frees more than 64 large blocks at once (a 6-layer GPT's
+    # activations): all of them are kept, and the next step's requests of the same
+    # sizes take every one back
+    em._C.core.empty_cache()
+    sizes = [200_000 + 1000 * (i % 3) for i in range(100)] + [1_500_000]
+    blocks = [em.empty(n, dtype=em.uint8) for n in sizes]
+    del blocks
+    assert em._C.core.cached_bytes() >= sum(sizes)
+    again = [em.empty(n, dtype=em.uint8) for n in sizes]
+    assert em._C.core.cached_bytes() == 0
+    del again
+    em._C.core.empty_cache()
+
+
 @given(src_dtype=st.sampled_from(DTYPES), dtype=st.one_of(st.none(), st.sampled_from(DTYPES)),
        shape=shapes(max_dims=3))
 @settings(max_examples=fewer_examples(2))

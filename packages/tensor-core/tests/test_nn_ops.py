@@ -147,6 +147,13 @@ def test_embedding_backward(padding_idx, freq):
         np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
 
 
+def test_embedding_backward_takes_only_the_forwards_int64_indices():
+    # it trusts the forward's checked indices (no second bounds check), so it refuses
+    # anything else by dtype rather than scatter out of bounds
+    with pytest.raises(TypeError, match="embedding_backward: indices must be the forward's int64"):
+        embedding_backward(em.ones(2, 3), em.tensor([0, 1], dtype=em.int32), 4)
+
+
 def test_embedding_max_norm_renormalises_looked_up_rows_in_place():
     w = em.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
     out = em.embedding(em.tensor([0, 1, 0]), w, max_norm=1.0)

@@ -1,6 +1,6 @@
-"""embedding: rows of a weight matrix at integer indices (a gather; no kernel of its
-own). embedding_backward (an index_add of the gradient rows) is the derivative
-table's."""
+"""embedding: rows of a weight matrix at integer indices (the index family's gather
+kernel; no kernel of its own). embedding_backward (its scatter-add of the gradient
+rows) is the derivative table's."""
 from __future__ import annotations
 
 from ember._args import int_arg
@@ -48,13 +48,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise ValueError(f"{op}: padding_idx={padding_idx} must be within the "
                              f"{num} embeddings")
         padding_idx %= num
-    from ember.ops.index import _prep, index_select
+    from ember.ops.index import _along, _prep, _run
     with _core._no_record():
         idx = _prep(input.reshape(-1), num, op, "dim 0 of the weight", allow_negative=False)
         if max_norm is not None:
             _renorm_rows_(weight, idx, _number(max_norm, op, "max_norm"),
                           _number(norm_type, op, "norm_type"))
-        out = index_select(weight, 0, idx).reshape(tuple(input.shape) + (dim,))
+        # the gather kernel at once: index_select would check and copy idx again
+        out = _core.empty((idx.shape[0], dim), weight.dtype, weight.device)
+        strides, args = _along(weight, 0, idx)
+        _run("gather", op, out, weight, strides, args)
+        out = out.reshape(tuple(input.shape) + (dim,))
     return _core.record(op, (weight,), out,
                         {"indices": idx.reshape(tuple(input.shape)), "num_weights": num,
                          "input": input,       # the indices as given, for ember.onnx
@@ -77,15 +81,22 @@ def _renorm_rows_(weight, idx, max_norm, norm_type):
 
 def embedding_backward(grad, indices, num_weights, padding_idx=None, scale_grad_by_freq=False):
     """The gradient w.r.t. embedding's weight: grad's rows added up at their indices
-    (index_add), each divided by how often its index occurs when scale_grad_by_freq;
-    the padding_idx row is zero."""
+    (one scatter-add into zeros), each divided by how often its index occurs when
+    scale_grad_by_freq; the padding_idx row is zero. indices: the forward's checked
+    int64 indices (its attrs["indices"]), so they are not checked again."""
+    from ember.ops.index import _along, _run
     dim = grad.shape[-1]
     work = _work_dtype(grad.dtype)
     with _core._no_record():
-        idx = _work(indices, _int64).reshape(-1)
+        idx = indices.reshape(-1).contiguous()
+        if idx.dtype is not _int64:
+            raise TypeError(f"embedding_backward: indices must be the forward's int64 "
+                            f"indices, got {idx.dtype!r}")
         g = _work(grad, work).reshape(-1, dim)
         out = _core.empty((num_weights, dim), work, grad.device).fill_(0)
-        out.index_add_(0, idx, g)
+        strides, args = _along(out, 0, idx)
+        _run("scatter", "embedding_backward", out, strides, g, tuple(g.stride()),
+             (idx.shape[0], dim), args, "add")
         if scale_grad_by_freq:
             counts = _core.empty((num_weights,), work, grad.device).fill_(0)
             counts.index_add_(0, idx, _core.empty((idx.shape[0],), work, grad.device).fill_(1))
