@@ -1749,10 +1749,11 @@ enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD
 /* ------------------------------------ complex Hermitian eigensolver and SVD -- */
 
 /* Both reduce the complex matrix by complex Householder reflectors (LAPACK's larfg:
- * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetd2) or
- * bidiagonal (gebd2) matrix, solve that with the real solvers above, and apply the
- * reflectors to the real vectors in blocks (ormqr_c128). They run in double complex
- * for both complex dtypes. */
+ * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetrd, blocked
+ * as sytrd) or bidiagonal (zgebrd_panels, blocked as gebrd, then gebd2 for the last
+ * columns) matrix, solve that with the real solvers above, and apply the reflectors to
+ * the real vectors in blocks (ormqr_c128). They run in double complex for both complex
+ * dtypes. */
 typedef double _Complex zc;
 
 /* larfg on (alpha, x[0], x[s], ... x[(k-1)s]): H^H (alpha, x) = (beta, 0), H = I -
@@ -1800,7 +1801,7 @@ static int tridiag_eig(double *d, double *e, int64_t n, double *q, int vectors)
  * v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). Each panel's reflectors are accumulated
  * in V and W and the trailing lower triangle updated by A -= V W^H + W V^H in GEMMs.
  * ws holds 4 * SYTRD_NB * n elements. */
-static int hetrd(zc *a, int64_t n, double *d, double *e, zc *tau, zc *ws)
+LEAF_CLONES static int hetrd(zc *a, int64_t n, double *d, double *e, zc *tau, zc *ws)
 {
 #define A(i, j) a[(j) * n + (i)]
     const int64_t nb = SYTRD_NB;
@@ -1910,8 +1911,8 @@ static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
  * their units written. Within a panel the trailing matrix is A - U Y^H - X V^H, Y =
  * tq A^H u and X = tp A v taken against it; it is updated once per panel in two
  * GEMMs. ws holds (m + n) * GEBRD_NB + n elements, or returns EM_LINALG_ENOMEM. */
-static int64_t zgebrd_panels(zc *a, int64_t m, int64_t n, double *d, double *e, zc *tq,
-                             zc *tp, zc *ws)
+LEAF_CLONES static int64_t zgebrd_panels(zc *a, int64_t m, int64_t n, double *d,
+                                         double *e, zc *tq, zc *tp, zc *ws)
 {
 #define A(i, j) a[(i) * n + (j)]
     const int64_t nb = GEBRD_NB;
@@ -2020,7 +2021,8 @@ static int64_t zgebrd_panels(zc *a, int64_t m, int64_t n, double *d, double *e, 
 
 /* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^H: s (n) descending; when
  * vectors u (m x n) and vh (n x n), row-major. */
-static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh, int want)
+LEAF_CLONES static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u,
+                               zc *vh, int want)
 {
     size_t mm = (size_t)m, nn = (size_t)n;
     zc *a = (zc *)malloc((mm * nn + 2 * nn + mm + nn * nn) * sizeof(zc));

@@ -392,6 +392,7 @@ static int FN(getrs)(const T *lu, int64_t n, const int32_t *piv, T *b, int64_t k
 /* Unblocked Cholesky of the n x n diagonal block at a (lower triangle, left-looking by
  * dot products of contiguous row segments); the first non-positive pivot j gives
  * j + 1. */
+LEAF_CLONES
 static int32_t FN(potf2)(T *a, int64_t n, int64_t lda)
 {
     for (int64_t j = 0; j < n; j++) {
@@ -551,6 +552,7 @@ static inline ALWAYS_INLINE void FN(geqr2)(T *a, int64_t m, int64_t lda, int64_t
 /* The block reflector of jb reflectors whose vectors start at v0 (row-major, lda,
  * the diagonal at v0[c * lda + c]) over mr rows: V (mr x jb, explicit ones and zeros)
  * and the upper triangular T (jb x jb) with H_0 ... H_{jb-1} = I - V T V^T (larft). */
+LEAF_CLONES
 static void FN(larft)(const T *v0, int64_t lda, int64_t mr, int64_t jb, const T *tau,
                       T *V, T *Tm, T *t)
 {
@@ -580,6 +582,7 @@ static void FN(larft)(const T *v0, int64_t lda, int64_t mr, int64_t jb, const T 
 
 /* c (mr x p, ldc) <- (I - V T V^H) c, or (I - V T^H V^H) c when trans (larfb). W is
  * jb x p of workspace. */
+LEAF_CLONES
 static int FN(larfb)(const T *V, int64_t mr, int64_t jb, const T *Tm, T *c, int64_t ldc,
                      int64_t p, int trans, T *W)
 {
@@ -617,6 +620,7 @@ static int FN(larfb)(const T *V, int64_t mr, int64_t jb, const T *Tm, T *c, int6
 }
 
 /* Blocked Householder QR with the compact WY form of each panel's reflectors. */
+LEAF_CLONES
 static int FN(geqrf)(T *a, int64_t m, int64_t n, int64_t lda, T *tau)
 {
     int64_t k = m < n ? m : n;
@@ -673,6 +677,7 @@ static inline ALWAYS_INLINE void FN(orm2r)(const T *v, int64_t m, int64_t nv, in
 }
 
 /* c (m x p) <- Q c or Q^T c, Q = H_0 ... H_{k-1} from the reflectors in v (m x nv). */
+LEAF_CLONES
 static int FN(ormqr)(const T *v, int64_t m, int64_t nv, int64_t k, const T *tau, T *c,
                      int64_t p, int trans)
 {
