@@ -161,6 +161,36 @@ def test_cholesky_and_triangular_solves(batch, n, dtype, lay, upper, left, unit)
         LA.cholesky(T(-np.eye(3) * (1 + 1j) + 0j, dtype=dtype) - T(np.eye(3), dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", CPLX)
+def test_blocked_complex_factorizations_and_solves(dtype):
+    # sizes across the complex GEMM's blocks (linalg_impl.h: 128 of depth, 512 columns
+    # of B per real GEMM), the recursions' halves and QR_NB = 32, conjugate-transposed
+    # operands through the trans solves; backward errors as LAPACK bounds them
+    rng = np.random.default_rng(7)
+    eps, n = EPS[dtype], 300
+    a = well((n, n), rng)
+    ad = N(T(a, dtype=dtype))
+    P, L, U = LA.lu(T(a, dtype=dtype))
+    assert mx(N(P) @ N(L) @ N(U) - ad) <= 8 * n * eps * mx(ad)
+    for lay in ("contiguous", "transposed"):
+        A = T(a[:130, :130], lay, dtype)
+        a1 = N(A)
+        b = crandn((130, 600), rng)
+        X = N(LA.solve(A, T(b, lay, dtype)))
+        assert mx(a1 @ X - N(T(b, dtype=dtype))) <= 8 * 130 * eps * mx(a1) * mx(X)
+        Xh = N(LA.solve(A.mH, T(b, dtype=dtype)))
+        assert mx(H(a1) @ Xh - N(T(b, dtype=dtype))) <= 8 * 130 * eps * mx(a1) * mx(Xh)
+    s = hpd((100, 100), rng)
+    sd = N(T(s, dtype=dtype))
+    Lc = N(LA.cholesky(T(s, "transposed", dtype)))
+    assert mx(np.triu(Lc, 1)) == 0 and mx(Lc @ H(Lc) - sd) <= 4 * 100 * eps * mx(sd)
+    for m, k in ((100, 70), (70, 100)):
+        q = crandn((m, k), rng)
+        Q, R = LA.qr(T(q, dtype=dtype))
+        assert mx(N(Q) @ N(R) - N(T(q, dtype=dtype))) <= 10 * m * eps * mx(q)
+        assert mx(H(N(Q)) @ N(Q) - np.eye(min(m, k))) <= 10 * m * eps
+
+
 @CFG
 @given(batches, st.integers(0, 7), dtypes, lays, st.sampled_from(["L", "U"]))
 def test_eigh_hermitian(batch, n, dtype, lay, uplo):

@@ -23,6 +23,13 @@
  * Batches: matrices below BATCH_ALONE rows are shared out over the thread pool by
  * batch entry (nested GEMMs then run on their own thread); larger ones run one after
  * the other with the pool inside their GEMMs. */
+
+/* Complex products and quotients by Fortran's rules, as LAPACK computes them: C99's
+ * recovery of infinities from NaN results costs a branch and a libgcc call per product
+ * and keeps the complex loops from vectorising (quotients are still scaled against
+ * overflow). First, so that the whole file is compiled alike (GCC does not inline
+ * across differing optimize options). */
+#pragma GCC optimize("cx-fortran-rules")
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1742,10 +1749,11 @@ enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD
 /* ------------------------------------ complex Hermitian eigensolver and SVD -- */
 
 /* Both reduce the complex matrix by complex Householder reflectors (LAPACK's larfg:
- * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetd2) or
- * bidiagonal (gebd2) matrix, solve that with the real solvers above, and apply the
- * reflectors to the real vectors in blocks (ormqr_c128). They run in double complex
- * for both complex dtypes. */
+ * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetrd, blocked
+ * as sytrd) or bidiagonal (zgebrd_panels, blocked as gebrd, then gebd2 for the last
+ * columns) matrix, solve that with the real solvers above, and apply the reflectors to
+ * the real vectors in blocks (ormqr_c128). They run in double complex for both complex
+ * dtypes. */
 typedef double _Complex zc;
 
 /* larfg on (alpha, x[0], x[s], ... x[(k-1)s]): H^H (alpha, x) = (beta, 0), H = I -
@@ -1787,50 +1795,97 @@ static int tridiag_eig(double *d, double *e, int64_t n, double *q, int vectors)
     return rc;
 }
 
-/* Hermitian a (n x n, row-major; both triangles read) -> w ascending and, when
+/* The complex sytrd (LAPACK's zhetrd, lower, with zlatrd panels): a (n x n,
+ * column-major, Hermitian: only the lower triangle is read and written) -> T = Q^H A Q
+ * real tridiagonal: d (n), e (n - 1); Q = H_0 ... H_{n-2}, H_i = I - tau[i] v v^H,
+ * v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). Each panel's reflectors are accumulated
+ * in V and W and the trailing lower triangle updated by A -= V W^H + W V^H in GEMMs.
+ * ws holds 4 * SYTRD_NB * n elements. */
+LEAF_CLONES static int hetrd(zc *a, int64_t n, double *d, double *e, zc *tau, zc *ws)
+{
+#define A(i, j) a[(j) * n + (i)]
+    const int64_t nb = SYTRD_NB;
+    zc *X = ws, *Y = X + 2 * nb * n;       /* X = [V W], Y = [W V], n x 2nb each */
+    zc *V = X, *W = X + nb * n;
+    for (int64_t k0 = 0; k0 < n; k0 += nb) {
+        int64_t jb = imin(nb, n - k0);
+        for (int64_t j = 0; j < jb; j++) {
+            int64_t i = k0 + j;
+            zc *ai = &A(0, i);
+            /* column i (rows i..) with the panel's earlier reflectors applied */
+            for (int64_t q = 0; q < j; q++) {
+                const zc *vq = V + q * n, *wq = W + q * n;
+                zc wi = conj(wq[i]), vi = conj(vq[i]);
+                for (int64_t r = i; r < n; r++) ai[r] -= vq[r] * wi + wq[r] * vi;
+            }
+            d[i] = creal(ai[i]);
+            zc *vj = V + j * n, *wj = W + j * n;
+            if (i == n - 1) break;
+            zc alpha = ai[i + 1];
+            zc t = zlarfg(&alpha, ai + (i + 2 < n ? i + 2 : i + 1), n - i - 2, 1);
+            e[i] = creal(alpha);
+            tau[i] = t;
+            ai[i + 1] = 1;
+            for (int64_t r = 0; r <= i; r++) { vj[r] = 0; wj[r] = 0; }
+            for (int64_t r = i + 1; r < n; r++) { vj[r] = ai[r]; wj[r] = 0; }
+            if (t == 0) continue;
+            /* w = A22 v from the lower triangle (A22 as the earlier panels left it; its
+             * diagonal is real), one pass over each column */
+            for (int64_t c = i + 1; c < n; c++) {
+                const zc *ac = &A(0, c);
+                zc vc = vj[c], sum = 0;
+                for (int64_t r = c + 1; r < n; r++) {
+                    wj[r] += ac[r] * vc;
+                    sum += conj(ac[r]) * vj[r];
+                }
+                wj[c] += creal(ac[c]) * vc + sum;
+            }
+            /* w -= V (W^H v) + W (V^H v) for the panel's earlier reflectors */
+            for (int64_t q = 0; q < j; q++) {
+                const zc *vq = V + q * n, *wq = W + q * n;
+                zc t1 = 0, t2 = 0;
+                for (int64_t r = i + 1; r < n; r++) {
+                    t1 += conj(wq[r]) * vj[r];
+                    t2 += conj(vq[r]) * vj[r];
+                }
+                for (int64_t r = i + 1; r < n; r++) wj[r] -= vq[r] * t1 + wq[r] * t2;
+            }
+            zc xv = 0;
+            for (int64_t r = i + 1; r < n; r++) { wj[r] *= t; xv += conj(wj[r]) * vj[r]; }
+            zc a2 = -0.5 * t * xv;
+            for (int64_t r = i + 1; r < n; r++) wj[r] += a2 * vj[r];
+        }
+        int64_t k1 = k0 + jb;
+        if (k1 >= n) break;
+        memcpy(Y, W, (size_t)(nb * n) * sizeof(zc));
+        memcpy(Y + nb * n, V, (size_t)(nb * n) * sizeof(zc));
+        /* A22 -= [V W] [W V]^H, lower triangle, one block column at a time */
+        for (int64_t c0 = k1; c0 < n; c0 += 64) {
+            int64_t cb = imin(64, n - c0);
+            if (gemm_c128(n - c0, cb, 2 * nb, -1.0, X + c0, 1, n, 0, Y + c0, n, 1, 1, 1.0,
+                          &A(c0, c0), 1, n))
+                return EM_LINALG_ENOMEM;
+        }
+    }
+    return 0;
+#undef A
+}
+
+/* Hermitian a (n x n, row-major; the lower triangle is read) -> w ascending and, when
  * vectors, v (n x n row-major, the eigenvectors as columns). */
 static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
 {
     size_t nn = (size_t)n;
-    zc *a = (zc *)malloc((nn * nn + 2 * nn) * sizeof(zc));
+    zc *a = (zc *)malloc((nn * nn + nn + 4 * SYTRD_NB * nn) * sizeof(zc));
     double *rw = (double *)malloc((nn * nn + nn) * sizeof(double));
     if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
-    zc *tau = a + nn * nn, *x = tau + n;
+    zc *tau = a + nn * nn, *ws = tau + n;
     double *e = rw, *q = rw + n;
 #define A(i, j) a[(j) * n + (i)]
-    for (int64_t r = 0; r < n; r++)
-        for (int64_t c = 0; c < n; c++) A(r, c) = h[r * n + c];   /* column-major view */
-    for (int64_t i = 0; i + 1 < n; i++) {
-        int64_t k = n - i - 1;
-        zc alpha = A(i + 1, i);
-        zc t = zlarfg(&alpha, &A(i + 2 < n ? i + 2 : i + 1, i), k - 1, 1);
-        e[i] = creal(alpha);
-        tau[i] = t;
-        if (t != 0) {
-            /* H^H A22 H with v = A(i+1:, i) (v[0] = 1): x = tau A22 v, w = x - tau/2
-             * (x^H v) v, A22 -= v w^H + w v^H (both triangles kept) */
-            A(i + 1, i) = 1;
-            const zc *vv = &A(i + 1, i);
-            for (int64_t r = 0; r < k; r++) x[r] = 0;
-            for (int64_t c = 0; c < k; c++) {
-                const zc *col = &A(i + 1, i + 1 + c);
-                zc vc = vv[c];
-                for (int64_t r = 0; r < k; r++) x[r] += col[r] * vc;
-            }
-            zc xv = 0;
-            for (int64_t r = 0; r < k; r++) { x[r] *= t; xv += conj(x[r]) * vv[r]; }
-            zc al = -0.5 * t * xv;
-            for (int64_t r = 0; r < k; r++) x[r] += al * vv[r];
-            for (int64_t c = 0; c < k; c++) {
-                zc *col = &A(i + 1, i + 1 + c);
-                zc wc = conj(x[c]), vc = conj(vv[c]);
-                for (int64_t r = 0; r < k; r++) col[r] -= vv[r] * wc + x[r] * vc;
-            }
-        }
-        w[i] = creal(A(i, i));
-    }
-    w[n - 1] = creal(A(n - 1, n - 1));
-    int rc = tridiag_eig(w, e, n, q, vectors);
+    for (int64_t c = 0; c < n; c++)   /* column-major (hetrd's GEMMs also write above) */
+        for (int64_t r = 0; r < n; r++) A(r, c) = h[r * n + c];
+    int rc = hetrd(a, n, w, e, tau, ws);
+    if (!rc) rc = tridiag_eig(w, e, n, q, vectors);
     if (!rc && vectors) {
         for (int64_t r = 0; r < n; r++)
             for (int64_t c = 0; c < n; c++) v[r * n + c] = q[c * n + r];
@@ -1849,9 +1904,125 @@ static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
     return rc;
 }
 
+/* The complex gebrd's panels (LAPACK's zlabrd) on a (m x n, row-major, m >= n), from
+ * column 0 while more than 2 * GEBRD_NB columns remain; returns the first column left
+ * for the unblocked loop of gesvd_c. Q^H A P = B with H_i = I - tq[i] u u^H (u below
+ * A(i, i)) and G_i = I - tp[i] v v^H (v right of A(i, i + 1), as v, not conjugated),
+ * their units written. Within a panel the trailing matrix is A - U Y^H - X V^H, Y =
+ * tq A^H u and X = tp A v taken against it; it is updated once per panel in two
+ * GEMMs. ws holds (m + n) * GEBRD_NB + n elements, or returns EM_LINALG_ENOMEM. */
+LEAF_CLONES static int64_t zgebrd_panels(zc *a, int64_t m, int64_t n, double *d,
+                                         double *e, zc *tq, zc *tp, zc *ws)
+{
+#define A(i, j) a[(i) * n + (j)]
+    const int64_t nb = GEBRD_NB;
+    zc *X = ws, *Y = X + m * nb, *z = Y + n * nb, t1[2 * GEBRD_NB], cy[GEBRD_NB],
+       cv[GEBRD_NB];
+    int64_t i0 = 0;
+    for (; n - i0 > 2 * nb; i0 += nb) {
+        memset(X, 0, (size_t)(m * nb) * sizeof(zc));
+        memset(Y, 0, (size_t)(n * nb) * sizeof(zc));
+        for (int64_t j = 0; j < nb; j++) {
+            int64_t i = i0 + j;
+            /* column i (rows i:) with the panel's earlier reflectors applied */
+            for (int64_t q = 0; q < j; q++) {
+                cy[q] = conj(Y[i * nb + q]);
+                cv[q] = conj(A(i0 + q, i));
+            }
+            for (int64_t r = i; r < m && j; r++) {
+                zc acc = 0;
+                const zc *ar = &A(r, i0), *xr = X + r * nb;
+                for (int64_t q = 0; q < j; q++) acc += ar[q] * cy[q] + xr[q] * cv[q];
+                A(r, i) -= acc;
+            }
+            tq[i] = zlarfg(&A(i, i), &A(i + 1, i), m - i - 1, n);
+            d[i] = creal(A(i, i));
+            A(i, i) = 1;
+            /* Y(i+1:, j) = tq (A^H u - Y (U^H u) - V (X^H u)), u = A(i:, i): z = u^H A
+             * four rows a pass (z is read once for them), then conjugated */
+            for (int64_t c = i + 1; c < n; c++) z[c] = 0;
+            int64_t r = i;
+            for (; r + 4 <= m; r += 4) {
+                zc u0 = conj(A(r, i)), u1 = conj(A(r + 1, i)), u2 = conj(A(r + 2, i)),
+                   u3 = conj(A(r + 3, i));
+                const zc *a0 = &A(r, 0), *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+                for (int64_t c = i + 1; c < n; c++)
+                    z[c] += (u0 * a0[c] + u1 * a1[c]) + (u2 * a2[c] + u3 * a3[c]);
+            }
+            for (; r < m; r++) {
+                zc ur = conj(A(r, i));
+                const zc *ar = &A(r, 0);
+                for (int64_t c = i + 1; c < n; c++) z[c] += ur * ar[c];
+            }
+            for (int64_t q = 0; q < j; q++) t1[q] = t1[nb + q] = 0;
+            for (r = i; r < m && j; r++) {
+                zc ur = A(r, i);
+                const zc *ar = &A(r, i0), *xr = X + r * nb;
+                for (int64_t q = 0; q < j; q++) {
+                    t1[q] += conj(ar[q]) * ur;
+                    t1[nb + q] += conj(xr[q]) * ur;
+                }
+            }
+            for (int64_t c = i + 1; c < n; c++) {
+                zc acc = conj(z[c]);
+                const zc *yc = Y + c * nb;
+                for (int64_t q = 0; q < j; q++)
+                    acc -= yc[q] * t1[q] + A(i0 + q, c) * t1[nb + q];
+                Y[c * nb + j] = tq[i] * acc;
+            }
+            /* row i (columns i+1:) with the panel's reflectors applied, this one too */
+            for (int64_t q = 0; q < j; q++) cv[q] = X[i * nb + q];
+            const zc *ai = &A(i, i0);
+            for (int64_t c = i + 1; c < n; c++) {
+                zc acc = 0;
+                const zc *yc = Y + c * nb;
+                for (int64_t q = 0; q <= j; q++) acc += ai[q] * conj(yc[q]);
+                for (int64_t q = 0; q < j; q++) acc += cv[q] * conj(A(i0 + q, c));
+                A(i, c) -= acc;
+            }
+            /* the row reflector on conj(A(i, i+1:)) */
+            for (int64_t c = i + 1; c < n; c++) A(i, c) = conj(A(i, c));
+            tp[i] = zlarfg(&A(i, i + 1), &A(i, i + 2), n - i - 2, 1);
+            e[i] = creal(A(i, i + 1));
+            A(i, i + 1) = 1;
+            /* X(i+1:, j) = tp (A v - U (Y^H v) - X (V^H v)), v = A(i, i+1:) */
+            const zc *vv = &A(i, 0);
+            for (int64_t q = 0; q <= j; q++) {
+                zc acc = 0;
+                for (int64_t c = i + 1; c < n; c++) acc += conj(Y[c * nb + q]) * vv[c];
+                t1[q] = acc;
+            }
+            for (int64_t q = 0; q < j; q++) {
+                zc acc = 0;
+                const zc *aq = &A(i0 + q, 0);
+                for (int64_t c = i + 1; c < n; c++) acc += conj(aq[c]) * vv[c];
+                t1[nb + q] = acc;
+            }
+            for (r = i + 1; r < m; r++) {
+                const zc *ar = &A(r, 0), *xr = X + r * nb;
+                zc acc = 0;
+                for (int64_t c = i + 1; c < n; c++) acc += ar[c] * vv[c];
+                for (int64_t q = 0; q <= j; q++) acc -= ar[i0 + q] * t1[q];
+                for (int64_t q = 0; q < j; q++) acc -= xr[q] * t1[nb + q];
+                X[r * nb + j] = tp[i] * acc;
+            }
+        }
+        /* A22 -= U Y^H + X V^H (rows, columns i0 + nb:) */
+        int64_t k1 = i0 + nb, M2 = m - k1, N2 = n - k1;
+        if (gemm_c128(M2, N2, nb, -1.0, &A(k1, i0), n, 1, 0, Y + k1 * nb, 1, nb, 1, 1.0,
+                      &A(k1, k1), n, 1) ||
+            gemm_c128(M2, N2, nb, -1.0, X + k1 * nb, nb, 1, 0, &A(i0, k1), n, 1, 1, 1.0,
+                      &A(k1, k1), n, 1))
+            return EM_LINALG_ENOMEM;
+    }
+    return i0;
+#undef A
+}
+
 /* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^H: s (n) descending; when
  * vectors u (m x n) and vh (n x n), row-major. */
-static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh, int want)
+LEAF_CLONES static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u,
+                               zc *vh, int want)
 {
     size_t mm = (size_t)m, nn = (size_t)n;
     zc *a = (zc *)malloc((mm * nn + 2 * nn + mm + nn * nn) * sizeof(zc));
@@ -1861,8 +2032,15 @@ static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u, zc *vh,
     double *B = rw, *ub = B + nn * nn, *vb = ub + nn * nn, *d = vb + nn * nn, *e = d + n,
            *wr = e + n;
     memcpy(a, a0, mm * nn * sizeof(zc));
+    int64_t i0 = 0;
+    if (n > 2 * GEBRD_NB) {      /* blocked panels, then the last columns one by one */
+        zc *ws = (zc *)malloc((size_t)((m + n) * GEBRD_NB + n) * sizeof(zc));
+        i0 = ws ? zgebrd_panels(a, m, n, d, e, tq, tp, ws) : EM_LINALG_ENOMEM;
+        free(ws);
+        if (i0 < 0) { free(a); free(rw); return EM_LINALG_ENOMEM; }
+    }
 #define A(i, j) a[(i) * n + (j)]
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = i0; i < n; i++) {
         /* the column reflector: H_i^H zeros A(i+1:, i) */
         zc alpha = A(i, i);
         tq[i] = zlarfg(&alpha, i + 1 < m ? &A(i + 1, i) : &A(i, i), m - i - 1, n);
