@@ -456,6 +456,41 @@ def test_stride1_grad_input_as_flipped_forward(n, cg, ocg, groups, h, w, k, d, p
         check(gx, want, dtype)
 
 
+@given(n=st.integers(1, 3), cg=st.integers(1, 3), ocg=st.integers(1, 9),
+       groups=st.integers(1, 2), h=st.integers(1, 8), w=st.integers(1, 37),
+       k=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+       s=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       d=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       pad=st.tuples(st.integers(0, 2), st.integers(0, 2)), dtype=dtypes,
+       threads=st.sampled_from([1, 2]), seed=st.integers(0, 2**31 - 1))
+def test_grad_weight_with_few_taps_by_shifted_rows(n, cg, ocg, groups, h, w, k, s, d, pad,
+                                                   dtype, threads, seed):
+    """grad_weight with few taps a channel (up to 16: a first layer's) takes dot products
+    of grad_output rows with shifted input rows (gw_direct), no im2col; path "direct"
+    forces it on any shape, "gemm" the GEMM. Against the reference with stride,
+    dilation, padding, groups, several register tiles of channels and taps, rows
+    narrower and wider than a vector with a tail, one thread and two."""
+    oh = (h + 2 * pad[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * pad[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    assume(oh > 0 and ow > 0)
+    rng = np.random.default_rng(seed)
+    x = randn(rng, (n, cg * groups, h, w), dtype)
+    wt = randn(rng, (ocg * groups, cg) + k, dtype)
+    g = randn(rng, (n, ocg * groups, oh, ow), dtype)
+    want = ref_weight_grad(x, g, k, s, tuple((p, p) for p in pad), d, groups)
+    prev = em.get_num_threads()
+    try:
+        em.set_num_threads(threads)
+        for path in ("auto", "direct", "gemm"):
+            with forward_path(path):
+                _, gw, _ = conv2d_backward(em.from_numpy(g), em.from_numpy(x),
+                                           em.from_numpy(wt), s, pad, d, groups,
+                                           output_mask=(False, True, False))
+            check(gw, want, dtype)
+    finally:
+        em.set_num_threads(prev)
+
+
 @pytest.mark.parametrize("cfg", TRANSPOSE_CASES)
 def test_conv_transpose2d_backward_matches_finite_differences(cfg):
     rng = np.random.default_rng(5)
