@@ -332,7 +332,10 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     if row.arity == 2:
         variants += [(False, True), (True, False)]
     if row.arity == 3:
-        variants += [(False, True, True), (True, False, False)]
+        # clamp(x, lo, hi); where(m, x, 0) and where(m, 0, x) (relu-style masks: the
+        # strided fallback costs ~30x the contiguous loop there); a condition of one
+        variants += [(False, True, True), (False, False, True), (False, True, False),
+                     (True, False, False)]
     out = [f"EM_LOOP void {fn}(char **p, const int64_t *s, int64_t n) {{"]
     for k, sc in enumerate(variants):
         out.append(f"    {'if' if k == 0 else 'else if'} ({condition(sc)}) {{")
