@@ -314,7 +314,7 @@ EM_VEC_INLINE float em_gelu_backward_float32(float g, float x) {
     /* x < 0: Phi(x) + x phi(x) = (tp + x / sqrt(2 pi)) exp(-x^2/2); x >= 0: 1 + (x /
      * sqrt(2 pi) - tp) exp(-x^2/2) */
     float w = em_mul_exp_halfsq_f32(sx.f * 0.39894228040143267794f + s.f, ax);
-    float d = x < 0 ? w : 1.0f + w;
+    float d = sign ? w : 1.0f + w;              /* the sign bit, as above: -0 is "x < 0" */
     d = x > 14.5f ? 1.0f + 0.0f * x : (x < -14.5f ? 0.0f * x : d);  /* NaN at +-inf */
     return g * d;
 }
