@@ -561,7 +561,8 @@ def test_conv2d_forward_in_bfloat16(kernel, data):
     finally:
         _lin._set_kernel("auto")
     check(em.conv1d, got1, x1, w1, b)
-    # gradients: the backward runs in float32 on the same values, rounded once
+    # gradients (the bfloat16 kernels, float32 sums rounded once) within one bfloat16
+    # rounding of the float32 ones of the same values
     tb = [as_bf16(v).requires_grad_() for v in (x, w, b) if v is not None]
     tf = [em.from_numpy(v).requires_grad_() for v in (x, w, b) if v is not None]
     gy = round_bf16(rng.uniform(-1, 1, tuple(got.shape)).astype(F32))
@@ -571,6 +572,62 @@ def test_conv2d_forward_in_bfloat16(kernel, data):
         assert t16.grad.dtype is BF
         g16, g32 = to_numpy(t16.grad.float()), to_numpy(t32.grad)
         assert np.all(np.abs(g16 - g32) <= 2.0 ** -8 * np.abs(g32) + 1e-6)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("path", ["auto", "gemm"])
+@settings(max_examples=fewer_examples(3), deadline=None)
+@given(data=st.data())
+def test_conv2d_backward_in_bfloat16(layout, path, data):
+    """The CPU's bfloat16 convolution kernels, NCHW and channels_last (conv_bf16.c: no
+    float32 copy of an activation): conv2d, its three gradients (conv2d_backward) and
+    conv_transpose2d, each within one bfloat16 rounding of the float32 result of the
+    same values (the tolerance of the gradients above); path 'gemm' keeps a stride-1
+    grad_input on GEMM + col2im (else the flipped forward); each result in float32's
+    layout (channels_last in, channels_last out)."""
+    from ember._C import conv as _conv
+    from ember.ops.conv import conv2d_backward
+    groups = data.draw(st.sampled_from([1, 2]), label="groups")
+    c, oc = (groups * data.draw(st.integers(1, 3), label=x) for x in ("c", "oc"))
+    k = data.draw(st.sampled_from([(1, 1), (3, 3), (2, 3)]), label="k")
+    stride, padding, dilation = (data.draw(st.sampled_from(v), label=x) for x, v in
+                                 (("stride", [1, 2]), ("padding", [0, 1]),
+                                  ("dilation", [1, 2])))
+    n, hw = data.draw(st.integers(1, 5), label="n"), data.draw(st.integers(5, 9), label="hw")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    x = round_bf16(rng.uniform(-2, 2, (n, c, hw, hw + 1)).astype(F32))
+    w = round_bf16(rng.uniform(-1, 1, (oc, c // groups) + k).astype(F32))
+    b, bt = (round_bf16(rng.uniform(-1, 1, m).astype(F32)) for m in (oc, c))
+    args = (stride, padding, dilation, groups)
+    cl = layout == "channels_last"
+
+    def run(make):
+        xt, wt, b1, b2 = (make(v) for v in (x, w, b, bt))
+        if cl:
+            xt, wt = (t.contiguous(memory_format=em.channels_last) for t in (xt, wt))
+        y = em.conv2d(xt, wt, b1, *args)
+        gy = make(round_bf16(rng.uniform(-1, 1, tuple(y.shape)).astype(F32)))
+        if cl:
+            gy = gy.contiguous(memory_format=em.channels_last)
+        grads = conv2d_backward(gy, xt, wt, *args, (True, True, True))
+        t = em.conv_transpose2d(gy, wt, b2, stride=stride, padding=padding, groups=groups,
+                                dilation=dilation)
+        return (y,) + tuple(grads) + (t,)
+
+    state = rng.bit_generator.state
+    _conv._set_path(path)
+    try:
+        got = run(as_bf16)
+    finally:
+        _conv._set_path("auto")
+    rng.bit_generator.state = state     # the same grad_output values
+    want = run(em.from_numpy)
+    for name, g16, g32 in zip(("y", "gx", "gw", "gb", "transpose"), got, want):
+        assert g16.dtype is BF and g16.shape == g32.shape, name
+        assert g16.stride() == g32.stride(), name      # the layout of float32's
+        a, r = to_numpy(g16.float()), to_numpy(g32)
+        assert np.all(np.abs(a - r) <= 2.0 ** -8 * np.abs(r) + 1e-6), \
+            f"{name}: worst {np.max(np.abs(a - r) / (2.0 ** -8 * np.abs(r) + 1e-6))}"
 
 
 def test_hand_written_families(device):

@@ -2,9 +2,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The CPU convolution kernels (kernels/cpu/conv.c) for ember/ops/conv.py.
 
-Three kernels over float32/float64 tensors of one dtype: the forward, its input
-gradient (which is also conv_transpose2d) and its weight gradient; the NCHW forward
-takes bfloat16 too (float32 accumulation, kernels/cpu/conv.c). Each takes its
+Three kernels over float32/float64/bfloat16 tensors of one dtype: the forward, its
+input gradient (which is also conv_transpose2d) and its weight gradient (bfloat16:
+float32 accumulation, each result rounded once, kernels/cpu/conv_bf16.c). Each takes its
 activation (x, or gy for the input gradient) contiguous (NCHW), or channels_last
 (NHWC storage) with a channels_last weight, and returns its result in that layout:
 channels_last runs the NHWC kernels, which read and write that storage directly.
@@ -31,6 +31,17 @@ cdef extern from "conv.h" nogil:
                               const double *bias, double *y)
     int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
                                const uint16_t *bias, uint16_t *y)
+    int em_conv2d_backward_input_bf16(const em_conv_params *p, const uint16_t *gy,
+                                      const uint16_t *w, const uint16_t *bias, uint16_t *gx)
+    int em_conv2d_backward_weight_bf16(const em_conv_params *p, const uint16_t *x,
+                                       const uint16_t *gy, uint16_t *gw)
+    int em_conv2d_forward_nhwc_bf16(const em_conv_params *p, const uint16_t *x,
+                                    const uint16_t *w, const uint16_t *bias, uint16_t *y)
+    int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *gy,
+                                           const uint16_t *w, const uint16_t *bias,
+                                           uint16_t *gx)
+    int em_conv2d_backward_weight_nhwc_bf16(const em_conv_params *p, const uint16_t *x,
+                                            const uint16_t *gy, uint16_t *gw)
     int em_conv2d_backward_input_f32(const em_conv_params *p, const float *gy, const float *w,
                                      const float *bias, float *gx)
     int em_conv2d_backward_input_f64(const em_conv_params *p, const double *gy,
@@ -66,14 +77,11 @@ DEF BFLOAT16 = 11
 DEF NOGIL_WORK = 1 << 15    # release the GIL above this many multiply-adds
 
 
-cdef int check(TensorBase t, int ndim, int dtype, str op, str what,
-               bint bf16=False) except -1:
+cdef int check(TensorBase t, int ndim, int dtype, str op, str what) except -1:
     if t._ndim != ndim or not t.contiguous_c() or t._storage.device.type != "cpu" or \
-            t._dtype != dtype or (t._dtype not in (FLOAT32, FLOAT64) and
-                                  not (bf16 and t._dtype == BFLOAT16)):
-        kinds = "float32/float64/bfloat16" if bf16 else "float32/float64"
+            t._dtype != dtype or t._dtype not in (FLOAT32, FLOAT64, BFLOAT16):
         raise ValueError(f"{op}: internal kernel needs {what} as a contiguous {ndim}-d "
-                         f"{kinds} CPU tensor of the input's dtype, got "
+                         f"float32/float64/bfloat16 CPU tensor of the input's dtype, got "
                          f"{tuple(t.shape)} {t.dtype!r}")
     return 0
 
@@ -87,9 +95,9 @@ cdef bint use_nhwc(TensorBase act, TensorBase other):
 
 cdef int check_cl(TensorBase t, int dtype, str op, str what) except -1:
     if t._ndim != 4 or not is_channels_last(t) or t._storage.device.type != "cpu" or \
-            t._dtype != dtype or t._dtype not in (FLOAT32, FLOAT64):
+            t._dtype != dtype or t._dtype not in (FLOAT32, FLOAT64, BFLOAT16):
         raise ValueError(f"{op}: internal kernel needs {what} as a channels_last 4-d "
-                         f"float32/float64 CPU tensor of the input's dtype, got "
+                         f"float32/float64/bfloat16 CPU tensor of the input's dtype, got "
                          f"{tuple(t.shape)} {t.dtype!r} strides {t.stride()}")
     return 0
 
@@ -127,6 +135,9 @@ cdef int forward(int dt, bint cl, em_conv_params *p, char *x, char *w, char *b,
         if dt == FLOAT32:
             return em_conv2d_forward_nhwc_f32(p, <const float *>x, <const float *>w,
                                               <const float *>b, <float *>y)
+        if dt == BFLOAT16:
+            return em_conv2d_forward_nhwc_bf16(p, <const uint16_t *>x, <const uint16_t *>w,
+                                               <const uint16_t *>b, <uint16_t *>y)
         return em_conv2d_forward_nhwc_f64(p, <const double *>x, <const double *>w,
                                           <const double *>b, <double *>y)
     if dt == FLOAT32:
@@ -145,11 +156,18 @@ cdef int backward_input(int dt, bint cl, em_conv_params *p, char *gy, char *w, c
         if dt == FLOAT32:
             return em_conv2d_backward_input_nhwc_f32(p, <const float *>gy, <const float *>w,
                                                      <const float *>b, <float *>gx)
+        if dt == BFLOAT16:
+            return em_conv2d_backward_input_nhwc_bf16(p, <const uint16_t *>gy,
+                                                      <const uint16_t *>w, <const uint16_t *>b,
+                                                      <uint16_t *>gx)
         return em_conv2d_backward_input_nhwc_f64(p, <const double *>gy, <const double *>w,
                                                  <const double *>b, <double *>gx)
     if dt == FLOAT32:
         return em_conv2d_backward_input_f32(p, <const float *>gy, <const float *>w,
                                             <const float *>b, <float *>gx)
+    if dt == BFLOAT16:
+        return em_conv2d_backward_input_bf16(p, <const uint16_t *>gy, <const uint16_t *>w,
+                                             <const uint16_t *>b, <uint16_t *>gx)
     return em_conv2d_backward_input_f64(p, <const double *>gy, <const double *>w,
                                         <const double *>b, <double *>gx)
 
@@ -160,11 +178,17 @@ cdef int backward_weight(int dt, bint cl, em_conv_params *p, char *x, char *gy,
         if dt == FLOAT32:
             return em_conv2d_backward_weight_nhwc_f32(p, <const float *>x, <const float *>gy,
                                                       <float *>gw)
+        if dt == BFLOAT16:
+            return em_conv2d_backward_weight_nhwc_bf16(p, <const uint16_t *>x,
+                                                       <const uint16_t *>gy, <uint16_t *>gw)
         return em_conv2d_backward_weight_nhwc_f64(p, <const double *>x, <const double *>gy,
                                                   <double *>gw)
     if dt == FLOAT32:
         return em_conv2d_backward_weight_f32(p, <const float *>x, <const float *>gy,
                                              <float *>gw)
+    if dt == BFLOAT16:
+        return em_conv2d_backward_weight_bf16(p, <const uint16_t *>x, <const uint16_t *>gy,
+                                              <uint16_t *>gw)
     return em_conv2d_backward_weight_f64(p, <const double *>x, <const double *>gy,
                                          <double *>gw)
 
@@ -178,12 +202,12 @@ def conv2d_forward(TensorBase x not None, TensorBase w not None, bias, tuple out
         check_cl(x, dt, "conv2d", "the input")
         check_cl(w, dt, "conv2d", "the weight")
     else:
-        check(x, 4, dt, "conv2d", "the input", True)
-        check(w, 4, dt, "conv2d", "the weight", True)
+        check(x, 4, dt, "conv2d", "the input")
+        check(w, 4, dt, "conv2d", "the weight")
     cdef TensorBase b = None
     if bias is not None:
         b = bias
-        check(b, 1, dt, "conv2d", "the bias", not cl)
+        check(b, 1, dt, "conv2d", "the bias")
     cdef em_conv_params p
     set_params(&p, x, w, w._shape[0], out_hw, stride, padding, dilation, groups, "conv2d")
     if w._shape[1] * groups != p.c or (b is not None and b._shape[0] != p.oc):

@@ -194,9 +194,16 @@ def _transpose_args(op, nd, input, weight, bias, stride, padding, output_padding
 
 # kernels ----------------------------------------------------------------------------
 
+def _kernel_dtype(dtype, ts):
+    """The kernels' dtype: float16 runs in float32, bfloat16 too but on the CPU, whose
+    kernels take it as it is (float32 accumulation inside, no float32 copies)."""
+    cpu = all(t is None or t.device.type == "cpu" for t in ts)
+    return dtype if dtype is _bfloat16 and cpu else _work_dtype(dtype)
+
+
 def _operands(dtype, *ts):
-    """The tensors in the kernels' dtype (float16 runs in float32), contiguous."""
-    work = _work_dtype(dtype)
+    """The tensors in the kernels' dtype, contiguous."""
+    work = _kernel_dtype(dtype, ts)
     return [_work(t, work) for t in ts]
 
 
@@ -204,7 +211,7 @@ def _cl_operands(dtype, *ts):
     """The 4-d tensors in the kernels' dtype, stored channels_last: the NHWC kernels
     read that storage as it is (a channels_last activation and weight are not copied;
     an operand in the other layout, such as a contiguous grad_output, is)."""
-    work = _work_dtype(dtype)
+    work = _kernel_dtype(dtype, ts)
     return [_fmt.to_format(t if t.dtype is work else t.to(work), _fmt.channels_last, "conv2d")
             for t in ts]
 
@@ -265,13 +272,8 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     dtype = input.dtype
     cl = _is_cl(x4, nd)
     with _core._no_record():
-        if dtype is _bfloat16 and not cl and x4.device.type == "cpu":
-            # the CPU's NCHW forward takes bfloat16 as it is: its im2col moves the
-            # values, the bfloat16 GEMM accumulates in float32 (no float32 copies)
-            x, w, b = (_work(t, dtype) for t in (x4, w4, bias))
-        else:
-            x, w = _layout_operands(cl, dtype, x4, w4)
-            b, = _operands(dtype, bias)
+        x, w = _layout_operands(cl, dtype, x4, w4)
+        b = _work(bias, _kernel_dtype(dtype, (x4,)))
         out2 = _pair2(out, nd, 1)
         y = _run("conv2d_forward", op, x, w, b, out2, _kstride(stride2, out2),
                     (pads2[0][0], pads2[1][0]), dil2, groups)
@@ -294,7 +296,7 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     cl = _is_cl(x4, nd)
     with _core._no_record():
         x, w = _layout_operands(cl, dtype, x4, w4)
-        b, = _operands(dtype, bias)
+        b = _work(bias, _kernel_dtype(dtype, (x4,)))
         y = _run("conv2d_backward_input", op, x, w, b, _pair2(out, nd, 1),
                     _kstride(stride2, x.shape[2:]), pad2, dil2, groups)
         y = _cast_back(y, dtype)

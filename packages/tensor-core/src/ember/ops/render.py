@@ -69,6 +69,7 @@ C_PRELUDE = """\
 #include "../ember_cpu.h"
 #include "../ember_c_types.h"
 #define EM_LOOP EM_CLONES static
+#define EM_LOOP_FMA EM_CLONES_FMA static
 /* float16 loops: without F16C every conversion is a libgcc call (~25x float32's time);
  * GCC's target_clones cannot name f16c, so these are dispatched by hand
  * (_f16c_dispatch): one copy for AVX2+F16C, one portable, chosen at run time. Their
@@ -269,6 +270,10 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
     # bfloat16 converts with a shift, in the loop: only a body that calls a helper (exp,
     # GELU, ...) is worth the chunks (bench_half: add and mul stay one pass)
     low = dt.name == "float16" or (dt.name == "bfloat16" and "em_" in expr)
+    # rows flagged fma: their float-computed loops contract a * b + c where the CPU has
+    # FMA (EM_CLONES_FMA); float16's outer loop keeps EM_LOOP (_f16c_dispatch reads it)
+    fma = row.fma and dt.compute == "float"
+    clones = "EM_CLONES_FMA" if fma else "EM_CLONES"
     helpers = []
 
     def variant_low(scalar: tuple) -> str:
@@ -302,7 +307,7 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
                             f"{_cv(in_compute[k], _ld(in_dts[k], f'X{k}[i]'))};")
         body.append(f"        R[i] = (float)({expr});" if out_low else f"        O[i] = {store};")
         helpers.append("\n".join(
-            [f"EM_CLONES static void {kfn}({', '.join(params)}, int64_t m) {{",
+            [f"{clones} static void {kfn}({', '.join(params)}, int64_t m) {{",
              "    for (int64_t i = 0; i < m; i++) {"] + body + ["    }", "}"]))
         lines = operands(scalar)
         lines += ["        for (int64_t i0 = 0; i0 < n; i0 += EM_F16_CHUNK) {",
@@ -336,7 +341,8 @@ def _elementwise_loop(row, dt: DTypeInfo) -> str:
         # strided fallback costs ~30x the contiguous loop there); a condition of one
         variants += [(False, True, True), (False, False, True), (False, True, False),
                      (True, False, False)]
-    out = [f"EM_LOOP void {fn}(char **p, const int64_t *s, int64_t n) {{"]
+    loop = "EM_LOOP_FMA" if fma and not low else "EM_LOOP"
+    out = [f"{loop} void {fn}(char **p, const int64_t *s, int64_t n) {{"]
     for k, sc in enumerate(variants):
         out.append(f"    {'if' if k == 0 else 'else if'} ({condition(sc)}) {{")
         out.append(variant(sc))

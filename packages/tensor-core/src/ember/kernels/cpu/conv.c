@@ -36,7 +36,8 @@
  * call, or one with a single item, runs on the caller, and its GEMMs may thread.
  *
  * This file is also its own template: the body at the end is included once for
- * float and once for double (CONV_TEMPLATE), and its im2col once more for bfloat16.
+ * float and once for double (CONV_TEMPLATE), and its im2col once more for bfloat16
+ * (conv_bf16.c: the bfloat16 kernels).
  */
 #ifndef CONV_TEMPLATE
 #define _GNU_SOURCE
@@ -238,39 +239,7 @@ static int gemm_wide(void) { return strncmp(em_gemm_kernel_name(), "avx512", 6) 
 #include "conv.c"
 #undef CONV_IM2COL_ONLY
 
-/* bfloat16 forward (NCHW): the input's values go into the im2col blocks as they are
- * (no float32 copy of the input), and the bfloat16 GEMM multiplies them with float32
- * accumulation (vdpbf16ps pairs on AVX512-BF16, else widened in its packing); y
- * starts as the bias (beta = 1), so each output is rounded to bfloat16 once. Row
- * blocks of at most COLS_MAX column elements, images and groups in turn; the GEMM
- * threads itself. The backward runs in float32 (ember.ops.conv). */
-int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
-                           const uint16_t *bias, uint16_t *y) {
-    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
-    int64_t P = p->oh * p->ow, ident = is_identity(p);
-    if (p->n == 0 || p->oc == 0 || P == 0) return 0;
-    if (bias || kg == 0)    /* the bias, or an empty sum's 0 */
-        for (int64_t r = 0; r < p->n * p->oc; r++)
-            for (int64_t j = 0; j < P; j++) y[r * P + j] = bias ? bias[r % p->oc] : 0;
-    if (kg == 0) return 0;
-    int64_t rows = ident ? p->oh : MAX(1, MIN(p->oh, COLS_MAX / (kg * p->ow)));
-    uint16_t *cols = ident ? NULL : malloc(rows * p->ow * kg * sizeof(uint16_t));
-    if (!ident && !cols) return EM_GEMM_ENOMEM;
-    int rc = 0;
-    for (int64_t n = 0; n < p->n && !rc; n++)
-        for (int64_t g = 0; g < p->groups && !rc; g++)
-            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
-                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow;
-                const uint16_t *xg = x + (n * p->c + g * cg) * p->h * p->w;
-                if (!ident) im2col_bf16(p, cg, xg, oh0, oh1, cols, np);
-                rc = em_gemm(EM_BFLOAT16, ocg, np, kg, 1.0, w + g * ocg * kg, kg, 1,
-                             ident ? xg + oh0 * p->ow : cols, ident ? P : np, 1,
-                             bias ? 1.0 : 0.0, y + (n * p->oc + g * ocg) * P + oh0 * p->ow,
-                             P, 1);
-            }
-    free(cols);
-    return rc;
-}
+#include "conv_bf16.c"   /* bfloat16, both layouts, built on the helpers above */
 
 #else /* CONV_TEMPLATE: the kernels for T (float or double), names suffixed SUF */
 

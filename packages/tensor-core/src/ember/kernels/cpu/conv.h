@@ -36,10 +36,6 @@ int em_conv2d_forward_f32(const em_conv_params *p, const float *x, const float *
 int em_conv2d_forward_f64(const em_conv_params *p, const double *x, const double *w,
                           const double *bias, double *y);
 
-/* bfloat16 (the bits, uint16_t): x, w, bias and y as above, float32 accumulation, y
- * rounded once. NCHW forward only. */
-int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
-                           const uint16_t *bias, uint16_t *y);
 
 /* gx (n, c, h, w) = the gradient of conv2d w.r.t. its input, given gy (n, oc, oh, ow),
  * plus bias[c] when bias is not NULL: this is conv_transpose2d(gy, w, bias). */
@@ -70,7 +66,23 @@ int em_conv2d_backward_weight_nhwc_f32(const em_conv_params *p, const float *x,
 int em_conv2d_backward_weight_nhwc_f64(const em_conv_params *p, const double *x,
                                        const double *gy, double *gw);
 
+/* bfloat16 (the bits, uint16_t): the same six, float32 accumulation, every result
+ * rounded once (conv_bf16.c). */
+int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                           const uint16_t *bias, uint16_t *y);
+int em_conv2d_backward_input_bf16(const em_conv_params *p, const uint16_t *gy,
+                                  const uint16_t *w, const uint16_t *bias, uint16_t *gx);
+int em_conv2d_backward_weight_bf16(const em_conv_params *p, const uint16_t *x,
+                                   const uint16_t *gy, uint16_t *gw);
+int em_conv2d_forward_nhwc_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                                const uint16_t *bias, uint16_t *y);
+int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *gy,
+                                       const uint16_t *w, const uint16_t *bias, uint16_t *gx);
+int em_conv2d_backward_weight_nhwc_bf16(const em_conv_params *p, const uint16_t *x,
+                                        const uint16_t *gy, uint16_t *gw);
+
 /* The forward's algorithm: 0 = chosen per shape, 1 = always im2col + GEMM, 2 = always
- * the direct kernel (tests and benchmarks). */
+ * the direct kernel (tests and benchmarks); 1 also keeps a stride-1 grad_input on
+ * GEMM + col2im (bfloat16: not as a forward). */
 void em_conv_set_path(int path);
 #endif

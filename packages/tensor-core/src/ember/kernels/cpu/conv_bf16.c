@@ -1,0 +1,412 @@
+/* bfloat16 convolution, NCHW and channels_last (NHWC), forward and both gradients:
+ * float32 accumulation, each result rounded to bfloat16 once (nearest even, NaN kept:
+ * ember_bf16.h), and no float32 copy of a whole activation. Included by conv.c after
+ * its templates (it uses their helpers: im2col_bf16, col2im_f32, row2im_f32,
+ * is_identity, rows_per_item, COLS_MAX, conv_path).
+ *
+ * Where the products of one output are summed by a single GEMM, that GEMM is the
+ * bfloat16 one (vdpbf16ps pairs on AVX512-BF16, else widened in its packing), the bias
+ * its beta term: the forwards, a stride-1 grad_input as the forward of grad_out with the
+ * weights flipped (as conv.c's as_forward), a 1x1 NHWC grad_weight (one GEMM over all
+ * pixels). Where one output gathers several GEMMs' results (col2im's overlapping taps
+ * at stride > 1, grad_weight's sum over images and pixel blocks), those GEMMs run in
+ * float32 on operands widened block by block while they are gathered (im2col,
+ * im2row, a block of grad_out), into a float32 image plane or weight-sized sum that is
+ * rounded once at the end. The weights of grad_input's col2im path are widened one
+ * group at a time (weight-sized, not activation-sized). Work items run in turn; the
+ * GEMMs thread themselves. */
+#include "ember_bf16.h"
+
+#define BF_BATCH_COLS 1024   /* columns (pixels) of the small images batched in one GEMM */
+#define BF_MIN_K 256         /* pixels per grad_weight GEMM at least (its k) */
+
+/* dst[i, j] = src[i * lds + j] as float32, rows x cols, dst contiguous */
+__attribute__((target_clones("avx2", "default")))
+static void bf16_widen_rows(const uint16_t *restrict src, int64_t lds, int64_t rows,
+                            int64_t cols, float *restrict dst, int64_t ldd) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) dst[i * ldd + j] = em_bf16_to_f32(src[i * lds + j]);
+}
+
+/* dst[i * ldd + j] = src[i * lds + j] + rbias[i] + cbias[j] (either bias may be NULL),
+ * rounded to bfloat16 once */
+__attribute__((target_clones("avx2", "default")))
+static void bf16_round_rows(const float *restrict src, int64_t lds, int64_t rows, int64_t cols,
+                            const uint16_t *rbias, const uint16_t *cbias,
+                            uint16_t *restrict dst, int64_t ldd) {
+    for (int64_t i = 0; i < rows; i++) {
+        float rb = rbias ? em_bf16_to_f32(rbias[i]) : 0.0f;
+        const float *restrict s = src + i * lds;
+        uint16_t *restrict d = dst + i * ldd;
+        if (cbias)
+            for (int64_t j = 0; j < cols; j++)
+                d[j] = em_f32_to_bf16(s[j] + rb + em_bf16_to_f32(cbias[j]));
+        else
+            for (int64_t j = 0; j < cols; j++) d[j] = em_f32_to_bf16(s[j] + rb);
+    }
+}
+
+/* im2col (conv.c) widening as it gathers: cols[t * ld + (i - oh0) * ow + j] = x[...] */
+__attribute__((target_clones("avx2", "default")))
+static void bf16_im2col_widen(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,
+                              int64_t oh0, int64_t oh1, float *restrict cols, int64_t ld) {
+    int64_t t = 0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t a = 0; a < p->kh; a++)
+            for (int64_t b = 0; b < p->kw; b++, t++) {
+                int64_t off = b * p->dw - p->pw, lo, hi;
+                valid_cols(p->ow, p->w, p->sw, off, &lo, &hi);
+                for (int64_t i = oh0; i < oh1; i++) {
+                    float *restrict r = cols + t * ld + (i - oh0) * p->ow;
+                    int64_t ih = i * p->sh - p->ph + a * p->dh;
+                    if (ih < 0 || ih >= p->h) {
+                        memset(r, 0, p->ow * sizeof(float));
+                        continue;
+                    }
+                    const uint16_t *restrict src = x + (ci * p->h + ih) * p->w + off;
+                    for (int64_t j = 0; j < lo; j++) r[j] = 0;
+                    if (p->sw == 1)
+                        for (int64_t j = lo; j < hi; j++) r[j] = em_bf16_to_f32(src[j]);
+                    else
+                        for (int64_t j = lo; j < hi; j++) r[j] = em_bf16_to_f32(src[j * p->sw]);
+                    for (int64_t j = hi; j < p->ow; j++) r[j] = 0;
+                }
+            }
+}
+
+/* im2row over the pixels Q in [Q0, Q1) of the whole batch (Q = image * P + pixel; the
+ * rows of an NHWC output are those pixels in order): rows[Q - Q0, (a * kw + b) * cg +
+ * ci] = x[image, ih, iw, ci], 0 outside; x points at channel g * cg of image 0. The
+ * bfloat16 form moves the values (for the bfloat16 GEMM), the float32 one widens. */
+#define BF16_IM2ROW(NAME, DT, CONVERT)                                                      \
+    __attribute__((target_clones("avx2", "default")))                                       \
+    static void NAME(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,       \
+                     int64_t Q0, int64_t Q1, DT *restrict rows) {                           \
+        int64_t P = p->oh * p->ow, kg = p->kh * p->kw * cg;                                 \
+        for (int64_t Q = Q0; Q < Q1; Q++) {                                                 \
+            int64_t q = Q % P, i = q / p->ow, j = q % p->ow;                                \
+            const uint16_t *xn = x + Q / P * p->h * p->w * p->c;                            \
+            DT *restrict r = rows + (Q - Q0) * kg;                                          \
+            for (int64_t a = 0; a < p->kh; a++) {                                           \
+                int64_t ih = i * p->sh - p->ph + a * p->dh;                                 \
+                for (int64_t b = 0; b < p->kw; b++, r += cg) {                              \
+                    int64_t iw = j * p->sw - p->pw + b * p->dw;                             \
+                    if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w) {                     \
+                        memset(r, 0, cg * sizeof(DT));                                      \
+                        continue;                                                           \
+                    }                                                                       \
+                    const uint16_t *restrict s = xn + (ih * p->w + iw) * p->c;              \
+                    for (int64_t ci = 0; ci < cg; ci++) r[ci] = CONVERT(s[ci]);             \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
+#define BF16_SAME(v) (v)
+BF16_IM2ROW(bf16_im2row, uint16_t, BF16_SAME)
+BF16_IM2ROW(bf16_im2row_widen, float, em_bf16_to_f32)
+#undef BF16_IM2ROW
+#undef BF16_SAME
+
+/* Images per GEMM of the NCHW gradients' float32 paths: several small images side by
+ * side (their columns, ld = nb * P), as conv.c's images_per_item, else 1. */
+static int64_t bf16_images(const em_conv_params *p, int64_t kg) {
+    int64_t P = p->oh * p->ow;
+    if (P >= BATCH_COLS || p->n < 2) return 1;
+    int64_t b = MIN(p->n, MIN(BF_BATCH_COLS / P, MAX(1, BATCH_MAX / MAX(kg * P, 1))));
+    int64_t items = (p->n + b - 1) / b;
+    return (p->n + items - 1) / items;
+}
+
+/* The bias, or 0, everywhere in y: rows x cols, bias along rows (rbias) or columns */
+static void bf16_fill_bias(uint16_t *y, int64_t rows, int64_t cols, const uint16_t *rbias,
+                           const uint16_t *cbias) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            y[i * cols + j] = rbias ? rbias[i] : cbias ? cbias[j] : 0;
+}
+
+/* ------------------------------------------------------------------ forward */
+
+/* NCHW: the input's values go into the im2col blocks as they are and the bfloat16 GEMM
+ * multiplies them; y starts as the bias (beta = 1), so each output is rounded once.
+ * Row blocks of at most COLS_MAX column elements, images and groups in turn. */
+int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                           const uint16_t *bias, uint16_t *y) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, ident = is_identity(p);
+    if (p->n == 0 || p->oc == 0 || P == 0) return 0;
+    if (bias || kg == 0)    /* the bias, or an empty sum's 0 */
+        for (int64_t r = 0; r < p->n * p->oc; r++)
+            for (int64_t j = 0; j < P; j++) y[r * P + j] = bias ? bias[r % p->oc] : 0;
+    if (kg == 0) return 0;
+    int64_t rows = ident ? p->oh : MAX(1, MIN(p->oh, COLS_MAX / (kg * p->ow)));
+    uint16_t *cols = ident ? NULL : malloc(rows * p->ow * kg * sizeof(uint16_t));
+    if (!ident && !cols) return EM_GEMM_ENOMEM;
+    int rc = 0;
+    for (int64_t n = 0; n < p->n && !rc; n++)
+        for (int64_t g = 0; g < p->groups && !rc; g++)
+            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
+                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow;
+                const uint16_t *xg = x + (n * p->c + g * cg) * p->h * p->w;
+                if (!ident) im2col_bf16(p, cg, xg, oh0, oh1, cols, np);
+                rc = em_gemm(EM_BFLOAT16, ocg, np, kg, 1.0, w + g * ocg * kg, kg, 1,
+                             ident ? xg + oh0 * p->ow : cols, ident ? P : np, 1,
+                             bias ? 1.0 : 0.0, y + (n * p->oc + g * ocg) * P + oh0 * p->ow,
+                             P, 1);
+            }
+    free(cols);
+    return rc;
+}
+
+/* NHWC: y (n * P, oc) starts as the bias; per group, blocks of pixels of the whole batch
+ * (small images share a GEMM) gathered by im2row as bfloat16, times the OHWI weight
+ * rows; a 1x1 stride-1 unpadded convolution multiplies the input in place. */
+int em_conv2d_forward_nhwc_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
+                                const uint16_t *bias, uint16_t *y) {
+    int64_t P = p->oh * p->ow, cg = p->c / p->groups, ocg = p->oc / p->groups;
+    int64_t kg = cg * p->kh * p->kw, NP = p->n * P;
+    if (p->n == 0 || p->oc == 0 || P == 0) return 0;
+    if (bias || kg == 0) bf16_fill_bias(y, NP, p->oc, NULL, bias);
+    if (kg == 0) return 0;
+    double beta = bias ? 1.0 : 0.0;
+    if (is_identity(p)) {
+        for (int64_t g = 0; g < p->groups; g++)
+            if (em_gemm(EM_BFLOAT16, NP, ocg, cg, 1.0, x + g * cg, p->c, 1, w + g * ocg * kg, 1,
+                        kg, beta, y + g * ocg, p->oc, 1))
+                return EM_GEMM_ENOMEM;
+        return 0;
+    }
+    int64_t qb = MIN(NP, MAX(1, COLS_MAX / kg));
+    uint16_t *rows = malloc(qb * kg * sizeof(uint16_t));
+    if (!rows) return EM_GEMM_ENOMEM;
+    int rc = 0;
+    for (int64_t g = 0; g < p->groups && !rc; g++)
+        for (int64_t Q0 = 0; Q0 < NP && !rc; Q0 += qb) {
+            int64_t np = MIN(qb, NP - Q0);
+            bf16_im2row(p, cg, x + g * cg, Q0, Q0 + np, rows);
+            rc = em_gemm(EM_BFLOAT16, np, ocg, kg, 1.0, rows, kg, 1, w + g * ocg * kg, 1, kg,
+                         beta, y + Q0 * p->oc + g * ocg, p->oc, 1);
+        }
+    free(rows);
+    return rc;
+}
+
+/* --------------------------------------------------------------- grad_input */
+
+/* Whether grad_input runs as the forward of grad_out with the weights flipped (q, as
+ * conv.c's as_forward): at stride 1, unless the GEMM + col2im path is forced. */
+static int bf16_as_forward(const em_conv_params *p, em_conv_params *q) {
+    *q = *p;
+    q->c = p->oc, q->h = p->oh, q->w = p->ow, q->oc = p->c, q->oh = p->h, q->ow = p->w;
+    q->ph = (p->kh - 1) * p->dh - p->ph, q->pw = (p->kw - 1) * p->dw - p->pw;
+    return p->sh == 1 && p->sw == 1 && q->ph >= 0 && q->pw >= 0 && conv_path != 1;
+}
+
+/* The flipped weights of bf16_as_forward's q: per group, input and output channels
+ * swapped and the taps reversed; NCHW's (oc, cg, kh, kw) or NHWC's (oc, kh, kw, cg). */
+static uint16_t *bf16_flipped(const em_conv_params *p, const uint16_t *w, int nhwc) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kk = p->kh * p->kw;
+    uint16_t *wt = malloc(p->oc * cg * kk * sizeof(uint16_t));
+    if (!wt) return NULL;
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t o = 0; o < ocg; o++)
+            for (int64_t ci = 0; ci < cg; ci++)
+                for (int64_t t = 0; t < kk; t++) {
+                    int64_t oi = g * ocg + o, ii = g * cg + ci, f = kk - 1 - t;
+                    if (nhwc)   /* wt[ii, f, o] = w[oi, t, ci] */
+                        wt[(ii * kk + f) * ocg + o] = w[(oi * kk + t) * cg + ci];
+                    else        /* wt[ii, o, f] = w[oi, ci, t] */
+                        wt[(ii * ocg + o) * kk + f] = w[(oi * cg + ci) * kk + t];
+                }
+    return wt;
+}
+
+int em_conv2d_backward_input_bf16(const em_conv_params *p, const uint16_t *gy,
+                                  const uint16_t *w, const uint16_t *bias, uint16_t *gx) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t HW = p->h * p->w, P = p->oh * p->ow;
+    if (p->n == 0 || p->c == 0 || HW == 0) return 0;
+    if (p->oc == 0 || P == 0 || kg == 0) {   /* no output: the bias alone */
+        for (int64_t r = 0; r < p->n * p->c; r++)
+            for (int64_t j = 0; j < HW; j++) gx[r * HW + j] = bias ? bias[r % p->c] : 0;
+        return 0;
+    }
+    em_conv_params q;
+    if (bf16_as_forward(p, &q)) {
+        uint16_t *wt = bf16_flipped(p, w, 0);
+        if (!wt) return EM_GEMM_ENOMEM;
+        int rc = em_conv2d_forward_bf16(&q, gy, wt, bias, gx);
+        free(wt);
+        return rc;
+    }
+    /* cols (kg, ld) = W_g^T @ grad_out's columns in float32, scattered by col2im into an
+     * image's float32 plane, rounded once; nb small images per GEMM, or row blocks */
+    int64_t nb = bf16_images(p, kg);
+    int64_t rows = nb > 1 ? p->oh : rows_per_item(p, kg * p->ow, COLS_MAX, p->n * p->groups, 0);
+    int64_t ldmax = nb * rows * p->ow;
+    float *wf = malloc(ocg * kg * sizeof(float)), *gyf = malloc(ocg * ldmax * sizeof(float));
+    float *cols = malloc(kg * ldmax * sizeof(float)), *plane = malloc(cg * HW * sizeof(float));
+    int rc = wf && gyf && cols && plane ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++) {
+        bf16_widen_rows(w + g * ocg * kg, kg, ocg, kg, wf, kg);
+        for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb) {
+            int64_t cnt = MIN(nb, p->n - n0);
+            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
+                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow, ld = cnt * np;
+                for (int64_t j = 0; j < cnt; j++)
+                    bf16_widen_rows(gy + ((n0 + j) * p->oc + g * ocg) * P + oh0 * p->ow, P, ocg,
+                                    np, gyf + j * np, ld);
+                rc = em_gemm(EM_FLOAT32, kg, ld, ocg, 1.0, wf, 1, kg, gyf, ld, 1, 0.0, cols, ld,
+                             1);
+                /* nb > 1: one block holds the images' every row; nb == 1: the plane
+                 * sums the row blocks of its image */
+                for (int64_t j = 0; j < cnt && !rc; j++) {
+                    if (oh0 == 0) memset(plane, 0, cg * HW * sizeof(float));
+                    col2im_f32(p, cg, cols + j * np, oh0, oh1, plane, ld);
+                    if (oh1 == p->oh)
+                        bf16_round_rows(plane, HW, cg, HW, bias ? bias + g * cg : NULL, NULL,
+                                        gx + ((n0 + j) * p->c + g * cg) * HW, HW);
+                }
+            }
+        }
+    }
+    free(wf);
+    free(gyf);
+    free(cols);
+    free(plane);
+    return rc;
+}
+
+int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *gy,
+                                       const uint16_t *w, const uint16_t *bias, uint16_t *gx) {
+    int64_t HW = p->h * p->w, P = p->oh * p->ow, cg = p->c / p->groups;
+    int64_t ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    if (p->n == 0 || p->c == 0 || HW == 0) return 0;
+    if (p->oc == 0 || P == 0 || kg == 0) {
+        bf16_fill_bias(gx, p->n * HW, p->c, NULL, bias);
+        return 0;
+    }
+    if (is_identity(p)) {   /* gx (n * P, cg) = gy (n * P, ocg) @ w (ocg, cg) + bias */
+        if (bias) bf16_fill_bias(gx, p->n * HW, p->c, NULL, bias);
+        for (int64_t g = 0; g < p->groups; g++)
+            if (em_gemm(EM_BFLOAT16, p->n * P, cg, ocg, 1.0, gy + g * ocg, p->oc, 1,
+                        w + g * ocg * kg, kg, 1, bias ? 1.0 : 0.0, gx + g * cg, p->c, 1))
+                return EM_GEMM_ENOMEM;
+        return 0;
+    }
+    em_conv_params q;
+    if (bf16_as_forward(p, &q)) {
+        uint16_t *wt = bf16_flipped(p, w, 1);
+        if (!wt) return EM_GEMM_ENOMEM;
+        int rc = em_conv2d_forward_nhwc_bf16(&q, gy, wt, bias, gx);
+        free(wt);
+        return rc;
+    }
+    /* per image and group: rows (np, kg) = grad_out's pixel block @ W_g in float32,
+     * scattered by row2im into the image's float32 plane (HW, cg), rounded once */
+    em_conv_params pc = *p;   /* the plane's pixel stride is cg */
+    pc.c = cg, pc.groups = 1;
+    int64_t qb = MIN(P, MAX(1, COLS_MAX / kg));
+    float *wf = malloc(ocg * kg * sizeof(float)), *gyf = malloc(qb * ocg * sizeof(float));
+    float *rows = malloc(qb * kg * sizeof(float)), *plane = malloc(HW * cg * sizeof(float));
+    int rc = wf && gyf && rows && plane ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++) {
+        bf16_widen_rows(w + g * ocg * kg, kg, ocg, kg, wf, kg);
+        for (int64_t n = 0; n < p->n && !rc; n++) {
+            memset(plane, 0, HW * cg * sizeof(float));
+            for (int64_t q0 = 0; q0 < P && !rc; q0 += qb) {
+                int64_t np = MIN(qb, P - q0);
+                bf16_widen_rows(gy + (n * P + q0) * p->oc + g * ocg, p->oc, np, ocg, gyf, ocg);
+                rc = em_gemm(EM_FLOAT32, np, kg, ocg, 1.0, gyf, ocg, 1, wf, kg, 1, 0.0, rows, kg,
+                             1);
+                if (!rc) row2im_f32(&pc, cg, rows, q0, q0 + np, plane);
+            }
+            if (!rc)
+                bf16_round_rows(plane, cg, HW, cg, NULL, bias ? bias + g * cg : NULL,
+                                gx + n * HW * p->c + g * cg, p->c);
+        }
+    }
+    free(wf);
+    free(gyf);
+    free(rows);
+    free(plane);
+    return rc;
+}
+
+/* -------------------------------------------------------------- grad_weight */
+
+/* The sum over images and pixels in a float32 gw_g (ocg, kg) per group, rounded once:
+ * acc += grad_out's block (ocg, ld) @ cols^T, the block and the im2col widened as
+ * gathered; nb small images per GEMM, or row blocks of one. */
+int em_conv2d_backward_weight_bf16(const em_conv_params *p, const uint16_t *x,
+                                   const uint16_t *gy, uint16_t *gw) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t P = p->oh * p->ow, HW = p->h * p->w;
+    memset(gw, 0, p->oc * kg * sizeof(uint16_t));
+    if (p->n == 0 || P == 0 || p->oc == 0 || kg == 0) return 0;
+    int64_t nb = bf16_images(p, kg);
+    int64_t rows = nb > 1 ? p->oh : rows_per_item(p, kg * p->ow, COLS_MAX, p->n * p->groups, 0);
+    int64_t ldmax = nb * rows * p->ow;
+    float *acc = malloc(ocg * kg * sizeof(float)), *gyf = malloc(ocg * ldmax * sizeof(float));
+    float *cols = malloc(kg * ldmax * sizeof(float));
+    int rc = acc && gyf && cols ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++) {
+        memset(acc, 0, ocg * kg * sizeof(float));
+        for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb) {
+            int64_t cnt = MIN(nb, p->n - n0);
+            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
+                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow, ld = cnt * np;
+                for (int64_t j = 0; j < cnt; j++) {
+                    bf16_widen_rows(gy + ((n0 + j) * p->oc + g * ocg) * P + oh0 * p->ow, P, ocg,
+                                    np, gyf + j * np, ld);
+                    bf16_im2col_widen(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, oh0, oh1,
+                                      cols + j * np, ld);
+                }
+                rc = em_gemm(EM_FLOAT32, ocg, kg, ld, 1.0, gyf, ld, 1, cols, 1, ld, 1.0, acc, kg,
+                             1);
+            }
+        }
+        if (!rc) bf16_round_rows(acc, kg, ocg, kg, NULL, NULL, gw + g * ocg * kg, kg);
+    }
+    free(acc);
+    free(gyf);
+    free(cols);
+    return rc;
+}
+
+/* NHWC: gw_g (ocg, kg) = grad_out^T @ im2row over the batch's pixels; a 1x1 stride-1
+ * unpadded convolution is one bfloat16 GEMM over all of them (one rounding), else
+ * float32 GEMMs over pixel blocks (at least BF_MIN_K pixels: the sum's k) into a
+ * float32 sum rounded once. */
+int em_conv2d_backward_weight_nhwc_bf16(const em_conv_params *p, const uint16_t *x,
+                                        const uint16_t *gy, uint16_t *gw) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t NP = p->n * p->oh * p->ow;
+    memset(gw, 0, p->oc * kg * sizeof(uint16_t));
+    if (NP == 0 || p->oc == 0 || kg == 0) return 0;
+    if (is_identity(p)) {
+        for (int64_t g = 0; g < p->groups; g++)
+            if (em_gemm(EM_BFLOAT16, ocg, cg, NP, 1.0, gy + g * ocg, 1, p->oc, x + g * cg, p->c,
+                        1, 0.0, gw + g * ocg * kg, kg, 1))
+                return EM_GEMM_ENOMEM;
+        return 0;
+    }
+    int64_t qb = MIN(NP, MAX(BF_MIN_K, COLS_MAX / kg));
+    float *acc = malloc(ocg * kg * sizeof(float)), *gyf = malloc(qb * ocg * sizeof(float));
+    float *rows = malloc(qb * kg * sizeof(float));
+    int rc = acc && gyf && rows ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++) {
+        memset(acc, 0, ocg * kg * sizeof(float));
+        for (int64_t Q0 = 0; Q0 < NP && !rc; Q0 += qb) {
+            int64_t np = MIN(qb, NP - Q0);
+            bf16_im2row_widen(p, cg, x + g * cg, Q0, Q0 + np, rows);
+            bf16_widen_rows(gy + Q0 * p->oc + g * ocg, p->oc, np, ocg, gyf, ocg);
+            rc = em_gemm(EM_FLOAT32, ocg, kg, np, 1.0, gyf, 1, ocg, rows, kg, 1, 1.0, acc, kg, 1);
+        }
+        if (!rc) bf16_round_rows(acc, kg, ocg, kg, NULL, NULL, gw + g * ocg * kg, kg);
+    }
+    free(acc);
+    free(gyf);
+    free(rows);
+    return rc;
+}
