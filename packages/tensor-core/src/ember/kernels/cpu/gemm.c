@@ -721,6 +721,61 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #undef T
 #undef AXPY4_BODY
 
+/* The packing loops of every GEMM here (float, double, and bfloat16 pairs for
+ * vdpbf16ps), parametrised by the load of a k-unit: an element, or a bfloat16 pair
+ * along k (kc odd: the last pair's second half zero). LD(x, s, p): unit p of the line
+ * (row of A, column of B) at x whose elements are s apart; LDC(x, p): the same with s
+ * == 1 for a full unit, p < kfull; ku units in all (kfull, then a partial one).
+ *
+ * PACK_A_BODY: rows [0, mc) of the A block at a (strides rsa, csa) into MRX-row
+ * panels, unit p of row r at dst[p * MRX + r], the rows past mc zero; FAST is a
+ * statement `if (...) {...} else` tried first on each panel, or nothing. */
+#define PACK_A_BODY(ET, MRX, ku, kfull, LD, LDC, FAST)                                \
+    for (int64_t r0 = 0; r0 < mc; r0 += MRX) {                                       \
+        int64_t mr = MIN(MRX, mc - r0);                                              \
+        const ET *ap = a + r0 * rsa;                                                 \
+        FAST                                                                         \
+        if (mr == MRX && csa == 1) {                                                 \
+            const ET *rows[MRX];                                                     \
+            for (int r = 0; r < MRX; r++) rows[r] = ap + r * rsa;                    \
+            int64_t p = 0;                                                           \
+            for (; p < (kfull); p++)                                                 \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LDC(rows[r], p);    \
+            for (; p < (ku); p++)                                                    \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(rows[r], 1, p);  \
+        } else if (mr == MRX && rsa == 1) {                                          \
+            for (int64_t p = 0; p < (ku); p++)                                       \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(ap + r, csa, p); \
+        } else {                                                                     \
+            for (int64_t p = 0; p < (ku); p++) {                                     \
+                int r = 0;                                                           \
+                for (; r < mr; r++) dst[p * MRX + r] = LD(ap + r * rsa, csa, p);     \
+                for (; r < MRX; r++) dst[p * MRX + r] = 0;                           \
+            }                                                                        \
+        }                                                                            \
+        dst += MRX * (ku);                                                           \
+    }
+
+/* PACK_B_COLUMNS: an NRX-column panel of B (columns [0, nr) at b, strides rsb, csb)
+ * column by column, unit p of column j at d[p * NRX + j], the columns past nr zero. */
+#define PACK_B_COLUMNS(d, NRX, ku, kfull, LD, LDC)                                    \
+    for (int64_t j = 0; j < NRX; j++) {                                              \
+        if (j >= nr) {                                                               \
+            for (int64_t p = 0; p < (ku); p++) d[p * NRX + j] = 0;                   \
+            continue;                                                                \
+        }                                                                            \
+        const __typeof__(*b) *col = b + j * csb;                                     \
+        if (rsb == 1) {                                                              \
+            int64_t p = 0;                                                           \
+            for (; p < (kfull); p++) d[p * NRX + j] = LDC(col, p);                   \
+            for (; p < (ku); p++) d[p * NRX + j] = LD(col, 1, p);                    \
+        } else {                                                                     \
+            for (int64_t p = 0; p < (ku); p++) d[p * NRX + j] = LD(col, rsb, p);     \
+        }                                                                            \
+    }
+#define ELEM_LD(x, s, p) ((x)[(p) * (s)])
+#define ELEM_LDC(x, p) ((x)[p])
+
 /* ---------------------------------------------------------- the templates */
 
 #define GEMM_TEMPLATE
@@ -1050,33 +1105,20 @@ static inline uint32_t bf_pair(const uint16_t *x, int64_t s, int has2) {
     return (uint32_t)x[0] | (has2 ? (uint32_t)x[s] << 16 : 0u);
 }
 
+static inline uint32_t bf_word(const uint16_t *x) {    /* a contiguous pair */
+    uint32_t w;
+    memcpy(&w, x, 4);
+    return w;
+}
+
+/* a k-unit of the packing loops: the pair at k = 2p, 2p+1 */
+#define BF_LD(x, s, p) bf_pair((x) + 2 * (p) * (s), (s), 2 * (p) + 1 < kc)
+#define BF_LDC(x, p) bf_word((x) + 2 * (p))
+
 /* Pack rows [0, mc) x k [0, kc) of A into BF_MR-row panels of k pairs, zero-padded. */
 BF16DOT static void bf_pack_a(int64_t mc, int64_t kc, const uint16_t *a, int64_t rsa,
                               int64_t csa, uint32_t *restrict dst) {
-    int64_t kp = (kc + 1) / 2;
-    for (int64_t r0 = 0; r0 < mc; r0 += BF_MR) {
-        int64_t mr = MIN(BF_MR, mc - r0);
-        const uint16_t *ap = a + r0 * rsa;
-        if (mr == BF_MR && csa == 1) {
-            /* a pair is one 32-bit word of a row */
-            for (int64_t p = 0; p < kc / 2; p++)
-                for (int r = 0; r < BF_MR; r++) {
-                    uint32_t w;
-                    memcpy(&w, ap + r * rsa + 2 * p, 4);
-                    dst[p * BF_MR + r] = w;
-                }
-            if (kc % 2)
-                for (int r = 0; r < BF_MR; r++) dst[(kp - 1) * BF_MR + r] = ap[r * rsa + kc - 1];
-        } else {
-            for (int64_t p = 0; p < kp; p++) {
-                int r = 0;
-                for (; r < mr; r++)
-                    dst[p * BF_MR + r] = bf_pair(ap + r * rsa + 2 * p * csa, csa, 2 * p + 1 < kc);
-                for (; r < BF_MR; r++) dst[p * BF_MR + r] = 0;
-            }
-        }
-        dst += BF_MR * kp;
-    }
+    PACK_A_BODY(uint16_t, BF_MR, (kc + 1) / 2, kc / 2, BF_LD, BF_LDC, )
 }
 
 /* Pack one BF_NR-column panel of k pairs: rows [0, kc) x cols [0, nr), zero-padded. */
@@ -1101,25 +1143,7 @@ BF16DOT static void bf_pack_b(int64_t kc, int64_t nr, const uint16_t *b, int64_t
         return;
     }
     uint32_t *d = (uint32_t *)dst;
-    for (int64_t j = 0; j < BF_NR; j++) {
-        if (j >= nr) {
-            for (int64_t p = 0; p < kp; p++) d[p * BF_NR + j] = 0;
-            continue;
-        }
-        const uint16_t *col = b + j * csb;
-        if (rsb == 1) {
-            int64_t p = 0;
-            for (; 2 * p + 1 < kc; p++) {
-                uint32_t w;
-                memcpy(&w, col + 2 * p, 4);
-                d[p * BF_NR + j] = w;
-            }
-            if (p < kp) d[p * BF_NR + j] = col[2 * p];
-        } else {
-            for (int64_t p = 0; p < kp; p++)
-                d[p * BF_NR + j] = bf_pair(col + 2 * p * rsb, rsb, 2 * p + 1 < kc);
-        }
-    }
+    PACK_B_COLUMNS(d, BF_NR, kp, kc / 2, BF_LD, BF_LDC)
 }
 
 typedef struct {
@@ -1574,31 +1598,13 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
 static void P(pack_a)(int64_t mc, int64_t kc, const T *restrict a, int64_t rsa, int64_t csa,
                       T *restrict dst, int avx2) {
     (void)avx2;
-    for (int64_t r0 = 0; r0 < mc; r0 += MR) {
-        int64_t mr = MIN(MR, mc - r0);
-        const T *ap = a + r0 * rsa;
 #ifdef PACK_A_ROWS_AVX2
-        if (mr == MR && csa == 1 && avx2) {
-            PACK_A_ROWS_AVX2(kc, ap, rsa, dst);
-        } else
+#define PACK_A_FAST if (mr == MR && csa == 1 && avx2) PACK_A_ROWS_AVX2(kc, ap, rsa, dst); else
+#else
+#define PACK_A_FAST
 #endif
-        if (mr == MR && csa == 1) {
-            const T *rows[MR];
-            for (int r = 0; r < MR; r++) rows[r] = ap + r * rsa;
-            for (int64_t p = 0; p < kc; p++)
-                for (int r = 0; r < MR; r++) dst[p * MR + r] = rows[r][p];
-        } else if (mr == MR && rsa == 1) {
-            for (int64_t p = 0; p < kc; p++)
-                for (int r = 0; r < MR; r++) dst[p * MR + r] = ap[p * csa + r];
-        } else {
-            for (int64_t p = 0; p < kc; p++) {
-                int r = 0;
-                for (; r < mr; r++) dst[p * MR + r] = ap[r * rsa + p * csa];
-                for (; r < MR; r++) dst[p * MR + r] = 0;
-            }
-        }
-        dst += MR * kc;
-    }
+    PACK_A_BODY(T, MR, kc, kc, ELEM_LD, ELEM_LDC, PACK_A_FAST)
+#undef PACK_A_FAST
 }
 
 /* Pack one NR-column panel: rows [0, kc) x cols [0, nr) of B into dst[p * NR + j],
@@ -1610,11 +1616,8 @@ static void P(pack_b_panel)(int64_t kc, int64_t nr, const T *restrict b, int64_t
     } else if (nr == NR && csb == 1) {
         for (int64_t p = 0; p < kc; p++)
             for (int j = 0; j < NR; j++) dst[p * NR + j] = b[p * rsb + j];
-    } else if (nr == NR && rsb == 1) {
-        for (int j = 0; j < NR; j++) {
-            const T *col = b + j * csb;
-            for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = col[p];
-        }
+    } else if (rsb == 1) {
+        PACK_B_COLUMNS(dst, NR, kc, kc, ELEM_LD, ELEM_LDC)
     } else {
         for (int64_t p = 0; p < kc; p++) {
             int64_t j = 0;
