@@ -249,111 +249,64 @@ static void d_ukr_generic(int64_t kc, const double *restrict a, const double *re
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
-AVX2 static void s_ukr_avx2(int64_t kc, const float *restrict a, const float *restrict b,
-                            float *restrict c, int64_t rsc, float alpha, float beta) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-           c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int i = 0; i < S_MR; i++) {
-        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * rsc + 15), _MM_HINT_T0);
+/* The AVX2 kernels: a row of the 6 x NR tile is two ymm vectors (W lanes each), A's
+ * elements broadcast one at a time. */
+#define UKR256(NAME, T, V, W, SET1, BCAST, LOAD, LOADU, STOREU, FMADD, MUL, ZERO)          \
+    AVX2 static void NAME(int64_t kc, const T *restrict a, const T *restrict b,          \
+                          T *restrict c, int64_t rsc, T alpha, T beta) {                 \
+        V c00 = ZERO(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, \
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                         \
+        for (int i = 0; i < 6; i++) {                                                    \
+            _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);                      \
+            _mm_prefetch((const char *)(c + i * rsc + 2 * W - 1), _MM_HINT_T0);          \
+        }                                                                                \
+        _Pragma("GCC unroll 4")                                                          \
+        for (int64_t p = 0; p < kc; p++) {                                               \
+            V b0 = LOAD(b), b1 = LOAD(b + W), ai;                                        \
+            ai = BCAST(a + 0);                                                           \
+            c00 = FMADD(ai, b0, c00);                                                    \
+            c01 = FMADD(ai, b1, c01);                                                    \
+            ai = BCAST(a + 1);                                                           \
+            c10 = FMADD(ai, b0, c10);                                                    \
+            c11 = FMADD(ai, b1, c11);                                                    \
+            ai = BCAST(a + 2);                                                           \
+            c20 = FMADD(ai, b0, c20);                                                    \
+            c21 = FMADD(ai, b1, c21);                                                    \
+            ai = BCAST(a + 3);                                                           \
+            c30 = FMADD(ai, b0, c30);                                                    \
+            c31 = FMADD(ai, b1, c31);                                                    \
+            ai = BCAST(a + 4);                                                           \
+            c40 = FMADD(ai, b0, c40);                                                    \
+            c41 = FMADD(ai, b1, c41);                                                    \
+            ai = BCAST(a + 5);                                                           \
+            c50 = FMADD(ai, b0, c50);                                                    \
+            c51 = FMADD(ai, b1, c51);                                                    \
+            a += 6;                                                                      \
+            b += 2 * W;                                                                  \
+        }                                                                                \
+        V acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41},        \
+                       {c50, c51}};                                                      \
+        V va = SET1(alpha);                                                              \
+        if (beta == 0) {                                                                 \
+            for (int i = 0; i < 6; i++) {                                                \
+                STOREU(c + i * rsc, MUL(va, acc[i][0]));                                 \
+                STOREU(c + i * rsc + W, MUL(va, acc[i][1]));                             \
+            }                                                                            \
+        } else {                                                                         \
+            V vb = SET1(beta);                                                           \
+            for (int i = 0; i < 6; i++) {                                                \
+                T *ci = c + i * rsc;                                                     \
+                STOREU(ci, FMADD(va, acc[i][0], MUL(vb, LOADU(ci))));                    \
+                STOREU(ci + W, FMADD(va, acc[i][1], MUL(vb, LOADU(ci + W))));            \
+            }                                                                            \
+        }                                                                                \
     }
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
-        ai = _mm256_broadcast_ss(a + 0);
-        c00 = _mm256_fmadd_ps(ai, b0, c00);
-        c01 = _mm256_fmadd_ps(ai, b1, c01);
-        ai = _mm256_broadcast_ss(a + 1);
-        c10 = _mm256_fmadd_ps(ai, b0, c10);
-        c11 = _mm256_fmadd_ps(ai, b1, c11);
-        ai = _mm256_broadcast_ss(a + 2);
-        c20 = _mm256_fmadd_ps(ai, b0, c20);
-        c21 = _mm256_fmadd_ps(ai, b1, c21);
-        ai = _mm256_broadcast_ss(a + 3);
-        c30 = _mm256_fmadd_ps(ai, b0, c30);
-        c31 = _mm256_fmadd_ps(ai, b1, c31);
-        ai = _mm256_broadcast_ss(a + 4);
-        c40 = _mm256_fmadd_ps(ai, b0, c40);
-        c41 = _mm256_fmadd_ps(ai, b1, c41);
-        ai = _mm256_broadcast_ss(a + 5);
-        c50 = _mm256_fmadd_ps(ai, b0, c50);
-        c51 = _mm256_fmadd_ps(ai, b1, c51);
-        a += S_MR;
-        b += S_NR;
-    }
-    __m256 va = _mm256_set1_ps(alpha);
-    if (beta == 0.0f) {
-#define S_ST(i, x0, x1)                                              \
-        _mm256_storeu_ps(c + (i) * rsc, _mm256_mul_ps(va, x0));      \
-        _mm256_storeu_ps(c + (i) * rsc + 8, _mm256_mul_ps(va, x1));
-        S_ST(0, c00, c01) S_ST(1, c10, c11) S_ST(2, c20, c21)
-        S_ST(3, c30, c31) S_ST(4, c40, c41) S_ST(5, c50, c51)
-#undef S_ST
-    } else {
-        __m256 vb = _mm256_set1_ps(beta);
-#define S_UP(i, x0, x1) {                                                              \
-        float *ci = c + (i) * rsc;                                                     \
-        _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, x0, _mm256_mul_ps(vb, _mm256_loadu_ps(ci)))); \
-        _mm256_storeu_ps(ci + 8,                                                       \
-                         _mm256_fmadd_ps(va, x1, _mm256_mul_ps(vb, _mm256_loadu_ps(ci + 8)))); }
-        S_UP(0, c00, c01) S_UP(1, c10, c11) S_UP(2, c20, c21)
-        S_UP(3, c30, c31) S_UP(4, c40, c41) S_UP(5, c50, c51)
-#undef S_UP
-    }
-}
 
-AVX2 static void d_ukr_avx2(int64_t kc, const double *restrict a, const double *restrict b,
-                            double *restrict c, int64_t rsc, double alpha, double beta) {
-    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-            c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int i = 0; i < D_MR; i++) {
-        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * rsc + 7), _MM_HINT_T0);
-    }
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4), ai;
-        ai = _mm256_broadcast_sd(a + 0);
-        c00 = _mm256_fmadd_pd(ai, b0, c00);
-        c01 = _mm256_fmadd_pd(ai, b1, c01);
-        ai = _mm256_broadcast_sd(a + 1);
-        c10 = _mm256_fmadd_pd(ai, b0, c10);
-        c11 = _mm256_fmadd_pd(ai, b1, c11);
-        ai = _mm256_broadcast_sd(a + 2);
-        c20 = _mm256_fmadd_pd(ai, b0, c20);
-        c21 = _mm256_fmadd_pd(ai, b1, c21);
-        ai = _mm256_broadcast_sd(a + 3);
-        c30 = _mm256_fmadd_pd(ai, b0, c30);
-        c31 = _mm256_fmadd_pd(ai, b1, c31);
-        ai = _mm256_broadcast_sd(a + 4);
-        c40 = _mm256_fmadd_pd(ai, b0, c40);
-        c41 = _mm256_fmadd_pd(ai, b1, c41);
-        ai = _mm256_broadcast_sd(a + 5);
-        c50 = _mm256_fmadd_pd(ai, b0, c50);
-        c51 = _mm256_fmadd_pd(ai, b1, c51);
-        a += D_MR;
-        b += D_NR;
-    }
-    __m256d va = _mm256_set1_pd(alpha);
-    if (beta == 0.0) {
-#define D_ST(i, x0, x1)                                              \
-        _mm256_storeu_pd(c + (i) * rsc, _mm256_mul_pd(va, x0));      \
-        _mm256_storeu_pd(c + (i) * rsc + 4, _mm256_mul_pd(va, x1));
-        D_ST(0, c00, c01) D_ST(1, c10, c11) D_ST(2, c20, c21)
-        D_ST(3, c30, c31) D_ST(4, c40, c41) D_ST(5, c50, c51)
-#undef D_ST
-    } else {
-        __m256d vb = _mm256_set1_pd(beta);
-#define D_UP(i, x0, x1) {                                                              \
-        double *ci = c + (i) * rsc;                                                    \
-        _mm256_storeu_pd(ci, _mm256_fmadd_pd(va, x0, _mm256_mul_pd(vb, _mm256_loadu_pd(ci)))); \
-        _mm256_storeu_pd(ci + 4,                                                       \
-                         _mm256_fmadd_pd(va, x1, _mm256_mul_pd(vb, _mm256_loadu_pd(ci + 4)))); }
-        D_UP(0, c00, c01) D_UP(1, c10, c11) D_UP(2, c20, c21)
-        D_UP(3, c30, c31) D_UP(4, c40, c41) D_UP(5, c50, c51)
-#undef D_UP
-    }
-}
+UKR256(s_ukr_avx2, float, __m256, 8, _mm256_set1_ps, _mm256_broadcast_ss, _mm256_load_ps,
+       _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_setzero_ps)
+UKR256(d_ukr_avx2, double, __m256d, 4, _mm256_set1_pd, _mm256_broadcast_sd, _mm256_load_pd,
+       _mm256_loadu_pd, _mm256_storeu_pd, _mm256_fmadd_pd, _mm256_mul_pd, _mm256_setzero_pd)
+#undef UKR256
 
 /* The AVX-512 kernels: the same packed panels and tile (a row of the tile is one zmm
  * vector), two sets of accumulators (even and odd k) so that twelve independent FMA
