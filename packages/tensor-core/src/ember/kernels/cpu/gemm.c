@@ -249,6 +249,12 @@ static void d_ukr_generic(int64_t kc, const double *restrict a, const double *re
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
+/* row i of the tile (x0, x1) += A[i] * the B row (b0, b1) */
+#define UKR256_ROW(BCAST, FMADD, i, x0, x1)                                             \
+    ai = BCAST(a + (i));                                                                 \
+    x0 = FMADD(ai, b0, x0);                                                              \
+    x1 = FMADD(ai, b1, x1);
+
 /* The AVX2 kernels: a row of the 6 x NR tile is two ymm vectors (W lanes each), A's
  * elements broadcast one at a time. */
 #define UKR256(NAME, T, V, W, SET1, BCAST, LOAD, LOADU, STOREU, FMADD, MUL, ZERO)          \
@@ -263,24 +269,9 @@ static void d_ukr_generic(int64_t kc, const double *restrict a, const double *re
         _Pragma("GCC unroll 4")                                                          \
         for (int64_t p = 0; p < kc; p++) {                                               \
             V b0 = LOAD(b), b1 = LOAD(b + W), ai;                                        \
-            ai = BCAST(a + 0);                                                           \
-            c00 = FMADD(ai, b0, c00);                                                    \
-            c01 = FMADD(ai, b1, c01);                                                    \
-            ai = BCAST(a + 1);                                                           \
-            c10 = FMADD(ai, b0, c10);                                                    \
-            c11 = FMADD(ai, b1, c11);                                                    \
-            ai = BCAST(a + 2);                                                           \
-            c20 = FMADD(ai, b0, c20);                                                    \
-            c21 = FMADD(ai, b1, c21);                                                    \
-            ai = BCAST(a + 3);                                                           \
-            c30 = FMADD(ai, b0, c30);                                                    \
-            c31 = FMADD(ai, b1, c31);                                                    \
-            ai = BCAST(a + 4);                                                           \
-            c40 = FMADD(ai, b0, c40);                                                    \
-            c41 = FMADD(ai, b1, c41);                                                    \
-            ai = BCAST(a + 5);                                                           \
-            c50 = FMADD(ai, b0, c50);                                                    \
-            c51 = FMADD(ai, b1, c51);                                                    \
+            UKR256_ROW(BCAST, FMADD, 0, c00, c01) UKR256_ROW(BCAST, FMADD, 1, c10, c11)  \
+            UKR256_ROW(BCAST, FMADD, 2, c20, c21) UKR256_ROW(BCAST, FMADD, 3, c30, c31)  \
+            UKR256_ROW(BCAST, FMADD, 4, c40, c41) UKR256_ROW(BCAST, FMADD, 5, c50, c51)  \
             a += 6;                                                                      \
             b += 2 * W;                                                                  \
         }                                                                                \
@@ -307,6 +298,7 @@ UKR256(s_ukr_avx2, float, __m256, 8, _mm256_set1_ps, _mm256_broadcast_ss, _mm256
 UKR256(d_ukr_avx2, double, __m256d, 4, _mm256_set1_pd, _mm256_broadcast_sd, _mm256_load_pd,
        _mm256_loadu_pd, _mm256_storeu_pd, _mm256_fmadd_pd, _mm256_mul_pd, _mm256_setzero_pd)
 #undef UKR256
+#undef UKR256_ROW
 
 /* The AVX-512 kernels: the same packed panels and tile (a row of the tile is one zmm
  * vector), two sets of accumulators (even and odd k) so that twelve independent FMA
