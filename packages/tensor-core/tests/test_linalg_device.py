@@ -633,7 +633,7 @@ def C(t):
 @given(BATCHES, SIZES, st.integers(1, 3), st.sampled_from(CDTYPES), st.booleans(),
        st.integers(0, 2 ** 32 - 1))
 def test_complex_lu_solve_inv_det_cholesky(device, batch, n, k, dtype, adjoint, seed):
-    """complex64/128 on a device (programs/linalg_complex.h; above 32 the trailing
+    """complex64/128 on a device (programs/linalg.h over complex; above 32 the trailing
     updates are four real GEMMs on the parts): LU's pivots as the CPU's, solve (and
     A^H solves), inv, det/slogdet and Cholesky (A = L L^H) against NumPy."""
     usable(device, em.float64 if dtype is em.complex128 else em.float32)

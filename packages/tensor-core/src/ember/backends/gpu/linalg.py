@@ -1,11 +1,10 @@
 """GPUBackend's linalg family (kernels/gpu/programs/linalg.h): LU with partial
 pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
 applying its Q, the symmetric (Hermitian) eigenproblem, the SVD and the nonsymmetric
-eigenproblem, float32, float64, complex64 and complex128 (programs/linalg_complex.h:
-LU, its solves, the triangular solves and Cholesky the same text as the real ones
-through kernels/gpu/linalg_lu.h, their trailing updates four real GEMMs on the parts;
-QR, Hessenberg and Jacobi LAPACK's complex algorithms with the real ones' work split,
-QR unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx).
+eigenproblem, float32, float64, complex64 and complex128 (one kernel text for all
+four, its arithmetic through the EM_LA_* macros; complex: LAPACK's complex algorithms
+with the real ones' work split, the trailing updates four real GEMMs on the parts, QR
+unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx).
 All but the nonsymmetric eigenproblem stay on the device: no host transfer, no
 synchronization (info is written by the kernels; the raising forms of ember.ops.linalg
 read it once, after the call).

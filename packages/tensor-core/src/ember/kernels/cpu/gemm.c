@@ -249,111 +249,56 @@ static void d_ukr_generic(int64_t kc, const double *restrict a, const double *re
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
-AVX2 static void s_ukr_avx2(int64_t kc, const float *restrict a, const float *restrict b,
-                            float *restrict c, int64_t rsc, float alpha, float beta) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-           c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int i = 0; i < S_MR; i++) {
-        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * rsc + 15), _MM_HINT_T0);
-    }
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
-        ai = _mm256_broadcast_ss(a + 0);
-        c00 = _mm256_fmadd_ps(ai, b0, c00);
-        c01 = _mm256_fmadd_ps(ai, b1, c01);
-        ai = _mm256_broadcast_ss(a + 1);
-        c10 = _mm256_fmadd_ps(ai, b0, c10);
-        c11 = _mm256_fmadd_ps(ai, b1, c11);
-        ai = _mm256_broadcast_ss(a + 2);
-        c20 = _mm256_fmadd_ps(ai, b0, c20);
-        c21 = _mm256_fmadd_ps(ai, b1, c21);
-        ai = _mm256_broadcast_ss(a + 3);
-        c30 = _mm256_fmadd_ps(ai, b0, c30);
-        c31 = _mm256_fmadd_ps(ai, b1, c31);
-        ai = _mm256_broadcast_ss(a + 4);
-        c40 = _mm256_fmadd_ps(ai, b0, c40);
-        c41 = _mm256_fmadd_ps(ai, b1, c41);
-        ai = _mm256_broadcast_ss(a + 5);
-        c50 = _mm256_fmadd_ps(ai, b0, c50);
-        c51 = _mm256_fmadd_ps(ai, b1, c51);
-        a += S_MR;
-        b += S_NR;
-    }
-    __m256 va = _mm256_set1_ps(alpha);
-    if (beta == 0.0f) {
-#define S_ST(i, x0, x1)                                              \
-        _mm256_storeu_ps(c + (i) * rsc, _mm256_mul_ps(va, x0));      \
-        _mm256_storeu_ps(c + (i) * rsc + 8, _mm256_mul_ps(va, x1));
-        S_ST(0, c00, c01) S_ST(1, c10, c11) S_ST(2, c20, c21)
-        S_ST(3, c30, c31) S_ST(4, c40, c41) S_ST(5, c50, c51)
-#undef S_ST
-    } else {
-        __m256 vb = _mm256_set1_ps(beta);
-#define S_UP(i, x0, x1) {                                                              \
-        float *ci = c + (i) * rsc;                                                     \
-        _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, x0, _mm256_mul_ps(vb, _mm256_loadu_ps(ci)))); \
-        _mm256_storeu_ps(ci + 8,                                                       \
-                         _mm256_fmadd_ps(va, x1, _mm256_mul_ps(vb, _mm256_loadu_ps(ci + 8)))); }
-        S_UP(0, c00, c01) S_UP(1, c10, c11) S_UP(2, c20, c21)
-        S_UP(3, c30, c31) S_UP(4, c40, c41) S_UP(5, c50, c51)
-#undef S_UP
-    }
-}
+/* row i of the tile (x0, x1) += A[i] * the B row (b0, b1) */
+#define UKR256_ROW(BCAST, FMADD, i, x0, x1)                                             \
+    ai = BCAST(a + (i));                                                                 \
+    x0 = FMADD(ai, b0, x0);                                                              \
+    x1 = FMADD(ai, b1, x1);
 
-AVX2 static void d_ukr_avx2(int64_t kc, const double *restrict a, const double *restrict b,
-                            double *restrict c, int64_t rsc, double alpha, double beta) {
-    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-            c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int i = 0; i < D_MR; i++) {
-        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * rsc + 7), _MM_HINT_T0);
+/* The AVX2 kernels: a row of the 6 x NR tile is two ymm vectors (W lanes each), A's
+ * elements broadcast one at a time. */
+#define UKR256(NAME, T, V, W, SET1, BCAST, LOAD, LOADU, STOREU, FMADD, MUL, ZERO)          \
+    AVX2 static void NAME(int64_t kc, const T *restrict a, const T *restrict b,          \
+                          T *restrict c, int64_t rsc, T alpha, T beta) {                 \
+        V c00 = ZERO(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, \
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                         \
+        for (int i = 0; i < 6; i++) {                                                    \
+            _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);                      \
+            _mm_prefetch((const char *)(c + i * rsc + 2 * W - 1), _MM_HINT_T0);          \
+        }                                                                                \
+        _Pragma("GCC unroll 4")                                                          \
+        for (int64_t p = 0; p < kc; p++) {                                               \
+            V b0 = LOAD(b), b1 = LOAD(b + W), ai;                                        \
+            UKR256_ROW(BCAST, FMADD, 0, c00, c01) UKR256_ROW(BCAST, FMADD, 1, c10, c11)  \
+            UKR256_ROW(BCAST, FMADD, 2, c20, c21) UKR256_ROW(BCAST, FMADD, 3, c30, c31)  \
+            UKR256_ROW(BCAST, FMADD, 4, c40, c41) UKR256_ROW(BCAST, FMADD, 5, c50, c51)  \
+            a += 6;                                                                      \
+            b += 2 * W;                                                                  \
+        }                                                                                \
+        V acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41},        \
+                       {c50, c51}};                                                      \
+        V va = SET1(alpha);                                                              \
+        if (beta == 0) {                                                                 \
+            for (int i = 0; i < 6; i++) {                                                \
+                STOREU(c + i * rsc, MUL(va, acc[i][0]));                                 \
+                STOREU(c + i * rsc + W, MUL(va, acc[i][1]));                             \
+            }                                                                            \
+        } else {                                                                         \
+            V vb = SET1(beta);                                                           \
+            for (int i = 0; i < 6; i++) {                                                \
+                T *ci = c + i * rsc;                                                     \
+                STOREU(ci, FMADD(va, acc[i][0], MUL(vb, LOADU(ci))));                    \
+                STOREU(ci + W, FMADD(va, acc[i][1], MUL(vb, LOADU(ci + W))));            \
+            }                                                                            \
+        }                                                                                \
     }
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4), ai;
-        ai = _mm256_broadcast_sd(a + 0);
-        c00 = _mm256_fmadd_pd(ai, b0, c00);
-        c01 = _mm256_fmadd_pd(ai, b1, c01);
-        ai = _mm256_broadcast_sd(a + 1);
-        c10 = _mm256_fmadd_pd(ai, b0, c10);
-        c11 = _mm256_fmadd_pd(ai, b1, c11);
-        ai = _mm256_broadcast_sd(a + 2);
-        c20 = _mm256_fmadd_pd(ai, b0, c20);
-        c21 = _mm256_fmadd_pd(ai, b1, c21);
-        ai = _mm256_broadcast_sd(a + 3);
-        c30 = _mm256_fmadd_pd(ai, b0, c30);
-        c31 = _mm256_fmadd_pd(ai, b1, c31);
-        ai = _mm256_broadcast_sd(a + 4);
-        c40 = _mm256_fmadd_pd(ai, b0, c40);
-        c41 = _mm256_fmadd_pd(ai, b1, c41);
-        ai = _mm256_broadcast_sd(a + 5);
-        c50 = _mm256_fmadd_pd(ai, b0, c50);
-        c51 = _mm256_fmadd_pd(ai, b1, c51);
-        a += D_MR;
-        b += D_NR;
-    }
-    __m256d va = _mm256_set1_pd(alpha);
-    if (beta == 0.0) {
-#define D_ST(i, x0, x1)                                              \
-        _mm256_storeu_pd(c + (i) * rsc, _mm256_mul_pd(va, x0));      \
-        _mm256_storeu_pd(c + (i) * rsc + 4, _mm256_mul_pd(va, x1));
-        D_ST(0, c00, c01) D_ST(1, c10, c11) D_ST(2, c20, c21)
-        D_ST(3, c30, c31) D_ST(4, c40, c41) D_ST(5, c50, c51)
-#undef D_ST
-    } else {
-        __m256d vb = _mm256_set1_pd(beta);
-#define D_UP(i, x0, x1) {                                                              \
-        double *ci = c + (i) * rsc;                                                    \
-        _mm256_storeu_pd(ci, _mm256_fmadd_pd(va, x0, _mm256_mul_pd(vb, _mm256_loadu_pd(ci)))); \
-        _mm256_storeu_pd(ci + 4,                                                       \
-                         _mm256_fmadd_pd(va, x1, _mm256_mul_pd(vb, _mm256_loadu_pd(ci + 4)))); }
-        D_UP(0, c00, c01) D_UP(1, c10, c11) D_UP(2, c20, c21)
-        D_UP(3, c30, c31) D_UP(4, c40, c41) D_UP(5, c50, c51)
-#undef D_UP
-    }
-}
+
+UKR256(s_ukr_avx2, float, __m256, 8, _mm256_set1_ps, _mm256_broadcast_ss, _mm256_load_ps,
+       _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_setzero_ps)
+UKR256(d_ukr_avx2, double, __m256d, 4, _mm256_set1_pd, _mm256_broadcast_sd, _mm256_load_pd,
+       _mm256_loadu_pd, _mm256_storeu_pd, _mm256_fmadd_pd, _mm256_mul_pd, _mm256_setzero_pd)
+#undef UKR256
+#undef UKR256_ROW
 
 /* The AVX-512 kernels: the same packed panels and tile (a row of the tile is one zmm
  * vector), two sets of accumulators (even and odd k) so that twelve independent FMA
@@ -721,6 +666,61 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
 #undef T
 #undef AXPY4_BODY
 
+/* The packing loops of every GEMM here (float, double, and bfloat16 pairs for
+ * vdpbf16ps), parametrised by the load of a k-unit: an element, or a bfloat16 pair
+ * along k (kc odd: the last pair's second half zero). LD(x, s, p): unit p of the line
+ * (row of A, column of B) at x whose elements are s apart; LDC(x, p): the same with s
+ * == 1 for a full unit, p < kfull; ku units in all (kfull, then a partial one).
+ *
+ * PACK_A_BODY: rows [0, mc) of the A block at a (strides rsa, csa) into MRX-row
+ * panels, unit p of row r at dst[p * MRX + r], the rows past mc zero; FAST is a
+ * statement `if (...) {...} else` tried first on each panel, or nothing. */
+#define PACK_A_BODY(ET, MRX, ku, kfull, LD, LDC, FAST)                                \
+    for (int64_t r0 = 0; r0 < mc; r0 += MRX) {                                       \
+        int64_t mr = MIN(MRX, mc - r0);                                              \
+        const ET *ap = a + r0 * rsa;                                                 \
+        FAST                                                                         \
+        if (mr == MRX && csa == 1) {                                                 \
+            const ET *rows[MRX];                                                     \
+            for (int r = 0; r < MRX; r++) rows[r] = ap + r * rsa;                    \
+            int64_t p = 0;                                                           \
+            for (; p < (kfull); p++)                                                 \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LDC(rows[r], p);    \
+            for (; p < (ku); p++)                                                    \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(rows[r], 1, p);  \
+        } else if (mr == MRX && rsa == 1) {                                          \
+            for (int64_t p = 0; p < (ku); p++)                                       \
+                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(ap + r, csa, p); \
+        } else {                                                                     \
+            for (int64_t p = 0; p < (ku); p++) {                                     \
+                int r = 0;                                                           \
+                for (; r < mr; r++) dst[p * MRX + r] = LD(ap + r * rsa, csa, p);     \
+                for (; r < MRX; r++) dst[p * MRX + r] = 0;                           \
+            }                                                                        \
+        }                                                                            \
+        dst += MRX * (ku);                                                           \
+    }
+
+/* PACK_B_COLUMNS: an NRX-column panel of B (columns [0, nr) at b, strides rsb, csb)
+ * column by column, unit p of column j at d[p * NRX + j], the columns past nr zero. */
+#define PACK_B_COLUMNS(d, NRX, ku, kfull, LD, LDC)                                    \
+    for (int64_t j = 0; j < NRX; j++) {                                              \
+        if (j >= nr) {                                                               \
+            for (int64_t p = 0; p < (ku); p++) d[p * NRX + j] = 0;                   \
+            continue;                                                                \
+        }                                                                            \
+        const __typeof__(*b) *col = b + j * csb;                                     \
+        if (rsb == 1) {                                                              \
+            int64_t p = 0;                                                           \
+            for (; p < (kfull); p++) d[p * NRX + j] = LDC(col, p);                   \
+            for (; p < (ku); p++) d[p * NRX + j] = LD(col, 1, p);                    \
+        } else {                                                                     \
+            for (int64_t p = 0; p < (ku); p++) d[p * NRX + j] = LD(col, rsb, p);     \
+        }                                                                            \
+    }
+#define ELEM_LD(x, s, p) ((x)[(p) * (s)])
+#define ELEM_LDC(x, p) ((x)[p])
+
 /* ---------------------------------------------------------- the templates */
 
 #define GEMM_TEMPLATE
@@ -1050,33 +1050,20 @@ static inline uint32_t bf_pair(const uint16_t *x, int64_t s, int has2) {
     return (uint32_t)x[0] | (has2 ? (uint32_t)x[s] << 16 : 0u);
 }
 
+static inline uint32_t bf_word(const uint16_t *x) {    /* a contiguous pair */
+    uint32_t w;
+    memcpy(&w, x, 4);
+    return w;
+}
+
+/* a k-unit of the packing loops: the pair at k = 2p, 2p+1 */
+#define BF_LD(x, s, p) bf_pair((x) + 2 * (p) * (s), (s), 2 * (p) + 1 < kc)
+#define BF_LDC(x, p) bf_word((x) + 2 * (p))
+
 /* Pack rows [0, mc) x k [0, kc) of A into BF_MR-row panels of k pairs, zero-padded. */
 BF16DOT static void bf_pack_a(int64_t mc, int64_t kc, const uint16_t *a, int64_t rsa,
                               int64_t csa, uint32_t *restrict dst) {
-    int64_t kp = (kc + 1) / 2;
-    for (int64_t r0 = 0; r0 < mc; r0 += BF_MR) {
-        int64_t mr = MIN(BF_MR, mc - r0);
-        const uint16_t *ap = a + r0 * rsa;
-        if (mr == BF_MR && csa == 1) {
-            /* a pair is one 32-bit word of a row */
-            for (int64_t p = 0; p < kc / 2; p++)
-                for (int r = 0; r < BF_MR; r++) {
-                    uint32_t w;
-                    memcpy(&w, ap + r * rsa + 2 * p, 4);
-                    dst[p * BF_MR + r] = w;
-                }
-            if (kc % 2)
-                for (int r = 0; r < BF_MR; r++) dst[(kp - 1) * BF_MR + r] = ap[r * rsa + kc - 1];
-        } else {
-            for (int64_t p = 0; p < kp; p++) {
-                int r = 0;
-                for (; r < mr; r++)
-                    dst[p * BF_MR + r] = bf_pair(ap + r * rsa + 2 * p * csa, csa, 2 * p + 1 < kc);
-                for (; r < BF_MR; r++) dst[p * BF_MR + r] = 0;
-            }
-        }
-        dst += BF_MR * kp;
-    }
+    PACK_A_BODY(uint16_t, BF_MR, (kc + 1) / 2, kc / 2, BF_LD, BF_LDC, )
 }
 
 /* Pack one BF_NR-column panel of k pairs: rows [0, kc) x cols [0, nr), zero-padded. */
@@ -1101,25 +1088,7 @@ BF16DOT static void bf_pack_b(int64_t kc, int64_t nr, const uint16_t *b, int64_t
         return;
     }
     uint32_t *d = (uint32_t *)dst;
-    for (int64_t j = 0; j < BF_NR; j++) {
-        if (j >= nr) {
-            for (int64_t p = 0; p < kp; p++) d[p * BF_NR + j] = 0;
-            continue;
-        }
-        const uint16_t *col = b + j * csb;
-        if (rsb == 1) {
-            int64_t p = 0;
-            for (; 2 * p + 1 < kc; p++) {
-                uint32_t w;
-                memcpy(&w, col + 2 * p, 4);
-                d[p * BF_NR + j] = w;
-            }
-            if (p < kp) d[p * BF_NR + j] = col[2 * p];
-        } else {
-            for (int64_t p = 0; p < kp; p++)
-                d[p * BF_NR + j] = bf_pair(col + 2 * p * rsb, rsb, 2 * p + 1 < kc);
-        }
-    }
+    PACK_B_COLUMNS(d, BF_NR, kp, kc / 2, BF_LD, BF_LDC)
 }
 
 typedef struct {
@@ -1574,31 +1543,13 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
 static void P(pack_a)(int64_t mc, int64_t kc, const T *restrict a, int64_t rsa, int64_t csa,
                       T *restrict dst, int avx2) {
     (void)avx2;
-    for (int64_t r0 = 0; r0 < mc; r0 += MR) {
-        int64_t mr = MIN(MR, mc - r0);
-        const T *ap = a + r0 * rsa;
 #ifdef PACK_A_ROWS_AVX2
-        if (mr == MR && csa == 1 && avx2) {
-            PACK_A_ROWS_AVX2(kc, ap, rsa, dst);
-        } else
+#define PACK_A_FAST if (mr == MR && csa == 1 && avx2) PACK_A_ROWS_AVX2(kc, ap, rsa, dst); else
+#else
+#define PACK_A_FAST
 #endif
-        if (mr == MR && csa == 1) {
-            const T *rows[MR];
-            for (int r = 0; r < MR; r++) rows[r] = ap + r * rsa;
-            for (int64_t p = 0; p < kc; p++)
-                for (int r = 0; r < MR; r++) dst[p * MR + r] = rows[r][p];
-        } else if (mr == MR && rsa == 1) {
-            for (int64_t p = 0; p < kc; p++)
-                for (int r = 0; r < MR; r++) dst[p * MR + r] = ap[p * csa + r];
-        } else {
-            for (int64_t p = 0; p < kc; p++) {
-                int r = 0;
-                for (; r < mr; r++) dst[p * MR + r] = ap[r * rsa + p * csa];
-                for (; r < MR; r++) dst[p * MR + r] = 0;
-            }
-        }
-        dst += MR * kc;
-    }
+    PACK_A_BODY(T, MR, kc, kc, ELEM_LD, ELEM_LDC, PACK_A_FAST)
+#undef PACK_A_FAST
 }
 
 /* Pack one NR-column panel: rows [0, kc) x cols [0, nr) of B into dst[p * NR + j],
@@ -1610,11 +1561,8 @@ static void P(pack_b_panel)(int64_t kc, int64_t nr, const T *restrict b, int64_t
     } else if (nr == NR && csb == 1) {
         for (int64_t p = 0; p < kc; p++)
             for (int j = 0; j < NR; j++) dst[p * NR + j] = b[p * rsb + j];
-    } else if (nr == NR && rsb == 1) {
-        for (int j = 0; j < NR; j++) {
-            const T *col = b + j * csb;
-            for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = col[p];
-        }
+    } else if (rsb == 1) {
+        PACK_B_COLUMNS(dst, NR, kc, kc, ELEM_LD, ELEM_LDC)
     } else {
         for (int64_t p = 0; p < kc; p++) {
             int64_t j = 0;
