@@ -375,8 +375,10 @@ def profile_ember(step, steps):
     return sorted(rows, key=lambda r: -r[1]), total
 
 
-def worker(lib, case, threads, clock_name="wall"):
-    """Serve the driver over stdin/stdout: one JSON line per command."""
+def worker(lib, case, threads, clock_name="wall", beside_torch=False):
+    """Serve the driver over stdin/stdout: one JSON line per command. beside_torch:
+    ember's worker imports torch first and runs one of its parallel matmuls (a user
+    converting weights has both loaded)."""
     clock = harness.CLOCKS[clock_name if threads == 1 else "wall"]
     out = sys.stdout
     sys.stdout = sys.stderr            # nothing else may write on the protocol stream
@@ -385,6 +387,10 @@ def worker(lib, case, threads, clock_name="wall"):
         mod.set_num_threads(threads)
         version = mod.__version__
     else:
+        if beside_torch:
+            import torch
+            torch.set_num_threads(threads)
+            float((torch.randn(512, 512) @ torch.randn(512, 512)).sum())
         import ember as mod
         mod.set_num_threads(threads)
         version = mod.__version__
@@ -449,11 +455,18 @@ def find_torch_python(args):
 
 
 class Worker:
-    def __init__(self, python, lib, case, threads, clock):
+    def __init__(self, python, lib, case, threads, clock, beside_torch=False):
         cmd = [python, os.path.abspath(__file__), "--_worker", "--lib", lib, "--case", case,
                "--threads", str(threads), "--clock", clock]
+        env = harness.thread_env(threads)
+        if beside_torch:
+            # ember from this interpreter's site-packages, in torch's interpreter
+            import ember
+            site = os.path.dirname(os.path.dirname(ember.__file__))
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [site, env.get("PYTHONPATH")]))
+            cmd.append("--ember-beside-torch")
         self.lib = lib
-        self.p = subprocess.Popen(cmd, env=harness.thread_env(threads), text=True,
+        self.p = subprocess.Popen(cmd, env=env, text=True,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.hello = self.ask(None)
 
@@ -474,7 +487,8 @@ class Worker:
 
 
 def run_case(case, threads, pythons, args):
-    workers = {lib: Worker(py, lib, case, threads, args.clock)
+    workers = {lib: Worker(py, lib, case, threads, args.clock,
+                           lib == "ember" and args.ember_beside_torch)
                for lib, py in pythons.items()}
     info = {lib: w.hello for lib, w in workers.items()}
     l_em = info["ember"]["losses"]
@@ -537,12 +551,16 @@ def main():
     ap.add_argument("--lib", help=argparse.SUPPRESS)
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--no-torch", action="store_true", help="ember only")
+    ap.add_argument("--ember-beside-torch", action="store_true",
+                    help="ember's worker runs in torch's interpreter with torch imported "
+                         "and its thread pool used once")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: the 1-thread setting times with the thread's CPU time "
                          "(steadier on a busy machine; 2 threads always use wall time)")
     args = ap.parse_args()
     if args._worker:
-        return worker(args.lib, args.case, args.threads[0], args.clock)
+        return worker(args.lib, args.case, args.threads[0], args.clock,
+                      args.ember_beside_torch)
     words = [w for w in args.filter.split(",") if w]
     cases = [c for c in CASES if not words or c in words or
              any(w in c for w in words if w not in CASES)]
@@ -550,6 +568,10 @@ def main():
     tp = None if args.no_torch else find_torch_python(args)
     if tp:
         pythons["torch"] = tp
+    if args.ember_beside_torch:
+        if not tp:
+            raise SystemExit("bench_models: --ember-beside-torch needs torch")
+        pythons["ember"] = tp
     rows, phase_rows, results = [], [], {}
     header = None
     load0 = harness.load()
