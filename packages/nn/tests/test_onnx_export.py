@@ -442,7 +442,7 @@ _NO_ONNX |= {"lgamma", "digamma", "erfinv", "i0", "igamma", "igammac", "special_
              "special_spherical_bessel_j0", "special_airy_ai"}
 _NO_ONNX |= {f"special_{name}" for name, _ in POLYNOMIALS}   # the orthogonal polynomials
 # the derivative rows behind gelu's formula (backward only, never in a traced forward)
-_NO_ONNX |= {"_gelu_grad", "_gelu_tanh_grad"}
+_NO_ONNX |= {"_gelu_grad", "_gelu_tanh_grad", "_relu_grad"}
 
 
 def _row_inputs(row, kind, rng):

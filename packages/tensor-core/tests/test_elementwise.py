@@ -149,6 +149,7 @@ REFERENCE = {
     "reciprocal": lambda a: np.divide(np.ones((), a.dtype), a),
     "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
     "relu": lambda a: np.where(np.isnan(a) | (a > 0), a, np.zeros_like(a)),
+    "_relu_grad": lambda g, y: np.where(y <= 0, np.zeros_like(g), g),
     "erf": lambda a: _erf(a.astype(np.float64)),
     "erfc": lambda a: _erfc(a.astype(np.float64)),
     "gelu": lambda a: a * 0.5 * _erfc(a.astype(np.float64) * -math.sqrt(0.5)),

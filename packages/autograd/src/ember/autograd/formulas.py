@@ -398,7 +398,9 @@ def _(n, g):
 
 @formula("relu", output=True)
 def _(n, g):
-    return g * (n.output > 0),
+    if not _core.is_grad_enabled():      # one pass; create_graph: the composed form below
+        return em._relu_grad(g, n.output),
+    return em.where(n.output <= 0, 0.0, g),
 
 
 @formula("sigmoid", output=True)

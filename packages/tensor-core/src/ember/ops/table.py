@@ -210,6 +210,10 @@ ELEMENTWISE = [
                 promote="float", numpy="arctanh", domain="unit",
                 aliases=("arctanh",)),
     Elementwise("relu", 1, {I: "a > 0 ? a : 0", F: "(a > 0 || a != a) ? a : 0"}, numpy=None),
+    # relu's derivative (grad a, relu's output b) in one pass, PyTorch's
+    # threshold_backward: 0 where b <= 0, so a NaN output passes its gradient on
+    Elementwise("_relu_grad", 2, {I: "b <= 0 ? 0 : a", F: "b <= 0 ? 0 : a"}, numpy=None,
+                method=False, inplace=False, differentiable=False),
     Elementwise("sigmoid", 1, {F: "1 / (1 + em_exp_{T}(-a))", C: "em_csigmoid_{T}(a)"},
                 promote="float", numpy=None),
     Elementwise("erf", 1, {F: "em_erf_{T}(a)"}, promote="float", numpy=None),
