@@ -20,6 +20,18 @@ def fd_count():
     return len(os.listdir("/proc/self/fd"))
 
 
+def memfd_count():
+    """This process's fds on ember's memfds: the file_descriptor strategy's storages
+    (other fds, e.g. a pipe a finished worker thread closes, can come and go meanwhile)."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:ember_")
+        except OSError:         # closed since the listing
+            pass
+    return n
+
+
 def test_file_descriptor_strategy_never_touches_dev_shm(strategy):
     strategy("file_descriptor")
     ctx = mp.get_context("spawn")
@@ -217,12 +229,13 @@ def test_file_system_keeps_no_fd_per_storage(strategy):
     # earlier tests' garbage (queues, pipes) must not close its fds mid-count: that
     # made the count dip below the baseline (68 where 70 was expected) under load
     gc.collect()
-    fds = fd_count()
+    fds, memfds = fd_count(), memfd_count()
     ts = [em.ones(100).share_memory_() for _ in range(50)]
     assert all(t.is_shared() for t in ts) and fd_count() <= fds + 1   # + the daemon's
+    assert memfd_count() == memfds
     strategy("file_descriptor")
     _held = [em.ones(100).share_memory_() for _ in range(50)]   # alive while counting
-    assert fd_count() >= fds + 50                     # one memfd each, no more
+    assert memfd_count() == memfds + 50               # one memfd each, no more
     assert fd_count() <= fds + 51
 
 
