@@ -514,6 +514,53 @@ def test_matmul_bf16_threads_and_linear_entries():
 
 
 @pytest.mark.parametrize("kernel", GEMM_KERNELS)
+@settings(max_examples=fewer_examples(2), deadline=None)
+@given(data=st.data())
+def test_gemm_bf16_into_float32(kernel, data):
+    """The bfloat16 GEMM with a float32 C (conv's gradients' sums: C = A @ B + beta C,
+    nothing rounded to bfloat16) on each CPU path against float64: odd sizes, k over
+    one block, transposed and strided operands, a column-contiguous C."""
+    from ember._C import matmul as _lin
+    m, n = data.draw(st.integers(1, 40), label="m"), data.draw(st.integers(1, 70), label="n")
+    k = data.draw(st.one_of(st.integers(1, 67), st.integers(1020, 1100)), label="k")
+    beta = data.draw(st.sampled_from([0.0, 1.0, 0.5]), label="beta")
+    la, lb = (data.draw(st.sampled_from(["contiguous", "transposed", "strided"]), label=x)
+              for x in "ab")
+    c_t = data.draw(st.booleans(), label="c transposed")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    a, b = bf16_values(rng, (m, k)), bf16_values(rng, (k, n))
+    c0 = rng.standard_normal((m, n)).astype(F32)
+    c = em.from_numpy(c0.T.copy()).t() if c_t else em.from_numpy(c0.copy())
+    _lin._set_kernel(kernel)
+    try:
+        flush = _lin.kernel_name() == "avx512bf16"
+        _lin.gemm_(c, operand(a, la), operand(b, lb), 1.0, beta)
+    finally:
+        _lin._set_kernel("auto")
+    if flush:
+        a, b = flush_subnormal(a), flush_subnormal(b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64 + beta * c0
+    mag = np.abs(a64) @ np.abs(b64) + beta * np.abs(c0)
+    err = np.abs(to_numpy(c).astype(np.float64) - want)
+    assert np.all(err <= 1.01 * (k + 1) * 2.0 ** -24 * mag + (k + 1) * TINY), \
+        f"{kernel} {m}x{k}x{n} {la} {lb} beta {beta}: worst {np.max(err)}"
+    with pytest.raises(ValueError, match="alpha 1"):
+        _lin.gemm_(c, as_bf16(a), as_bf16(b), 2.0, 0.0)
+    with pytest.raises(TypeError, match="bfloat16 @ float32 into float32"):
+        _lin.gemm_(c, as_bf16(a), em.from_numpy(b), 1.0, 0.0)
+
+
+@st.composite
+def conv_geometry(draw):
+    """(groups, c, oc, kernel, stride, padding, dilation) of the bfloat16 conv tests."""
+    groups = draw(st.sampled_from([1, 2]))
+    c, oc = (groups * draw(st.integers(1, 3)) for _ in range(2))
+    return (groups, c, oc, draw(st.sampled_from([(1, 1), (3, 3), (2, 3)])),
+            *(draw(st.sampled_from(v)) for v in ([1, 2], [0, 1], [1, 2])))
+
+
+@pytest.mark.parametrize("kernel", GEMM_KERNELS)
 @settings(max_examples=fewer_examples(4), deadline=None)
 @given(data=st.data())
 def test_conv2d_forward_in_bfloat16(kernel, data):
@@ -523,12 +570,7 @@ def test_conv2d_forward_in_bfloat16(kernel, data):
     without subnormals); strides, padding, dilation, groups, 1x1, conv1d. Gradients
     (computed in float32) are the float32 ones rounded to bfloat16."""
     from ember._C import matmul as _lin
-    groups = data.draw(st.sampled_from([1, 2]), label="groups")
-    c, oc = (groups * data.draw(st.integers(1, 3), label=x) for x in ("c", "oc"))
-    k = data.draw(st.sampled_from([(1, 1), (3, 3), (2, 3)]), label="k")
-    stride, padding, dilation = (data.draw(st.sampled_from(v), label=x) for x, v in
-                                 (("stride", [1, 2]), ("padding", [0, 1]),
-                                  ("dilation", [1, 2])))
+    groups, c, oc, k, stride, padding, dilation = data.draw(conv_geometry(), label="conv")
     bias = data.draw(st.booleans(), label="bias")
     hw = data.draw(st.integers(5, 12), label="hw")
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
@@ -587,12 +629,7 @@ def test_conv2d_backward_in_bfloat16(layout, path, data):
     layout (channels_last in, channels_last out)."""
     from ember._C import conv as _conv
     from ember.ops.conv import conv2d_backward
-    groups = data.draw(st.sampled_from([1, 2]), label="groups")
-    c, oc = (groups * data.draw(st.integers(1, 3), label=x) for x in ("c", "oc"))
-    k = data.draw(st.sampled_from([(1, 1), (3, 3), (2, 3)]), label="k")
-    stride, padding, dilation = (data.draw(st.sampled_from(v), label=x) for x, v in
-                                 (("stride", [1, 2]), ("padding", [0, 1]),
-                                  ("dilation", [1, 2])))
+    groups, c, oc, k, stride, padding, dilation = data.draw(conv_geometry(), label="conv")
     n, hw = data.draw(st.integers(1, 5), label="n"), data.draw(st.integers(5, 9), label="hw")
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
     x = round_bf16(rng.uniform(-2, 2, (n, c, hw, hw + 1)).astype(F32))

@@ -162,6 +162,39 @@ def test_pooling(device, name, case):
     _close(xc.grad, x.grad, 1e-5)
 
 
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                                  "adaptive_max_pool2d"])
+@settings(max_examples=8, deadline=None)
+@given(case=pool_cases())
+def test_pooling_in_bfloat16(name, case):
+    """The CPU's NHWC kernels take bfloat16 as it is (float32 sums, one rounding):
+    forward, indices and gradient bit-identical to float32's NHWC kernels on the same
+    values, rounded once; the result stays bfloat16 and channels_last."""
+    rng = np.random.default_rng(case["seed"])
+    a = rng.standard_normal(case["shape"])
+    if case["ties"]:
+        a = np.round(a)
+    xb = em.tensor(a.astype(np.float32)).to(em.bfloat16)
+    gy = None
+    out = []
+    for x in (xb, xb.float()):
+        x = x.contiguous(memory_format=em.channels_last).requires_grad_()
+        y = POOLS[name](x, case)
+        if gy is None:
+            gy = em.tensor(rng.standard_normal(tuple(y.shape)).astype(np.float32)).to(
+                em.bfloat16).contiguous(memory_format=em.channels_last)
+        y.backward(gy.to(x.dtype))
+        idx = POOLS[name + "_indices"](x.detach(), case) if "max" in name else None
+        out.append((y.detach(), x.grad, idx))
+    (y16, g16, i16), (y32, g32, i32) = out
+    for got, want in ((y16, y32), (g16, g32)):
+        assert got.dtype is em.bfloat16 and got.stride() == want.stride()
+        np.testing.assert_array_equal(got.view(em.int16).numpy(),
+                                      want.to(em.bfloat16).view(em.int16).numpy())
+    if i16 is not None:
+        np.testing.assert_array_equal(i16.numpy(), i32.numpy())
+
+
 def test_max_pool_nan_and_infinities(device):
     a = np.full((1, 3, 4, 4), -np.inf)
     a[0, 1, 1, 2] = np.nan

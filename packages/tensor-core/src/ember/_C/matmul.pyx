@@ -27,6 +27,9 @@ cdef extern from "gemm.h" nogil:
                         const void *a, int64_t rsa, int64_t csa,
                         const void *b, int64_t rsb, int64_t csb, double beta,
                         void *c, int64_t rsc, int64_t csc)
+    int em_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,
+                         int64_t csa, const void *b, int64_t rsb, int64_t csb, float beta,
+                         float *c, int64_t rsc, int64_t csc)
     void em_gemm_set_kernel(int which)
     const char *em_gemm_kernel_name()
 
@@ -234,11 +237,17 @@ cpdef TensorBase cpu_matmul(TensorBase x, TensorBase y, str op="matmul"):
 
 def gemm_(TensorBase c, TensorBase a, TensorBase b, double alpha, double beta):
     """c = alpha * a @ b + beta * c in place, for 2-d CPU tensors of one dtype whose
-    shapes agree (checked by the caller, re-checked here). No autograd."""
+    shapes agree (checked by the caller, re-checked here), or bfloat16 a and b into a
+    float32 c (alpha 1: the float32 sums of conv's bfloat16 gradients, never rounded to
+    bfloat16). No autograd."""
     if a._ndim != 2 or b._ndim != 2 or c._ndim != 2:
         raise ValueError("gemm_: expected 2-d tensors")
-    if a._dtype != c._dtype or b._dtype != c._dtype:
-        raise TypeError("gemm_: operands must share one dtype")
+    cdef bint wide = a._dtype == b._dtype == 11 and c._dtype == 7   # bfloat16 -> float32
+    if not wide and (a._dtype != c._dtype or b._dtype != c._dtype):
+        raise TypeError(f"gemm_: operands must share one dtype, or be bfloat16 into float32; "
+                        f"got {a.dtype.name} @ {b.dtype.name} into {c.dtype.name}")
+    if wide and alpha != 1.0:
+        raise ValueError(f"gemm_: bfloat16 into float32 takes alpha 1, got {alpha}")
     if c._storage.device.type_id != 0 or a._storage.device.type_id != 0 or \
             b._storage.device.type_id != 0:
         raise NotImplementedError(f"gemm_: no kernel for {c.device} ({c.dtype.name})")
@@ -251,8 +260,13 @@ def gemm_(TensorBase c, TensorBase a, TensorBase b, double alpha, double beta):
     cdef void *pb = b.ptr()
     cdef void *pc = c.ptr()
     with nogil:
-        rc = em_gemm(dt, m, n, k, alpha, pa, a._strides[0], a._strides[1], pb, b._strides[0],
-                     b._strides[1], beta, pc, c._strides[0], c._strides[1])
+        if wide:
+            rc = em_gemm_bf16_f32(m, n, k, pa, a._strides[0], a._strides[1], pb,
+                                  b._strides[0], b._strides[1], <float>beta, <float *>pc,
+                                  c._strides[0], c._strides[1])
+        else:
+            rc = em_gemm(dt, m, n, k, alpha, pa, a._strides[0], a._strides[1], pb,
+                         b._strides[0], b._strides[1], beta, pc, c._strides[0], c._strides[1])
     check_rc(rc, "gemm_")
     c._bump_version()
     return c

@@ -1,8 +1,8 @@
 # kernels: pool.c cpu_api_client.c
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pooling kernels (kernels/cpu/pool.c) over (N, C, H, W) float32/float64 tensors,
-contiguous or channels_last (whose NHWC storage the *_nhwc kernels read as it is; the
-result has the input's layout); 1-d pooling comes here as H = 1. Callers (ember.ops.pool)
+contiguous or channels_last (whose NHWC storage the *_nhwc kernels read as it is, bfloat16
+too: float32 sums rounded once; the result has the input's layout); 1-d pooling comes here as H = 1. Callers (ember.ops.pool)
 validate the arguments, compute the output size and lay the inputs out; the checks here
 only keep a direct caller from reading out of bounds."""
 from libc.stdint cimport int64_t
@@ -31,25 +31,25 @@ cdef extern from *:
                                const int64_t *in_hw, const int64_t *out_hw);
     int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx,
                              int64_t planes, int64_t in_size, int64_t out_size);
-    int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+    int em_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
                            const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
                            const int64_t *s, const int64_t *p, const int64_t *d);
-    int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+    int em_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                            const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
                            const int64_t *s, const int64_t *p, int count_include_pad,
                            int64_t divisor);
-    int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+    int em_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n, int64_t C,
                                     const int64_t *in_hw, const int64_t *out_hw,
                                     const int64_t *k, const int64_t *s, const int64_t *p,
                                     int count_include_pad, int64_t divisor);
-    int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+    int em_adaptive_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                                     const int64_t *in_hw, const int64_t *out_hw);
-    int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+    int em_adaptive_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n,
                                              int64_t C, const int64_t *in_hw,
                                              const int64_t *out_hw);
-    int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+    int em_adaptive_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n,
                                     int64_t C, const int64_t *in_hw, const int64_t *out_hw);
-    int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx,
+    int em_max_pool_backward_nhwc(int wt, const void *dy, const int64_t *ix, void *dx,
                                   int64_t n, int64_t C, int64_t in_size, int64_t out_size);
     """
     int EM_POOL_EINDEX
@@ -72,25 +72,25 @@ cdef extern from *:
                                const int64_t *in_hw, const int64_t *out_hw) nogil
     int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx,
                              int64_t planes, int64_t in_size, int64_t out_size) nogil
-    int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+    int em_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
                            const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
                            const int64_t *s, const int64_t *p, const int64_t *d) nogil
-    int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+    int em_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                            const int64_t *in_hw, const int64_t *out_hw, const int64_t *k,
                            const int64_t *s, const int64_t *p, int count_include_pad,
                            int64_t divisor) nogil
-    int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+    int em_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n, int64_t C,
                                     const int64_t *in_hw, const int64_t *out_hw,
                                     const int64_t *k, const int64_t *s, const int64_t *p,
                                     int count_include_pad, int64_t divisor) nogil
-    int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+    int em_adaptive_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                                     const int64_t *in_hw, const int64_t *out_hw) nogil
-    int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+    int em_adaptive_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n,
                                              int64_t C, const int64_t *in_hw,
                                              const int64_t *out_hw) nogil
-    int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+    int em_adaptive_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n,
                                     int64_t C, const int64_t *in_hw, const int64_t *out_hw) nogil
-    int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx,
+    int em_max_pool_backward_nhwc(int wt, const void *dy, const int64_t *ix, void *dx,
                                   int64_t n, int64_t C, int64_t in_size, int64_t out_size) nogil
 
 cdef extern from "cpu_api.h":
@@ -102,19 +102,27 @@ include "channels_last.pxi"
 
 DEF FLOAT32 = 7
 DEF FLOAT64 = 8
+DEF BFLOAT16 = 11
 DEF INT64 = 5
 DEF NOGIL_MIN = 1 << 14   # release the GIL above this many output elements
 
 
 cdef int64_t check(TensorBase t, str op, int dtype=-1) except -1:
     """The number of (N, C) planes of a contiguous or channels_last 4-d CPU tensor of
-    float32/float64 (or of `dtype`)."""
-    if t._storage.device.type != "cpu" or not (t.contiguous_c() or nhwc(t)) or t._ndim != 4 or (
-            t._dtype not in (FLOAT32, FLOAT64) if dtype < 0 else t._dtype != dtype):
+    float32/float64, or bfloat16 when channels_last (or of `dtype`)."""
+    cdef bint cl = nhwc(t)
+    if t._storage.device.type != "cpu" or not (t.contiguous_c() or cl) or t._ndim != 4 or (
+            not (t._dtype in (FLOAT32, FLOAT64) or (cl and t._dtype == BFLOAT16))
+            if dtype < 0 else t._dtype != dtype):
         raise ValueError(f"{op}: internal kernel needs a contiguous or channels_last 4-d "
-                         f"{'float32/float64' if dtype < 0 else 'int64'} CPU tensor, got "
-                         f"{tuple(t.shape)} {t.dtype!r} on {t.device}")
+                         f"{'float32/float64 (channels_last: or bfloat16)' if dtype < 0 else 'int64'}"
+                         f" CPU tensor, got {tuple(t.shape)} {t.dtype!r} on {t.device}")
     return t._shape[0] * t._shape[1]
+
+
+cdef inline int work_type(TensorBase t):
+    """The kernels' type code: 0 float32, 1 float64, 2 bfloat16 (channels_last only)."""
+    return 1 if t._dtype == FLOAT64 else 2 if t._dtype == BFLOAT16 else 0
 
 
 cdef TensorBase new_like(TensorBase t, int64_t h, int64_t w, int dtype):
@@ -167,14 +175,14 @@ def max_pool2d(TensorBase x not None, kernel, stride, padding, dilation, out_siz
     cdef int64_t *ixp = <int64_t *>ix.ptr() if with_indices else NULL
     cdef const void *xp = x.ptr()
     cdef void *yp = y.ptr()
-    cdef int f64 = x._dtype == FLOAT64, rc
+    cdef int wt = work_type(x), rc
     if y.numel_c() >= NOGIL_MIN:
         with nogil:
-            rc = em_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
-                em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
+            rc = em_max_pool2d_nhwc(wt, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
+                em_max_pool2d(wt, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
     else:
-        rc = em_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
-            em_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
+        rc = em_max_pool2d_nhwc(wt, xp, yp, ixp, nb, ch, ihw, ohw, k, s, p, d) if cl else \
+            em_max_pool2d(wt, xp, yp, ixp, planes, ihw, ohw, k, s, p, d)
     rc_check(rc, "max_pool2d")
     return y, ix
 
@@ -198,20 +206,20 @@ def avg_pool2d(TensorBase x not None, kernel, stride, padding, out_size,
     cdef TensorBase y = new_like(x, ohw[0], ohw[1], x._dtype)
     cdef const void *xp = x.ptr()
     cdef void *yp = y.ptr()
-    cdef int f64 = x._dtype == FLOAT64, rc
+    cdef int wt = work_type(x), rc
     if y.numel_c() >= NOGIL_MIN:
         with nogil:
             if cl:
-                rc = em_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw, k, s, p,
+                rc = em_avg_pool2d_nhwc(wt, xp, yp, nb, ch, ihw, ohw, k, s, p,
                                         count_include_pad, divisor)
             else:
-                rc = em_avg_pool2d(f64, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad,
+                rc = em_avg_pool2d(wt, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad,
                                    divisor)
     elif cl:
-        rc = em_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw, k, s, p, count_include_pad,
+        rc = em_avg_pool2d_nhwc(wt, xp, yp, nb, ch, ihw, ohw, k, s, p, count_include_pad,
                                 divisor)
     else:
-        rc = em_avg_pool2d(f64, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad, divisor)
+        rc = em_avg_pool2d(wt, xp, yp, planes, ihw, ohw, k, s, p, count_include_pad, divisor)
     rc_check(rc, "avg_pool2d")
     return y
 
@@ -235,13 +243,13 @@ def avg_pool2d_backward(TensorBase grad not None, input_shape, kernel, stride, p
     cdef TensorBase dx = new_like(grad, ihw[0], ihw[1], grad._dtype)
     cdef const void *gp = grad.ptr()
     cdef void *dp = dx.ptr()
-    cdef int f64 = grad._dtype == FLOAT64, rc
+    cdef int wt = work_type(grad), rc
     with nogil:
         if cl:
-            rc = em_avg_pool2d_backward_nhwc(f64, gp, dp, nb, ch, ihw, ohw, k, s, p,
+            rc = em_avg_pool2d_backward_nhwc(wt, gp, dp, nb, ch, ihw, ohw, k, s, p,
                                              count_include_pad, divisor)
         else:
-            rc = em_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw, k, s, p,
+            rc = em_avg_pool2d_backward(wt, gp, dp, planes, ihw, ohw, k, s, p,
                                         count_include_pad, divisor)
     rc_check(rc, "avg_pool2d_backward")
     return dx
@@ -258,10 +266,10 @@ def adaptive_avg_pool2d(TensorBase x not None, out_size):
     cdef TensorBase y = new_like(x, ohw[0], ohw[1], x._dtype)
     cdef const void *xp = x.ptr()
     cdef void *yp = y.ptr()
-    cdef int f64 = x._dtype == FLOAT64, rc
+    cdef int wt = work_type(x), rc
     with nogil:
-        rc = em_adaptive_avg_pool2d_nhwc(f64, xp, yp, nb, ch, ihw, ohw) if cl else \
-            em_adaptive_avg_pool2d(f64, xp, yp, planes, ihw, ohw)
+        rc = em_adaptive_avg_pool2d_nhwc(wt, xp, yp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_avg_pool2d(wt, xp, yp, planes, ihw, ohw)
     rc_check(rc, "adaptive_avg_pool2d")
     return y
 
@@ -277,10 +285,10 @@ def adaptive_avg_pool2d_backward(TensorBase grad not None, input_shape):
     cdef TensorBase dx = new_like(grad, ihw[0], ihw[1], grad._dtype)
     cdef const void *gp = grad.ptr()
     cdef void *dp = dx.ptr()
-    cdef int f64 = grad._dtype == FLOAT64, rc
+    cdef int wt = work_type(grad), rc
     with nogil:
-        rc = em_adaptive_avg_pool2d_backward_nhwc(f64, gp, dp, nb, ch, ihw, ohw) if cl else \
-            em_adaptive_avg_pool2d_backward(f64, gp, dp, planes, ihw, ohw)
+        rc = em_adaptive_avg_pool2d_backward_nhwc(wt, gp, dp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_avg_pool2d_backward(wt, gp, dp, planes, ihw, ohw)
     rc_check(rc, "adaptive_avg_pool2d_backward")
     return dx
 
@@ -299,10 +307,10 @@ def adaptive_max_pool2d(TensorBase x not None, out_size):
     cdef const void *xp = x.ptr()
     cdef void *yp = y.ptr()
     cdef int64_t *ixp = <int64_t *>ix.ptr()
-    cdef int f64 = x._dtype == FLOAT64, rc
+    cdef int wt = work_type(x), rc
     with nogil:
-        rc = em_adaptive_max_pool2d_nhwc(f64, xp, yp, ixp, nb, ch, ihw, ohw) if cl else \
-            em_adaptive_max_pool2d(f64, xp, yp, ixp, planes, ihw, ohw)
+        rc = em_adaptive_max_pool2d_nhwc(wt, xp, yp, ixp, nb, ch, ihw, ohw) if cl else \
+            em_adaptive_max_pool2d(wt, xp, yp, ixp, planes, ihw, ohw)
     rc_check(rc, "adaptive_max_pool2d")
     return y, ix
 
@@ -323,10 +331,10 @@ def max_pool2d_backward(TensorBase grad not None, TensorBase indices not None, i
     cdef const void *gp = grad.ptr()
     cdef const int64_t *ixp = <const int64_t *>indices.ptr()
     cdef void *dp = dx.ptr()
-    cdef int f64 = grad._dtype == FLOAT64, rc
+    cdef int wt = work_type(grad), rc
     cdef int64_t osz = grad._shape[2] * grad._shape[3]
     with nogil:
-        rc = em_max_pool_backward_nhwc(f64, gp, ixp, dp, nb, ch, ihw[0] * ihw[1], osz) if cl \
-            else em_max_pool_backward(f64, gp, ixp, dp, planes, ihw[0] * ihw[1], osz)
+        rc = em_max_pool_backward_nhwc(wt, gp, ixp, dp, nb, ch, ihw[0] * ihw[1], osz) if cl \
+            else em_max_pool_backward(wt, gp, ixp, dp, planes, ihw[0] * ihw[1], osz)
     rc_check(rc, "max_pool2d_backward")
     return dx

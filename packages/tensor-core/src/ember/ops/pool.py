@@ -29,7 +29,7 @@ import operator
 from ember import _layout_formats as _fmt
 from ember._args import tensor_arg
 from ember._C import core as _core
-from ember._dtypes import float64, iinfo, int64
+from ember._dtypes import bfloat16, float32, float64, iinfo, int64
 from ember.backends import kernel
 from ember.ops._kernel_args import _work_dtype
 from ember.ops.creation import arange, tensor
@@ -145,12 +145,15 @@ def _hw(t, sd, fill=1):
 def _planes(x, shape4, work, like=None):
     """x as the (N, C, H, W) tensor of dtype `work` that the kernels take: contiguous,
     or channels_last as it is (the NHWC kernels read that storage; the result keeps
-    it). like: take that tensor's layout instead (indices beside their gradient)."""
+    it; the CPU's take bfloat16 as it is too). like: take that tensor's layout instead
+    (indices beside their gradient)."""
     if tuple(x.shape) != shape4:
         x = x.reshape(shape4)
-    x = x if x.dtype is work else x.to(work)
     if _fmt._channels_last_input(x if like is None else like):
+        if not (x.dtype is bfloat16 and work is float32 and x.device.type == "cpu"):
+            x = x if x.dtype is work else x.to(work)
         return _fmt.to_format(x, _fmt.channels_last, "pool")
+    x = x if x.dtype is work else x.to(work)
     return x.contiguous()
 
 

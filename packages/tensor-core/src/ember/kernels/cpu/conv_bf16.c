@@ -1,32 +1,23 @@
 /* bfloat16 convolution, NCHW and channels_last (NHWC), forward and both gradients:
  * float32 accumulation, each result rounded to bfloat16 once (nearest even, NaN kept:
- * ember_bf16.h), and no float32 copy of a whole activation. Included by conv.c after
- * its templates (it uses their helpers: im2col_bf16, col2im_f32, row2im_f32,
- * is_identity, rows_per_item, COLS_MAX, conv_path).
+ * ember_bf16.h), and no float32 copy of an activation or of the weights. Included by
+ * conv.c after its templates (it uses their helpers: im2col_bf16, col2im_f32,
+ * row2im_f32, is_identity, rows_per_item, COLS_MAX, conv_path).
  *
  * Where the products of one output are summed by a single GEMM, that GEMM is the
  * bfloat16 one (vdpbf16ps pairs on AVX512-BF16, else widened in its packing), the bias
  * its beta term: the forwards, a stride-1 grad_input as the forward of grad_out with the
  * weights flipped (as conv.c's as_forward), a 1x1 NHWC grad_weight (one GEMM over all
  * pixels). Where one output gathers several GEMMs' results (col2im's overlapping taps
- * at stride > 1, grad_weight's sum over images and pixel blocks), those GEMMs run in
- * float32 on operands widened block by block while they are gathered (im2col,
- * im2row, a block of grad_out), into a float32 image plane or weight-sized sum that is
- * rounded once at the end. The weights of grad_input's col2im path are widened one
- * group at a time (weight-sized, not activation-sized). Work items run in turn; the
- * GEMMs thread themselves. */
+ * at stride > 1, grad_weight's sum over images and pixel blocks), those GEMMs take the
+ * same bfloat16 operands (grad_out and the weights as they are, im2col / im2row moving
+ * the 2-byte values) and leave float32 sums (em_gemm_bf16_f32) in an image plane or a
+ * weight-sized sum that is rounded once at the end. Work items run in turn; the GEMMs
+ * thread themselves. */
 #include "ember_bf16.h"
 
 #define BF_BATCH_COLS 1024   /* columns (pixels) of the small images batched in one GEMM */
 #define BF_MIN_K 256         /* pixels per grad_weight GEMM at least (its k) */
-
-/* dst[i, j] = src[i * lds + j] as float32, rows x cols, dst contiguous */
-__attribute__((target_clones("avx2", "default")))
-static void bf16_widen_rows(const uint16_t *restrict src, int64_t lds, int64_t rows,
-                            int64_t cols, float *restrict dst, int64_t ldd) {
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) dst[i * ldd + j] = em_bf16_to_f32(src[i * lds + j]);
-}
 
 /* dst[i * ldd + j] = src[i * lds + j] + rbias[i] + cbias[j] (either bias may be NULL),
  * rounded to bfloat16 once */
@@ -46,66 +37,28 @@ static void bf16_round_rows(const float *restrict src, int64_t lds, int64_t rows
     }
 }
 
-/* im2col (conv.c) widening as it gathers: cols[t * ld + (i - oh0) * ow + j] = x[...] */
-__attribute__((target_clones("avx2", "default")))
-static void bf16_im2col_widen(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,
-                              int64_t oh0, int64_t oh1, float *restrict cols, int64_t ld) {
-    int64_t t = 0;
-    for (int64_t ci = 0; ci < cg; ci++)
-        for (int64_t a = 0; a < p->kh; a++)
-            for (int64_t b = 0; b < p->kw; b++, t++) {
-                int64_t off = b * p->dw - p->pw, lo, hi;
-                valid_cols(p->ow, p->w, p->sw, off, &lo, &hi);
-                for (int64_t i = oh0; i < oh1; i++) {
-                    float *restrict r = cols + t * ld + (i - oh0) * p->ow;
-                    int64_t ih = i * p->sh - p->ph + a * p->dh;
-                    if (ih < 0 || ih >= p->h) {
-                        memset(r, 0, p->ow * sizeof(float));
-                        continue;
-                    }
-                    const uint16_t *restrict src = x + (ci * p->h + ih) * p->w + off;
-                    for (int64_t j = 0; j < lo; j++) r[j] = 0;
-                    if (p->sw == 1)
-                        for (int64_t j = lo; j < hi; j++) r[j] = em_bf16_to_f32(src[j]);
-                    else
-                        for (int64_t j = lo; j < hi; j++) r[j] = em_bf16_to_f32(src[j * p->sw]);
-                    for (int64_t j = hi; j < p->ow; j++) r[j] = 0;
-                }
-            }
-}
-
 /* im2row over the pixels Q in [Q0, Q1) of the whole batch (Q = image * P + pixel; the
  * rows of an NHWC output are those pixels in order): rows[Q - Q0, (a * kw + b) * cg +
- * ci] = x[image, ih, iw, ci], 0 outside; x points at channel g * cg of image 0. The
- * bfloat16 form moves the values (for the bfloat16 GEMM), the float32 one widens. */
-#define BF16_IM2ROW(NAME, DT, CONVERT)                                                      \
-    __attribute__((target_clones("avx2", "default")))                                       \
-    static void NAME(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,       \
-                     int64_t Q0, int64_t Q1, DT *restrict rows) {                           \
-        int64_t P = p->oh * p->ow, kg = p->kh * p->kw * cg;                                 \
-        for (int64_t Q = Q0; Q < Q1; Q++) {                                                 \
-            int64_t q = Q % P, i = q / p->ow, j = q % p->ow;                                \
-            const uint16_t *xn = x + Q / P * p->h * p->w * p->c;                            \
-            DT *restrict r = rows + (Q - Q0) * kg;                                          \
-            for (int64_t a = 0; a < p->kh; a++) {                                           \
-                int64_t ih = i * p->sh - p->ph + a * p->dh;                                 \
-                for (int64_t b = 0; b < p->kw; b++, r += cg) {                              \
-                    int64_t iw = j * p->sw - p->pw + b * p->dw;                             \
-                    if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w) {                     \
-                        memset(r, 0, cg * sizeof(DT));                                      \
-                        continue;                                                           \
-                    }                                                                       \
-                    const uint16_t *restrict s = xn + (ih * p->w + iw) * p->c;              \
-                    for (int64_t ci = 0; ci < cg; ci++) r[ci] = CONVERT(s[ci]);             \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
+ * ci] = x[image, ih, iw, ci], 0 outside; x points at channel g * cg of image 0. */
+static void bf16_im2row(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,
+                        int64_t Q0, int64_t Q1, uint16_t *restrict rows) {
+    int64_t P = p->oh * p->ow, kg = p->kh * p->kw * cg;
+    for (int64_t Q = Q0; Q < Q1; Q++) {
+        int64_t q = Q % P, i = q / p->ow, j = q % p->ow;
+        const uint16_t *xn = x + Q / P * p->h * p->w * p->c;
+        uint16_t *restrict r = rows + (Q - Q0) * kg;
+        for (int64_t a = 0; a < p->kh; a++) {
+            int64_t ih = i * p->sh - p->ph + a * p->dh;
+            for (int64_t b = 0; b < p->kw; b++, r += cg) {
+                int64_t iw = j * p->sw - p->pw + b * p->dw;
+                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w)
+                    memset(r, 0, cg * sizeof(uint16_t));
+                else
+                    memcpy(r, xn + (ih * p->w + iw) * p->c, cg * sizeof(uint16_t));
+            }
+        }
     }
-#define BF16_SAME(v) (v)
-BF16_IM2ROW(bf16_im2row, uint16_t, BF16_SAME)
-BF16_IM2ROW(bf16_im2row_widen, float, em_bf16_to_f32)
-#undef BF16_IM2ROW
-#undef BF16_SAME
+}
 
 /* Images per GEMM of the NCHW gradients' float32 paths: several small images side by
  * side (their columns, ld = nb * P), as conv.c's images_per_item, else 1. */
@@ -123,6 +76,69 @@ static void bf16_fill_bias(uint16_t *y, int64_t rows, int64_t cols, const uint16
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             y[i * cols + j] = rbias ? rbias[i] : cbias ? cbias[j] : 0;
+}
+
+/* The NCHW gradients' GEMMs that sum into float32, one walk: per group, blocks of
+ * grad_out (ocg, ld) as they are (a band of one image's rows, ld = its pixels; or nb
+ * small images' copied side by side), each with cols (kg, ld), the block's im2col:
+ * grad_input (gx): cols = W_g^T @ block in float32, scattered by col2im into each
+ * image's float32 plane, rounded once (+ bias) when its last band is in; grad_weight
+ * (gw): the float32 sum acc (ocg, kg) += block @ bfloat16 cols^T, rounded once per
+ * group. */
+static int bf16_nchw_grad(const em_conv_params *p, const uint16_t *x, const uint16_t *gy,
+                          const uint16_t *w, const uint16_t *bias, uint16_t *gx,
+                          uint16_t *gw) {
+    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
+    int64_t HW = p->h * p->w, P = p->oh * p->ow, nb = bf16_images(p, kg);
+    int64_t rows = nb > 1 ? p->oh : rows_per_item(p, kg * p->ow, COLS_MAX, p->n * p->groups, 0);
+    int64_t ldmax = nb * rows * p->ow;
+    size_t colsz = gx ? sizeof(float) : sizeof(uint16_t);
+    void *cols = malloc(kg * ldmax * colsz);
+    uint16_t *gyb = nb > 1 ? malloc(ocg * ldmax * sizeof(uint16_t)) : NULL;
+    float *acc = malloc((gx ? cg * HW : ocg * kg) * sizeof(float));   /* plane or sum */
+    int rc = cols && acc && (nb == 1 || gyb) ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++) {
+        const uint16_t *wg = w ? w + g * ocg * kg : NULL;
+        if (gw) memset(acc, 0, ocg * kg * sizeof(float));
+        for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb) {
+            int64_t cnt = MIN(nb, p->n - n0);
+            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
+                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow, ld = cnt * np;
+                const uint16_t *blk = gy + (n0 * p->oc + g * ocg) * P + oh0 * p->ow;
+                if (cnt > 1) {
+                    for (int64_t j = 0; j < cnt; j++)
+                        for (int64_t o = 0; o < ocg; o++)
+                            memcpy(gyb + o * ld + j * np, blk + (j * p->oc + o) * P,
+                                   np * sizeof(uint16_t));
+                    blk = gyb;
+                }
+                int64_t ldb = cnt > 1 ? ld : P;
+                if (gw) {
+                    for (int64_t j = 0; j < cnt; j++)
+                        im2col_bf16(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, oh0, oh1,
+                                    (uint16_t *)cols + j * np, ld);
+                    rc = em_gemm_bf16_f32(ocg, kg, ld, blk, ldb, 1, cols, 1, ld, 1.0f, acc, kg,
+                                          1);
+                    continue;
+                }
+                rc = em_gemm_bf16_f32(kg, ld, ocg, wg, 1, kg, blk, ldb, 1, 0.0f, cols, ld, 1);
+                /* nb > 1: one block holds the images' every row; nb == 1: the plane
+                 * sums the row blocks of its image */
+                for (int64_t j = 0; j < cnt && !rc; j++) {
+                    if (oh0 == 0) memset(acc, 0, cg * HW * sizeof(float));
+                    col2im_f32(p, cg, (float *)cols + j * np, oh0, oh1, acc, ld);
+                    if (oh1 == p->oh)
+                        bf16_round_rows(acc, HW, cg, HW, bias ? bias + g * cg : NULL, NULL,
+                                        gx + ((n0 + j) * p->c + g * cg) * HW, HW);
+                }
+            }
+        }
+        if (gw && !rc) bf16_round_rows(acc, kg, ocg, kg, NULL, NULL, gw + g * ocg * kg, kg);
+    }
+    free(cols);
+    free(gyb);
+    free(acc);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ forward */
@@ -239,42 +255,7 @@ int em_conv2d_backward_input_bf16(const em_conv_params *p, const uint16_t *gy,
         free(wt);
         return rc;
     }
-    /* cols (kg, ld) = W_g^T @ grad_out's columns in float32, scattered by col2im into an
-     * image's float32 plane, rounded once; nb small images per GEMM, or row blocks */
-    int64_t nb = bf16_images(p, kg);
-    int64_t rows = nb > 1 ? p->oh : rows_per_item(p, kg * p->ow, COLS_MAX, p->n * p->groups, 0);
-    int64_t ldmax = nb * rows * p->ow;
-    float *wf = malloc(ocg * kg * sizeof(float)), *gyf = malloc(ocg * ldmax * sizeof(float));
-    float *cols = malloc(kg * ldmax * sizeof(float)), *plane = malloc(cg * HW * sizeof(float));
-    int rc = wf && gyf && cols && plane ? 0 : EM_GEMM_ENOMEM;
-    for (int64_t g = 0; g < p->groups && !rc; g++) {
-        bf16_widen_rows(w + g * ocg * kg, kg, ocg, kg, wf, kg);
-        for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb) {
-            int64_t cnt = MIN(nb, p->n - n0);
-            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
-                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow, ld = cnt * np;
-                for (int64_t j = 0; j < cnt; j++)
-                    bf16_widen_rows(gy + ((n0 + j) * p->oc + g * ocg) * P + oh0 * p->ow, P, ocg,
-                                    np, gyf + j * np, ld);
-                rc = em_gemm(EM_FLOAT32, kg, ld, ocg, 1.0, wf, 1, kg, gyf, ld, 1, 0.0, cols, ld,
-                             1);
-                /* nb > 1: one block holds the images' every row; nb == 1: the plane
-                 * sums the row blocks of its image */
-                for (int64_t j = 0; j < cnt && !rc; j++) {
-                    if (oh0 == 0) memset(plane, 0, cg * HW * sizeof(float));
-                    col2im_f32(p, cg, cols + j * np, oh0, oh1, plane, ld);
-                    if (oh1 == p->oh)
-                        bf16_round_rows(plane, HW, cg, HW, bias ? bias + g * cg : NULL, NULL,
-                                        gx + ((n0 + j) * p->c + g * cg) * HW, HW);
-                }
-            }
-        }
-    }
-    free(wf);
-    free(gyf);
-    free(cols);
-    free(plane);
-    return rc;
+    return bf16_nchw_grad(p, NULL, gy, w, bias, gx, NULL);
 }
 
 int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *gy,
@@ -307,27 +288,21 @@ int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *
     em_conv_params pc = *p;   /* the plane's pixel stride is cg */
     pc.c = cg, pc.groups = 1;
     int64_t qb = MIN(P, MAX(1, COLS_MAX / kg));
-    float *wf = malloc(ocg * kg * sizeof(float)), *gyf = malloc(qb * ocg * sizeof(float));
     float *rows = malloc(qb * kg * sizeof(float)), *plane = malloc(HW * cg * sizeof(float));
-    int rc = wf && gyf && rows && plane ? 0 : EM_GEMM_ENOMEM;
-    for (int64_t g = 0; g < p->groups && !rc; g++) {
-        bf16_widen_rows(w + g * ocg * kg, kg, ocg, kg, wf, kg);
+    int rc = rows && plane ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t g = 0; g < p->groups && !rc; g++)
         for (int64_t n = 0; n < p->n && !rc; n++) {
             memset(plane, 0, HW * cg * sizeof(float));
             for (int64_t q0 = 0; q0 < P && !rc; q0 += qb) {
                 int64_t np = MIN(qb, P - q0);
-                bf16_widen_rows(gy + (n * P + q0) * p->oc + g * ocg, p->oc, np, ocg, gyf, ocg);
-                rc = em_gemm(EM_FLOAT32, np, kg, ocg, 1.0, gyf, ocg, 1, wf, kg, 1, 0.0, rows, kg,
-                             1);
+                rc = em_gemm_bf16_f32(np, kg, ocg, gy + (n * P + q0) * p->oc + g * ocg, p->oc,
+                                      1, w + g * ocg * kg, kg, 1, 0.0f, rows, kg, 1);
                 if (!rc) row2im_f32(&pc, cg, rows, q0, q0 + np, plane);
             }
             if (!rc)
                 bf16_round_rows(plane, cg, HW, cg, NULL, bias ? bias + g * cg : NULL,
                                 gx + n * HW * p->c + g * cg, p->c);
         }
-    }
-    free(wf);
-    free(gyf);
     free(rows);
     free(plane);
     return rc;
@@ -335,43 +310,12 @@ int em_conv2d_backward_input_nhwc_bf16(const em_conv_params *p, const uint16_t *
 
 /* -------------------------------------------------------------- grad_weight */
 
-/* The sum over images and pixels in a float32 gw_g (ocg, kg) per group, rounded once:
- * acc += grad_out's block (ocg, ld) @ cols^T, the block and the im2col widened as
- * gathered; nb small images per GEMM, or row blocks of one. */
 int em_conv2d_backward_weight_bf16(const em_conv_params *p, const uint16_t *x,
                                    const uint16_t *gy, uint16_t *gw) {
-    int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
-    int64_t P = p->oh * p->ow, HW = p->h * p->w;
+    int64_t kg = p->c / p->groups * p->kh * p->kw;
     memset(gw, 0, p->oc * kg * sizeof(uint16_t));
-    if (p->n == 0 || P == 0 || p->oc == 0 || kg == 0) return 0;
-    int64_t nb = bf16_images(p, kg);
-    int64_t rows = nb > 1 ? p->oh : rows_per_item(p, kg * p->ow, COLS_MAX, p->n * p->groups, 0);
-    int64_t ldmax = nb * rows * p->ow;
-    float *acc = malloc(ocg * kg * sizeof(float)), *gyf = malloc(ocg * ldmax * sizeof(float));
-    float *cols = malloc(kg * ldmax * sizeof(float));
-    int rc = acc && gyf && cols ? 0 : EM_GEMM_ENOMEM;
-    for (int64_t g = 0; g < p->groups && !rc; g++) {
-        memset(acc, 0, ocg * kg * sizeof(float));
-        for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb) {
-            int64_t cnt = MIN(nb, p->n - n0);
-            for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
-                int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow, ld = cnt * np;
-                for (int64_t j = 0; j < cnt; j++) {
-                    bf16_widen_rows(gy + ((n0 + j) * p->oc + g * ocg) * P + oh0 * p->ow, P, ocg,
-                                    np, gyf + j * np, ld);
-                    bf16_im2col_widen(p, cg, x + ((n0 + j) * p->c + g * cg) * HW, oh0, oh1,
-                                      cols + j * np, ld);
-                }
-                rc = em_gemm(EM_FLOAT32, ocg, kg, ld, 1.0, gyf, ld, 1, cols, 1, ld, 1.0, acc, kg,
-                             1);
-            }
-        }
-        if (!rc) bf16_round_rows(acc, kg, ocg, kg, NULL, NULL, gw + g * ocg * kg, kg);
-    }
-    free(acc);
-    free(gyf);
-    free(cols);
-    return rc;
+    if (p->n == 0 || p->oh * p->ow == 0 || p->oc == 0 || kg == 0) return 0;
+    return bf16_nchw_grad(p, x, gy, NULL, NULL, NULL, gw);
 }
 
 /* NHWC: gw_g (ocg, kg) = grad_out^T @ im2row over the batch's pixels; a 1x1 stride-1
@@ -392,21 +336,19 @@ int em_conv2d_backward_weight_nhwc_bf16(const em_conv_params *p, const uint16_t 
         return 0;
     }
     int64_t qb = MIN(NP, MAX(BF_MIN_K, COLS_MAX / kg));
-    float *acc = malloc(ocg * kg * sizeof(float)), *gyf = malloc(qb * ocg * sizeof(float));
-    float *rows = malloc(qb * kg * sizeof(float));
-    int rc = acc && gyf && rows ? 0 : EM_GEMM_ENOMEM;
+    float *acc = malloc(ocg * kg * sizeof(float));
+    uint16_t *rows = malloc(qb * kg * sizeof(uint16_t));
+    int rc = acc && rows ? 0 : EM_GEMM_ENOMEM;
     for (int64_t g = 0; g < p->groups && !rc; g++) {
-        memset(acc, 0, ocg * kg * sizeof(float));
         for (int64_t Q0 = 0; Q0 < NP && !rc; Q0 += qb) {
             int64_t np = MIN(qb, NP - Q0);
-            bf16_im2row_widen(p, cg, x + g * cg, Q0, Q0 + np, rows);
-            bf16_widen_rows(gy + Q0 * p->oc + g * ocg, p->oc, np, ocg, gyf, ocg);
-            rc = em_gemm(EM_FLOAT32, ocg, kg, np, 1.0, gyf, 1, ocg, rows, kg, 1, 1.0, acc, kg, 1);
+            bf16_im2row(p, cg, x + g * cg, Q0, Q0 + np, rows);
+            rc = em_gemm_bf16_f32(ocg, kg, np, gy + Q0 * p->oc + g * ocg, 1, p->oc, rows, kg, 1,
+                                  Q0 ? 1.0f : 0.0f, acc, kg, 1);
         }
         if (!rc) bf16_round_rows(acc, kg, ocg, kg, NULL, NULL, gw + g * ocg * kg, kg);
     }
     free(acc);
-    free(gyf);
     free(rows);
     return rc;
 }

@@ -12,10 +12,10 @@ int em_cpu_api_import(void) {
     if (api) return 0;
     const em_cpu_api *t = PyCapsule_Import(EM_CPU_API_CAPSULE, 0);
     if (!t) return -1;
-    if (t->version != EM_CPU_API_VERSION) {
+    if (t->version < EM_CPU_API_VERSION) {
         PyErr_Format(PyExc_ImportError,
                      "ember: this extension was built for CPU runtime API version %d, but "
-                     "ember._C.core provides version %d; rebuild the extension",
+                     "ember._C.core provides version %d; rebuild the extension or update ember",
                      EM_CPU_API_VERSION, t->version);
         return -1;
     }
@@ -55,3 +55,8 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
 
 void em_gemm_set_kernel(int which) { api->gemm_set_kernel(which); }
 const char *em_gemm_kernel_name(void) { return api->gemm_kernel_name(); }
+int em_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,
+                     int64_t csa, const void *b, int64_t rsb, int64_t csb, float beta,
+                     float *c, int64_t rsc, int64_t csc) {
+    return api->gemm_bf16_f32(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+}

@@ -39,7 +39,8 @@
  *
  * bfloat16: on a CPU with AVX512-BF16 its own blocked GEMM over bfloat16 pairs
  * (vdpbf16ps, float32 accumulation; see "bfloat16 with AVX512-BF16" below), else the
- * float32 GEMM over widened copies.
+ * float32 GEMM over widened copies; either with a bfloat16 C or, for em_gemm_bf16_f32,
+ * a float32 one.
  *
  * This file is also its own template: the GEMM body at the end is included once
  * for float and once for double (GEMM_TEMPLATE).
@@ -672,6 +673,9 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
  * (row of A, column of B) at x whose elements are s apart; LDC(x, p): the same with s
  * == 1 for a full unit, p < kfull; ku units in all (kfull, then a partial one).
  *
+ * UNIT(x, p, ...): unit p of a line with unit stride, full or not (the two differ only by
+ * the load; for float kfull == ku, so the test folds away).
+ *
  * PACK_A_BODY: rows [0, mc) of the A block at a (strides rsa, csa) into MRX-row
  * panels, unit p of row r at dst[p * MRX + r], the rows past mc zero; FAST is a
  * statement `if (...) {...} else` tried first on each panel, or nothing. */
@@ -683,11 +687,9 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
         if (mr == MRX && csa == 1) {                                                 \
             const ET *rows[MRX];                                                     \
             for (int r = 0; r < MRX; r++) rows[r] = ap + r * rsa;                    \
-            int64_t p = 0;                                                           \
-            for (; p < (kfull); p++)                                                 \
-                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LDC(rows[r], p);    \
-            for (; p < (ku); p++)                                                    \
-                for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(rows[r], 1, p);  \
+            for (int64_t p = 0; p < (ku); p++)                                       \
+                for (int r = 0; r < MRX; r++)                                        \
+                    dst[p * MRX + r] = UNIT(rows[r], p, kfull, LD, LDC);             \
         } else if (mr == MRX && rsa == 1) {                                          \
             for (int64_t p = 0; p < (ku); p++)                                       \
                 for (int r = 0; r < MRX; r++) dst[p * MRX + r] = LD(ap + r, csa, p); \
@@ -711,13 +713,13 @@ AVX2 static void d_axpy4_avx2(int64_t n, const T *x, const T *a, int64_t lda, T 
         }                                                                            \
         const __typeof__(*b) *col = b + j * csb;                                     \
         if (rsb == 1) {                                                              \
-            int64_t p = 0;                                                           \
-            for (; p < (kfull); p++) d[p * NRX + j] = LDC(col, p);                   \
-            for (; p < (ku); p++) d[p * NRX + j] = LD(col, 1, p);                    \
+            for (int64_t p = 0; p < (ku); p++)                                       \
+                d[p * NRX + j] = UNIT(col, p, kfull, LD, LDC);                       \
         } else {                                                                     \
             for (int64_t p = 0; p < (ku); p++) d[p * NRX + j] = LD(col, rsb, p);     \
         }                                                                            \
     }
+#define UNIT(x, p, kfull, LD, LDC) ((p) < (kfull) ? LDC(x, p) : LD(x, 1, p))
 #define ELEM_LD(x, s, p) ((x)[(p) * (s)])
 #define ELEM_LDC(x, p) ((x)[p])
 
@@ -906,20 +908,23 @@ static void bf16_store(int64_t m, int64_t n, const float *restrict fc, float bet
     }
 }
 
+/* C is bfloat16 (c), or float32 (cf: C = alpha A B + beta C in float32, no rounding) */
 static int b_gemm(int64_t m, int64_t n, int64_t k, float alpha,
                   const uint16_t *a, int64_t rsa, int64_t csa,
                   const uint16_t *b, int64_t rsb, int64_t csb, float beta,
-                  uint16_t *c, int64_t rsc, int64_t csc) {
+                  uint16_t *c, float *cf, int64_t rsc, int64_t csc) {
     float *fa = buf_get(3, sizeof(float) * (size_t)MAX(m * k, 1));
     float *fb = buf_get(4, sizeof(float) * (size_t)MAX(k * n, 1));
-    float *fc = buf_get(5, sizeof(float) * (size_t)(m * n));
+    float *fc = cf ? cf : buf_get(5, sizeof(float) * (size_t)(m * n));
     int rc = EM_GEMM_ENOMEM;
     if (fa && fb && fc) {
         int64_t ra, ca, rb, cb;
         bf16_widen(a, m, k, rsa, csa, fa, &ra, &ca);
         bf16_widen(b, k, n, rsb, csb, fb, &rb, &cb);
-        rc = s_gemm(m, n, k, alpha, fa, ra, ca, fb, rb, cb, 0.0f, fc, n, 1);
-        if (!rc) bf16_store(m, n, fc, beta, c, rsc, csc);
+        if (cf)
+            rc = s_gemm(m, n, k, alpha, fa, ra, ca, fb, rb, cb, beta, cf, rsc, csc);
+        else if (!(rc = s_gemm(m, n, k, alpha, fa, ra, ca, fb, rb, cb, 0.0f, fc, n, 1)))
+            bf16_store(m, n, fc, beta, c, rsc, csc);
     }
     for (int i = 3; i < 6; i++) buf_trim(i);
     return rc;
@@ -1099,6 +1104,7 @@ typedef struct {
     const uint16_t *b;
     int64_t rsb, csb;
     uint16_t *c;
+    float *cf;        /* a float32 C instead (alpha 1, beta 0 or 1): it holds the partial sums */
     int64_t rsc, csc;
     uint16_t *bp;     /* packed B of the column chunk: k block at p0 from bp + p0 * nc_pad */
     float *ws;        /* float32 partial sums (several k blocks): row i, col j at i * nc_pad + j */
@@ -1135,6 +1141,24 @@ static void bf_tasks(void *ctx, int64_t t0, int64_t t1) {
             for (int64_t jr = j0; jr < j0 + jw; jr += BF_NR) {
                 const uint16_t *bpan = J->bp + p0 * J->nc_pad + jr * 2 * kp;
                 for (int64_t ir = 0; ir < mcb; ir += BF_MR) {
+                    if (J->cf) {   /* C += the block's sums (C = them at the first, beta 0) */
+                        int64_t mr = MIN(BF_MR, mcb - ir), nr = MIN(BF_NR, J->n - jr);
+                        float *cc = J->cf + (i0 + ir) * J->rsc + jr * J->csc;
+                        int add = kb > 0 || J->beta != 0.0f;
+                        if (J->csc == 1 && mr == BF_MR && nr == BF_NR) {
+                            bf_ukr(kp, abuf + ir * kp, bpan, add ? cc : NULL, J->rsc, cc, J->rsc,
+                                   NULL, 0, 1.0f, 0.0f);
+                            continue;
+                        }
+                        bf_ukr(kp, abuf + ir * kp, bpan, NULL, 0, tile, BF_NR, NULL, 0, 1.0f,
+                               0.0f);
+                        for (int64_t i = 0; i < mr; i++)
+                            for (int64_t j = 0; j < nr; j++) {
+                                float *cij = cc + i * J->rsc + j * J->csc;
+                                *cij = add ? tile[i * BF_NR + j] + *cij : tile[i * BF_NR + j];
+                            }
+                        continue;
+                    }
                     float *w = J->ws ? J->ws + (i0 + ir) * J->nc_pad + jr : NULL;
                     const float *src = kb ? w : NULL;
                     uint16_t *cc = J->c + (i0 + ir) * J->rsc + jr * J->csc;
@@ -1245,14 +1269,15 @@ static int bf_gemv(int64_t rows, int64_t k, float alpha, const uint16_t *mat, in
 }
 
 /* C = alpha A B + beta C for k >= 1 (the caller's check): every bfloat16 product
- * on such a CPU, so the flushing is the same for all shapes. */
+ * on such a CPU, so the flushing is the same for all shapes. A float32 C (cf, c NULL):
+ * alpha 1, beta 0 or 1, the tiles' sums added into it block by block. */
 static int bf_gemm(int64_t m, int64_t n, int64_t k, float alpha,
                    const uint16_t *a, int64_t rsa, int64_t csa,
                    const uint16_t *b, int64_t rsb, int64_t csb, float beta,
-                   uint16_t *c, int64_t rsc, int64_t csc) {
-    if (n == 1)
+                   uint16_t *c, float *cf, int64_t rsc, int64_t csc) {
+    if (n == 1 && !cf)
         return bf_gemv(m, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
-    if (m == 1)   /* c^T[n] = B^T[n,k] @ a^T[k] */
+    if (m == 1 && !cf)   /* c^T[n] = B^T[n,k] @ a^T[k] */
         return bf_gemv(n, k, alpha, b, csb, rsb, a, csa, beta, c, csc);
     int nthreads = em_in_parallel() ? 1 : em_get_num_threads();
     int par = nthreads > 1 && m * n * k >= PAR_MIN;
@@ -1273,13 +1298,14 @@ static int bf_gemm(int64_t m, int64_t n, int64_t k, float alpha,
     int64_t nc_even = ((n + n_jc - 1) / n_jc + BF_NR - 1) / BF_NR * BF_NR;
     int64_t mpad = J.n_ic * J.mc;
     uint16_t *bp = buf_get(1, sizeof(uint16_t) * (size_t)(kpad * nc_even));
-    float *ws = J.nkb > 1 ? buf_get(3, sizeof(float) * (size_t)(mpad * nc_even)) : NULL;
+    float *ws = J.nkb > 1 && !cf ? buf_get(3, sizeof(float) * (size_t)(mpad * nc_even)) : NULL;
     int rc = 0;
-    if (!bp || (J.nkb > 1 && !ws)) rc = EM_GEMM_ENOMEM;
+    if (!bp || (J.nkb > 1 && !cf && !ws)) rc = EM_GEMM_ENOMEM;
     for (int64_t jc = 0; jc < n && !rc; jc += nc_even) {
         J.n = MIN(nc_even, n - jc);
         J.nc_pad = (J.n + BF_NR - 1) / BF_NR * BF_NR;
-        J.a = a, J.b = b + jc * csb, J.c = c + jc * csc, J.bp = bp, J.ws = ws;
+        J.a = a, J.b = b + jc * csb, J.c = c ? c + jc * csc : NULL, J.bp = bp, J.ws = ws;
+        J.cf = cf ? cf + jc * csc : NULL;
         int64_t npanels = J.nc_pad / BF_NR;
         if (par && k * J.n >= PAR_PACK_MIN)
             em_parallel_for(npanels, MAX(2, (PAR_PACK_MIN / 4) / (k * BF_NR)), bf_pack_b_range, &J);
@@ -1393,22 +1419,25 @@ static int int_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
 
 /* --------------------------------------------------------------- dispatch */
 
+/* A column-contiguous C: compute C^T = B^T A^T, whose rows are contiguous. */
+#define ROWS_OF_C()                                                                   \
+    if (csc != 1 && m > 1 && n > 1 && (rsc == 1 || llabs(rsc) < llabs(csc))) {       \
+        int64_t t_;                                                                  \
+        const void *tp_;                                                             \
+        t_ = m, m = n, n = t_;                                                       \
+        tp_ = a, a = b, b = tp_;                                                     \
+        t_ = rsa, rsa = csb, csb = t_;                                               \
+        t_ = csa, csa = rsb, rsb = t_;                                               \
+        t_ = rsc, rsc = csc, csc = t_;                                               \
+    }
+
 int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
             const void *a, int64_t rsa, int64_t csa,
             const void *b, int64_t rsb, int64_t csb, double beta,
             void *c, int64_t rsc, int64_t csc) {
     if (dtype < EM_BOOL || (dtype > EM_FLOAT64 && dtype != EM_BFLOAT16)) return EM_GEMM_EDTYPE;
     if (m <= 0 || n <= 0) return 0;
-    /* A column-contiguous C: compute C^T = B^T A^T, whose rows are contiguous. */
-    if (csc != 1 && m > 1 && n > 1 && (rsc == 1 || llabs(rsc) < llabs(csc))) {
-        int64_t t;
-        const void *tp;
-        t = m, m = n, n = t;
-        tp = a, a = b, b = tp;
-        int64_t ra = csb, ca = rsb, rb = csa, cb = rsa;
-        rsa = ra, csa = ca, rsb = rb, csb = cb;
-        t = rsc, rsc = csc, csc = t;
-    }
+    ROWS_OF_C();
     switch (dtype) {
     case EM_FLOAT32:
         return s_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc,
@@ -1421,12 +1450,27 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
     case EM_BFLOAT16:
         if (use_bf16dot() && k >= 1 && alpha != 0.0)
             return bf_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c,
-                           rsc, csc);
-        return b_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc,
-                      csc);
+                           NULL, rsc, csc);
+        return b_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, NULL,
+                      rsc, csc);
     default:
         return int_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
     }
+}
+
+int em_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,
+                     int64_t csa, const void *b, int64_t rsb, int64_t csb, float beta,
+                     float *c, int64_t rsc, int64_t csc) {
+    if (m <= 0 || n <= 0) return 0;
+    ROWS_OF_C();
+    if (k >= 1 && use_bf16dot()) {
+        if (beta != 0.0f && beta != 1.0f)   /* its tiles add into C: scale C first */
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) c[i * rsc + j * csc] *= beta;
+        return bf_gemm(m, n, k, 1.0f, a, rsa, csa, b, rsb, csb, beta != 0.0f, NULL, c, rsc,
+                       csc);
+    }
+    return b_gemm(m, n, k, 1.0f, a, rsa, csa, b, rsb, csb, beta, NULL, c, rsc, csc);
 }
 
 static const int ITEMSIZE[12] = {1, 1, 1, 2, 4, 8, 2, 4, 8, 8, 16, 2};

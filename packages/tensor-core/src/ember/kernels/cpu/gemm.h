@@ -31,6 +31,15 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
             const void *b, int64_t rsb, int64_t csb, double beta,
             void *c, int64_t rsc, int64_t csc);
 
+/* bfloat16 A and B (uint16_t bits), a float32 C: C = A @ B + beta * C, the products
+ * summed in float32 and nothing rounded to bfloat16 (for sums that gather several GEMMs,
+ * rounded once by the caller). The same products as em_gemm's bfloat16 (vdpbf16ps
+ * pairs where the CPU has AVX512-BF16, subnormal inputs as zero; else widened to float32
+ * for the float32 kernel). */
+int em_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,
+                     int64_t csa, const void *b, int64_t rsb, int64_t csb, float beta,
+                     float *c, int64_t rsc, int64_t csc);
+
 /* The same GEMM over a batch: batch index (i_0, ..., i_{bdims-1}) in bshape moves
  * A by sum(i_d * bsa[d]) elements (0 = broadcast), B by bsb, C by bsc. Batches
  * whose A (or B) is broadcast and whose rows (columns) line up become one larger

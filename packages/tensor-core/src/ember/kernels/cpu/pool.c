@@ -1,5 +1,6 @@
 /* Pooling over NCHW planes (max, average, adaptive average, adaptive max) and the
- * backward kernels, float32 and float64. 1-d pooling is 2-d pooling with H = 1.
+ * backward kernels, float32 and float64 (the NHWC ones at the end bfloat16 too). 1-d
+ * pooling is 2-d pooling with H = 1.
  *
  * Input, output, indices and gradients are contiguous: `planes` planes of H x W in,
  * OH x OW out. Planes are independent and shared out with em_parallel_for when
@@ -22,6 +23,7 @@
  * backward skips. The CUDA and OpenCL backends implement the same entry points. */
 #include <stdlib.h>
 #include <string.h>
+#include "ember_bf16.h"
 #include "ember_c_types.h"
 #include "threads.h"
 
@@ -778,7 +780,7 @@ int em_max_pool_backward(int f64, const void *dy, const int64_t *ix, void *dx, i
  * average: over images, whose rows overlap in the input). */
 
 typedef struct {
-    int kind, f64, count_include_pad;
+    int kind, wt, count_include_pad;
     int64_t C, H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, divisor;
     const void *in;
     void *out;
@@ -819,19 +821,25 @@ static double nhwc_divisor(const nhwc_job *J, int64_t oh, int64_t ow) {
     return J->count_include_pad ? (double)(h1 - h0) * (double)(w1 - w0) : hi * wi;
 }
 
-#define NHWC_POOL(SUFFIX, T)                                                            \
-    EM_CLONES static void nhwc_rows_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {       \
+/* S: the stored type, T: the one computed in. S == T: in place in the output; bfloat16
+ * (S uint16_t, T float): a pixel's C sums (an image's gradient plane) in float32
+ * scratch, rounded once into the output (a max only moves a value: no rounding). */
+#define NHWC_POOL(SUFFIX, S, T, LD, ST)                                                 \
+    EM_CLONES static int nhwc_rows_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {        \
         const int64_t C = J->C, W = J->W, OW = J->OW;                                   \
         const int adaptive = J->kind == K_ADAPTIVE_AVG || J->kind == K_ADAPTIVE_MAX;    \
         const int is_max = J->kind == K_MAX || J->kind == K_ADAPTIVE_MAX;               \
+        T *acc = sizeof(S) == sizeof(T) ? NULL : malloc(C * sizeof(T));                 \
+        if (sizeof(S) != sizeof(T) && !acc) return EM_POOL_ENOMEM;                      \
         for (int64_t r = b; r < e; r++) {   /* r = image * OH + oh */                    \
             int64_t n = r / J->OH, oh = r % J->OH, h0, hc, hs;                          \
             nhwc_taps(adaptive, oh, J->H, J->OH, J->KH, J->SH, J->PH, J->DH, &h0, &hc, &hs);\
-            const T *x = (const T *)J->in + n * J->H * W * C;                           \
+            const S *x = (const S *)J->in + n * J->H * W * C;                           \
             for (int64_t ow = 0; ow < OW; ow++) {                                       \
                 int64_t w0, wc, ws;                                                     \
                 nhwc_taps(adaptive, ow, W, OW, J->KW, J->SW, J->PW, J->DW, &w0, &wc, &ws);\
-                T *restrict y = (T *)J->out + (r * OW + ow) * C;                        \
+                S *yo = (S *)J->out + (r * OW + ow) * C;                                \
+                T *restrict y = acc ? acc : (T *)yo;                                    \
                 int64_t *restrict ix = J->ix ? J->ix + (r * OW + ow) * C : NULL;        \
                 for (int64_t c = 0; c < C; c++) y[c] = is_max ? (T)-INFINITY : (T)0;    \
                 if (ix)                                                                 \
@@ -839,98 +847,112 @@ static double nhwc_divisor(const nhwc_job *J, int64_t oh, int64_t ow) {
                 for (int64_t a = 0; a < hc; a++)                                        \
                     for (int64_t q = 0; q < wc; q++) {                                  \
                         int64_t ih = h0 + a * hs, iw = w0 + q * ws, at = ih * W + iw;   \
-                        const T *restrict v = x + at * C;                               \
+                        const S *restrict v = x + at * C;                               \
                         if (!is_max)                                                    \
-                            for (int64_t c = 0; c < C; c++) y[c] += v[c];               \
+                            for (int64_t c = 0; c < C; c++) y[c] += LD(v[c]);           \
                         else if (a == 0 && q == 0) { /* -inf inputs get an index, too */\
-                            for (int64_t c = 0; c < C; c++) y[c] = v[c];                \
+                            for (int64_t c = 0; c < C; c++) y[c] = LD(v[c]);            \
                             if (ix)                                                     \
                                 for (int64_t c = 0; c < C; c++) ix[c] = at;             \
                         } else if (ix)                                                  \
                             for (int64_t c = 0; c < C; c++) {                           \
-                                int take = v[c] > y[c] || v[c] != v[c];                 \
-                                y[c] = take ? v[c] : y[c];                              \
+                                T vc = LD(v[c]);                                        \
+                                int take = vc > y[c] || vc != vc;                       \
+                                y[c] = take ? vc : y[c];                                \
                                 ix[c] = take ? at : ix[c];                              \
                             }                                                           \
                         else                                                            \
-                            for (int64_t c = 0; c < C; c++)                             \
-                                y[c] = v[c] > y[c] || v[c] != v[c] ? v[c] : y[c];       \
+                            for (int64_t c = 0; c < C; c++) {                           \
+                                T vc = LD(v[c]);                                        \
+                                y[c] = vc > y[c] || vc != vc ? vc : y[c];               \
+                            }                                                           \
                     }                                                                   \
                 if (!is_max) {                                                          \
                     T d = (T)nhwc_divisor(J, oh, ow);                                   \
                     for (int64_t c = 0; c < C; c++) y[c] = d != 0 ? y[c] / d : 0;       \
                 }                                                                       \
+                if (acc)                                                                \
+                    for (int64_t c = 0; c < C; c++) yo[c] = ST(acc[c]);                 \
             }                                                                           \
         }                                                                               \
-    }                                                                                   \
-    /* the average's backward over images [b, e): dx += dy / divisor over each window */\
-    EM_CLONES static void nhwc_avg_back_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {   \
-        const int64_t C = J->C, W = J->W, OW = J->OW;                                   \
-        const int adaptive = J->kind == K_ADAPTIVE_AVG_BACKWARD;                        \
-        for (int64_t n = b; n < e; n++) {                                               \
-            T *dx = (T *)J->out + n * J->H * W * C;                                     \
-            memset(dx, 0, sizeof(T) * J->H * W * C);                                    \
-            for (int64_t oh = 0; oh < J->OH; oh++) {                                    \
-                int64_t h0, hc, hs;                                                     \
-                nhwc_taps(adaptive, oh, J->H, J->OH, J->KH, J->SH, J->PH, J->DH, &h0, &hc, &hs);\
-                for (int64_t ow = 0; ow < OW; ow++) {                                   \
-                    int64_t w0, wc, ws;                                                 \
-                    nhwc_taps(adaptive, ow, W, OW, J->KW, J->SW, J->PW, J->DW, &w0, &wc, &ws);\
-                    const T *restrict g = (const T *)J->in + ((n * J->OH + oh) * OW + ow) * C;\
-                    T d = (T)nhwc_divisor(J, oh, ow);                                   \
-                    if (d == 0) continue;                                               \
-                    for (int64_t a = 0; a < hc; a++)                                    \
-                        for (int64_t q = 0; q < wc; q++) {                              \
-                            T *restrict o = dx + ((h0 + a * hs) * W + w0 + q * ws) * C; \
-                            for (int64_t c = 0; c < C; c++) o[c] += g[c] / d;           \
-                        }                                                               \
-                }                                                                       \
-            }                                                                           \
-        }                                                                               \
-    }                                                                                   \
-    /* max backward over images [b, e): dx[ix] += dy, per channel */                    \
-    static int nhwc_max_back_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {              \
-        const int64_t C = J->C, HW = J->H * J->W, OHW = J->OH * J->OW;                  \
-        for (int64_t n = b; n < e; n++) {                                               \
-            T *dx = (T *)J->out + n * HW * C;                                           \
-            const T *g = (const T *)J->in + n * OHW * C;                                \
-            const int64_t *ix = J->ix + n * OHW * C;                                    \
-            memset(dx, 0, sizeof(T) * HW * C);                                          \
-            for (int64_t o = 0; o < OHW; o++)                                           \
-                for (int64_t c = 0; c < C; c++) {                                       \
-                    int64_t i = ix[o * C + c];                                          \
-                    if (i == -1) continue;                                              \
-                    if (i < 0 || i >= HW) return EM_POOL_EINDEX;                        \
-                    dx[i * C + c] += g[o * C + c];                                      \
-                }                                                                       \
-        }                                                                               \
+        free(acc);                                                                      \
         return 0;                                                                       \
+    }                                                                                   \
+    /* the backwards over images [b, e), into dx (T: the output; else a float32 plane  \
+     * rounded once an image is done): the average's dx += dy / divisor over each     \
+     * window, the max's dx[ix] += dy per channel */                                   \
+    EM_CLONES static int nhwc_back_##SUFFIX(nhwc_job *J, int64_t b, int64_t e) {        \
+        const int64_t C = J->C, W = J->W, OW = J->OW, HWC = J->H * W * C;               \
+        const int64_t OHW = J->OH * OW;                                                 \
+        const int adaptive = J->kind == K_ADAPTIVE_AVG_BACKWARD;                        \
+        T *plane = sizeof(S) == sizeof(T) ? NULL : malloc(HWC * sizeof(T));             \
+        if (sizeof(S) != sizeof(T) && !plane) return EM_POOL_ENOMEM;                    \
+        int rc = 0;                                                                     \
+        for (int64_t n = b; n < e && !rc; n++) {                                        \
+            S *dxo = (S *)J->out + n * HWC;                                             \
+            T *dx = plane ? plane : (T *)dxo;                                           \
+            const S *g = (const S *)J->in + n * OHW * C;                                \
+            memset(dx, 0, sizeof(T) * HWC);                                             \
+            if (J->kind == K_MAX_BACKWARD) {                                            \
+                const int64_t *ix = J->ix + n * OHW * C;                                \
+                for (int64_t o = 0; o < OHW && !rc; o++)                                \
+                    for (int64_t c = 0; c < C; c++) {                                   \
+                        int64_t i = ix[o * C + c];                                      \
+                        if (i == -1) continue;                                          \
+                        if (i < 0 || i >= J->H * W) {                                   \
+                            rc = EM_POOL_EINDEX;                                        \
+                            break;                                                      \
+                        }                                                               \
+                        dx[i * C + c] += LD(g[o * C + c]);                              \
+                    }                                                                   \
+            } else                                                                      \
+                for (int64_t oh = 0; oh < J->OH; oh++) {                                \
+                    int64_t h0, hc, hs;                                                 \
+                    nhwc_taps(adaptive, oh, J->H, J->OH, J->KH, J->SH, J->PH, J->DH, &h0, &hc,\
+                              &hs);                                                     \
+                    for (int64_t ow = 0; ow < OW; ow++) {                               \
+                        int64_t w0, wc, ws;                                             \
+                        nhwc_taps(adaptive, ow, W, OW, J->KW, J->SW, J->PW, J->DW, &w0, &wc,\
+                                  &ws);                                                 \
+                        const S *restrict go = g + (oh * OW + ow) * C;                  \
+                        T d = (T)nhwc_divisor(J, oh, ow);                               \
+                        if (d == 0) continue;                                           \
+                        for (int64_t a = 0; a < hc; a++)                                \
+                            for (int64_t q = 0; q < wc; q++) {                          \
+                                T *restrict o = dx + ((h0 + a * hs) * W + w0 + q * ws) * C;\
+                                for (int64_t c = 0; c < C; c++) o[c] += LD(go[c]) / d;  \
+                            }                                                           \
+                    }                                                                   \
+                }                                                                       \
+            if (plane)                                                                  \
+                for (int64_t i = 0; i < HWC; i++) dxo[i] = ST(plane[i]);                \
+        }                                                                               \
+        free(plane);                                                                    \
+        return rc;                                                                      \
     }
 
-NHWC_POOL(f32, float)
-NHWC_POOL(f64, double)
+#define SAME(v) (v)
+NHWC_POOL(f32, float, float, SAME, SAME)
+NHWC_POOL(f64, double, double, SAME, SAME)
+NHWC_POOL(bf16, uint16_t, float, em_bf16_to_f32, em_f32_to_bf16)
+#undef SAME
 
+/* nhwc_job.wt: the work type, 0 float32, 1 float64, 2 bfloat16 */
 static void nhwc_range(void *ctx, int64_t b, int64_t e) {
     nhwc_job *J = ctx;
-    int rc = 0;
-    if (J->kind == K_AVG_BACKWARD || J->kind == K_ADAPTIVE_AVG_BACKWARD) {
-        if (J->f64) nhwc_avg_back_f64(J, b, e);
-        else nhwc_avg_back_f32(J, b, e);
-    } else if (J->kind == K_MAX_BACKWARD) {
-        rc = J->f64 ? nhwc_max_back_f64(J, b, e) : nhwc_max_back_f32(J, b, e);
-    } else if (J->f64) {
-        nhwc_rows_f64(J, b, e);
-    } else {
-        nhwc_rows_f32(J, b, e);
-    }
+    int back = J->kind == K_AVG_BACKWARD || J->kind == K_ADAPTIVE_AVG_BACKWARD ||
+               J->kind == K_MAX_BACKWARD;
+    int rc = J->wt == 2 ? (back ? nhwc_back_bf16 : nhwc_rows_bf16)(J, b, e)
+           : J->wt == 1 ? (back ? nhwc_back_f64 : nhwc_rows_f64)(J, b, e)
+                        : (back ? nhwc_back_f32 : nhwc_rows_f32)(J, b, e);
     if (rc) __atomic_store_n(&J->err, rc, __ATOMIC_RELAXED);
 }
 
 /* The job of pooling kind `kind` (k, s, p, d may be NULL: 1, 1, 0, 1). */
-static nhwc_job nhwc_geom(int kind, int f64, int64_t C, const int64_t *in_hw,
+static nhwc_job nhwc_geom(int kind, int wt, int64_t C, const int64_t *in_hw,
                           const int64_t *out_hw, const int64_t *k, const int64_t *s,
                           const int64_t *p, const int64_t *d) {
-    nhwc_job J = {.kind = kind, .f64 = f64, .C = C, .H = in_hw[0], .W = in_hw[1],
+    nhwc_job J = {.kind = kind, .wt = wt, .C = C, .H = in_hw[0], .W = in_hw[1],
                   .OH = out_hw[0], .OW = out_hw[1], .KH = 1, .KW = 1, .SH = 1, .SW = 1,
                   .DH = 1, .DW = 1};
     if (k) { J.KH = k[0]; J.KW = k[1]; }
@@ -947,58 +969,58 @@ static int nhwc_run(nhwc_job *J, int64_t items, int64_t per_item) {
     return J->err;
 }
 
-int em_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
+int em_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n, int64_t C,
                        const int64_t in_hw[2], const int64_t out_hw[2], const int64_t k[2],
                        const int64_t s[2], const int64_t p[2], const int64_t d[2]) {
-    nhwc_job J = nhwc_geom(K_MAX, f64, C, in_hw, out_hw, k, s, p, d);
+    nhwc_job J = nhwc_geom(K_MAX, wt, C, in_hw, out_hw, k, s, p, d);
     J.in = x, J.out = y, J.ix = ix;
     return nhwc_run(&J, n * out_hw[0], window_work(in_hw, out_hw, k) / out_hw[0] * C);
 }
 
-int em_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+int em_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                        const int64_t in_hw[2], const int64_t out_hw[2], const int64_t k[2],
                        const int64_t s[2], const int64_t p[2], int count_include_pad,
                        int64_t divisor) {
-    nhwc_job J = nhwc_geom(K_AVG, f64, C, in_hw, out_hw, k, s, p, NULL);
+    nhwc_job J = nhwc_geom(K_AVG, wt, C, in_hw, out_hw, k, s, p, NULL);
     J.in = x, J.out = y, J.count_include_pad = count_include_pad, J.divisor = divisor;
     return nhwc_run(&J, n * out_hw[0], window_work(in_hw, out_hw, k) / out_hw[0] * C);
 }
 
-int em_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n, int64_t C,
+int em_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n, int64_t C,
                                 const int64_t in_hw[2], const int64_t out_hw[2],
                                 const int64_t k[2], const int64_t s[2], const int64_t p[2],
                                 int count_include_pad, int64_t divisor) {
-    nhwc_job J = nhwc_geom(K_AVG_BACKWARD, f64, C, in_hw, out_hw, k, s, p, NULL);
+    nhwc_job J = nhwc_geom(K_AVG_BACKWARD, wt, C, in_hw, out_hw, k, s, p, NULL);
     J.in = dy, J.out = dx, J.count_include_pad = count_include_pad, J.divisor = divisor;
     return nhwc_run(&J, n, (window_work(in_hw, out_hw, k) + in_hw[0] * in_hw[1]) * C);
 }
 
-int em_adaptive_avg_pool2d_nhwc(int f64, const void *x, void *y, int64_t n, int64_t C,
+int em_adaptive_avg_pool2d_nhwc(int wt, const void *x, void *y, int64_t n, int64_t C,
                                 const int64_t in_hw[2], const int64_t out_hw[2]) {
-    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG, wt, C, in_hw, out_hw, 0, 0, 0, 0);
     J.in = x, J.out = y;
     return nhwc_run(&J, n * out_hw[0], (in_hw[0] * in_hw[1] / out_hw[0] + out_hw[1]) * C);
 }
 
-int em_adaptive_avg_pool2d_backward_nhwc(int f64, const void *dy, void *dx, int64_t n,
+int em_adaptive_avg_pool2d_backward_nhwc(int wt, const void *dy, void *dx, int64_t n,
                                          int64_t C, const int64_t in_hw[2],
                                          const int64_t out_hw[2]) {
-    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG_BACKWARD, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_AVG_BACKWARD, wt, C, in_hw, out_hw, 0, 0, 0, 0);
     J.in = dy, J.out = dx;
     return nhwc_run(&J, n, (in_hw[0] * in_hw[1] + out_hw[0] * out_hw[1]) * C);
 }
 
-int em_adaptive_max_pool2d_nhwc(int f64, const void *x, void *y, int64_t *ix, int64_t n,
+int em_adaptive_max_pool2d_nhwc(int wt, const void *x, void *y, int64_t *ix, int64_t n,
                                 int64_t C, const int64_t in_hw[2], const int64_t out_hw[2]) {
-    nhwc_job J = nhwc_geom(K_ADAPTIVE_MAX, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    nhwc_job J = nhwc_geom(K_ADAPTIVE_MAX, wt, C, in_hw, out_hw, 0, 0, 0, 0);
     J.in = x, J.out = y, J.ix = ix;
     return nhwc_run(&J, n * out_hw[0], (in_hw[0] * in_hw[1] / out_hw[0] + out_hw[1]) * C);
 }
 
-int em_max_pool_backward_nhwc(int f64, const void *dy, const int64_t *ix, void *dx, int64_t n,
+int em_max_pool_backward_nhwc(int wt, const void *dy, const int64_t *ix, void *dx, int64_t n,
                               int64_t C, int64_t in_size, int64_t out_size) {
     int64_t in_hw[2] = {1, in_size}, out_hw[2] = {1, out_size};
-    nhwc_job J = nhwc_geom(K_MAX_BACKWARD, f64, C, in_hw, out_hw, 0, 0, 0, 0);
+    nhwc_job J = nhwc_geom(K_MAX_BACKWARD, wt, C, in_hw, out_hw, 0, 0, 0, 0);
     J.in = dy, J.out = dx, J.ix = (int64_t *)ix;
     return nhwc_run(&J, n, (in_size + out_size) * C);
 }
