@@ -2,9 +2,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pooling kernels (kernels/cpu/pool.c) over (N, C, H, W) float32/float64 tensors,
 contiguous or channels_last (whose NHWC storage the *_nhwc kernels read as it is, bfloat16
-too: float32 sums rounded once; the result has the input's layout); 1-d pooling comes here as H = 1. Callers (ember.ops.pool)
-validate the arguments, compute the output size and lay the inputs out; the checks here
-only keep a direct caller from reading out of bounds."""
+too: float32 sums rounded once; the result has the input's layout); 1-d pooling comes here
+as H = 1. Callers (ember.ops.pool) validate the arguments, compute the output size and lay
+the inputs out; the checks here only keep a direct caller from reading out of bounds."""
 from libc.stdint cimport int64_t
 from ember._C.core cimport Device, TensorBase, new_tensor, view_of
 
@@ -114,9 +114,9 @@ cdef int64_t check(TensorBase t, str op, int dtype=-1) except -1:
     if t._storage.device.type != "cpu" or not (t.contiguous_c() or cl) or t._ndim != 4 or (
             not (t._dtype in (FLOAT32, FLOAT64) or (cl and t._dtype == BFLOAT16))
             if dtype < 0 else t._dtype != dtype):
+        want = "float32/float64 (channels_last: or bfloat16)" if dtype < 0 else "int64"
         raise ValueError(f"{op}: internal kernel needs a contiguous or channels_last 4-d "
-                         f"{'float32/float64 (channels_last: or bfloat16)' if dtype < 0 else 'int64'}"
-                         f" CPU tensor, got {tuple(t.shape)} {t.dtype!r} on {t.device}")
+                         f"{want} CPU tensor, got {tuple(t.shape)} {t.dtype!r} on {t.device}")
     return t._shape[0] * t._shape[1]
 
 

@@ -18,6 +18,8 @@
 
 #define BF_BATCH_COLS 1024   /* columns (pixels) of the small images batched in one GEMM */
 #define BF_MIN_K 256         /* pixels per grad_weight GEMM at least (its k) */
+#define BF_MIN_ROWS 512      /* pixels per NHWC forward GEMM at least (its m: wide weights
+                              * are packed once per GEMM) */
 
 /* dst[i * ldd + j] = src[i * lds + j] + rbias[i] + cbias[j] (either bias may be NULL),
  * rounded to bfloat16 once */
@@ -60,8 +62,8 @@ static void bf16_im2row(const em_conv_params *p, int64_t cg, const uint16_t *res
     }
 }
 
-/* Images per GEMM of the NCHW gradients' float32 paths: several small images side by
- * side (their columns, ld = nb * P), as conv.c's images_per_item, else 1. */
+/* Images per GEMM of the NCHW paths: several small images side by side (their
+ * columns, ld = nb * P), as conv.c's images_per_item, else 1. */
 static int64_t bf16_images(const em_conv_params *p, int64_t kg) {
     int64_t P = p->oh * p->ow;
     if (P >= BATCH_COLS || p->n < 2) return 1;
@@ -150,7 +152,9 @@ static int bf16_nchw_grad(const em_conv_params *p, const uint16_t *x, const uint
 
 /* NCHW: the input's values go into the im2col blocks as they are and the bfloat16 GEMM
  * multiplies them; y starts as the bias (beta = 1), so each output is rounded once.
- * Row blocks of at most COLS_MAX column elements, images and groups in turn. */
+ * Row blocks of at most COLS_MAX column elements, images and groups in turn; small
+ * images (bf16_images) nb at a time side by side, their GEMM into a block that starts
+ * as the bias and is copied out (one GEMM instead of nb re-packing the weights). */
 int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uint16_t *w,
                            const uint16_t *bias, uint16_t *y) {
     int64_t cg = p->c / p->groups, ocg = p->oc / p->groups, kg = cg * p->kh * p->kw;
@@ -160,22 +164,36 @@ int em_conv2d_forward_bf16(const em_conv_params *p, const uint16_t *x, const uin
         for (int64_t r = 0; r < p->n * p->oc; r++)
             for (int64_t j = 0; j < P; j++) y[r * P + j] = bias ? bias[r % p->oc] : 0;
     if (kg == 0) return 0;
-    int64_t rows = ident ? p->oh : MAX(1, MIN(p->oh, COLS_MAX / (kg * p->ow)));
-    uint16_t *cols = ident ? NULL : malloc(rows * p->ow * kg * sizeof(uint16_t));
-    if (!ident && !cols) return EM_GEMM_ENOMEM;
-    int rc = 0;
-    for (int64_t n = 0; n < p->n && !rc; n++)
+    int64_t nb = ident ? 1 : bf16_images(p, kg);
+    int64_t rows = ident ? p->oh : nb > 1 ? p->oh : MAX(1, MIN(p->oh, COLS_MAX / (kg * p->ow)));
+    uint16_t *cols = ident ? NULL : malloc(nb * rows * p->ow * kg * sizeof(uint16_t));
+    uint16_t *blk = nb > 1 ? malloc(ocg * nb * P * sizeof(uint16_t)) : NULL;
+    int rc = (ident || cols) && (nb == 1 || blk) ? 0 : EM_GEMM_ENOMEM;
+    for (int64_t n0 = 0; n0 < p->n && !rc; n0 += nb)
         for (int64_t g = 0; g < p->groups && !rc; g++)
             for (int64_t oh0 = 0; oh0 < p->oh && !rc; oh0 += rows) {
                 int64_t oh1 = MIN(p->oh, oh0 + rows), np = (oh1 - oh0) * p->ow;
-                const uint16_t *xg = x + (n * p->c + g * cg) * p->h * p->w;
-                if (!ident) im2col_bf16(p, cg, xg, oh0, oh1, cols, np);
-                rc = em_gemm(EM_BFLOAT16, ocg, np, kg, 1.0, w + g * ocg * kg, kg, 1,
-                             ident ? xg + oh0 * p->ow : cols, ident ? P : np, 1,
-                             bias ? 1.0 : 0.0, y + (n * p->oc + g * ocg) * P + oh0 * p->ow,
-                             P, 1);
+                int64_t cnt = MIN(nb, p->n - n0), ld = cnt * np;
+                const uint16_t *xg = x + (n0 * p->c + g * cg) * p->h * p->w;
+                uint16_t *yg = y + (n0 * p->oc + g * ocg) * P + oh0 * p->ow;
+                for (int64_t j = 0; j < cnt && !ident; j++)
+                    im2col_bf16(p, cg, xg + j * p->c * p->h * p->w, oh0, oh1, cols + j * np, ld);
+                if (nb > 1 && bias)   /* the block starts as y's values: the bias */
+                    for (int64_t o = 0; o < ocg; o++)
+                        for (int64_t j = 0; j < cnt; j++)
+                            memcpy(blk + o * ld + j * np, yg + (j * p->oc + o) * P,
+                                   np * sizeof(uint16_t));
+                rc = em_gemm(EM_BFLOAT16, ocg, ld, kg, 1.0, w + g * ocg * kg, kg, 1,
+                             ident ? xg + oh0 * p->ow : cols, ident ? P : ld, 1,
+                             bias ? 1.0 : 0.0, nb > 1 ? blk : yg, nb > 1 ? ld : P, 1);
+                if (nb > 1)
+                    for (int64_t o = 0; o < ocg; o++)
+                        for (int64_t j = 0; j < cnt; j++)
+                            memcpy(yg + (j * p->oc + o) * P, blk + o * ld + j * np,
+                                   np * sizeof(uint16_t));
             }
     free(cols);
+    free(blk);
     return rc;
 }
 
@@ -197,7 +215,7 @@ int em_conv2d_forward_nhwc_bf16(const em_conv_params *p, const uint16_t *x, cons
                 return EM_GEMM_ENOMEM;
         return 0;
     }
-    int64_t qb = MIN(NP, MAX(1, COLS_MAX / kg));
+    int64_t qb = MIN(NP, MAX(BF_MIN_ROWS, COLS_MAX / kg));
     uint16_t *rows = malloc(qb * kg * sizeof(uint16_t));
     if (!rows) return EM_GEMM_ENOMEM;
     int rc = 0;
