@@ -478,6 +478,14 @@ def test_matmul_bf16_threads_and_linear_entries():
             flush = _lin.kernel_name() == "avx512bf16"
             a, b = bf16_values(rng, (300, 257)), bf16_values(rng, (257, 130))
             check_bf16_product(as_bf16(a) @ as_bf16(b), a, b, flush, kernel)
+            # into float32 (conv's gradient sums), threaded too
+            c = em.zeros(300, 130)
+            _lin.gemm_(c, as_bf16(a), as_bf16(b), 1.0, 0.0)
+            af, bf = (flush_subnormal(v) if flush else v for v in (a, b))
+            want = af.astype(np.float64) @ bf
+            mag = np.abs(af).astype(np.float64) @ np.abs(bf)
+            assert np.all(np.abs(to_numpy(c) - want) <= 1.01 * 258 * 2.0 ** -24 * mag
+                          + 258 * TINY), kernel
     finally:
         _lin._set_kernel("auto")
         em.set_num_threads(old)
