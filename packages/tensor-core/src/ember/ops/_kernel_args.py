@@ -78,7 +78,9 @@ def _number(v, op, what):
 
 def _work(t, work):
     """t in the kernels' dtype, contiguous (None stays None)."""
-    return None if t is None else t.to(work).contiguous()
+    if t is None or (t.dtype is work and t.is_contiguous()):
+        return t          # the common case, without to()'s argument parsing
+    return t.to(work).contiguous()
 
 
 def _cast_back(t, dtype):
