@@ -62,7 +62,7 @@ def _param(t, shape, x, op, what):
     """Check an optional weight/bias-like tensor: floating point, `shape`, x's device."""
     if t is not None:
         _float_tensor(t, op, what)
-        if tuple(t.shape) != shape:
+        if t.shape != shape:
             raise ValueError(f"{op}: {what} must have shape {shape}, got {tuple(t.shape)} "
                              f"(input {tuple(x.shape)})")
         _same_device(op, x, t)
