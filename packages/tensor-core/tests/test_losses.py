@@ -302,3 +302,23 @@ def test_large_batch_threaded_matches_single_thread():
 def test_bad_input(bad, err, match):
     with pytest.raises(err, match=match):
         bad()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_row_lengths_of_the_vector_loop(dtype):
+    """Rows shorter than the kernel's lanes, one lane chunk and a bit (an overlapping
+    last chunk), and longer than its float32 summing block (256): loss and gradient
+    against NumPy."""
+    rng = np.random.default_rng(0)
+    for C in (31, 32, 33, 65, 300, 1000):
+        x = (rng.standard_normal((3, C)) * 4).astype(dtype)
+        t = rng.integers(0, C, 3)
+        logp = log_softmax(x.astype(np.float64), 1)
+        got = em.cross_entropy(em.from_numpy(x), em.from_numpy(t), reduction="none")
+        np.testing.assert_allclose(got.numpy(), -logp[np.arange(3), t], rtol=TOL[dtype] * 10,
+                                   atol=TOL[dtype] * 10)
+        g = cross_entropy_backward(em.ones(3, dtype=getattr(em, dtype)), em.from_numpy(x),
+                                   em.from_numpy(t), reduction="none")
+        want = np.exp(logp)
+        want[np.arange(3), t] -= 1
+        np.testing.assert_allclose(g.numpy(), want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)

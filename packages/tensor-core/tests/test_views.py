@@ -331,3 +331,64 @@ def test_basic_slicing_is_a_view(device):
         assert _shares(v, x), key
     x[1:3].fill_(-1)
     assert (to_numpy(x)[1:3] == -1).all() and (to_numpy(x)[0] == a[0]).all()
+
+
+# ------------------------------------------------------- the C entries and the general ones
+
+def _outcome(f):
+    """(shape, strides, offset, recorded attrs) of a call's view (or of each view of a
+    split), or the exception's type and message."""
+    seen = []
+    prev = em._C.core.set_recorder(lambda op, inputs, out, attrs: seen.append((op, attrs)))
+    try:
+        r = f()
+    except Exception as e:       # the two paths must raise alike
+        return type(e), str(e)
+    finally:
+        em._C.core.set_recorder(prev)
+    views = r if isinstance(r, tuple) else (r,)
+    return [(tuple(v.shape), v.stride(), v.storage_offset()) for v in views], seen
+
+
+@given(data=st.data())
+@settings(max_examples=fewer_examples(3))
+def test_view_entries_agree_with_the_general_ones(data):
+    """view, reshape, transpose, permute, narrow and split made in C (the common call)
+    give the layouts, recorded attrs and errors of their general Python entries, on
+    contiguous, transposed and narrowed inputs and with valid and invalid arguments."""
+    from ember.ops import shape as shape_ops, views
+    shape = data.draw(shapes(min_dims=0, max_dims=4, max_side=4))
+    x = em.zeros(shape, requires_grad=True)
+    layout = data.draw(st.sampled_from(["contiguous", "T", "narrow"]))
+    if layout == "T":
+        x = x.T
+    elif layout == "narrow" and x.ndim and x.shape[0] > 1:
+        x = x.narrow(0, 1, x.shape[0] - 1)
+    nd = x.ndim
+    ints = st.integers(-nd - 1, nd + 1)
+    op = data.draw(st.sampled_from(["view", "reshape", "transpose", "permute", "narrow",
+                                    "split"]))
+    if op in ("view", "reshape"):
+        new = data.draw(st.one_of(st.just(_factor_shape(data.draw, x.shape)),
+                                  st.lists(st.integers(-2, 5), max_size=4).map(tuple)))
+        args = data.draw(st.sampled_from([new, (new,), (list(new),)]))
+        general = views._view_general if op == "view" else views._reshape_general
+    elif op == "transpose":
+        args = (data.draw(ints), data.draw(ints))
+        general = views._transpose_general
+    elif op == "permute":
+        args = tuple(data.draw(st.lists(ints, min_size=nd, max_size=nd)))
+        if data.draw(st.booleans()):
+            args = (args,)
+        general = views._permute_general
+    elif op == "narrow":
+        side = x.shape[0] if nd else 1
+        args = (data.draw(ints), data.draw(st.integers(-side - 1, side + 1)),
+                data.draw(st.integers(-1, side + 1)))
+        general = views._narrow_general
+    else:
+        args = (data.draw(st.integers(-1, 5)), data.draw(ints))
+        general = shape_ops._split_general
+    fast = getattr(em.Tensor, op)
+    assert _outcome(lambda: fast(x, *args)) == _outcome(lambda: general(x, *args)), \
+        f"{op}{args} on shape {tuple(x.shape)} strides {x.stride()}"

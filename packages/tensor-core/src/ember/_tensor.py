@@ -8,8 +8,9 @@ import operator
 from ember._C import core as _core
 
 
-class Size(tuple):
-    """A tensor's shape: a tuple of ints (like torch.Size)."""
+class Size(_core._SizeBase):
+    """A tensor's shape: a tuple of ints (like torch.Size). Indexing is the C base's
+    (a slice is a Size, an index an int)."""
 
     __slots__ = ()
 
@@ -33,11 +34,6 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-    def __getitem__(self, key):
-        r = super().__getitem__(key)
-        # a slice of a Size holds its ints: no need for __new__'s checks
-        return tuple.__new__(Size, r) if isinstance(key, slice) else r
 
     def __add__(self, other):
         return Size(tuple(self) + tuple(other))

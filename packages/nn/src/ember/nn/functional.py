@@ -30,6 +30,7 @@ from ember.ops import attention as _attention
 
 _number = _real()
 _dim = _optional(_index_arg)
+_no_record, _record, _transpose = _core._no_record, _core.record, _core.transpose
 
 # activations ----------------------------------------------------------------------------
 
@@ -774,26 +775,27 @@ def pdist(input, p=2):
 def linear(input, weight, bias=None):
     """input @ weight.T + bias: float32/float64 operands of one dtype as one recorded op
     "linear", others composed of matmul and add."""
-    if weight.ndim not in (1, 2):
+    wn = weight.ndim
+    if wn != 2 and wn != 1:
         raise ValueError(f"linear: weight must be 1-D or 2-D, got shape {tuple(weight.shape)}")
-    if input.shape[-1:] != weight.shape[-1:]:
+    xs, ws = input.shape, weight.shape
+    if xs[-1:] != ws[-1:]:
         raise ValueError("linear: input has last dimension "
-                         f"{input.shape[-1] if input.ndim else '()'} "
-                         f"but weight has shape {tuple(weight.shape)} (in_features "
-                         f"{weight.shape[-1]})")
-    if (weight.ndim == 2 and input.ndim >= 2 and input.dtype in _LINEAR_DTYPES and
-            weight.dtype is input.dtype and
-            (bias is None or (bias.dtype is input.dtype and bias.ndim == 1 and
-                              bias.shape[0] == weight.shape[0])) and
+                         f"{xs[-1] if input.ndim else '()'} "
+                         f"but weight has shape {tuple(ws)} (in_features {ws[-1]})")
+    dt = input.dtype
+    if (wn == 2 and input.ndim >= 2 and dt in _LINEAR_DTYPES and weight.dtype is dt and
+            (bias is None or (bias.dtype is dt and bias.ndim == 1 and
+                              bias.shape[0] == ws[0])) and
             not _onnx_exporting()):
         # one recorded op (its derivative: autograd's "linear" row) instead of three
         # (the weight's transposed view, matmul, the bias add), each a node to build
         # and to run backward
-        with _core._no_record():
-            out = input @ weight.T
+        with _no_record():
+            out = input @ _transpose(weight, 0, 1)
             if bias is not None:
-                out.add_(bias)
-        return _core.record("linear", (input, weight, bias), out)
+                out += bias
+        return _record("linear", (input, weight, bias), out)
     out = input @ weight.T
     return out + bias if bias is not None else out
 

@@ -26,13 +26,17 @@ def run(name, op, *args):
     return kernel(name, op, *_tensors_in(args))(*args)
 
 
-def _tensors_in(args):
-    found = []
+def _tensors_in(args, found=None):
+    if found is None:
+        found = []
     for a in args:
+        t = type(a)
+        if t is int or a is None:      # the index kernels' strides and sizes: most items
+            continue
         if isinstance(a, TensorBase):
             found.append(a)
-        elif isinstance(a, (list, tuple)):
-            found += _tensors_in(a)
+        elif t is list or t is tuple or isinstance(a, (list, tuple)):
+            _tensors_in(a, found)
     return found
 
 

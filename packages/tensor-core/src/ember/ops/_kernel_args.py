@@ -62,7 +62,7 @@ def _param(t, shape, x, op, what):
     """Check an optional weight/bias-like tensor: floating point, `shape`, x's device."""
     if t is not None:
         _float_tensor(t, op, what)
-        if tuple(t.shape) != shape:
+        if t.shape != shape:
             raise ValueError(f"{op}: {what} must have shape {shape}, got {tuple(t.shape)} "
                              f"(input {tuple(x.shape)})")
         _same_device(op, x, t)
@@ -78,7 +78,9 @@ def _number(v, op, what):
 
 def _work(t, work):
     """t in the kernels' dtype, contiguous (None stays None)."""
-    return None if t is None else t.to(work).contiguous()
+    if t is None or (t.dtype is work and t.is_contiguous()):
+        return t          # the common case, without to()'s argument parsing
+    return t.to(work).contiguous()
 
 
 def _cast_back(t, dtype):

@@ -59,21 +59,25 @@ def sdpa_composite(query, key, value, mask, is_causal, scale, dropout_p=0.0):
     return attn @ value
 
 
+_float32 = _core._dtype_by_name("float32")
+_float64 = _core._dtype_by_name("float64")
+
+
 def fused_applies(query, key, value, mask):
     """Whether sdpa_fused takes these operands: CPU, float32/float64 alike, the same
     batch dims, a mask that needs no gradient."""
     dt = query.dtype
-    if query.device.type != "cpu" or dt.name not in ("float32", "float64"):
+    if (dt is not _float32 and dt is not _float64) or not query.is_cpu:
         return False
-    if key.dtype != dt or value.dtype != dt or key.device != query.device or \
-            value.device != query.device:
+    if key.dtype is not dt or value.dtype is not dt or not key.is_cpu or not value.is_cpu:
         return False
-    if key.ndim != query.ndim or value.ndim != query.ndim or \
-            tuple(key.shape[:-2]) != tuple(query.shape[:-2]) or \
-            tuple(value.shape[:-2]) != tuple(query.shape[:-2]):
+    n = query.ndim
+    if key.ndim != n or value.ndim != n:
         return False
-    if mask is not None and (mask.requires_grad or mask.device != query.device or
-                             mask.ndim > query.ndim):
+    batch = query.shape[:-2]
+    if key.shape[:-2] != batch or value.shape[:-2] != batch:
+        return False
+    if mask is not None and (mask.requires_grad or not mask.is_cpu or mask.ndim > n):
         return False
     return True
 
@@ -81,15 +85,14 @@ def fused_applies(query, key, value, mask):
 def sdpa_fused(query, key, value, mask, is_causal, scale):
     """The fused kernel's forward (see fused_applies); mask as additive_mask gives it,
     broadcasting with the scores (..., L, S)."""
-    shape = tuple(query.shape[:-1]) + (key.shape[-2],)
     if mask is not None:
-        mask = mask.expand(shape)
+        mask = mask.expand(tuple(query.shape[:-1]) + (key.shape[-2],))
+    is_causal, scale = bool(is_causal), float(scale)
     with _core._no_record():
-        out, lse = _attention().sdpa_forward(query, key, value, mask, bool(is_causal),
-                                             float(scale))
+        out, lse = (_kernels or _attention()).sdpa_forward(query, key, value, mask,
+                                                          is_causal, scale)
     return _core.record("scaled_dot_product_attention", (query, key, value), out,
-                        {"mask": mask, "is_causal": bool(is_causal), "scale": float(scale),
-                         "lse": lse})
+                        {"mask": mask, "is_causal": is_causal, "scale": scale, "lse": lse})
 
 
 def sdpa_backward(grad, query, key, value, mask, out, lse, is_causal, scale):

@@ -20,13 +20,16 @@ __all__ = ['layer_norm', 'batch_norm']
 def _normalized_shape(normalized_shape, input, op):
     if type(normalized_shape) is int or isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (normalized_shape,)
-    try:
-        shape = tuple(operator.index(s) for s in normalized_shape)
-    except TypeError:
-        raise TypeError(f"{op}: normalized_shape must be an int or a sequence of ints, got "
-                        f"{normalized_shape!r}") from None
+    if type(normalized_shape) is tuple and all(type(s) is int for s in normalized_shape):
+        shape = normalized_shape      # the common call, without the conversions below
+    else:
+        try:
+            shape = tuple(operator.index(s) for s in normalized_shape)
+        except TypeError:
+            raise TypeError(f"{op}: normalized_shape must be an int or a sequence of ints, "
+                            f"got {normalized_shape!r}") from None
     k = len(shape)
-    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+    if k == 0 or input.ndim < k or input.shape[input.ndim - k:] != shape:
         raise ValueError(f"{op}: normalized_shape {shape} does not match the last dims of "
                          f"the input {tuple(input.shape)}")
     return shape

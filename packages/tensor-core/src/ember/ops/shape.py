@@ -161,11 +161,9 @@ def _split_at(input, d, bounds):
     return tuple(input.narrow(d, a, b - a) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-@tensor_method
 @tensor_input
 def split(tensor, split_size_or_sections, dim=0):
-    """Views of `split_size` elements along dim (the last may be shorter), or of the
-    given list of sizes (which must add up to the dim's size)."""
+    """split's general entry: the calls _core.split leaves (_C/core/views.pxi)."""
     d = _norm(dim, tensor.ndim, "split")
     if tensor.ndim == 0:
         raise ValueError("split: cannot split a 0-d tensor")
@@ -187,6 +185,11 @@ def split(tensor, split_size_or_sections, dim=0):
         for s in sizes:
             bounds.append(bounds[-1] + s)
     return _split_at(tensor, d, bounds)
+
+
+_split_general = split
+_core._set_view_entry("split", split)
+split = tensor_method(_core.split)     # the common call in C
 
 
 @tensor_method

@@ -91,10 +91,9 @@ def _view_strides(old_shape, old_strides, new_shape):
     return new_strides
 
 
-@tensor_method
-def view(input, *shape):
-    """The same elements under a new shape, without copying; an error when the
-    strides don't allow it (use reshape, which copies then)."""
+def _view_general(input, *shape):
+    """view's general entry: the calls _core.view leaves to Python (a dtype, sizes to
+    parse, an error to raise; _C/core/views.pxi)."""
     if len(shape) == 1 and isinstance(shape[0], _core.DType):
         return _view_dtype(input, shape[0])
     shape = _infer(_sizes(shape, "view"), input.numel(), "view", input.shape)
@@ -115,9 +114,8 @@ def _view_dtype(input, dtype):
     return _core.as_strided_from(storage, dtype, shape, strides, offset)
 
 
-@tensor_method
-def reshape(input, *shape):
-    """The elements under a new shape: a view when the strides allow, else a copy."""
+def _reshape_general(input, *shape):
+    """reshape's general entry (and its copy)."""
     shape = _infer(_sizes(shape, "reshape"), input.numel(), "reshape", input.shape)
     storage, dtype, old_shape, old_strides, offset = input._layout()
     strides = _view_strides(list(old_shape), list(old_strides), shape)
@@ -154,10 +152,8 @@ def unflatten(input, dim, sizes):
         reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
 
 
-@tensor_method(names=("permute", "permute_dims"))
-def permute(input, *args, dims=None):
-    """Reorder the dims: result dim i is input dim dims[i]; permute(x, (1, 0)),
-    permute(x, dims=(1, 0)) or x.permute(1, 0)."""
+def _permute_general(input, *args, dims=None):
+    """permute's general entry."""
     if dims is not None and args:
         raise TypeError("permute: give the dims once: positionally or as dims=")
     dims = sizes_arg(args if dims is None else (dims,), "permute", "dims")
@@ -177,22 +173,16 @@ def _permute(input, dims):
     return _record("permute", (input,), out, {"dims": dims})
 
 
-permute_dims = permute
-
-
-@tensor_method(names=("transpose", "swapaxes", "swapdims"))
-def transpose(input, dim0, dim1):
+def _transpose_general(input, dim0, dim1):
+    """transpose's general entry."""
     n = input.ndim
     if n == 0:
         _norm(dim0, n, "transpose"), _norm(dim1, n, "transpose")
-        return permute(input)
+        return _permute_general(input)
     a, b = _norm(dim0, n, "transpose"), _norm(dim1, n, "transpose")
     dims = list(range(n))
     dims[a], dims[b] = dims[b], dims[a]
     return _permute(input, tuple(dims))
-
-
-swapaxes = swapdims = transpose
 
 
 @tensor_method
@@ -210,7 +200,7 @@ def matrix_transpose(x):
 
 
 def _T(self):
-    return _permute(self, tuple(range(self.ndim))[::-1])
+    return permute(self, tuple(range(self.ndim))[::-1])
 
 
 def _mT(self):
@@ -336,9 +326,8 @@ def expand_dims(x, /, *, axis=0):
     return unsqueeze(x, axis)
 
 
-@tensor_method
-def narrow(input, dim, start, length):
-    """Elements start .. start+length-1 along dim, as a view."""
+def _narrow_general(input, dim, start, length):
+    """narrow's general entry."""
     d = _norm(dim, input.ndim, "narrow")
     storage, dtype, shape, strides, offset = input._layout()
     start = _int(start, "start", "narrow")
@@ -724,6 +713,20 @@ __all__ += ["alias_copy", "detach_copy", "diagonal_copy", "expand_copy", "narrow
             "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
             "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
             "unsqueeze_copy", "view_copy", "slice_inverse"]
+
+
+# the entries: the common call in C (_C/core/views.pxi), the rest through the general
+# entries above (split's is ember.ops.shape's)
+for _name, _fn in (("view", _view_general), ("reshape", _reshape_general),
+                   ("permute", _permute_general), ("transpose", _transpose_general),
+                   ("narrow", _narrow_general)):
+    _core._set_view_entry(_name, _fn)
+view = tensor_method(_core.view)
+reshape = tensor_method(_core.reshape)
+permute = permute_dims = tensor_method(names=("permute", "permute_dims"))(_core.permute)
+transpose = swapaxes = swapdims = tensor_method(names=("transpose", "swapaxes", "swapdims"))(
+    _core.transpose)
+narrow = tensor_method(_core.narrow)
 
 
 def _install_properties(cls):

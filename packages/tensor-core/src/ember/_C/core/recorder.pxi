@@ -18,8 +18,12 @@ def get_recorder():
     return RECORDER
 
 
-class _no_record:
-    """Suspend recording around internal steps of an op that records itself."""
+@cython.final
+cdef class _no_record:
+    """Suspend recording around internal steps of an op that records itself (a C
+    class: every hand-written op's entry enters one)."""
+
+    cdef int prev
 
     def __enter__(self):
         global em_grad_off

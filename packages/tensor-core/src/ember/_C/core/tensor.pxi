@@ -484,6 +484,43 @@ cdef const char *BUFFER_FORMATS[NDTYPES]
 BUFFER_FORMATS[:] = [b"?", b"B", b"b", b"h", b"i", b"q", b"e", b"f", b"d", b"Zf", b"Zd", b"H",
                      b"H", b"I", b"Q"]
 
+cdef extern from *:
+    """
+    /* ember.Size's base: a tuple whose slices are of the slicer's type, with indexing
+       left in C (a Python-level __getitem__ cost each x.shape[i] a Python call). */
+    static PyObject *em_size_subscript(PyObject *self, PyObject *key) {
+        PyObject *r = PyTuple_Type.tp_as_mapping->mp_subscript(self, key);
+        if (r == NULL || !PySlice_Check(key)) return r;
+        PyObject *args = PyTuple_Pack(1, r);
+        Py_DECREF(r);
+        if (args == NULL) return NULL;
+        r = PyTuple_Type.tp_new(Py_TYPE(self), args, NULL);
+        Py_DECREF(args);
+        return r;
+    }
+    static PyMappingMethods em_size_mapping;
+    static PyTypeObject em_size_base_type;
+    static PyObject *em_size_base(void) {
+        if (em_size_base_type.tp_name == NULL) {
+            em_size_mapping = *PyTuple_Type.tp_as_mapping;
+            em_size_mapping.mp_subscript = em_size_subscript;
+            em_size_base_type.tp_name = "ember._C.core._SizeBase";
+            em_size_base_type.tp_basicsize = PyTuple_Type.tp_basicsize;
+            em_size_base_type.tp_itemsize = PyTuple_Type.tp_itemsize;
+            em_size_base_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+            em_size_base_type.tp_base = &PyTuple_Type;
+            em_size_base_type.tp_as_mapping = &em_size_mapping;
+            em_size_base_type.tp_doc = "A tuple whose slices keep its type (ember.Size's base).";
+            if (PyType_Ready(&em_size_base_type) < 0) return NULL;
+        }
+        Py_INCREF(&em_size_base_type);
+        return (PyObject *)&em_size_base_type;
+    }
+    """
+    object em_size_base()
+
+
+_SizeBase = em_size_base()
 SIZE_TYPE = tuple        # replaced by ember.Size
 ASTENSOR = None          # replaced by ember.as_tensor
 

@@ -13,8 +13,10 @@
 #include "ember_c_types.h"
 #include "threads.h"
 
-#define LANES 8
+#define LANES 32
 #define GRAIN 16384   /* elements of work below which a chunk is not worth a thread */
+#define BLOCK 256     /* elements summed in T lanes before their total goes to double
+                        (a multiple of LANES) */
 
 static inline int64_t grain_for(int64_t work_per_item) {
     return work_per_item >= GRAIN ? 1 : GRAIN / (work_per_item > 0 ? work_per_item : 1);
@@ -32,19 +34,66 @@ static inline int64_t grain_for(int64_t work_per_item) {
         double ls, wtotal, scale;                                                       \
     } ce_ctx_##SFX;                                                                     \
                                                                                         \
-    /* the row's max (0 when it is +-inf, so x - max stays meaningful) */               \
+    /* The row's max (0 when it is +-inf, so x - max stays meaningful) and              \
+     * sum_c exp(x_c - mx), in LANES lanes that stay in vector registers: a row of at    \
+     * least LANES ends with one more full chunk, overlapping the last one (the max      \
+     * does not mind, the sum masks the repeated elements), never a scalar tail; the    \
+     * sum goes to double every BLOCK elements (a long row's error stays that of         \
+     * BLOCK / LANES terms). With dst, each exp is also written there. */               \
     static inline T ce_max_##SFX(const T *restrict xr, int64_t C) {                     \
-        T m[LANES];                                                                     \
-        for (int k = 0; k < LANES; k++) m[k] = -INFINITY;                               \
-        int64_t i = 0;                                                                  \
-        for (; i + LANES <= C; i += LANES)                                              \
-            for (int k = 0; k < LANES; k++) m[k] = xr[i + k] > m[k] ? xr[i + k] : m[k]; \
-        for (; i < C; i++) m[0] = xr[i] > m[0] ? xr[i] : m[0];                          \
-        T mx = m[0];                                                                    \
-        for (int k = 1; k < LANES; k++) mx = m[k] > mx ? m[k] : mx;                     \
+        T mx = -INFINITY;                                                               \
+        if (C < LANES) {                                                                \
+            for (int64_t i = 0; i < C; i++) mx = xr[i] > mx ? xr[i] : mx;               \
+        } else {                                                                        \
+            T m[LANES];                                                                 \
+            for (int k = 0; k < LANES; k++) m[k] = -INFINITY;                           \
+            for (int64_t i = 0;; i += LANES) {                                          \
+                if (i + LANES > C) i = C - LANES;                                       \
+                for (int k = 0; k < LANES; k++) m[k] = xr[i + k] > m[k] ? xr[i + k] : m[k]; \
+                if (i + LANES == C) break;                                              \
+            }                                                                           \
+            for (int w = LANES / 2; w >= 1; w /= 2)                                     \
+                for (int k = 0; k < w; k++) m[k] = m[k + w] > m[k] ? m[k + w] : m[k];   \
+            mx = m[0];                                                                  \
+        }                                                                               \
         return isinf(mx) ? (mx > 0 ? mx : 0) : mx;                                      \
     }                                                                                   \
                                                                                         \
+    static inline double ce_expsum_##SFX(const T *restrict xr, T *restrict dst,         \
+                                         int64_t C, T mx) {                             \
+        double sum = 0;                                                                 \
+        if (C < LANES) {                                                                \
+            T s = 0;                                                                    \
+            for (int64_t i = 0; i < C; i++) {                                           \
+                T v = EXP(xr[i] - mx);                                                  \
+                if (dst) dst[i] = v;                                                    \
+                s += v;                                                                 \
+            }                                                                           \
+            return s;                                                                   \
+        }                                                                               \
+        T s[LANES];                                                                     \
+        for (int k = 0; k < LANES; k++) s[k] = 0;                                       \
+        for (int64_t i = 0, done = 0;; i += LANES) {                                    \
+            if (i + LANES > C) { done = i; i = C - LANES; }                             \
+            for (int k = 0; k < LANES; k++) {                                           \
+                T v = EXP(xr[i + k] - mx);                                              \
+                if (dst) dst[i + k] = v;                                                \
+                s[k] += i + k >= done ? v : 0;                                          \
+            }                                                                           \
+            if (i + LANES == C || (i + LANES) % BLOCK == 0) {                           \
+                for (int w = LANES / 2; w >= 1; w /= 2)                                 \
+                    for (int k = 0; k < w; k++) s[k] += s[k + w];                       \
+                sum += s[0];                                                            \
+                for (int k = 0; k < LANES; k++) s[k] = 0;                               \
+                if (i + LANES == C) break;                                              \
+            }                                                                           \
+            done = 0;                                                                   \
+        }                                                                               \
+        return sum;                                                                     \
+    }                                                                                   \
+                                                                                        \
+    /* one row at a time, the row read from memory once (its max, then its exps from   \
+     * L1): the log-softmax at the target and the smoothing sum, never written out */   \
     EM_CLONES static void ce_rows_##SFX(void *ctx, int64_t r0, int64_t r1) {             \
         const ce_ctx_##SFX *c = ctx;                                                    \
         const int64_t C = c->C;                                                         \
@@ -54,28 +103,15 @@ static inline int64_t grain_for(int64_t work_per_item) {
             if (t == c->ignore) { c->loss[r] = 0; c->wrow[r] = 0; continue; }           \
             const T *restrict xr = c->x + r * C;                                        \
             const T mx = ce_max_##SFX(xr, C);                                           \
-            double s[LANES] = {0}, sw[LANES] = {0};                                     \
-            int64_t i = 0;                                                              \
-            for (; i + LANES <= C; i += LANES)                                          \
-                for (int k = 0; k < LANES; k++) s[k] += EXP(xr[i + k] - mx);            \
-            for (; i < C; i++) s[0] += EXP(xr[i] - mx);                                 \
-            double sum = 0, smooth = 0;                                                 \
-            for (int k = 0; k < LANES; k++) sum += s[k];                                \
-            const double lse = log(sum), wt = w ? (double)w[t] : 1.0;                   \
+            const double lse = log(ce_expsum_##SFX(xr, NULL, C, mx));                   \
+            const double wt = w ? (double)w[t] : 1.0;                                   \
             double loss = (1 - c->ls) * wt * (lse - ((double)xr[t] - mx));              \
             if (c->ls > 0) {                                                            \
-                i = 0;                                                                  \
-                if (w) {                                                                \
-                    for (; i + LANES <= C; i += LANES)                                  \
-                        for (int k = 0; k < LANES; k++)                                 \
-                            sw[k] += (double)w[i + k] * (xr[i + k] - mx);               \
-                    for (; i < C; i++) sw[0] += (double)w[i] * (xr[i] - mx);            \
-                } else {                                                                \
-                    for (; i + LANES <= C; i += LANES)                                  \
-                        for (int k = 0; k < LANES; k++) sw[k] += xr[i + k] - mx;        \
-                    for (; i < C; i++) sw[0] += xr[i] - mx;                             \
-                }                                                                       \
-                for (int k = 0; k < LANES; k++) smooth += sw[k];                        \
+                double smooth = 0;                                                      \
+                if (w)                                                                  \
+                    for (int64_t i = 0; i < C; i++) smooth += (double)w[i] * (xr[i] - mx); \
+                else                                                                    \
+                    for (int64_t i = 0; i < C; i++) smooth += xr[i] - mx;               \
                 loss += c->ls / (double)C * (lse * c->wtotal - smooth);                 \
             }                                                                           \
             c->loss[r] = (T)loss;                                                       \
@@ -103,17 +139,8 @@ static inline int64_t grain_for(int64_t work_per_item) {
             if (t == c->ignore) { memset(dr, 0, C * sizeof(T)); continue; }             \
             const T *restrict xr = c->x + r * C;                                        \
             const T mx = ce_max_##SFX(xr, C);                                           \
-            double s[LANES] = {0};                                                      \
-            int64_t i = 0;                                                              \
-            for (; i + LANES <= C; i += LANES)                                          \
-                for (int k = 0; k < LANES; k++) {                                       \
-                    T e = EXP(xr[i + k] - mx);                                          \
-                    dr[i + k] = e;                                                      \
-                    s[k] += e;                                                          \
-                }                                                                       \
-            for (; i < C; i++) { T e = EXP(xr[i] - mx); dr[i] = e; s[0] += e; }         \
-            double sum = 0;                                                             \
-            for (int k = 0; k < LANES; k++) sum += s[k];                                \
+            const double sum = ce_expsum_##SFX(xr, dr, C, mx);                          \
+            int64_t i;                                                                  \
             const double gr = (double)c->g[r * c->gstride] * c->scale;                  \
             const double wt = w ? (double)w[t] : 1.0;                                   \
             const T alpha = (T)(gr * ((1 - c->ls) * wt + c->ls / (double)C * c->wtotal) / sum); \
@@ -165,7 +192,7 @@ static inline int64_t grain_for(int64_t work_per_item) {
             }                                                                           \
     }
 
-CROSS_ENTROPY(f32, float, em_exp_float32)
+CROSS_ENTROPY(f32, float, em_exp_nonpos_float32)   /* x - max <= 0 (or NaN) */
 CROSS_ENTROPY(f64, double, exp)
 NLL_LOSS(f32, float)
 NLL_LOSS(f64, double)
