@@ -108,7 +108,7 @@ def randn(rng, shape, dtype):
 
 dtypes = st.sampled_from(["float32", "float64"])
 layouts = st.sampled_from(["contiguous", "transposed", "strided"])
-paths = st.sampled_from(["auto", "gemm", "direct"])
+paths = st.sampled_from(["auto", "gemm", "direct", "blocked"])
 
 
 @st.composite
@@ -224,6 +224,42 @@ def test_many_channels_take_several_passes():
             check(gw, want_gw, "float64")
     finally:
         em.set_num_threads(prev)
+
+
+@pytest.mark.parametrize("xs,ws,pad,groups", [
+    ((20, 8, 4, 4), (13, 8, 3, 3), 1, 1),      # 16 + 4 images: a block part zeros
+    ((9, 16, 8, 8), (24, 8, 3, 3), 1, 2),      # two groups, 64 pixels
+    ((17, 16, 5, 3), (14, 16, 3, 2), (3, 1), 1),   # output rows wholly in the padding
+])
+def test_small_outputs_blocked_by_image(xs, ws, pad, groups):
+    """Outputs of at most 64 pixels under a stride-1 kernel run the direct kernel over
+    blocks of images (auto picks it for these shapes in float32; forced: "blocked"),
+    and so does grad_input as the flipped forward; grad_weight takes a GEMM per tap and
+    output row (gw_blocked): against the reference, one thread and two."""
+    rng = np.random.default_rng(5)
+    ph, pw = (pad, pad) if isinstance(pad, int) else pad
+    pads = ((ph, ph), (pw, pw))
+    for dtype in ("float32", "float64"):
+        x, w, b = randn(rng, xs, dtype), randn(rng, ws, dtype), randn(rng, ws[0], dtype)
+        want = ref_conv2d(x, w, b, (1, 1), pads, (1, 1), groups)
+        g = randn(rng, want.shape, dtype)
+        full = ref_conv_transpose2d(g, w, None, (1, 1), (0, 0), (0, 0), groups, (1, 1))
+        want_gx = full[:, :, ph:ph + xs[2], pw:pw + xs[3]]
+        want_gw = ref_weight_grad(x, g, ws[2:], (1, 1), pads, (1, 1), groups)
+        prev = em.get_num_threads()
+        try:
+            for threads, path in ((1, "auto"), (2, "blocked")):
+                em.set_num_threads(threads)
+                with forward_path(path):
+                    check(em.conv2d(em.from_numpy(x), em.from_numpy(w), em.from_numpy(b),
+                                    1, (ph, pw), 1, groups), want, dtype)
+                    gx, gw, _ = conv2d_backward(em.from_numpy(g), em.from_numpy(x),
+                                                em.from_numpy(w), 1, (ph, pw), 1, groups,
+                                                output_mask=(True, True, False))
+                check(gx, want_gx, dtype)
+                check(gw, want_gw, dtype)
+        finally:
+            em.set_num_threads(prev)
 
 
 @pytest.mark.parametrize("xs,ws,stride,pad,groups", [
@@ -399,7 +435,7 @@ CONV2D_CASES = [
 ]
 
 
-@pytest.mark.parametrize("path", ["direct", "gemm"])
+@pytest.mark.parametrize("path", ["direct", "gemm", "blocked"])
 @pytest.mark.parametrize("cfg", CONV2D_CASES)
 def test_conv2d_backward_matches_finite_differences(cfg, path):
     rng = np.random.default_rng(4)
@@ -449,7 +485,7 @@ def test_stride1_grad_input_as_flipped_forward(n, cg, ocg, groups, h, w, k, d, p
     g = randn(rng, (n, ocg * groups, oh, ow), dtype)
     full = ref_conv_transpose2d(g, wt, None, (1, 1), (0, 0), (0, 0), groups, d)
     want = full[:, :, ph:ph + h, pw:pw + w]
-    for path in ("auto", "direct", "gemm"):       # auto: GEMM under 8 channels a group
+    for path in ("auto", "direct", "gemm", "blocked"):   # auto: GEMM under 8 channels a group
         with forward_path(path):
             gx, _, _ = conv2d_backward(em.from_numpy(g), em.from_numpy(x), em.from_numpy(wt), 1,
                                        (ph, pw), d, groups, output_mask=(True, False, False))

@@ -309,8 +309,10 @@ def conv2d_backward_weight(TensorBase x not None, TensorBase gy not None, tuple 
 
 
 def _set_path(str name):
-    """Force the forward's algorithm: "auto", "gemm" (im2col + GEMM) or "direct"."""
-    which = {"auto": 0, "gemm": 1, "direct": 2}.get(name)
+    """Force the forward's algorithm: "auto", "gemm" (im2col + GEMM), "direct" or
+    "blocked" (the direct kernel over blocks of images, for small outputs)."""
+    which = {"auto": 0, "gemm": 1, "direct": 2, "blocked": 3}.get(name)
     if which is None:
-        raise ValueError(f"_set_path: expected 'auto', 'gemm' or 'direct', got {name!r}")
+        raise ValueError(f"_set_path: expected 'auto', 'gemm', 'direct' or 'blocked', "
+                         f"got {name!r}")
     em_conv_set_path(which)
