@@ -14,6 +14,7 @@ static const em_cpu_api table = {
     em_gemm_batched,
     em_gemm_set_kernel,
     em_gemm_kernel_name,
+    em_gemm_complex,
 };
 
 const em_cpu_api *em_cpu_api_table(void) { return &table; }

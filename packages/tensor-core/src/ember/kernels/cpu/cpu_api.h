@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define EM_CPU_API_CAPSULE "ember._C.core._cpu_api"
-#define EM_CPU_API_VERSION 1
+#define EM_CPU_API_VERSION 2   /* 2: gemm_complex */
 
 typedef struct em_cpu_api {
     int version;
@@ -35,6 +35,10 @@ typedef struct em_cpu_api {
                         void *c, int64_t rsc, int64_t csc);
     void (*gemm_set_kernel)(int which);
     const char *(*gemm_kernel_name)(void);
+    int (*gemm_complex)(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                        const void *a, int64_t rsa, int64_t csa, int ca,
+                        const void *b, int64_t rsb, int64_t csb, int cb, double beta,
+                        void *c, int64_t rsc, int64_t csc);
 } em_cpu_api;
 
 /* In ember._C.core (cpu_api.c): the table. */
