@@ -260,8 +260,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     shape = (a.shape[0], b.shape[1])
     from ember._dtypes import result_type
     dt = result_type(x, a, b)
-    fused = (dt.kind in ("float", "complex") and x.device.type == "cpu" and a.device.type == "cpu" and
-             b.device.type == "cpu" and not _core.any_requires_grad((x, a, b)) and
+    fused = (dt.kind in ("float", "complex") and x.device.type == "cpu" and
+             a.device.type == "cpu" and b.device.type == "cpu" and
+             not _core.any_requires_grad((x, a, b)) and
              isinstance(alpha, numbers.Real) and isinstance(beta, numbers.Real))
     if fused:
         c = _core.empty(shape, dt)
