@@ -581,6 +581,35 @@ def test_matmul_family_matches_numpy(dt, device):
     assert_close(a.T.conj() @ a, A.T.conj() @ A, d, **tol)   # strided operands
 
 
+@settings(max_examples=fewer_examples(12), deadline=None)
+@given(st.sampled_from([C64, C128]),
+       st.sampled_from([(3, 4, 5), (1, 1, 1), (4, 0, 3), (5, 130, 3), (2, 3, 515), (6, 1, 9)]),
+       st.sampled_from([(), (2,), (3, 1)]), st.sampled_from([(), (1,), (2,)]), layouts,
+       layouts, st.integers(0, 2 ** 32 - 1))
+def test_cpu_complex_gemm_matches_numpy(dt, mkn, batch_a, batch_b, la, lb, seed):
+    """Complex matmul on the CPU (em_gemm's complex64/complex128: one real GEMM over the
+    expanded B, gemm_complex.c) against NumPy in complex128: shapes across its k (128)
+    and n (512) blocks, batches broadcast (B shared: the folded GEMM), every layout
+    (transposed: A's columns strided, copied first; C^T), 1-d operands, and addmm's
+    fused form (real alpha and beta)."""
+    m, k, n = mkn
+    rng = np.random.default_rng(seed)
+    npd = np.complex64 if dt is C64 else np.complex128
+    (a, A), (b, B) = (realize(_crand(rng, s, npd), lay) for s, lay in
+                      ((batch_a + (m, k), la), (batch_b + (k, n), lb)))
+    A, B = A.astype(np.complex128), B.astype(np.complex128)
+    tol = dict(rtol=0, atol=64 * max(k, 1) * (2.0 ** -23 if dt is C64 else 2.0 ** -52))
+    assert_close(a @ b, A @ B, dt, **tol)
+    row, col = (0,) * (a.ndim - 1), (0,) * (b.ndim - 2) + (slice(None), 0)
+    assert_close(em.matmul(a[row], b), A[row] @ B, dt, **tol)     # 1-d @ n-d
+    assert_close(em.matmul(a, b[col]), A @ B[col], dt, **tol)     # n-d @ 1-d
+    if not batch_a and not batch_b:
+        C = _crand(rng, (m, n), npd)
+        got = em.addmm(em.from_numpy(C), a, b, beta=0.5, alpha=-2)
+        assert_close(got, 0.5 * C.astype(np.complex128) - 2 * (A @ B), dt, **tol)
+        assert_close(em.addmm(em.from_numpy(C), a, b, beta=0), A @ B, dt, **tol)
+
+
 def test_matmul_mixed_precision_promotes():
     a = em.ones(2, 2, dtype=C64)
     assert (a @ em.ones(2, 2, dtype=em.float64)).dtype is C128

@@ -703,7 +703,7 @@ def _mh(x):
 @CFG
 @given(BATCHES, SIZES, SIZES, st.sampled_from(CDTYPES), st.integers(0, 2 ** 32 - 1))
 def test_complex_qr_matches_numpy(device, batch, m, n, dtype, seed):
-    """Complex Householder QR on a device (zgeqr2, unblocked at every size): Q R = A,
+    """Complex Householder QR on a device (zgeqr2; blocked past 64 columns): Q R = A,
     Q unitary, R upper with a real diagonal and the CPU's R (the same reflectors)."""
     cusable(device, dtype)
     a = crandn(rng(seed), batch + (m, n)).astype(dtype.name).astype(np.complex128)
@@ -727,7 +727,7 @@ def test_complex_geqrf_householder_product_ormqr(device):
     dt = em.complex128 if _fp64(device) else em.complex64
     tol = 1e-9 if dt is em.complex128 else 1e-4
     r = rng(5)
-    for shape in ((3, 6, 4), (1, 70, 66)):      # past QR_BLOCKED: still unblocked
+    for shape in ((3, 6, 4), (1, 70, 66)):      # past QR_BLOCKED: blocked (_larfb)
         g = crandn(r, shape)
         h, tau = em.geqrf(on(device, g, dt))
         hc, tauc = em.geqrf(on("cpu", g, dt))

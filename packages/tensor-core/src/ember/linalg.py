@@ -5,8 +5,8 @@ svdvals), views (matrix_transpose, diagonal), and the decompositions, solvers an
 matrix functions of ember/ops/linalg.py (solve, inv, det, cholesky, qr, eigh, svd,
 lstsq, pinv, matrix_exp, ...) over the `linalg` kernel family.
 
-eig and eigvals need complex results: the kernel computes them (Hessenberg + Francis
-QR), and the functions raise a TypeError saying so until ember has complex dtypes.
+eig and eigvals give complex results (Hessenberg + Francis QR; a complex matrix by the
+complex single-shift QR).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-# kernels: iterator.c alloc.c threads.c gemm.c cpu_api.c
+# kernels: iterator.c alloc.c threads.c gemm.c gemm_complex.c cpu_api.c
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, embedsignature=True, c_api_binop_methods=True
 """ember's core: dtypes, devices, storage, the strided Tensor, and dispatch of the

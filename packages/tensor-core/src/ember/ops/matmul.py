@@ -24,12 +24,15 @@ get_num_threads = _lin.get_num_threads
 
 
 def _mm(a, b, op="matmul"):
-    """ember._C.matmul.matmul, and for complex operands the 4M method on it: with a =
-    ar + i ai and b = br + i bi (the parts as strided views, no copies), a @ b =
-    (ar @ br - ai @ bi) + i (ar @ bi + ai @ br), four real GEMMs (ember's own) into the
-    interleaved result. A first implementation: 3M (Gauss) would save a GEMM."""
+    """ember._C.matmul.matmul, which multiplies complex CPU tensors itself (em_gemm's
+    complex64/complex128: one real GEMM, gemm_complex.c). A real operand beside a
+    complex one, and complex tensors on a device (whose GEMM is real), take the parts:
+    with a = ar + i ai and b = br + i bi (strided views, no copies), a @ b = (ar @ br -
+    ai @ bi) + i (ar @ bi + ai @ br), four real GEMMs (two with a real operand) into
+    the interleaved result."""
     if not (isinstance(a, _TensorBase) and isinstance(b, _TensorBase)) or not (
-            a.is_complex() or b.is_complex()):
+            a.is_complex() or b.is_complex()) or (
+            a.is_complex() and b.is_complex() and a.device.type == "cpu"):
         return _lin.matmul(a, b, op)
     from ember.ops.complex import complex as make_complex, imag as im, real as re
     ct = _core.promote_types(a.dtype, b.dtype)
@@ -257,8 +260,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     shape = (a.shape[0], b.shape[1])
     from ember._dtypes import result_type
     dt = result_type(x, a, b)
-    fused = (dt.kind == "float" and x.device.type == "cpu" and a.device.type == "cpu" and
-             b.device.type == "cpu" and not _core.any_requires_grad((x, a, b)) and
+    fused = (dt.kind in ("float", "complex") and x.device.type == "cpu" and
+             a.device.type == "cpu" and b.device.type == "cpu" and
+             not _core.any_requires_grad((x, a, b)) and
              isinstance(alpha, numbers.Real) and isinstance(beta, numbers.Real))
     if fused:
         c = _core.empty(shape, dt)

@@ -3,8 +3,8 @@ pivoting and the solve with it, triangular solves, Cholesky, Householder QR and
 applying its Q, the symmetric (Hermitian) eigenproblem, the SVD and the nonsymmetric
 eigenproblem, float32, float64, complex64 and complex128 (one kernel text for all
 four, its arithmetic through the EM_LA_* macros; complex: LAPACK's complex algorithms
-with the real ones' work split, the trailing updates four real GEMMs on the parts, QR
-unblocked at every size), with the CPU kernels' signatures (ember/_C/linalg.pyx).
+with the real ones' work split, the trailing updates four real GEMMs on the parts),
+with the CPU kernels' signatures (ember/_C/linalg.pyx).
 All but the nonsymmetric eigenproblem stay on the device: no host transfer, no
 synchronization (info is written by the kernels; the raising forms of ember.ops.linalg
 read it once, after the call).
@@ -20,8 +20,8 @@ wider, the panels of NB columns are la_geqr2's and the rest block reflectors (I 
 V^T, compact WY: T by la_larft) applied by the device GEMM, for R and for Q alike.
 The symmetric eigenproblem (eigh, eigvalsh) and the SVD: cyclic and one-sided Jacobi,
 a work-group per matrix, in local memory up to SMALL, in a device workspace above it
-(complex: always in the workspace; O(n^3) a sweep in one work-group: a batch of
-mid-sized matrices fills the device, one large matrix does not). The nonsymmetric
+(O(n^3) a sweep in one work-group: a batch of mid-sized matrices fills the device, one
+large matrix does not). The nonsymmetric
 eigenproblem (eig, eigvals) is the hybrid of linalg_geev: Hessenberg reduction and
 back-transformation on the device, the QR iteration on the host, with its host
 transfers counted there."""
@@ -87,20 +87,32 @@ class LinalgKernels:
             g *= 2
         return g
 
-    def _sub_product(self, c, a, b, conj_a=False, conj_b=False):
-        """c -= a @ b on views (the trailing updates), by the device GEMM; complex: four
-        real GEMMs on the parts (a and b conjugated when conj_a / conj_b)."""
+    def _sub_product(self, c, a, b, conj_a=False, conj_b=False, sign=-1):
+        """c -= a @ b (c += a @ b when sign is 1) on views (the trailing updates), by
+        the device GEMM; complex: four real GEMMs on the parts (a and b conjugated when
+        conj_a / conj_b)."""
         if c.dtype.name not in COMPLEX:
             t = self.matmul(a, b)
-            self.elementwise("sub", [c, t], c.dtype, c.dtype, c)
+            self.elementwise("sub" if sign < 0 else "add", [c, t], c.dtype, c.dtype, c)
             return
         (cr, ci), (ar, ai), (br, bi) = _parts(c), _parts(a), _parts(b)
         sa, sb = -1 if conj_a else 1, -1 if conj_b else 1
         # (ar + i sa ai)(br + i sb bi) = ar br - sa sb ai bi + i (sb ar bi + sa ai br)
-        for out, x, y, sign in ((cr, ar, br, 1), (cr, ai, bi, -sa * sb), (ci, ar, bi, sb),
-                                (ci, ai, br, sa)):
+        for out, x, y, s in ((cr, ar, br, 1), (cr, ai, bi, -sa * sb), (ci, ar, bi, sb),
+                             (ci, ai, br, sa)):
             t = self.matmul(x, y)
-            self.elementwise("sub" if sign > 0 else "add", [out, t], out.dtype, out.dtype, out)
+            self.elementwise("sub" if s * sign < 0 else "add", [out, t], out.dtype,
+                             out.dtype, out)
+
+    def _product(self, a, b, conj_a=False):
+        """a @ b (conj(a) @ b when conj_a) of views, a new tensor: the device GEMM, or
+        for complex _sub_product's four real ones into zeros."""
+        if a.dtype.name not in COMPLEX:
+            return self.matmul(a, b)
+        out = self.empty(tuple(a.shape[:-1]) + (b.shape[-1],), a.dtype, a.device)
+        self.fill(out, 0)
+        self._sub_product(out, a, b, conj_a, sign=1)
+        return out
 
     def _trsm(self, a, a_rs, a_cs, b, lower, unit, conj=False):
         """b (B, n, k) <- T^{-1} b for T the triangle of a (B, n, n) read with row and
@@ -245,9 +257,9 @@ class LinalgKernels:
         return a
 
     def _larfb(self, v, tau, j0, jb, c, trans):
-        """c (B, m - j0, p), a view, <- (I - V T V^T) c (T^T when trans) for the block
+        """c (B, m - j0, p), a view, <- (I - V T V^H) c (T^H when trans) for the block
         reflector of the reflectors j0 .. j0+jb-1 in v (B, m, nv), tau (B, k): V made
-        explicit, T by la_larft from V^T V, the rest GEMMs."""
+        explicit, T by la_larft from V^H V, the rest GEMMs (complex: _product's)."""
         nb_, m, nv = v.shape
         k = tau.shape[-1]
         r = m - j0
@@ -256,21 +268,21 @@ class LinalgKernels:
         self.run(dev, f"la_qr_v_{dt}", nb_ * r * jb,
                  [nb_, m, nv, j0, jb, self.handle(v), self.handle(V)])
         Vt = self.view(V, (nb_, jb, r), (r * jb, 1, jb))
-        G = self.matmul(Vt, V)
+        G = self._product(Vt, V, True)
         T = self.empty((nb_, jb, jb), v.dtype, dev)
         self._groups(dev, f"la_larft_{dt}", nb_,
                      [nb_, k, j0, jb, self.handle(tau), self.handle(G), self.handle(T)],
                      self._small_group(jb))
         if trans:
             T = self.view(T, (nb_, jb, jb), (jb * jb, 1, jb))
-        self._sub_product(c, V, self.matmul(T, self.matmul(Vt, c)))
+        self._sub_product(c, V, self._product(T, self._product(Vt, c, True), trans))
 
     def linalg_geqrf(self, a, tau):
         """a (..., m, n) <- R and the Householder vectors below it (in place); tau
         (..., min(m, n)). Up to QR_BLOCKED columns unblocked (la_geqr2 applies each
         reflector to every column), more blocked: la_geqr2 on a panel of NB columns,
-        the trailing columns by _larfb's GEMMs. Complex: unblocked at every size
-        (zgeqr2's H^H; _larfb's GEMMs are real)."""
+        the trailing columns by _larfb's GEMMs (complex: zgeqr2's H^H, the block
+        reflectors' GEMMs on the parts)."""
         self._check_dtype(a.dtype, a.device, "geqrf")
         m, n = a.shape[-2:]
         batch, k = _batch(a), min(m, n)
@@ -278,7 +290,7 @@ class LinalgKernels:
             return a
         dev, dt = a.device, a.dtype.name
         group = self._small_group(max(m, n))
-        if k <= QR_BLOCKED or dt in COMPLEX:
+        if k <= QR_BLOCKED:
             self._groups(dev, f"la_geqr2_{dt}", batch,
                          [batch, m, n, 0, k, n, self.handle(a), self.handle(tau)], group)
             return a
@@ -297,8 +309,8 @@ class LinalgKernels:
     def linalg_ormqr(self, v, tau, c, trans):
         """c (..., m, p) <- Q c (Q^H c when trans), Q = H_0 ... H_{k-1} from the
         reflectors in the first k = tau.shape[-1] columns of v (..., m, nv): one
-        work-item per column of c up to QR_BLOCKED reflectors (complex: any number),
-        more by blocks of NB (_larfb)."""
+        work-item per column of c up to QR_BLOCKED reflectors, more by blocks of NB
+        (_larfb)."""
         self._check_dtype(v.dtype, v.device, "ormqr")
         m, nv = v.shape[-2:]
         p = c.shape[-1]
@@ -306,7 +318,7 @@ class LinalgKernels:
         batch = _batch(v)
         if not (batch and k and p):
             return c
-        if k <= QR_BLOCKED or c.dtype.name in COMPLEX:
+        if k <= QR_BLOCKED:
             self.run(c.device, f"la_ormqr_{c.dtype.name}", batch * p,
                      [batch, m, nv, k, p, self.handle(v), self.handle(tau), self.handle(c),
                       int(trans)])
@@ -328,9 +340,8 @@ class LinalgKernels:
         """Symmetric (Hermitian) a (..., n, n) <- its eigenvectors as columns (when
         vectors; in place); w (..., n) the eigenvalues ascending (real); info (...)
         int32 (1: no convergence, -1: a non-finite entry). Cyclic Jacobi, a work-group
-        per matrix: n <= SMALL in local memory (la_syevj_small; real only), larger (and
-        complex) in a device workspace of 2 n^2 per work-group (la_syevj). No host
-        transfer."""
+        per matrix: n <= SMALL in local memory (la_syevj_small), larger in a device
+        workspace of 2 n^2 per work-group (la_syevj). No host transfer."""
         self._check_dtype(a.dtype, a.device, op)
         n = a.shape[-1]
         batch = _batch(a)
@@ -339,7 +350,7 @@ class LinalgKernels:
             if batch:
                 self.fill(info, 0)
             return a
-        if n <= SMALL and dt not in COMPLEX:
+        if n <= SMALL:
             self._groups(dev, f"la_syevj_small_{dt}", batch,
                          [batch, n, self.handle(a), self.handle(w), self.handle(info),
                           int(bool(vectors))], self._small_group(n))
@@ -355,9 +366,9 @@ class LinalgKernels:
         """A (..., m, n) = U diag(S) Vh with k = min(m, n): s (..., k) descending, and
         when vectors u (..., m, k) and vh (..., k, n) (else None); a is not written;
         info (...) int32 (1: no convergence, -1: a non-finite entry). One-sided Jacobi,
-        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small;
-        real only), larger (and complex) in a device workspace of L k + k^2 + k per
-        work-group (L = max(m, n), la_gesvj). No host transfer."""
+        a work-group per matrix: both dims <= SMALL in local memory (la_gesvj_small),
+        larger in a device workspace of L k + k^2 + k per work-group (L = max(m, n),
+        la_gesvj). No host transfer."""
         self._check_dtype(a.dtype, a.device, op)
         m, n = a.shape[-2:]
         batch = _batch(a)
@@ -368,7 +379,7 @@ class LinalgKernels:
             return a
         h = self.handle
         outs = [h(a), h(s), h(u) if vectors else h(s), h(vh) if vectors else h(s), h(info)]
-        if max(m, n) <= SMALL and dt not in COMPLEX:
+        if max(m, n) <= SMALL:
             self._groups(dev, f"la_gesvj_small_{dt}", batch,
                          [batch, m, n] + outs + [int(bool(vectors))],
                          self._small_group(max(m, n)))

@@ -14,6 +14,7 @@ static const em_cpu_api table = {
     em_gemm_batched,
     em_gemm_set_kernel,
     em_gemm_kernel_name,
+    em_gemm_complex,
     em_gemm_bf16_f32,
 };
 

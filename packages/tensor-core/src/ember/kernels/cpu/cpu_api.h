@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #define EM_CPU_API_CAPSULE "ember._C.core._cpu_api"
-/* 2: gemm_bf16_f32 appended. A core of a later version only appends, so a client
- * takes any table of its version or later. */
-#define EM_CPU_API_VERSION 2
+/* 2: gemm_complex appended; 3: gemm_bf16_f32. A core of a later version only
+ * appends, so a client takes any table of its version or later. */
+#define EM_CPU_API_VERSION 3
 
 typedef struct em_cpu_api {
     int version;
@@ -37,6 +37,10 @@ typedef struct em_cpu_api {
                         void *c, int64_t rsc, int64_t csc);
     void (*gemm_set_kernel)(int which);
     const char *(*gemm_kernel_name)(void);
+    int (*gemm_complex)(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                        const void *a, int64_t rsa, int64_t csa, int ca,
+                        const void *b, int64_t rsb, int64_t csb, int cb, double beta,
+                        void *c, int64_t rsc, int64_t csc);
     int (*gemm_bf16_f32)(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,
                          int64_t csa, const void *b, int64_t rsb, int64_t csb, float beta,
                          float *c, int64_t rsc, int64_t csc);

@@ -53,6 +53,14 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
                              a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }
 
+int em_gemm_complex(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                    const void *a, int64_t rsa, int64_t csa, int ca,
+                    const void *b, int64_t rsb, int64_t csb, int cb, double beta,
+                    void *c, int64_t rsc, int64_t csc) {
+    return api->gemm_complex(dtype, m, n, k, alpha, a, rsa, csa, ca, b, rsb, csb, cb, beta,
+                             c, rsc, csc);
+}
+
 void em_gemm_set_kernel(int which) { api->gemm_set_kernel(which); }
 const char *em_gemm_kernel_name(void) { return api->gemm_kernel_name(); }
 int em_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const void *a, int64_t rsa,

@@ -64,6 +64,8 @@
 #define EM_FLOAT16 6
 #define EM_FLOAT32 7
 #define EM_FLOAT64 8
+#define EM_COMPLEX64 9
+#define EM_COMPLEX128 10
 #define EM_BFLOAT16 11
 
 /* Threading thresholds, in multiply-adds (m*n*k): below PAR_MIN one thread does
@@ -1435,7 +1437,7 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
             const void *a, int64_t rsa, int64_t csa,
             const void *b, int64_t rsb, int64_t csb, double beta,
             void *c, int64_t rsc, int64_t csc) {
-    if (dtype < EM_BOOL || (dtype > EM_FLOAT64 && dtype != EM_BFLOAT16)) return EM_GEMM_EDTYPE;
+    if (dtype < EM_BOOL || dtype > EM_BFLOAT16) return EM_GEMM_EDTYPE;
     if (m <= 0 || n <= 0) return 0;
     ROWS_OF_C();
     switch (dtype) {
@@ -1447,6 +1449,10 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
     case EM_FLOAT16:
         return h_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc,
                       csc);
+    case EM_COMPLEX64:
+    case EM_COMPLEX128:
+        return em_gemm_complex(dtype, m, n, k, alpha, a, rsa, csa, 0, b, rsb, csb, 0, beta,
+                               c, rsc, csc);
     case EM_BFLOAT16:
         if (use_bf16dot() && k >= 1 && alpha != 0.0)
             return bf_gemm(m, n, k, (float)alpha, a, rsa, csa, b, rsb, csb, (float)beta, c,
@@ -1534,7 +1540,7 @@ int em_gemm_batched(int dtype, int bdims, const int64_t *bshape, const int64_t *
                     const void *a, int64_t rsa, int64_t csa,
                     const void *b, int64_t rsb, int64_t csb, double beta,
                     void *c, int64_t rsc, int64_t csc) {
-    if (dtype < EM_BOOL || (dtype > EM_FLOAT64 && dtype != EM_BFLOAT16)) return EM_GEMM_EDTYPE;
+    if (dtype < EM_BOOL || dtype > EM_BFLOAT16) return EM_GEMM_EDTYPE;
     /* drop batch dims of size 1 */
     int64_t shape[16], sa[16], sb[16], sc[16];
     int nd = 0;

@@ -14,10 +14,10 @@
  * AVX512-BF16: packed as bfloat16 pairs for vdpbf16ps, which treats subnormal inputs
  * as zero and flushes subnormal sums, whatever MXCSR says). Integers and bool: a plain loop that
  * accumulates in int64 and wraps to the output type like NumPy (bool: any of the
- * products is true).
+ * products is true). complex64 and complex128: em_gemm_complex below.
  *
  * Return: 0, EM_GEMM_ENOMEM when a buffer could not be allocated, or
- * EM_GEMM_EDTYPE for a dtype number outside bool..float64 and bfloat16.
+ * EM_GEMM_EDTYPE for a dtype number outside bool..complex128.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
@@ -30,6 +30,16 @@ int em_gemm(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
             const void *a, int64_t rsa, int64_t csa,
             const void *b, int64_t rsb, int64_t csb, double beta,
             void *c, int64_t rsc, int64_t csc);
+
+/* complex64 (dtype 9) and complex128 (10), strides in (complex) elements as above:
+ * C = alpha op(A) op(B) + beta C, op(X) = conj(X) where ca (cb), alpha and beta real;
+ * one real GEMM of the complex flop count (gemm_complex.c). C needs one stride of 1
+ * (rows or columns), else EM_GEMM_EDTYPE; em_gemm's complex dtypes are this with
+ * ca = cb = 0. */
+int em_gemm_complex(int dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                    const void *a, int64_t rsa, int64_t csa, int ca,
+                    const void *b, int64_t rsb, int64_t csb, int cb, double beta,
+                    void *c, int64_t rsc, int64_t csc);
 
 /* bfloat16 A and B (uint16_t bits), a float32 C: C = A @ B + beta * C, the products
  * summed in float32 and nothing rounded to bfloat16 (for sums that gather several GEMMs,

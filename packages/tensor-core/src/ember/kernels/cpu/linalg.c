@@ -326,77 +326,16 @@ CLONES static int tql2(double *z, double *d, double *e, int64_t n, int vectors)
 #define SYTRD_NB 32
 #define DC_LEAF 24
 
-/* a (n x n, column-major, symmetric: only the lower triangle is read and written) ->
- * T = Q^T A Q tridiagonal: d (n), e (n - 1, e[i] couples i and i + 1); Q = H_0 ...
- * H_{n-2}, H_i = I - tau[i] v v^T, v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). ws holds
- * 4 * SYTRD_NB * n doubles. */
-CLONES static int sytrd(double *a, int64_t n, double *d, double *e, double *tau, double *ws)
-{
-#define A(i, j) a[(j) * n + (i)]
-    const int64_t nb = SYTRD_NB;
-    double *X = ws, *Y = X + 2 * nb * n;       /* X = [V W], Y = [W V], n x 2nb each */
-    double *V = X, *W = X + nb * n;
-    for (int64_t k0 = 0; k0 < n; k0 += nb) {
-        int64_t jb = imin(nb, n - k0);
-        for (int64_t j = 0; j < jb; j++) {
-            int64_t i = k0 + j;
-            double *ai = &A(0, i);
-            /* column i (rows i..) with the panel's earlier reflectors applied */
-            for (int64_t q = 0; q < j; q++) {
-                const double *vq = V + q * n, *wq = W + q * n;
-                double wi = wq[i], vi = vq[i];
-                for (int64_t r = i; r < n; r++) ai[r] -= vq[r] * wi + wq[r] * vi;
-            }
-            d[i] = ai[i];
-            double *vj = V + j * n, *wj = W + j * n;
-            if (i == n - 1) break;
-            double alpha = ai[i + 1], xnorm = nrm2_f64(ai + i + 2, n - i - 2, 1), t = 0,
-                   beta = alpha;
-            if (xnorm != 0) {
-                beta = -copysign(hypot(alpha, xnorm), alpha);
-                t = (beta - alpha) / beta;
-                double scal = 1 / (alpha - beta);
-                for (int64_t r = i + 2; r < n; r++) ai[r] *= scal;
-            }
-            e[i] = beta;
-            tau[i] = t;
-            ai[i + 1] = 1;
-            for (int64_t r = 0; r <= i; r++) { vj[r] = 0; wj[r] = 0; }
-            for (int64_t r = i + 1; r < n; r++) { vj[r] = ai[r]; wj[r] = 0; }
-            if (t == 0) continue;
-            /* w = A22 v over the lower triangle (A22 as the earlier panels left it) */
-            for (int64_t c = i + 1; c < n; c++) {
-                const double *ac = &A(0, c);
-                double vc = vj[c];
-                for (int64_t r = c + 1; r < n; r++) wj[r] += ac[r] * vc;
-                wj[c] += ac[c] * vc + dot(ac + c + 1, vj + c + 1, n - c - 1);
-            }
-            /* w -= V (W^T v) + W (V^T v) for the panel's earlier reflectors */
-            for (int64_t q = 0; q < j; q++) {
-                const double *vq = V + q * n, *wq = W + q * n;
-                double t1 = dot(wq + i + 1, vj + i + 1, n - i - 1),
-                       t2 = dot(vq + i + 1, vj + i + 1, n - i - 1);
-                for (int64_t r = i + 1; r < n; r++) wj[r] -= vq[r] * t1 + wq[r] * t2;
-            }
-            for (int64_t r = i + 1; r < n; r++) wj[r] *= t;
-            double a2 = -0.5 * t * dot(wj + i + 1, vj + i + 1, n - i - 1);
-            for (int64_t r = i + 1; r < n; r++) wj[r] += a2 * vj[r];
-        }
-        int64_t k1 = k0 + jb;
-        if (k1 >= n) break;
-        memcpy(Y, W, (size_t)(nb * n) * sizeof(double));
-        memcpy(Y + nb * n, V, (size_t)(nb * n) * sizeof(double));
-        /* A22 -= [V W] [W V]^T, lower triangle, one block column at a time */
-        for (int64_t c0 = k1; c0 < n; c0 += 64) {
-            int64_t cb = imin(64, n - c0);
-            if (em_gemm(8, n - c0, cb, 2 * nb, -1.0, X + c0, 1, n, Y + c0, n, 1, 1.0,
-                        &A(c0, c0), 1, n))
-                return EM_LINALG_ENOMEM;
-        }
-    }
-    return 0;
-#undef A
-}
+/* sytrd (hetrd_f64) and larfg_f64 */
+#define T double
+#define R double
+#define SFX f64
+#define CPLX 0
+#include "linalg_herm.h"
+#undef T
+#undef R
+#undef SFX
+#undef CPLX
 
 /* One root of the secular equation 1/rho + sum_j z_j^2 / (dl_j - lam) = 0 (rho > 0, dl
  * ascending, K poles): the i-th, in (dl_i, dl_{i+1}) (the last in (dl_{K-1}, dl_{K-1} +
@@ -633,7 +572,7 @@ static int syevd(double *z, int64_t n, double *w, double *vout, int vectors)
     double *ws = (double *)malloc((4 * SYTRD_NB * nn + 3 * nn) * sizeof(double));
     if (!ws) return EM_LINALG_ENOMEM;
     double *e = ws + 4 * SYTRD_NB * nn, *tau = e + n, *e2 = tau + n;
-    int rc = sytrd(z, n, w, e, tau, ws);
+    int rc = hetrd_f64(z, n, w, e, tau, ws);
     if (rc) { free(ws); return rc; }
     if (!vectors) {
         e2[0] = 0;
@@ -1196,19 +1135,6 @@ static int bdsdc(double *d, double *e, int64_t n, double *u, double *v)
     return 0;
 }
 
-/* larfg: H (alpha, x[0], x[s], ...) = (beta, 0) with H = I - tau v v^T, v = (1, x');
- * x' is written over x and alpha becomes beta. */
-static double larfg_d(double *alpha, double *x, int64_t k, int64_t s)
-{
-    double xn = k > 0 ? nrm2_f64(x, k, s) : 0;
-    if (xn == 0) return 0;
-    double beta = -copysign(hypot(*alpha, xn), *alpha), sc = 1 / (*alpha - beta);
-    double tau = (beta - *alpha) / beta;
-    for (int64_t i = 0; i < k; i++) x[i * s] *= sc;
-    *alpha = beta;
-    return tau;
-}
-
 #define GEBRD_NB 32
 
 /* Householder bidiagonalisation of a (m x n, row-major, m >= n): Q^T A P = B upper
@@ -1236,7 +1162,7 @@ CLONES static int gebrd(double *a, int64_t m, int64_t n, double *d, double *e, d
                     acc += A(r, i0 + q) * Y[i * nb + q] + X[r * nb + q] * A(i0 + q, i);
                 A(r, i) -= acc;
             }
-            tq[i] = larfg_d(&A(i, i), &A(i + 1, i), m - i - 1, n);
+            tq[i] = larfg_f64(&A(i, i), &A(i + 1, i), m - i - 1, n);
             d[i] = A(i, i);
             A(i, i) = 1;
             /* Y(i+1:, j) = tau (A^T v - Y (V^T v) - U^T (X^T v)), v = A(i:, i) */
@@ -1275,7 +1201,7 @@ CLONES static int gebrd(double *a, int64_t m, int64_t n, double *d, double *e, d
                 for (int64_t q = 0; q < j; q++) acc += A(i0 + q, c) * X[i * nb + q];
                 A(i, c) -= acc;
             }
-            tp[i] = larfg_d(&A(i, i + 1), &A(i, i + 2), n - i - 2, 1);
+            tp[i] = larfg_f64(&A(i, i + 1), &A(i, i + 2), n - i - 2, 1);
             e[i] = A(i, i + 1);
             A(i, i + 1) = 1;
             /* X(i+1:, j) = tau (A u - V (Y^T u) - X (U u)), u = A(i, i+1:) */
@@ -1324,7 +1250,7 @@ CLONES static int gebrd(double *a, int64_t m, int64_t n, double *d, double *e, d
     double *wk = t1;
     for (int64_t i = i0; i < n; i++) {
         /* the column reflector: H_i zeros A(i+1:, i) */
-        double t = larfg_d(&A(i, i), &A(i + 1 < m ? i + 1 : i, i), m - i - 1, n);
+        double t = larfg_f64(&A(i, i), &A(i + 1 < m ? i + 1 : i, i), m - i - 1, n);
         tq[i] = t;
         d[i] = A(i, i);
         if (t != 0 && i + 1 < n) {      /* A(i:, i+1:) -= tau v (v^T A) */
@@ -1343,7 +1269,7 @@ CLONES static int gebrd(double *a, int64_t m, int64_t n, double *d, double *e, d
         }
         if (i + 1 >= n) continue;
         /* the row reflector: A(i+1:, i+1:) <- A G_i zeros A(i, i+2:) */
-        t = larfg_d(&A(i, i + 1), &A(i, i + 2 < n ? i + 2 : i + 1), n - i - 2, 1);
+        t = larfg_f64(&A(i, i + 1), &A(i, i + 2 < n ? i + 2 : i + 1), n - i - 2, 1);
         tp[i] = t;
         e[i] = A(i, i + 1);
         if (t != 0) {
@@ -1749,25 +1675,12 @@ enum { OP_LU, OP_LU_SOLVE, OP_TRSM, OP_CHOL, OP_GEQRF, OP_ORMQR, OP_SYEV, OP_SVD
 /* ------------------------------------ complex Hermitian eigensolver and SVD -- */
 
 /* Both reduce the complex matrix by complex Householder reflectors (LAPACK's larfg:
- * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetrd, blocked
- * as sytrd) or bidiagonal (zgebrd_panels, blocked as gebrd, then gebd2 for the last
- * columns) matrix, solve that with the real solvers above, and apply the reflectors to
- * the real vectors in blocks (ormqr_c128). They run in double complex for both complex
- * dtypes. */
+ * the reduced diagonal and off-diagonal are real) to a REAL tridiagonal (hetrd, the
+ * float64 sytrd's text) or bidiagonal (gebrd_panels, blocked as gebrd, then gebd2 for
+ * the last columns) matrix, solve that in double with the real solvers above, and
+ * apply the reflectors to the real vectors in blocks (ormqr): linalg_herm.h, in each
+ * complex dtype's own precision (the real vectors rounded to it). */
 typedef double _Complex zc;
-
-/* larfg on (alpha, x[0], x[s], ... x[(k-1)s]): H^H (alpha, x) = (beta, 0), H = I -
- * tau v v^H, v = (1, x') with x' written over x; alpha <- beta (real). Returns tau. */
-static zc zlarfg(zc *alpha, zc *x, int64_t k, int64_t s)
-{
-    double xnorm = nrm2_c128(x, k, s);
-    if (xnorm == 0 && cimag(*alpha) == 0) return 0;
-    double beta = -copysign(hypot(cabs(*alpha), xnorm), creal(*alpha));
-    zc tau = (beta - *alpha) / beta, scal = 1 / (*alpha - beta);
-    for (int64_t i = 0; i < k; i++) x[i * s] *= scal;
-    *alpha = beta;
-    return tau;
-}
 
 /* Eigenpairs of the real symmetric tridiagonal (d, e) (e[i] couples i and i + 1):
  * d ascending, q (n x n, column-major, zeroed here) the eigenvectors when vectors. */
@@ -1795,396 +1708,23 @@ static int tridiag_eig(double *d, double *e, int64_t n, double *q, int vectors)
     return rc;
 }
 
-/* The complex sytrd (LAPACK's zhetrd, lower, with zlatrd panels): a (n x n,
- * column-major, Hermitian: only the lower triangle is read and written) -> T = Q^H A Q
- * real tridiagonal: d (n), e (n - 1); Q = H_0 ... H_{n-2}, H_i = I - tau[i] v v^H,
- * v[i + 1] = 1 and v[i + 2:] in a(i + 2:, i). Each panel's reflectors are accumulated
- * in V and W and the trailing lower triangle updated by A -= V W^H + W V^H in GEMMs.
- * ws holds 4 * SYTRD_NB * n elements. */
-LEAF_CLONES static int hetrd(zc *a, int64_t n, double *d, double *e, zc *tau, zc *ws)
-{
-#define A(i, j) a[(j) * n + (i)]
-    const int64_t nb = SYTRD_NB;
-    zc *X = ws, *Y = X + 2 * nb * n;       /* X = [V W], Y = [W V], n x 2nb each */
-    zc *V = X, *W = X + nb * n;
-    for (int64_t k0 = 0; k0 < n; k0 += nb) {
-        int64_t jb = imin(nb, n - k0);
-        for (int64_t j = 0; j < jb; j++) {
-            int64_t i = k0 + j;
-            zc *ai = &A(0, i);
-            /* column i (rows i..) with the panel's earlier reflectors applied */
-            for (int64_t q = 0; q < j; q++) {
-                const zc *vq = V + q * n, *wq = W + q * n;
-                zc wi = conj(wq[i]), vi = conj(vq[i]);
-                for (int64_t r = i; r < n; r++) ai[r] -= vq[r] * wi + wq[r] * vi;
-            }
-            d[i] = creal(ai[i]);
-            zc *vj = V + j * n, *wj = W + j * n;
-            if (i == n - 1) break;
-            zc alpha = ai[i + 1];
-            zc t = zlarfg(&alpha, ai + (i + 2 < n ? i + 2 : i + 1), n - i - 2, 1);
-            e[i] = creal(alpha);
-            tau[i] = t;
-            ai[i + 1] = 1;
-            for (int64_t r = 0; r <= i; r++) { vj[r] = 0; wj[r] = 0; }
-            for (int64_t r = i + 1; r < n; r++) { vj[r] = ai[r]; wj[r] = 0; }
-            if (t == 0) continue;
-            /* w = A22 v from the lower triangle (A22 as the earlier panels left it; its
-             * diagonal is real), one pass over each column */
-            for (int64_t c = i + 1; c < n; c++) {
-                const zc *ac = &A(0, c);
-                zc vc = vj[c], sum = 0;
-                for (int64_t r = c + 1; r < n; r++) {
-                    wj[r] += ac[r] * vc;
-                    sum += conj(ac[r]) * vj[r];
-                }
-                wj[c] += creal(ac[c]) * vc + sum;
-            }
-            /* w -= V (W^H v) + W (V^H v) for the panel's earlier reflectors */
-            for (int64_t q = 0; q < j; q++) {
-                const zc *vq = V + q * n, *wq = W + q * n;
-                zc t1 = 0, t2 = 0;
-                for (int64_t r = i + 1; r < n; r++) {
-                    t1 += conj(wq[r]) * vj[r];
-                    t2 += conj(vq[r]) * vj[r];
-                }
-                for (int64_t r = i + 1; r < n; r++) wj[r] -= vq[r] * t1 + wq[r] * t2;
-            }
-            zc xv = 0;
-            for (int64_t r = i + 1; r < n; r++) { wj[r] *= t; xv += conj(wj[r]) * vj[r]; }
-            zc a2 = -0.5 * t * xv;
-            for (int64_t r = i + 1; r < n; r++) wj[r] += a2 * vj[r];
-        }
-        int64_t k1 = k0 + jb;
-        if (k1 >= n) break;
-        memcpy(Y, W, (size_t)(nb * n) * sizeof(zc));
-        memcpy(Y + nb * n, V, (size_t)(nb * n) * sizeof(zc));
-        /* A22 -= [V W] [W V]^H, lower triangle, one block column at a time */
-        for (int64_t c0 = k1; c0 < n; c0 += 64) {
-            int64_t cb = imin(64, n - c0);
-            if (gemm_c128(n - c0, cb, 2 * nb, -1.0, X + c0, 1, n, 0, Y + c0, n, 1, 1, 1.0,
-                          &A(c0, c0), 1, n))
-                return EM_LINALG_ENOMEM;
-        }
-    }
-    return 0;
-#undef A
-}
-
-/* Hermitian a (n x n, row-major; the lower triangle is read) -> w ascending and, when
- * vectors, v (n x n row-major, the eigenvectors as columns). */
-static int heev(const zc *h, int64_t n, double *w, zc *v, int vectors)
-{
-    size_t nn = (size_t)n;
-    zc *a = (zc *)malloc((nn * nn + nn + 4 * SYTRD_NB * nn) * sizeof(zc));
-    double *rw = (double *)malloc((nn * nn + nn) * sizeof(double));
-    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
-    zc *tau = a + nn * nn, *ws = tau + n;
-    double *e = rw, *q = rw + n;
-#define A(i, j) a[(j) * n + (i)]
-    for (int64_t c = 0; c < n; c++)   /* column-major (hetrd's GEMMs also write above) */
-        for (int64_t r = 0; r < n; r++) A(r, c) = h[r * n + c];
-    int rc = hetrd(a, n, w, e, tau, ws);
-    if (!rc) rc = tridiag_eig(w, e, n, q, vectors);
-    if (!rc && vectors) {
-        for (int64_t r = 0; r < n; r++)
-            for (int64_t c = 0; c < n; c++) v[r * n + c] = q[c * n + r];
-        int64_t m1 = n - 1;
-        zc *R = (zc *)malloc((nn * nn + 1) * sizeof(zc));
-        if (!R) rc = EM_LINALG_ENOMEM;
-        else {
-            for (int64_t c = 0; c < m1; c++)
-                for (int64_t r = c + 1; r < m1; r++) R[r * m1 + c] = A(r + 1, c);
-            if (m1 > 0) rc = ormqr_c128(R, m1, m1, m1, tau, v + n, n, 0);
-            free(R);
-        }
-    }
-#undef A
-    free(a); free(rw);
-    return rc;
-}
-
-/* The complex gebrd's panels (LAPACK's zlabrd) on a (m x n, row-major, m >= n), from
- * column 0 while more than 2 * GEBRD_NB columns remain; returns the first column left
- * for the unblocked loop of gesvd_c. Q^H A P = B with H_i = I - tq[i] u u^H (u below
- * A(i, i)) and G_i = I - tp[i] v v^H (v right of A(i, i + 1), as v, not conjugated),
- * their units written. Within a panel the trailing matrix is A - U Y^H - X V^H, Y =
- * tq A^H u and X = tp A v taken against it; it is updated once per panel in two
- * GEMMs. ws holds (m + n) * GEBRD_NB + n elements, or returns EM_LINALG_ENOMEM. */
-LEAF_CLONES static int64_t zgebrd_panels(zc *a, int64_t m, int64_t n, double *d,
-                                         double *e, zc *tq, zc *tp, zc *ws)
-{
-#define A(i, j) a[(i) * n + (j)]
-    const int64_t nb = GEBRD_NB;
-    zc *X = ws, *Y = X + m * nb, *z = Y + n * nb, t1[2 * GEBRD_NB], cy[GEBRD_NB],
-       cv[GEBRD_NB];
-    int64_t i0 = 0;
-    for (; n - i0 > 2 * nb; i0 += nb) {
-        memset(X, 0, (size_t)(m * nb) * sizeof(zc));
-        memset(Y, 0, (size_t)(n * nb) * sizeof(zc));
-        for (int64_t j = 0; j < nb; j++) {
-            int64_t i = i0 + j;
-            /* column i (rows i:) with the panel's earlier reflectors applied */
-            for (int64_t q = 0; q < j; q++) {
-                cy[q] = conj(Y[i * nb + q]);
-                cv[q] = conj(A(i0 + q, i));
-            }
-            for (int64_t r = i; r < m && j; r++) {
-                zc acc = 0;
-                const zc *ar = &A(r, i0), *xr = X + r * nb;
-                for (int64_t q = 0; q < j; q++) acc += ar[q] * cy[q] + xr[q] * cv[q];
-                A(r, i) -= acc;
-            }
-            tq[i] = zlarfg(&A(i, i), &A(i + 1, i), m - i - 1, n);
-            d[i] = creal(A(i, i));
-            A(i, i) = 1;
-            /* Y(i+1:, j) = tq (A^H u - Y (U^H u) - V (X^H u)), u = A(i:, i): z = u^H A
-             * four rows a pass (z is read once for them), then conjugated */
-            for (int64_t c = i + 1; c < n; c++) z[c] = 0;
-            int64_t r = i;
-            for (; r + 4 <= m; r += 4) {
-                zc u0 = conj(A(r, i)), u1 = conj(A(r + 1, i)), u2 = conj(A(r + 2, i)),
-                   u3 = conj(A(r + 3, i));
-                const zc *a0 = &A(r, 0), *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
-                for (int64_t c = i + 1; c < n; c++)
-                    z[c] += (u0 * a0[c] + u1 * a1[c]) + (u2 * a2[c] + u3 * a3[c]);
-            }
-            for (; r < m; r++) {
-                zc ur = conj(A(r, i));
-                const zc *ar = &A(r, 0);
-                for (int64_t c = i + 1; c < n; c++) z[c] += ur * ar[c];
-            }
-            for (int64_t q = 0; q < j; q++) t1[q] = t1[nb + q] = 0;
-            for (r = i; r < m && j; r++) {
-                zc ur = A(r, i);
-                const zc *ar = &A(r, i0), *xr = X + r * nb;
-                for (int64_t q = 0; q < j; q++) {
-                    t1[q] += conj(ar[q]) * ur;
-                    t1[nb + q] += conj(xr[q]) * ur;
-                }
-            }
-            for (int64_t c = i + 1; c < n; c++) {
-                zc acc = conj(z[c]);
-                const zc *yc = Y + c * nb;
-                for (int64_t q = 0; q < j; q++)
-                    acc -= yc[q] * t1[q] + A(i0 + q, c) * t1[nb + q];
-                Y[c * nb + j] = tq[i] * acc;
-            }
-            /* row i (columns i+1:) with the panel's reflectors applied, this one too */
-            for (int64_t q = 0; q < j; q++) cv[q] = X[i * nb + q];
-            const zc *ai = &A(i, i0);
-            for (int64_t c = i + 1; c < n; c++) {
-                zc acc = 0;
-                const zc *yc = Y + c * nb;
-                for (int64_t q = 0; q <= j; q++) acc += ai[q] * conj(yc[q]);
-                for (int64_t q = 0; q < j; q++) acc += cv[q] * conj(A(i0 + q, c));
-                A(i, c) -= acc;
-            }
-            /* the row reflector on conj(A(i, i+1:)) */
-            for (int64_t c = i + 1; c < n; c++) A(i, c) = conj(A(i, c));
-            tp[i] = zlarfg(&A(i, i + 1), &A(i, i + 2), n - i - 2, 1);
-            e[i] = creal(A(i, i + 1));
-            A(i, i + 1) = 1;
-            /* X(i+1:, j) = tp (A v - U (Y^H v) - X (V^H v)), v = A(i, i+1:) */
-            const zc *vv = &A(i, 0);
-            for (int64_t q = 0; q <= j; q++) {
-                zc acc = 0;
-                for (int64_t c = i + 1; c < n; c++) acc += conj(Y[c * nb + q]) * vv[c];
-                t1[q] = acc;
-            }
-            for (int64_t q = 0; q < j; q++) {
-                zc acc = 0;
-                const zc *aq = &A(i0 + q, 0);
-                for (int64_t c = i + 1; c < n; c++) acc += conj(aq[c]) * vv[c];
-                t1[nb + q] = acc;
-            }
-            for (r = i + 1; r < m; r++) {
-                const zc *ar = &A(r, 0), *xr = X + r * nb;
-                zc acc = 0;
-                for (int64_t c = i + 1; c < n; c++) acc += ar[c] * vv[c];
-                for (int64_t q = 0; q <= j; q++) acc -= ar[i0 + q] * t1[q];
-                for (int64_t q = 0; q < j; q++) acc -= xr[q] * t1[nb + q];
-                X[r * nb + j] = tp[i] * acc;
-            }
-        }
-        /* A22 -= U Y^H + X V^H (rows, columns i0 + nb:) */
-        int64_t k1 = i0 + nb, M2 = m - k1, N2 = n - k1;
-        if (gemm_c128(M2, N2, nb, -1.0, &A(k1, i0), n, 1, 0, Y + k1 * nb, 1, nb, 1, 1.0,
-                      &A(k1, k1), n, 1) ||
-            gemm_c128(M2, N2, nb, -1.0, X + k1 * nb, nb, 1, 0, &A(i0, k1), n, 1, 1, 1.0,
-                      &A(k1, k1), n, 1))
-            return EM_LINALG_ENOMEM;
-    }
-    return i0;
-#undef A
-}
-
-/* a (m x n, row-major, m >= n >= 1, read only) = U diag(s) V^H: s (n) descending; when
- * vectors u (m x n) and vh (n x n), row-major. */
-LEAF_CLONES static int gesvd_c(const zc *a0, int64_t m, int64_t n, double *s, zc *u,
-                               zc *vh, int want)
-{
-    size_t mm = (size_t)m, nn = (size_t)n;
-    zc *a = (zc *)malloc((mm * nn + 2 * nn + mm + nn * nn) * sizeof(zc));
-    double *rw = (double *)malloc((3 * nn * nn + 3 * nn) * sizeof(double));
-    if (!a || !rw) { free(a); free(rw); return EM_LINALG_ENOMEM; }
-    zc *tq = a + mm * nn, *tp = tq + n, *wk = tp + n, *P = wk + m;
-    double *B = rw, *ub = B + nn * nn, *vb = ub + nn * nn, *d = vb + nn * nn, *e = d + n,
-           *wr = e + n;
-    memcpy(a, a0, mm * nn * sizeof(zc));
-    int64_t i0 = 0;
-    if (n > 2 * GEBRD_NB) {      /* blocked panels, then the last columns one by one */
-        zc *ws = (zc *)malloc((size_t)((m + n) * GEBRD_NB + n) * sizeof(zc));
-        i0 = ws ? zgebrd_panels(a, m, n, d, e, tq, tp, ws) : EM_LINALG_ENOMEM;
-        free(ws);
-        if (i0 < 0) { free(a); free(rw); return EM_LINALG_ENOMEM; }
-    }
-#define A(i, j) a[(i) * n + (j)]
-    for (int64_t i = i0; i < n; i++) {
-        /* the column reflector: H_i^H zeros A(i+1:, i) */
-        zc alpha = A(i, i);
-        tq[i] = zlarfg(&alpha, i + 1 < m ? &A(i + 1, i) : &A(i, i), m - i - 1, n);
-        d[i] = creal(alpha);
-        A(i, i) = 1;
-        zc ct = conj(tq[i]);
-        if (ct != 0 && i + 1 < n) {     /* A(i:, i+1:) -= conj(tau) v (v^H A) */
-            for (int64_t c = i + 1; c < n; c++) wk[c] = 0;
-            for (int64_t r = i; r < m; r++) {
-                zc vr = conj(A(r, i));
-                for (int64_t c = i + 1; c < n; c++) wk[c] += vr * A(r, c);
-            }
-            for (int64_t r = i; r < m; r++) {
-                zc vr = ct * A(r, i);
-                for (int64_t c = i + 1; c < n; c++) A(r, c) -= vr * wk[c];
-            }
-        }
-        if (i + 1 >= n) { e[i] = 0; continue; }
-        /* the row reflector on conj(A(i, i+1:)): A(i+1:, i+1:) <- A G_i */
-        for (int64_t c = i + 1; c < n; c++) A(i, c) = conj(A(i, c));
-        alpha = A(i, i + 1);
-        tp[i] = zlarfg(&alpha, i + 2 < n ? &A(i, i + 2) : &A(i, i + 1), n - i - 2, 1);
-        e[i] = creal(alpha);
-        A(i, i + 1) = 1;
-        zc t = tp[i];
-        if (t != 0) {                   /* A -= tau (A v) v^H, v = A(i, i+1:) */
-            for (int64_t r = i + 1; r < m; r++) {
-                zc acc = 0;
-                for (int64_t c = i + 1; c < n; c++) acc += A(r, c) * A(i, c);
-                acc *= t;
-                for (int64_t c = i + 1; c < n; c++) A(r, c) -= acc * conj(A(i, c));
-            }
-        }
-    }
-    /* the real bidiagonal B (upper: d, e) by the real SVD: divide and conquer for
-     * the vectors from GESDD_MIN, else dsvdc on B column-major */
-    int rc;
-    if (want && n >= GESDD_MIN) {
-        memcpy(s, d, nn * sizeof(double));
-        rc = bdsdc(s, e, n, ub, vb);
-    } else {
-        memset(B, 0, nn * nn * sizeof(double));
-        for (int64_t i = 0; i < n; i++) {
-            B[i * n + i] = d[i];
-            if (i + 1 < n) B[(i + 1) * n + i] = e[i];
-        }
-        memset(ub, 0, 2 * nn * nn * sizeof(double));
-        rc = svd_core(B, n, n, s, ub, vb, want, e, wr);
-    }
-    if (!rc && want) {
-        /* U = Q [Ub; 0]: the column reflectors are ormqr's layout already */
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t c = 0; c < n; c++) u[r * n + c] = r < n ? ub[c * n + r] : 0;
-        rc = ormqr_c128(a, m, n, n, tq, u, n, 0);
-        /* V = P Vb, P = G_0 ... G_{n-2} with G_i's v in A(i, i+1:) */
-        int64_t m1 = n - 1;
-        zc *Vm = P;
-        for (int64_t r = 0; r < n; r++)
-            for (int64_t c = 0; c < n; c++) Vm[r * n + c] = vb[c * n + r];
-        if (!rc && m1 > 0) {
-            zc *Rp = (zc *)malloc((size_t)(m1 * m1) * sizeof(zc));
-            if (!Rp) rc = EM_LINALG_ENOMEM;
-            else {
-                for (int64_t c = 0; c < m1; c++)
-                    for (int64_t r = c + 1; r < m1; r++) Rp[r * m1 + c] = A(c, r + 1);
-                rc = ormqr_c128(Rp, m1, m1, m1, tp, Vm + n, n, 0);
-                free(Rp);
-            }
-        }
-        for (int64_t r = 0; r < n; r++)
-            for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(Vm[c * n + r]);
-    }
-#undef A
-    free(a); free(rw);
-    return rc;
-}
-
-/* One complex entry of OP_SYEV or OP_SVD (either complex dtype; the real results
- * of the complex64 dtype are float32). */
-static int complex_entry(int op, int dtype, int64_t m, int64_t n, const char *src,
-                         char *w_out, char *u_out, char *vh_out, int want, int32_t *info)
-{
-    int c64 = dtype == 9;
-    int64_t big = imax(m, n), k = imin(m, n);
-    zc *buf = (zc *)malloc((size_t)(m * n + 2 * big * k + 1) * sizeof(zc));
-    double *w = (double *)malloc((size_t)(big + 1) * sizeof(double));
-    if (!buf || !w) { free(buf); free(w); return EM_LINALG_ENOMEM; }
-    zc *a = buf, *u = a + m * n, *vh = u + big * k;
-    for (int64_t q = 0; q < m * n; q++)
-        a[q] = c64 ? (zc)((const float _Complex *)src)[q] : ((const zc *)src)[q];
-    double fin = 0;
-    for (int64_t q = 0; q < m * n; q++) fin += creal(a[q]) * 0 + cimag(a[q]) * 0;
-    int rc = 0;
-    if (fin != 0) {
-        *info = -1;
-    } else if (op == OP_SYEV) {
-        rc = n ? heev(a, n, w, u, want) : 0;
-        *info = rc > 0 ? rc : 0;
-    } else if (m >= n) {
-        rc = gesvd_c(a, m, n, w, u, vh, want);
-        *info = rc > 0 ? rc : 0;
-    } else {
-        /* A^H (n x m, tall) = U' S V'^H: A = V' S U'^H, U = V', Vh = U'^H */
-        zc *ah = (zc *)malloc((size_t)(m * n) * sizeof(zc)), *u2 = NULL, *v2 = NULL;
-        if (want) {
-            u2 = (zc *)malloc((size_t)(n * m) * sizeof(zc));
-            v2 = (zc *)malloc((size_t)(m * m) * sizeof(zc));
-        }
-        if (!ah || (want && (!u2 || !v2))) rc = EM_LINALG_ENOMEM;
-        else {
-            for (int64_t r = 0; r < m; r++)
-                for (int64_t c = 0; c < n; c++) ah[c * m + r] = conj(a[r * n + c]);
-            rc = gesvd_c(ah, n, m, w, u2, v2, want);
-            *info = rc > 0 ? rc : 0;
-            if (rc >= 0 && want) {
-                /* U (m x m) = V'  = v2^H; Vh (m x n) = U'^H = u2^H */
-                for (int64_t r = 0; r < m; r++)
-                    for (int64_t c = 0; c < m; c++) u[r * m + c] = conj(v2[c * m + r]);
-                for (int64_t r = 0; r < m; r++)
-                    for (int64_t c = 0; c < n; c++) vh[r * n + c] = conj(u2[c * m + r]);
-            }
-        }
-        free(ah); free(u2); free(v2);
-    }
-    if (rc < 0) { free(buf); free(w); return rc; }
-    for (int64_t q = 0; q < k; q++) {
-        if (c64) ((float *)w_out)[q] = (float)w[q];
-        else ((double *)w_out)[q] = w[q];
-    }
-    if (want) {
-        int64_t nu = op == OP_SYEV ? n * n : m * k, nv = op == OP_SYEV ? 0 : k * n;
-        char *uo = op == OP_SYEV ? (char *)src : u_out;
-        for (int64_t q = 0; q < nu; q++) {
-            if (c64) ((float _Complex *)uo)[q] = (float _Complex)u[q];
-            else ((zc *)uo)[q] = u[q];
-        }
-        for (int64_t q = 0; q < nv; q++) {
-            if (c64) ((float _Complex *)vh_out)[q] = (float _Complex)vh[q];
-            else ((zc *)vh_out)[q] = vh[q];
-        }
-    }
-    free(buf); free(w);
-    return 0;
-}
+/* hetrd, heev, gesvd and herm_entry of each complex dtype, in its own precision */
+#define CPLX 1
+#define T float _Complex
+#define R float
+#define SFX c64
+#include "linalg_herm.h"
+#undef T
+#undef R
+#undef SFX
+#define T double _Complex
+#define R double
+#define SFX c128
+#include "linalg_herm.h"
+#undef T
+#undef R
+#undef SFX
+#undef CPLX
 
 /* Nonsymmetric complex eigensolver: Householder reduction to Hessenberg form (gehd2,
  * the reflectors accumulated into Z), the complex single-shift QR iteration with
@@ -2205,7 +1745,7 @@ static int zgeev_core(zc *h, int64_t n, zc *w, zc *v, int vectors)
         int64_t k = n - j - 1;               /* the reflector's length, rows j+1.. */
         for (int64_t r = 0; r < k; r++) x[r] = H(j + 1 + r, j);
         zc alpha = x[0];
-        zc tau = zlarfg(&alpha, x + 1, k - 1, 1);
+        zc tau = larfg_c128(&alpha, x + 1, k - 1, 1);
         x[0] = 1;
         H(j + 1, j) = alpha;
         for (int64_t r = 1; r < k; r++) H(j + 1 + r, j) = 0;
@@ -2370,19 +1910,22 @@ static int eig_svd_entry(job *J, int64_t i)
 {
     int64_t m = J->m, n = J->n;
     if (J->dtype == 9 || J->dtype == 10) {
-        size_t cl = J->dtype == 9 ? 8 : 16, rl = cl / 2;
+        size_t cl = J->dtype == 9 ? 8 : 16;
         if (J->op == OP_GEEV)
             return complex_geev_entry(J->dtype, n, J->a + (size_t)i * n * n * cl,
                                       J->b + (size_t)i * n * cl,
                                       J->d ? J->d + (size_t)i * n * n * cl : NULL, J->f1,
                                       J->info + i);
-        if (J->op == OP_SYEV)
-            return complex_entry(OP_SYEV, J->dtype, n, n, J->a + (size_t)i * n * n * cl,
-                                 J->b + (size_t)i * n * rl, NULL, NULL, J->f1, J->info + i);
+        int syev = J->op == OP_SYEV;
+        if (syev) m = n;
         int64_t k = imin(m, n);
-        return complex_entry(OP_SVD, J->dtype, m, n, J->a + (size_t)i * m * n * cl,
-                             J->b + (size_t)i * k * rl, J->c ? J->c + (size_t)i * m * k * cl : NULL,
-                             J->d ? J->d + (size_t)i * k * n * cl : NULL, J->f1, J->info + i);
+        /* eigh: the eigenvectors over a; svd: u (m x k) and vh (k x n) */
+#define HERM(SFX, T, R)                                                                   \
+        herm_entry_##SFX(J->op, m, n, (const T *)J->a + i * m * n, (R *)J->b + i * k,     \
+                         !J->f1 ? NULL : syev ? (T *)J->a + i * m * n : (T *)J->c + i * m * k, \
+                         !J->f1 || syev ? NULL : (T *)J->d + i * k * n, J->f1, J->info + i)
+        return J->dtype == 9 ? HERM(c64, float _Complex, float) : HERM(c128, zc, double);
+#undef HERM
     }
     int f32 = J->dtype == 7;
     size_t el = f32 ? 4 : 8;

@@ -2,8 +2,8 @@
  *   T      the element type          SFX    the name suffix (f32, f64, c64, c128)
  *   R      its real type             CPLX   1 for the complex dtypes (C99 _Complex,
  *                                           the layout of em_complex64/128), else 0
- *   DT     ember's dtype number of R (GEMM's dtype argument: a complex GEMM is one
- *          real one over the interleaved parts, FN(gemm_expand))
+ *   DT     ember's dtype number of R (the complex dtype's is DT + 2: em_gemm_complex,
+ *          one real GEMM over the interleaved parts)
  * All matrices are row-major with a leading dimension (row stride) in elements.
  * Blocked algorithms do their O(n^3) work in em_gemm; the panels are unblocked.
  *
@@ -25,78 +25,15 @@
 #define ABS1(x) fabs(x)
 #endif
 
-#if CPLX
-#define ZG_KC 128    /* complex k per real GEMM: 2 * ZG_KC is one of em_gemm's k blocks */
-#define ZG_NC 512    /* complex columns per expanded block of B */
-
-/* The complex GEMM below with A's columns contiguous (csa == csc == 1): C and A read as
- * real matrices of interleaved parts (C m x 2n, A m x 2k) make C = A B2 ONE real GEMM
- * of m x 2n x 2k, the complex flop count, where B2 (2k x 2n) holds each element b of
- * op(B) as the 2 x 2 block [[Re b, Im b], [-Im b, Re b]] (rows multiplying Re a and
- * Im a; conj(A) negates the second row). B2 is built a block of ZG_KC x ZG_NC at a
- * time (a few MB), which em_gemm then packs as it packs any operand. */
-static int FN(gemm_expand)(int64_t m, int64_t n, int64_t k, double alpha, const T *a,
-                           int64_t rsa, int ca, const T *b, int64_t rsb, int64_t csb,
-                           int cb, double beta, T *c, int64_t rsc)
-{
-    int64_t kc = k < ZG_KC ? k : ZG_KC, nc = n < ZG_NC ? n : ZG_NC;
-    R *b2 = (R *)malloc((size_t)(4 * kc * nc) * sizeof(R));
-    if (!b2) return EM_LINALG_ENOMEM;
-    R sa = ca ? -1 : 1, sb = cb ? -1 : 1;
-    int rc = 0;
-    for (int64_t j0 = 0; j0 < n && !rc; j0 += ZG_NC) {
-        int64_t nj = n - j0 < ZG_NC ? n - j0 : ZG_NC;
-        for (int64_t p0 = 0; p0 < k && !rc; p0 += ZG_KC) {
-            int64_t kp = k - p0 < ZG_KC ? k - p0 : ZG_KC;
-            for (int64_t p = 0; p < kp; p++) {
-                R *r0 = b2 + (2 * p) * (2 * nj), *r1 = r0 + 2 * nj;
-                const T *bp = b + (p0 + p) * rsb + j0 * csb;
-                for (int64_t j = 0; j < nj; j++) {
-                    R br = RE(bp[j * csb]), bi = sb * IM(bp[j * csb]);
-                    r0[2 * j] = br;
-                    r0[2 * j + 1] = bi;
-                    r1[2 * j] = -sa * bi;
-                    r1[2 * j + 1] = sa * br;
-                }
-            }
-            if (em_gemm(DT, m, 2 * nj, 2 * kp, alpha, (const R *)(a + p0), 2 * rsa, 1, b2,
-                        2 * nj, 1, p0 ? 1.0 : beta, (R *)(c + j0), 2 * rsc, 1))
-                rc = EM_LINALG_ENOMEM;
-        }
-    }
-    free(b2);
-    return rc;
-}
-#endif
-
 /* C = alpha op(A) op(B) + beta C with op = conjugation where ca / cb (alpha, beta real;
- * strides in elements, as em_gemm). Complex: gemm_expand (transposed when C's rows are
- * contiguous instead of its columns), on a contiguous copy of A when its columns are
- * not contiguous. */
+ * strides in elements, as em_gemm). Complex: em_gemm_complex, one real GEMM. */
 static int FN(gemm)(int64_t m, int64_t n, int64_t k, double alpha, const T *a, int64_t rsa,
                     int64_t csa, int ca, const T *b, int64_t rsb, int64_t csb, int cb,
                     double beta, T *c, int64_t rsc, int64_t csc)
 {
 #if CPLX
-    if (m == 0 || n == 0) return 0;
-    if (k == 0) {
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                c[i * rsc + j * csc] = beta == 0 ? 0 : (R)beta * c[i * rsc + j * csc];
-        return 0;
-    }
-    if (csc != 1 && rsc == 1)       /* C^T = op(B)^T op(A)^T has contiguous columns */
-        return FN(gemm)(n, m, k, alpha, b, csb, rsb, cb, a, csa, rsa, ca, beta, c, csc, 1);
-    if (csc != 1) return EM_LINALG_EDTYPE;      /* neither stride 1: no caller has it */
-    if (csa == 1)
-        return FN(gemm_expand)(m, n, k, alpha, a, rsa, ca, b, rsb, csb, cb, beta, c, rsc);
-    T *ac = (T *)malloc((size_t)(m * k) * sizeof(T));
-    if (!ac) return EM_LINALG_ENOMEM;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t q = 0; q < k; q++) ac[i * k + q] = a[i * rsa + q * csa];
-    int rc = FN(gemm_expand)(m, n, k, alpha, ac, k, ca, b, rsb, csb, cb, beta, c, rsc);
-    free(ac);
-    return rc;
+    return em_gemm_complex(DT + 2, m, n, k, alpha, a, rsa, csa, ca, b, rsb, csb, cb, beta, c,
+                           rsc, csc);
 #else
     (void)ca; (void)cb;
     return em_gemm(DT, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);

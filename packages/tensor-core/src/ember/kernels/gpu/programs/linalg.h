@@ -423,8 +423,7 @@ EM_KERNEL void EM_NAME(la_geqr2)(em_int64 batch, em_int64 m, em_int64 n, em_int6
 }
 
 /* The explicit V (batch, m - j0, jb) of the reflectors j0 .. j0+jb-1 stored in a
- * (batch, m, n): ones on its diagonal, zeros above (the blocked QR's larfb: the host
- * blocks the real QR only). */
+ * (batch, m, n): ones on its diagonal, zeros above (the blocked QR's larfb). */
 EM_KERNEL void EM_NAME(la_qr_v)(em_int64 batch, em_int64 m, em_int64 n, em_int64 j0,
                                 em_int64 jb, EM_GLOBAL const EM_T *a, EM_GLOBAL EM_T *v) {
     const em_int64 r = m - j0, per = r * jb;
@@ -435,8 +434,8 @@ EM_KERNEL void EM_NAME(la_qr_v)(em_int64 batch, em_int64 m, em_int64 n, em_int64
 }
 
 /* The upper triangular T (batch, jb, jb) of the block reflector H_j0 ... H_j0+jb-1 =
- * I - V T V^T (LAPACK's larft, forward, column by column: T[c, c] = tau_c, T[:c, c] =
- * -tau_c T[:c, :c] G[:c, c]) from G = V^T V (batch, jb, jb, the host's GEMM) and tau
+ * I - V T V^H (LAPACK's larft, forward, column by column: T[c, c] = tau_c, T[:c, c] =
+ * -tau_c T[:c, :c] G[:c, c]) from G = V^H V (batch, jb, jb, the host's GEMM) and tau
  * (batch, k); a work-group per matrix, the rows of a column in parallel. */
 EM_KERNEL void EM_NAME(la_larft)(em_int64 batch, em_int64 k, em_int64 j0, em_int64 jb,
                                  EM_GLOBAL const EM_T *tau, EM_GLOBAL const EM_T *g,
@@ -716,8 +715,7 @@ EM_INLINE int EM_NAME(la_rotation)(EM_LA_R app, EM_LA_R aqq, EM_T apq, EM_LA_R t
         BAR();                                                                       \
     }
 
-/* n <= EM_LA_SMALL: A and V in local memory, every pair of a round at once (the host
- * takes it for the real dtypes). */
+/* n <= EM_LA_SMALL: A and V in local memory, every pair of a round at once. */
 EM_KERNEL void EM_NAME(la_syevj_small)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
                                        EM_GLOBAL EM_LA_R *w, EM_GLOBAL em_int32 *info,
                                        int vectors) {
@@ -901,8 +899,7 @@ EM_KERNEL void EM_NAME(la_syevj)(em_int64 batch, em_int64 n, EM_GLOBAL EM_T *a,
         BAR();                                                                       \
     }
 
-/* max(m, n) <= EM_LA_SMALL: W, V and the norms in local memory, every pair at once
- * (the host takes it for the real dtypes). */
+/* max(m, n) <= EM_LA_SMALL: W, V and the norms in local memory, every pair at once. */
 EM_KERNEL void EM_NAME(la_gesvj_small)(em_int64 batch, em_int64 m, em_int64 n,
                                        EM_GLOBAL const EM_T *a, EM_GLOBAL EM_LA_R *sv,
                                        EM_GLOBAL EM_T *u, EM_GLOBAL EM_T *vh,
