@@ -82,6 +82,23 @@ def _ri(t):
 ODD = [3 ** 10, 5 ** 7, 3 * 5 * 7 * 11 * 13, 3 * 33331, PRIME, 65537]
 
 
+def _odd_case(n, ef, to_ember, rng, args):
+    """ember's and NumPy's rfft (float32) and fft (complex64) of length n, checked, then
+    timed interleaved: name -> median seconds."""
+    x = _data((n,), False, rng)
+    z = _data((n,), True, rng)
+    xe, ze = to_ember(x.copy()), to_ember(z.copy())
+    for name, f, ref in (("rfft", lambda: ef.rfft(xe).numpy(), np.fft.rfft(x)),
+                         ("fft", lambda: ef.fft(ze).numpy(), np.fft.fft(z))):
+        err = np.abs(f() - ref).max() / np.abs(ref).max()
+        assert err < 1e-4, f"ember {name} of {n}: relative error {err:.2g}"
+    st = harness.measure({"em_rf": lambda: ef.rfft(xe), "em_f": lambda: ef.fft(ze),
+                          "np_rf": lambda: np.fft.rfft(x), "np_f": lambda: np.fft.fft(z)},
+                         args.quick, clock=args.clock, min_sample=0.05,
+                         reps=3 if args.quick else args.rounds)
+    return {k: v["median"] for k, v in st.items()}
+
+
 def odd_table(args):
     """The rfft / fft ratios of ODD, ember's beside NumPy's."""
     import ember
@@ -89,18 +106,7 @@ def odd_table(args):
     rng = np.random.default_rng(1)
     rows = {}
     for n in ODD:
-        x = _data((n,), False, rng)
-        z = _data((n,), True, rng)
-        xe, ze = ember.from_numpy(x.copy()), ember.from_numpy(z.copy())
-        for name, f, ref in (("rfft", lambda: ef.rfft(xe).numpy(), np.fft.rfft(x)),
-                             ("fft", lambda: ef.fft(ze).numpy(), np.fft.fft(z))):
-            err = np.abs(f() - ref).max() / np.abs(ref).max()
-            assert err < 1e-4, f"ember {name} of {n}: relative error {err:.2g}"
-        st = harness.measure({"em_rf": lambda: ef.rfft(xe), "em_f": lambda: ef.fft(ze),
-                              "np_rf": lambda: np.fft.rfft(x), "np_f": lambda: np.fft.fft(z)},
-                             args.quick, clock=args.clock, min_sample=0.05,
-                             reps=3 if args.quick else args.rounds)
-        rows[n] = {k: v["median"] for k, v in st.items()}
+        rows[n] = _odd_case(n, ef, ember.from_numpy, rng, args)
     table = harness.table(
         ["n", "ember rfft", "ember fft", "em rf/f", "np rf/f", "np/em f"],
         [[str(n), harness.fmt_time(r["em_rf"]), harness.fmt_time(r["em_f"]),

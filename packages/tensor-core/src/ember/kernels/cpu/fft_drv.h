@@ -598,9 +598,9 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     const int64_t n = J->n, h = n / 2;
     /* the line buffer (n + 1 complex: c2r reads h + 1 entries into it) and the work */
     const fft_plan *cp = (p->kind & 1) ? p->half : p;
-    /* odd real lines by rodd_fwd / rodd_bwd: split plans, and lines alone of a plan with
-     * a half Bluestein one (the rest in pairs, odd_pair); their result (h + 1), work
-     * and a padded copy of the input */
+    /* odd real lines by rodd_fwd / rodd_bwd: plans with real passes, and lines alone of
+     * a plan with a half Bluestein one (the rest in pairs, odd_pair); their result
+     * (h + 1), work and a padded copy of the input */
     const int rpass = (p->kind & 1) && p->nfct, rsplit = rpass || ((p->kind & 1) && p->hblue);
     int64_t nb = rpass ? h + 2 : cp->n + 2, nw = rpass ? 0 : cp->work;
     if (rsplit && p->work + h + 1 > nw) nw = p->work + h + 1;
