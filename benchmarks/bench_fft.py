@@ -3,6 +3,7 @@
 thread.
 
     python benchmarks/bench_fft.py [--threads 1] [--quick] [--rounds N] [--json PATH]
+                                   [--clock wall|cpu]
 
 Cases (issue 19; ratios are other_time / ember_time, > 1: ember faster):
 - fft_2^20_c64: a complex64 FFT of 2^20 points. Target np/em >= 1.0.
@@ -17,6 +18,11 @@ the same kernels). Each library transforms its own copy of the same data; result
 checked against NumPy in float64 first (a wrong result is reported, not timed).
 Interleaved rounds (benchmarks/harness.py), medians. Nothing asserts; FAIL marks a
 missed target.
+
+A second table: real transforms of odd and prime lengths against complex ones (issue 19:
+a real transform costs about half a complex one): for each n, rfft of float32 over fft
+of complex64, ember's and NumPy's (rf/f), timed in one interleaved run, and NumPy's fft
+time over ember's (np/em f; primes: target >= 0.5).
 """
 from __future__ import annotations
 
@@ -73,6 +79,42 @@ def _ri(t):
     return a[..., 0] + 1j * a[..., 1]
 
 
+ODD = [3 ** 10, 5 ** 7, 3 * 5 * 7 * 11 * 13, 3 * 33331, PRIME, 65537]
+
+
+def _odd_case(n, ef, to_ember, rng, args):
+    """ember's and NumPy's rfft (float32) and fft (complex64) of length n, checked, then
+    timed interleaved: name -> median seconds."""
+    x = _data((n,), False, rng)
+    z = _data((n,), True, rng)
+    xe, ze = to_ember(x.copy()), to_ember(z.copy())
+    for name, f, ref in (("rfft", lambda: ef.rfft(xe).numpy(), np.fft.rfft(x)),
+                         ("fft", lambda: ef.fft(ze).numpy(), np.fft.fft(z))):
+        err = np.abs(f() - ref).max() / np.abs(ref).max()
+        assert err < 1e-4, f"ember {name} of {n}: relative error {err:.2g}"
+    st = harness.measure({"em_rf": lambda: ef.rfft(xe), "em_f": lambda: ef.fft(ze),
+                          "np_rf": lambda: np.fft.rfft(x), "np_f": lambda: np.fft.fft(z)},
+                         args.quick, clock=args.clock, min_sample=0.05,
+                         reps=3 if args.quick else args.rounds)
+    return {k: v["median"] for k, v in st.items()}
+
+
+def odd_table(args):
+    """The rfft / fft ratios of ODD, ember's beside NumPy's."""
+    import ember
+    import ember.fft as ef
+    rng = np.random.default_rng(1)
+    rows = {}
+    for n in ODD:
+        rows[n] = _odd_case(n, ef, ember.from_numpy, rng, args)
+    table = harness.table(
+        ["n", "ember rfft", "ember fft", "em rf/f", "np rf/f", "np/em f"],
+        [[str(n), harness.fmt_time(r["em_rf"]), harness.fmt_time(r["em_f"]),
+          harness.fmt_ratio(r["em_rf"] / r["em_f"]), harness.fmt_ratio(r["np_rf"] / r["np_f"]),
+          harness.fmt_ratio(r["np_f"] / r["em_f"])] for n, r in rows.items()])
+    return table, rows
+
+
 TARGETS = {"fft_2^20_c64": 1.0, "rfft_2^20_f32": 1.0, "fft_prime_99991_c64": 0.5,
            "fft2_64x256x256_c64": 1.0}
 
@@ -80,10 +122,19 @@ TARGETS = {"fft_2^20_c64": 1.0, "rfft_2^20_f32": 1.0, "fft_prime_99991_c64": 0.5
 def main():
     ap = harness.parser(__doc__)
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or the thread's CPU time (1 thread)")
+    ap.add_argument("--odd-only", action="store_true",
+                    help="only the odd / prime rfft-vs-fft table")
     args = ap.parse_args()
     harness.pin_threads(args.threads)
     mods, info = harness.libs(args.threads)
     print(harness.describe(info))
+    if args.odd_only:
+        text, odd = odd_table(args)
+        print(text)
+        harness.save(args, info=info, odd=odd)
+        return
     rng = np.random.default_rng(0)
     found = {}
 
@@ -94,11 +145,13 @@ def main():
                                           lambda case: 1e-4)
     has_complex = found.get("complex", False)
     print(text)
+    odd_text, odd = odd_table(args) if has_complex else ("", {})
+    print(odd_text)
     print("ember: " + ("ember.fft on complex tensors" if has_complex else
                        "the real layer ember.ops.fft on [..., 2] tensors (no complex dtypes "
                        "in this build)") + f"; {args.threads} thread(s), medians of "
           "interleaved rounds")
-    harness.save(args, info=info, results=results)
+    harness.save(args, info=info, results=results, odd=odd)
 
 
 if __name__ == "__main__":

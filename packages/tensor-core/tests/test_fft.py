@@ -277,7 +277,7 @@ def test_outer_dim_lines_random_lengths_match_numpy(n, inner, seed):
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
 def test_odd_length_real_lines_in_pairs(dtype):
     """r2c / c2r of odd n: primes run two lines per complex transform (odd and even batch
-    counts: the last line alone), composites split by their smallest factor; every odd
+    counts: the last line alone), composites by real radix passes; every odd
     length to 65 and some large ones (Bluestein too), onesided or not, padded and
     trimmed, along an inner and an outer dim."""
     for n in list(range(1, 66, 2)) + [243, 1001, 10007, 99991]:
@@ -306,18 +306,20 @@ def test_odd_length_real_lines_in_pairs(dtype):
                    np.fft.irfft(h, n=n).T, hn, n, dtype, 2 / n)
 
 
-SPLIT = [3 ** 7, 5 ** 5, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007, 5 * 101 * 103,
-         4099]
+SPLIT = [3 ** 7, 5 ** 5, 7 ** 5, 3 ** 10, 3 * 5 * 7 * 11 * 13, 11 * 13 * 17, 13 ** 3, 3 * 10007,
+         5 * 101 * 103, 4099]
 
 
 @pytest.mark.parametrize("dtype", [em.float32, em.float64])
 @pytest.mark.parametrize("generic", [False, True])
-def test_odd_composite_real_lines_split_by_their_smallest_factor(dtype, generic):
-    """r2c / c2r of an odd composite n = P m: the P decimated lines in complex pairs, the
-    last by the real plan of m (split again), then radix-P combinations (P = 3, 5, 7 and
-    the general 11, 13; m smooth or Bluestein's, down to a prime's half Bluestein plan;
-    4099: that plan alone): a single line, strided, padded, every norm, onesided or not,
-    the Hermitian transforms, both kernels."""
+def test_odd_composite_real_lines_by_real_passes(dtype, generic):
+    """r2c / c2r of an odd composite n by real radix passes over halfcomplex spectra
+    (P = 3, 5, 7 unrolled, the general 11, 13, 17; short spectra a few lines at a time,
+    long ones a few frequencies at a time; 3^10: the float32 error still grows like
+    log n), after a leaf of Bluestein factors (3 * 10007, 5 * 101 * 103: their lines in
+    complex pairs, the last by a half Bluestein plan; 4099: that plan alone): a single
+    line, strided, padded, every norm, onesided or not, the Hermitian transforms, both
+    kernels."""
     from ember._C import fft as K
     K.force_generic(generic)
     try:

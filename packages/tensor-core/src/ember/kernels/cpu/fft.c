@@ -67,15 +67,12 @@ struct fft_plan {
     int64_t n2;               /* Bluestein: the convolution length (0: not Bluestein) */
     fft_plan *sub_f, *sub_b;
     void *bk, *bkf;           /* the chirp, and the FFT of its conjugate / n2 */
-    fft_plan *half;           /* real: the complex plan of n / 2 (even n), n (odd n, no
-                                 split) or n / rsp (odd n, split) */
-    void *rtw;                /* real, even n: W^k = exp(-2 pi i k / n), k <= n / 4;
-                                 split: W^(r k) (sign of the direction), r in [1, rsp),
-                                 k <= n / rsp / 2, r major */
-    int64_t rsp;              /* real, odd n: the factor split off (0: none) */
-    fft_plan *rsub;           /* split: the real plan of n / rsp */
-    fft_plan *hblue;          /* real, odd n, no split: the half Bluestein plan (or NULL) */
-    void *rroots;             /* split: the rsp-th roots of unity (sign of the direction) */
+    fft_plan *half;           /* real: the complex plan of n / 2 (even n) or of the leaf
+                                 (odd n) */
+    void *rtw;                /* real, even n: W^k = exp(-2 pi i k / n), k <= n / 4 */
+    int64_t leaf;             /* real, odd n: the leaf length (1: none; n: a prime);
+                                 nfct, fct, tw, roots: the real passes after it */
+    fft_plan *hblue;          /* real, odd n: the leaf's half Bluestein plan (or NULL) */
     size_t bytes;
 };
 
@@ -148,29 +145,37 @@ static int factorize(int64_t n, int64_t *fct) {
     return nf;
 }
 
+/* A pass's cost per point by its radix, fitted to measured times of the 7-smooth lengths
+ * (AVX2, float32 and float64): radix 8 costs more per factor of two than 4 or 2. */
 static double cost_guess(int64_t n) {
     int64_t f[64];
     int nf = factorize(n, f);
     double c = 0;
     for (int i = 0; i < nf; i++)
-        c += f[i] == 8 ? 6.0 : f[i] <= 5 ? (double)f[i] : 1.1 * (double)f[i];
+        c += f[i] == 8 ? 7.5 : f[i] == 7 ? 5.5 : f[i] == 2 || f[i] == 4 ? 3.0
+             : f[i] <= 5 ? 4.0 : 1.1 * (double)f[i];
     return c * (double)n;
 }
 
 /* The length of Bluestein's convolution: the cheapest 2^a 3^b 5^c 7^d >= m below the
- * next power of two. */
+ * next power of two, where a length that is not a multiple of 16 costs 1.5x (its last
+ * passes, short lines, run one complex number at a time): picked against the measured
+ * times of every candidate for m near 1.5e3, 3e3, 1.5e4, 3e4, 1e5, 1.3e5, 1.5e5, 2e5,
+ * within 13% of the fastest (the former guess: up to 2.7x). */
+static double padded_cost(int64_t n) { return cost_guess(n) * (n % 16 ? 1.5 : 1.0); }
+
 static int64_t good_size(int64_t m) {
     int64_t p2 = 1;
     while (p2 < m) p2 *= 2;
     int64_t best = p2;
-    double best_cost = cost_guess(p2);
+    double best_cost = padded_cost(p2);
     for (int64_t a = 1; a <= p2; a *= 7)
         for (int64_t b = a; b <= p2; b *= 5)
             for (int64_t c = b; c <= p2; c *= 3) {
                 int64_t x = c;
                 while (x < m) x *= 2;
                 if (x < p2) {
-                    double cost = cost_guess(x);
+                    double cost = padded_cost(x);
                     if (cost < best_cost) {
                         best = x;
                         best_cost = cost;
@@ -211,9 +216,7 @@ static void plan_free(fft_plan *p) {
     if (p->sub_f) plan_release(p->sub_f);
     if (p->sub_b) plan_release(p->sub_b);
     if (p->half) plan_release(p->half);
-    if (p->rsub) plan_release(p->rsub);
     if (p->hblue) plan_release(p->hblue);
-    fft_free(p->rroots);
     fft_free(p->bk);
     fft_free(p->bkf);
     fft_free(p->rtw);
@@ -236,6 +239,10 @@ static void plan_free(fft_plan *p) {
     FFT_INLINE P##_t P##_rotp(P##_t a) { P##_t v = {-a.i, a.r}; return v; }             \
     FFT_INLINE P##_t P##_rotm(P##_t a) { P##_t v = {a.i, -a.r}; return v; }             \
     FFT_INLINE P##_t P##_scale(P##_t a, TT s) { P##_t v = {a.r * s, a.i * s}; return v; } \
+    FFT_INLINE P##_t P##_conj(P##_t a) { P##_t v = {a.r, -a.i}; return v; }             \
+    FFT_INLINE P##_t P##_rev(P##_t a) { return a; }                                      \
+    FFT_INLINE P##_t P##_ldg(const TT *p, int64_t s) { (void)s; return P##_ld(p); }     \
+    FFT_INLINE void P##_stg(TT *p, int64_t s, P##_t v) { (void)s; P##_st(p, v); }       \
     FFT_INLINE P##_t P##_fma(P##_t a, TT s, P##_t c) {                                   \
         P##_t v = {a.r * s + c.r, a.i * s + c.i}; return v; }
 SC_OPS(s32, float)
@@ -332,6 +339,20 @@ FFT_INLINE v32_t v32_rev(v32_t a) {        /* the 4 complex numbers in reverse o
 FFT_INLINE v32_t v32_conj(v32_t a) {
     return _mm256_xor_ps(a, _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f));
 }
+FFT_INLINE v32_t v32_ldg(const float *p, int64_t s) {   /* 4 complex numbers s apart */
+    __m128 z = _mm_setzero_ps();
+    __m128 lo = _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p), (const __m64 *)(p + s)),
+           hi = _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)(p + 2 * s)),
+                             (const __m64 *)(p + 3 * s));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+FFT_INLINE void v32_stg(float *p, int64_t s, v32_t v) {
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    _mm_storel_pi((__m64 *)p, lo);
+    _mm_storeh_pi((__m64 *)(p + s), lo);
+    _mm_storel_pi((__m64 *)(p + 2 * s), hi);
+    _mm_storeh_pi((__m64 *)(p + 3 * s), hi);
+}
 FFT_INLINE v32_t v32_scale(v32_t a, float s) { return _mm256_mul_ps(a, _mm256_set1_ps(s)); }
 FFT_INLINE v32_t v32_fma(v32_t a, float s, v32_t c) {
     return _mm256_fmadd_ps(a, _mm256_set1_ps(s), c);
@@ -356,6 +377,13 @@ FFT_INLINE v64_t v64_rotm(v64_t a) {
 FFT_INLINE v64_t v64_rev(v64_t a) { return _mm256_permute2f128_pd(a, a, 0x01); }
 FFT_INLINE v64_t v64_conj(v64_t a) {
     return _mm256_xor_pd(a, _mm256_setr_pd(0., -0., 0., -0.));
+}
+FFT_INLINE v64_t v64_ldg(const double *p, int64_t s) {
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p)), _mm_loadu_pd(p + s), 1);
+}
+FFT_INLINE void v64_stg(double *p, int64_t s, v64_t v) {
+    _mm_storeu_pd(p, _mm256_castpd256_pd128(v));
+    _mm_storeu_pd(p + s, _mm256_extractf128_pd(v, 1));
 }
 FFT_INLINE v64_t v64_scale(v64_t a, double s) { return _mm256_mul_pd(a, _mm256_set1_pd(s)); }
 FFT_INLINE v64_t v64_fma(v64_t a, double s, v64_t c) {
@@ -650,60 +678,63 @@ static fft_plan *build_real(int64_t n, int dtype, int fwd) {
     p->dtype = dtype;
     p->fwd = fwd;
     if (n % 2) {
+        /* one real pass per prime factor (those <= FFT_RSPLIT_MAX where the complex plan
+         * of n is Bluestein's), the rest a leaf (see rodd_fwd in fft_drv.h) */
         int64_t f[64];
-        const int nf = factorize(n, f), sp = nf > 1 && f[0] <= FFT_RSPLIT_MAX ? (int)f[0] : 0;
-        if (!sp) {
-            /* a prime (or only large factors): the complex plan (lines in pairs), and
-             * for a line alone the shorter Bluestein plan where the complex one is one */
-            p->half = plan_get(0, n, dtype, fwd);
-            if (!p->half) {
+        const int nf = factorize(n, f), blue = use_bluestein(n);
+        p->leaf = 1;
+        for (int i = 0; i < nf; i++)
+            if (blue && f[i] > FFT_RSPLIT_MAX) p->leaf *= f[i];
+            else p->fct[p->nfct++] = f[i];
+        if (!p->nfct) p->leaf = n;           /* a prime, or only large factors */
+        const int64_t L0 = p->leaf;
+        if (!p->nfct || L0 > 1) {
+            /* the leaf lines in pairs by the complex plan, the last alone by the half
+             * Bluestein plan where the complex one is Bluestein's */
+            p->half = plan_get(0, L0, dtype, fwd);
+            if (!p->half || (p->half->n2 && !(p->hblue = plan_get(2, L0, dtype, fwd)))) {
                 plan_free(p);
                 return NULL;
             }
             p->work = p->half->work;
-            if (p->half->n2) {
-                p->hblue = plan_get(2, n, dtype, fwd);
-                if (!p->hblue) {
-                    plan_free(p);
-                    return NULL;
-                }
-                if (p->hblue->work > p->work) p->work = p->hblue->work;
-            }
-            p->work += n;
-            return p;
+            if (p->hblue && p->hblue->work > p->work) p->work = p->hblue->work;
+            p->work += L0;
         }
-        /* split by the smallest factor (see rodd_fwd in fft_drv.h) */
-        const int64_t m = n / sp, hm = m / 2;
-        const double sg = fwd ? -1 : 1;
-        p->rsp = sp;
-        p->half = plan_get(0, m, dtype, fwd);
-        p->rsub = plan_get(1, m, dtype, fwd);
-        double *t = malloc((size_t)(sp - 1) * (hm + 1) * 2 * sizeof(double));
-        double *w = unit_roots(n);
-        if (!p->half || !p->rsub || !t || !w) {
-            free(t);
-            free(w);
+        if (p->nfct) p->work += n;
+        double *w = p->nfct ? unit_roots(n) : NULL;
+        if (p->nfct && !w) {
             plan_free(p);
             return NULL;
         }
-        for (int64_t r = 1; r < sp; r++)
-            for (int64_t k = 0; k <= hm; k++) {
-                const int64_t e = (r * k) % n, o = 2 * ((r - 1) * (hm + 1) + k);
-                t[o] = w[2 * e];
-                t[o + 1] = sg * w[2 * e + 1];
+        const double sg = fwd ? -1 : 1;
+        int64_t L = L0;
+        for (int i = 0; i < p->nfct; i++) {
+            const int64_t P = p->fct[i], hL = (L - 1) / 2, st = n / (P * L);
+            double rt[2 * FFT_MAX_GENERIC];
+            for (int64_t e = 0; e < P; e++) {
+                rt[2 * e] = w[2 * (e * (n / P))];
+                rt[2 * e + 1] = sg * w[2 * (e * (n / P)) + 1];
             }
-        double rt[2 * FFT_RSPLIT_MAX];
-        for (int64_t q = 0; q < sp; q++) {
-            rt[2 * q] = w[2 * (q * m)];
-            rt[2 * q + 1] = sg * w[2 * (q * m) + 1];
+            p->roots[i] = to_dtype(rt, 2 * P, dtype, &p->bytes);
+            if (!p->roots[i]) break;
+            if (hL) {           /* W_PL^(rk), r in [1, P), k in [1, hL], r major */
+                double *t = malloc((size_t)(P - 1) * hL * 2 * sizeof(double));
+                if (!t) break;
+                for (int64_t r = 1; r < P; r++)
+                    for (int64_t k = 1; k <= hL; k++) {
+                        const int64_t e = (r * k) % (P * L) * st,
+                                      o = 2 * ((r - 1) * hL + k - 1);
+                        t[o] = w[2 * e];
+                        t[o + 1] = sg * w[2 * e + 1];
+                    }
+                p->tw[i] = to_dtype(t, 2 * (P - 1) * hL, dtype, &p->bytes);
+                free(t);
+                if (!p->tw[i]) break;
+            }
+            L *= P;
         }
-        p->rtw = to_dtype(t, 2 * (sp - 1) * (hm + 1), dtype, &p->bytes);
-        p->rroots = to_dtype(rt, 2 * sp, dtype, &p->bytes);
-        free(t);
         free(w);
-        const int64_t cw = p->half->n2 ? p->half->work : 2 * m;
-        p->work = (sp - 1) / 2 * m + hm + 1 + (cw > p->rsub->work ? cw : p->rsub->work);
-        if (!p->rtw || !p->rroots) {
+        if (L != n) {        /* out of memory above */
             plan_free(p);
             return NULL;
         }

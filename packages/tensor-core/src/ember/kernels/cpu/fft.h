@@ -15,12 +15,13 @@
  * cache per (kind, length, dtype, direction). Lines along an outer dim whose
  * neighbours are adjacent run a block at a time through batched passes (whole-vector
  * loads, no transpose); contiguous lines run straight from the input into the output;
- * real transforms of odd n cost about half a complex one: a composite n splits by its
- * smallest factor P <= 13 (the P decimated lines in complex pairs, the last by the real
- * plan of n / P, a radix-P combination over half the outputs), a prime's lines run two
- * per complex transform, or alone by a Bluestein convolution of n + n / 2 indices
- * instead of 2n - 1 (only half the outputs, or inputs, are needed). Batches of lines are
- * spread over ember's thread pool.
+ * real transforms of odd n cost about half a complex one: real radix passes (FFTPACK's
+ * radf/radb: 3, 5, 7 unrolled, any odd radix generic) over halfcomplex spectra, after a
+ * leaf of the factors Bluestein's algorithm takes (its decimated lines in complex
+ * pairs); a prime's lines run two per complex transform, or alone by a Bluestein
+ * convolution of n + n / 2 indices instead of 2n - 1 (only half the outputs, or inputs,
+ * are needed). Bluestein's padded length is picked by a cost model fitted to measured
+ * times. Batches of lines are spread over ember's thread pool.
  *
  * dtype: 0 float32, 1 float64. Results are multiplied by `scale`. Each returns 0, or
  * -1 when out of memory.

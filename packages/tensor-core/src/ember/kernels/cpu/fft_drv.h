@@ -185,318 +185,243 @@ static void DN(c2r_pre)(const fft_plan *rp, T *x) {
     x[1] = x0 - xh;
 }
 
-/* Real transforms of odd n = P m (P the smallest factor, kept small) at about half a
- * complex one: one decimation in time. The P real lines x[P j + r] (j < m) are
- * transformed in pairs, one complex transform of x[P j + 2s] + i x[P j + 2s + 1] each
- * (split by symmetry: Y_2s = (Z_k + conj Z_-k) / 2, Y_2s+1 = (Z_k - conj Z_-k) / 2i),
- * the last alone by the real plan of m (split again while it can be); then
- * X[k + q m] = sum_r w_P^(rq) (W_n^(rk) Y_r[k]) for k <= m / 2 gives every output or
- * its conjugate. c2r runs the same steps backwards. A prime n (or one with no factor
- * <= FFT_RSPLIT_MAX) is a leaf: one complex transform of the line. */
-FFT_INLINE void DN(rodd_fwd_comb)(const int64_t P, const fft_plan *rp, const T *Z,
-                                  const T *yl, T *out, int64_t k0, int64_t k1) {
-    const int64_t n = rp->n, h = n / 2, m = n / P, hm = m / 2, S = (P - 1) / 2;
-    const T *tw = rp->rtw, *rt = rp->rroots;
-    for (int64_t k = k0; k < k1; k++) {
-        const int64_t kb = k ? m - k : 0;
-        T tr[FFT_RSPLIT_MAX], ti[FFT_RSPLIT_MAX];
-        for (int64_t s = 0; s <= S; s++) {
-            T y0r, y0i, y1r = 0, y1i = 0;
-            if (s < S) {
-                const T *z = Z + 2 * s * m;
-                const T ar = z[2 * k], ai = z[2 * k + 1], br = z[2 * kb], bi = -z[2 * kb + 1];
-                y0r = (T)0.5 * (ar + br);
-                y0i = (T)0.5 * (ai + bi);
-                y1r = (T)0.5 * (ai - bi);
-                y1i = (T)-0.5 * (ar - br);
-            } else {
-                y0r = yl[2 * k];
-                y0i = yl[2 * k + 1];
-            }
-            for (int64_t e = 0; e < 2 && 2 * s + e < P; e++) {
-                const int64_t r = 2 * s + e;
-                const T vr = e ? y1r : y0r, vi = e ? y1i : y0i;
-                if (r == 0) {
-                    tr[0] = vr;
-                    ti[0] = vi;
-                } else {
-                    const T *w = tw + 2 * ((r - 1) * (hm + 1) + k);
-                    tr[r] = vr * w[0] - vi * w[1];
-                    ti[r] = vr * w[1] + vi * w[0];
-                }
-            }
-        }
-        for (int64_t q = 0; q < P; q++) {
-            T sr = tr[0], si = ti[0];
-            for (int64_t r = 1; r <= S; r++) {       /* r with P - r: w^(rq), w^(-rq) */
-                const int64_t e = (r * q) % P;
-                const T c = rt[2 * e], sn = rt[2 * e + 1];
-                sr += (tr[r] + tr[P - r]) * c - (ti[r] - ti[P - r]) * sn;
-                si += (ti[r] + ti[P - r]) * c + (tr[r] - tr[P - r]) * sn;
-            }
-            const int64_t kk = k + q * m;
-            if (kk <= h) {
-                out[2 * kk] = sr;
-                out[2 * kk + 1] = si;
-            } else {
-                out[2 * (n - kk)] = sr;
-                out[2 * (n - kk) + 1] = -si;
-            }
-        }
-    }
-}
+/* Real transforms of odd n at about half a complex one, in halfcomplex spectra (see
+ * fft_kern.h): the leaf lines (length L0 = rp->leaf > 1 where n has prime factors the
+ * passes do not take: x[g + K0 j], K0 = n / L0) transformed two at a time by one complex
+ * transform of x_g + i x_g+1 (split by symmetry: Y_g = (Z_k + conj Z_-k) / 2,
+ * Y_g+1 = (Z_k - conj Z_-k) / 2i), the last alone (K0 is odd) by the half Bluestein plan
+ * where L0 has one; then one real pass per radix (rp->fct, rp->nfct of them). A prime n
+ * is a leaf alone. c2r runs the same steps backwards. */
 
-FFT_INLINE void DN(rodd_bwd_comb)(const int64_t P, const fft_plan *rp, const T *X, T *W,
-                                  T *vl, int64_t k0, int64_t k1) {
-    const int64_t n = rp->n, h = n / 2, m = n / P, hm = m / 2, S = (P - 1) / 2;
-    const T *tw = rp->rtw, *rt = rp->rroots;
-    for (int64_t k = k0; k < k1; k++) {
-        T xr[FFT_RSPLIT_MAX], xi[FFT_RSPLIT_MAX];
-        for (int64_t q = 0; q < P; q++) {
-            const int64_t kk = k + q * m;
-            if (kk <= h) {
-                xr[q] = X[2 * kk];
-                xi[q] = kk ? X[2 * kk + 1] : 0;
-            } else {
-                xr[q] = X[2 * (n - kk)];
-                xi[q] = -X[2 * (n - kk) + 1];
-            }
+/* k = 0 of the real passes: real values (the pass of fft_kern.h for k >= 1). P and
+ * L == 1 (a whole pass) constant where they can be, so the loop over g vectorises. */
+FFT_INLINE void DN(rpass0f_)(const int64_t P, const int64_t L, int64_t K,
+                             const T *restrict in, T *restrict out, const T *restrict rt) {
+    const int64_t S = (P - 1) / 2, KL = K * L;
+    for (int64_t g = 0; g < K; g++) {
+        const T *c = in + g * L;
+        T *o = out + g * P * L;
+        T tp[FFT_MAX_GENERIC / 2 + 1], tm[FFT_MAX_GENERIC / 2 + 1];
+        const T a0 = c[0];
+        T s = a0;
+        for (int64_t r = 1; r <= S; r++) {
+            const T a = c[r * KL], b = c[(P - r) * KL];
+            tp[r] = a + b;
+            tm[r] = a - b;
+            s += tp[r];
         }
-        T vr[FFT_RSPLIT_MAX], vi[FFT_RSPLIT_MAX];
-        for (int64_t r = 0; r < P; r++) {
-            T sr = xr[0], si = xi[0];
-            for (int64_t q = 1; q <= S; q++) {
-                const int64_t e = (r * q) % P;
-                const T c = rt[2 * e], sn = rt[2 * e + 1];
-                sr += (xr[q] + xr[P - q]) * c - (xi[q] - xi[P - q]) * sn;
-                si += (xi[q] + xi[P - q]) * c + (xr[q] - xr[P - q]) * sn;
-            }
-            if (r == 0) {
-                vr[0] = sr;
-                vi[0] = si;
-            } else {
-                const T *w = tw + 2 * ((r - 1) * (hm + 1) + k);
-                vr[r] = sr * w[0] - si * w[1];
-                vi[r] = sr * w[1] + si * w[0];
-            }
-        }
-        if (k == 0)                  /* the lines are real: V_r[0] is */
-            for (int64_t r = 0; r < P; r++) vi[r] = 0;
-        for (int64_t s = 0; s < S; s++) {
-            T *w = W + 2 * s * m;
-            const T ar = vr[2 * s], ai = vi[2 * s], br = vr[2 * s + 1], bi = vi[2 * s + 1];
-            w[2 * k] = ar - bi;          /* V_2s + i V_2s+1 */
-            w[2 * k + 1] = ai + br;
-            if (k) {                     /* conj(V_2s) + i conj(V_2s+1) */
-                w[2 * (m - k)] = ar + bi;
-                w[2 * (m - k) + 1] = br - ai;
-            }
-        }
-        vl[2 * k] = vr[P - 1];
-        vl[2 * k + 1] = vi[P - 1];
-    }
-}
-
-#if VLV > 1
-/* rodd_fwd_comb for k in [k0, k1) (1 <= k0, k1 - k0 a multiple of VLV), VLV at a time:
- * Z_-k read reversed; an output run that crosses n / 2 is stored lane by lane. */
-FFT_INLINE void DN(rodd_fwd_vec)(const int64_t P, const fft_plan *rp, const T *Z,
-                                 const T *yl, T *out, int64_t k0, int64_t k1) {
-    const int64_t n = rp->n, h = n / 2, m = n / P, hm = m / 2, S = (P - 1) / 2;
-    const T *tw = rp->rtw, *rt = rp->rroots;
-    for (int64_t k = k0; k < k1; k += VLV) {
-        VO(t) t[FFT_RSPLIT_MAX];
-        for (int64_t s = 0; s < S; s++) {
-            const T *z = Z + 2 * s * m;
-            VO(t) a = VO(ld)(z + 2 * k), b = VO(conj)(VO(rev)(VO(ld)(z + 2 * (m - k - VLV + 1))));
-            VO(t) y0 = VO(scale)(VO(add)(a, b), (T)0.5);
-            VO(t) y1 = VO(scale)(VO(rotm)(VO(sub)(a, b)), (T)0.5);
-            t[2 * s] = s ? VO(mul)(y0, VO(ld)(tw + 2 * ((2 * s - 1) * (hm + 1) + k))) : y0;
-            t[2 * s + 1] = VO(mul)(y1, VO(ld)(tw + 2 * (2 * s * (hm + 1) + k)));
-        }
-        t[P - 1] = VO(mul)(VO(ld)(yl + 2 * k), VO(ld)(tw + 2 * ((P - 2) * (hm + 1) + k)));
-        for (int64_t q = 0; q < P; q++) {
-            VO(t) acc = t[0], accb = t[0];
+        o[0] = s;
+        for (int64_t q = 1; q <= S; q++) {          /* X_q = sum_r a_r w^(rq) */
+            T re = a0, im = 0;
+            int64_t e = 0;
             for (int64_t r = 1; r <= S; r++) {
-                const int64_t e = (r * q) % P;
-                acc = VO(fma)(VO(add)(t[r], t[P - r]), rt[2 * e], acc);
-                VO(t) mr = VO(sub)(t[r], t[P - r]);
-                accb = r == 1 ? VO(scale)(mr, rt[2 * e + 1]) : VO(fma)(mr, rt[2 * e + 1], accb);
+                e += q;
+                if (e >= P) e -= P;
+                re += tp[r] * rt[2 * e];
+                im += tm[r] * rt[2 * e + 1];
             }
-            VO(t) x = VO(add)(acc, VO(rotp)(accb));
-            const int64_t kk = k + q * m;
-            if (kk + VLV - 1 <= h) {
-                VO(st)(out + 2 * kk, x);
-            } else if (kk > h) {
-                VO(st)(out + 2 * (n - kk - VLV + 1), VO(rev)(VO(conj)(x)));
-            } else {
-                T v[2 * VLV];
-                VO(st)(v, x);
-                for (int64_t l = 0; l < VLV; l++) {
-                    const int64_t kl = kk + l;
-                    if (kl <= h) {
-                        out[2 * kl] = v[2 * l];
-                        out[2 * kl + 1] = v[2 * l + 1];
-                    } else {
-                        out[2 * (n - kl)] = v[2 * l];
-                        out[2 * (n - kl) + 1] = -v[2 * l + 1];
-                    }
-                }
-            }
+            o[2 * q * L - 1] = re;
+            o[2 * q * L] = im;
         }
     }
 }
 
-/* rodd_bwd_comb for k in [k0, k1) as rodd_fwd_vec. */
-FFT_INLINE void DN(rodd_bwd_vec)(const int64_t P, const fft_plan *rp, const T *X, T *W,
-                                 T *vl, int64_t k0, int64_t k1) {
-    const int64_t n = rp->n, h = n / 2, m = n / P, hm = m / 2, S = (P - 1) / 2;
-    const T *tw = rp->rtw, *rt = rp->rroots;
-    for (int64_t k = k0; k < k1; k += VLV) {
-        VO(t) x[FFT_RSPLIT_MAX], v[FFT_RSPLIT_MAX];
-        for (int64_t q = 0; q < P; q++) {
-            const int64_t kk = k + q * m;
-            if (kk + VLV - 1 <= h) {
-                x[q] = VO(ld)(X + 2 * kk);
-            } else if (kk > h) {
-                x[q] = VO(conj)(VO(rev)(VO(ld)(X + 2 * (n - kk - VLV + 1))));
-            } else {
-                T g[2 * VLV];
-                for (int64_t l = 0; l < VLV; l++) {
-                    const int64_t kl = kk + l;
-                    g[2 * l] = X[2 * (kl <= h ? kl : n - kl)];
-                    g[2 * l + 1] = kl <= h ? X[2 * kl + 1] : -X[2 * (n - kl) + 1];
-                }
-                x[q] = VO(ld)(g);
-            }
+FFT_INLINE void DN(rpass0b_)(const int64_t P, const int64_t L, int64_t K,
+                             const T *restrict in, T *restrict out, const T *restrict rt) {
+    const int64_t S = (P - 1) / 2, KL = K * L;
+    for (int64_t g = 0; g < K; g++) {
+        const T *c = in + g * P * L;
+        T *o = out + g * L;
+        T xr[FFT_MAX_GENERIC / 2 + 1], xi[FFT_MAX_GENERIC / 2 + 1];
+        const T x0 = c[0];
+        T s = x0;
+        for (int64_t q = 1; q <= S; q++) {
+            xr[q] = 2 * c[2 * q * L - 1];
+            xi[q] = 2 * c[2 * q * L];
+            s += xr[q];
         }
-        for (int64_t r = 0; r < P; r++) {
-            VO(t) acc = x[0], accb = x[0];
+        o[0] = s;
+        for (int64_t r = 1; r <= S; r++) {          /* v_r = X_0 + 2 Re sum_q X_q w^(rq) */
+            T a = x0, b = 0;
+            int64_t e = 0;
             for (int64_t q = 1; q <= S; q++) {
-                const int64_t e = (r * q) % P;
-                acc = VO(fma)(VO(add)(x[q], x[P - q]), rt[2 * e], acc);
-                VO(t) mq = VO(sub)(x[q], x[P - q]);
-                accb = q == 1 ? VO(scale)(mq, rt[2 * e + 1]) : VO(fma)(mq, rt[2 * e + 1], accb);
+                e += r;
+                if (e >= P) e -= P;
+                a += xr[q] * rt[2 * e];
+                b += xi[q] * rt[2 * e + 1];
             }
-            VO(t) u = VO(add)(acc, VO(rotp)(accb));
-            v[r] = r ? VO(mul)(u, VO(ld)(tw + 2 * ((r - 1) * (hm + 1) + k))) : u;
+            o[r * KL] = a - b;
+            o[(P - r) * KL] = a + b;
         }
-        for (int64_t s = 0; s < S; s++) {
-            T *w = W + 2 * s * m;
-            VO(t) iv = VO(rotp)(v[2 * s + 1]);
-            VO(st)(w + 2 * k, VO(add)(v[2 * s], iv));
-            VO(st)(w + 2 * (m - k - VLV + 1), VO(rev)(VO(conj)(VO(sub)(v[2 * s], iv))));
-        }
-        VO(st)(vl + 2 * k, v[P - 1]);
     }
 }
-#endif
 
-/* the combination step of rodd_fwd (bwd 0) or rodd_bwd (bwd 1): k = 0 and the tail
- * one by one, the rest VLV at a time; constant P for 3, 5, 7 (loops unrolled). */
-#if VLV > 1
-#define FD_RCOMB(P, bwd, a, b, c)                                                       \
+#define FD_RPASS0(name)                                                                 \
+    static void DN(name)(int64_t P, int64_t L, int64_t K, const T *restrict in,        \
+                         T *restrict out, const T *restrict rt) {                       \
+        switch (P * (L == 1 ? -1 : 1)) {                                                \
+        case -3: DN(name##_)(3, 1, K, in, out, rt); break;                              \
+        case -5: DN(name##_)(5, 1, K, in, out, rt); break;                              \
+        case -7: DN(name##_)(7, 1, K, in, out, rt); break;                              \
+        case 3: DN(name##_)(3, L, K, in, out, rt); break;                               \
+        case 5: DN(name##_)(5, L, K, in, out, rt); break;                               \
+        case 7: DN(name##_)(7, L, K, in, out, rt); break;                               \
+        default: DN(name##_)(P, L, K, in, out, rt);                                     \
+        }                                                                               \
+    }
+FD_RPASS0(rpass0f)
+FD_RPASS0(rpass0b)
+#undef FD_RPASS0
+
+/* The K leaf lines of x (stride sx) into halfcomplex spectra at d + g L0; w: leaf work
+ * (L0 + the leaf plans' work, complex). */
+static void DN(rleaf_fwd)(const fft_plan *rp, const T *x, int64_t sx, int64_t K, T *d,
+                          T *w) {
+    const int64_t L = rp->leaf, h = L / 2, st = K * sx;
+    const fft_plan *cp = rp->half;
+    T *cw = w + 2 * L;
+    for (int64_t g = 0; g + 1 < K; g += 2) {
+        const T *x0 = x + g * sx, *x1 = x0 + sx;
+        for (int64_t j = 0; j < L; j++) {
+            w[2 * j] = x0[j * st];
+            w[2 * j + 1] = x1[j * st];
+        }
+        const T *r = DN(exec)(cp, w, cw);
+        T *y0 = d + g * L, *y1 = y0 + L;
+        y0[0] = r[0];
+        y1[0] = r[1];
+        for (int64_t k = 1; k <= h; k++) {
+            const int64_t q = L - k;
+            const T ar = r[2 * k], ai = r[2 * k + 1], br = r[2 * q], bi = -r[2 * q + 1];
+            y0[2 * k - 1] = (T)0.5 * (ar + br);
+            y0[2 * k] = (T)0.5 * (ai + bi);
+            y1[2 * k - 1] = (T)0.5 * (ai - bi);
+            y1[2 * k] = (T)-0.5 * (ar - br);
+        }
+    }
+    const T *x0 = x + (K - 1) * sx;
+    for (int64_t j = 0; j < L; j++) {
+        w[2 * j] = x0[j * st];
+        w[2 * j + 1] = 0;
+    }
+    const T *r = DN(exec)(rp->hblue ? rp->hblue : cp, w, cw);
+    T *y0 = d + (K - 1) * L;
+    y0[0] = r[0];
+    memcpy(y0 + 1, r + 2, (size_t)(2 * h) * sizeof(T));
+}
+
+/* The K leaf spectra at a + g L0 back into the lines of y (stride sy) times sc. */
+static void DN(rleaf_bwd)(const fft_plan *rp, const T *a, int64_t K, T *y, int64_t sy,
+                          T sc, T *w) {
+    const int64_t L = rp->leaf, h = L / 2, st = K * sy;
+    const fft_plan *cp = rp->half;
+    T *cw = w + 2 * L;
+    for (int64_t g = 0; g + 1 < K; g += 2) {
+        const T *y0 = a + g * L, *y1 = y0 + L;
+        w[0] = y0[0];
+        w[1] = y1[0];
+        for (int64_t k = 1; k <= h; k++) {
+            const T ar = y0[2 * k - 1], ai = y0[2 * k], br = y1[2 * k - 1], bi = y1[2 * k];
+            w[2 * k] = ar - bi;                 /* Y_g + i Y_g+1 */
+            w[2 * k + 1] = ai + br;
+            w[2 * (L - k)] = ar + bi;           /* conj(Y_g) + i conj(Y_g+1) */
+            w[2 * (L - k) + 1] = br - ai;
+        }
+        const T *r = DN(exec)(cp, w, cw);
+        T *o0 = y + g * sy, *o1 = o0 + sy;
+        for (int64_t j = 0; j < L; j++) {
+            o0[j * st] = r[2 * j] * sc;
+            o1[j * st] = r[2 * j + 1] * sc;
+        }
+    }
+    const T *y0 = a + (K - 1) * L;
+    w[0] = y0[0];
+    w[1] = 0;
+    if (rp->hblue) {                 /* x_j = Re(X_0 + 2 sum_{0 < k <= h} X_k w^jk) */
+        for (int64_t k = 1; k <= h; k++) {
+            w[2 * k] = 2 * y0[2 * k - 1];
+            w[2 * k + 1] = 2 * y0[2 * k];
+        }
+        memset(w + 2 * (h + 1), 0, (size_t)(L - h - 1) * 2 * sizeof(T));
+    } else {
+        for (int64_t k = 1; k <= h; k++) {
+            w[2 * k] = w[2 * (L - k)] = y0[2 * k - 1];
+            w[2 * k + 1] = y0[2 * k];
+            w[2 * (L - k) + 1] = -y0[2 * k];
+        }
+    }
+    const T *r = DN(exec)(rp->hblue ? rp->hblue : cp, w, cw);
+    T *o0 = y + (K - 1) * sy;
+    for (int64_t j = 0; j < L; j++) o0[j * st] = r[2 * j] * sc;
+}
+
+/* A real pass's k >= 1 (p1 into p2): VLV values of k at a time and the rest one by one,
+ * or for short lines VLV lines at a time and the rest one by one. */
+#define FD_RPASS(name)                                                                  \
     do {                                                                                \
-        const int64_t hm_ = rp->n / (P) / 2, kv_ = 1 + hm_ - hm_ % VLV;                  \
-        if (bwd) {                                                                      \
-            DN(rodd_bwd_comb)(P, rp, a, b, c, 0, 1);                                    \
-            DN(rodd_bwd_vec)(P, rp, a, b, c, 1, kv_);                                   \
-            DN(rodd_bwd_comb)(P, rp, a, b, c, kv_, hm_ + 1);                            \
-        } else {                                                                        \
-            DN(rodd_fwd_comb)(P, rp, a, b, c, 0, 1);                                    \
-            DN(rodd_fwd_vec)(P, rp, a, b, c, 1, kv_);                                   \
-            DN(rodd_fwd_comb)(P, rp, a, b, c, kv_, hm_ + 1);                            \
+        if (hL >= VLV) {                                                                \
+            const int64_t kv_ = 1 + hL - hL % VLV;                                      \
+            PV(name)(P, 0, L, K, 0, K, 1, kv_, p1, p2, tw, rt);                         \
+            if (kv_ <= hL) PS(name)(P, 0, L, K, 0, K, kv_, hL + 1, p1, p2, tw, rt);     \
+        } else if (hL) {                                                                \
+            const int64_t gv_ = K - K % VLV;                                            \
+            if (gv_) PV(name)(P, 1, L, K, 0, gv_, 1, hL + 1, p1, p2, tw, rt);           \
+            if (gv_ < K) PS(name)(P, 0, L, K, gv_, K, 1, hL + 1, p1, p2, tw, rt);       \
         }                                                                               \
     } while (0)
-#else
-#define FD_RCOMB(P, bwd, a, b, c)                                                       \
-    do {                                                                                \
-        if (bwd) DN(rodd_bwd_comb)(P, rp, a, b, c, 0, rp->n / (P) / 2 + 1);             \
-        else DN(rodd_fwd_comb)(P, rp, a, b, c, 0, rp->n / (P) / 2 + 1);                 \
-    } while (0)
-#endif
-#define FD_RCOMB_ANY(bwd, a, b, c)                                                      \
-    switch (rp->rsp) {                                                                  \
-    case 3: FD_RCOMB(3, bwd, a, b, c); break;                                           \
-    case 5: FD_RCOMB(5, bwd, a, b, c); break;                                           \
-    case 7: FD_RCOMB(7, bwd, a, b, c); break;                                           \
-    default: FD_RCOMB(rp->rsp, bwd, a, b, c);                                           \
-    }
 
 /* r2c of the odd-n real line x (stride sx) into out (n / 2 + 1 complex); work: rp->work
- * complex. */
+ * complex. The spectrum is built at out + 1 (entry 0 then moved to its place). */
 static void DN(rodd_fwd)(const fft_plan *rp, const T *x, int64_t sx, T *out, T *work) {
-    const int64_t n = rp->n;
-    const fft_plan *cp = rp->half;
-    if (!rp->rsp) {
-        for (int64_t j = 0; j < n; j++) {
-            work[2 * j] = x[j * sx];
-            work[2 * j + 1] = 0;
-        }
-        const T *r = DN(exec)(rp->hblue ? rp->hblue : cp, work, work + 2 * n);
-        memcpy(out, r, (size_t)(n / 2 + 1) * 2 * sizeof(T));
-        return;
+    const int64_t n = rp->n, nf = rp->nfct;
+    int64_t L = rp->leaf, K = n / L;
+    T *a = work, *b = work + n, *lw = work + (nf ? 2 * n : 0);
+    const T *p1 = x;
+    if (L > 1) {
+        T *d = nf ? a : out + 1;
+        DN(rleaf_fwd)(rp, x, sx, K, d, lw);
+        p1 = d;
+    } else if (sx != 1) {
+        for (int64_t j = 0; j < n; j++) a[j] = x[j * sx];
+        p1 = a;
     }
-    const int64_t P = rp->rsp, m = n / P, S = (P - 1) / 2, st = P * sx;
-    T *Z = work, *yl = work + 2 * S * m, *tmp = yl + 2 * (m / 2 + 1);
-    for (int64_t s = 0; s < S; s++) {
-        T *zs = Z + 2 * s * m, *g = cp->n2 ? zs : tmp;
-        const T *x0 = x + 2 * s * sx, *x1 = x0 + sx;
-        if (sx == 1)               /* the pair adjacent: one 2-real move each */
-            for (int64_t j = 0; j < m; j++) memcpy(g + 2 * j, x0 + j * st, 2 * sizeof(T));
-        else
-            for (int64_t j = 0; j < m; j++) {
-                g[2 * j] = x0[j * st];
-                g[2 * j + 1] = x1[j * st];
-            }
-        if (cp->n2) DN(blue)(cp, zs, tmp);
-        else DN(passes)(cp, tmp, zs, tmp, tmp + 2 * m);
+    for (int64_t f = 0; f < nf; f++) {
+        const int64_t P = rp->fct[f], hL = (L - 1) / 2;
+        const T *tw = rp->tw[f], *rt = rp->roots[f];
+        T *p2 = f == nf - 1 ? out + 1 : p1 == a ? b : a;
+        K /= P;
+        DN(rpass0f)(P, L, K, p1, p2, rt);
+        FD_RPASS(rpassf);
+        p1 = p2;
+        L *= P;
     }
-    DN(rodd_fwd)(rp->rsub, x + (P - 1) * sx, st, yl, tmp);
-    FD_RCOMB_ANY(0, Z, yl, out)
+    out[0] = out[1];
+    out[1] = 0;
 }
 
-/* c2r of odd n: X (n / 2 + 1 complex; its entry 0's imaginary part ignored) into the
- * n reals y (stride sy) times sc; work: rp->work complex. */
-static void DN(rodd_bwd)(const fft_plan *rp, const T *X, T *y, int64_t sy, T sc, T *work) {
-    const int64_t n = rp->n, h = n / 2;
-    const fft_plan *cp = rp->half;
-    if (!rp->rsp && rp->hblue) {     /* x_j = Re(X_0 + 2 sum_{0 < k <= h} X_k w^jk) */
-        work[0] = X[0];
-        work[1] = 0;
-        for (int64_t k = 1; k <= h; k++) {
-            work[2 * k] = 2 * X[2 * k];
-            work[2 * k + 1] = 2 * X[2 * k + 1];
-        }
-        memset(work + 2 * (h + 1), 0, (size_t)(n - h - 1) * 2 * sizeof(T));
-        const T *r = DN(exec)(rp->hblue, work, work + 2 * n);
-        for (int64_t j = 0; j < n; j++) y[j * sy] = r[2 * j] * sc;
-        return;
+/* c2r of odd n: X (n / 2 + 1 complex; its entry 0's imaginary part ignored, overwritten)
+ * into the n reals y (stride sy) times sc; work: rp->work complex. */
+static void DN(rodd_bwd)(const fft_plan *rp, T *X, T *y, int64_t sy, T sc, T *work) {
+    const int64_t n = rp->n, nf = rp->nfct;
+    int64_t L = n, K = 1;
+    T *a = work, *b = work + n, *lw = work + (nf ? 2 * n : 0);
+    const int direct = rp->leaf == 1 && sy == 1 && sc == (T)1;
+    X[1] = X[0];                     /* the halfcomplex spectrum at X + 1 */
+    const T *p1 = X + 1;
+    for (int64_t f = nf - 1; f >= 0; f--) {
+        const int64_t P = rp->fct[f];
+        L /= P;
+        const int64_t hL = (L - 1) / 2;
+        const T *tw = rp->tw[f], *rt = rp->roots[f];
+        T *p2 = f == 0 && direct ? y : p1 == a ? b : a;
+        DN(rpass0b)(P, L, K, p1, p2, rt);
+        FD_RPASS(rpassb);
+        p1 = p2;
+        K *= P;
     }
-    if (!rp->rsp) {
-        work[0] = X[0];
-        work[1] = 0;
-        for (int64_t k = 1; k <= h; k++) {
-            work[2 * k] = work[2 * (n - k)] = X[2 * k];
-            work[2 * k + 1] = X[2 * k + 1];
-            work[2 * (n - k) + 1] = -X[2 * k + 1];
-        }
-        const T *r = DN(exec)(cp, work, work + 2 * n);
-        for (int64_t j = 0; j < n; j++) y[j * sy] = r[2 * j] * sc;
-        return;
-    }
-    const int64_t P = rp->rsp, m = n / P, S = (P - 1) / 2, st = P * sy;
-    T *W = work, *vl = work + 2 * S * m, *tmp = vl + 2 * (m / 2 + 1);
-    FD_RCOMB_ANY(1, X, W, vl)
-    for (int64_t s = 0; s < S; s++) {
-        const T *r = DN(exec)(cp, W + 2 * s * m, tmp);
-        T *y0 = y + 2 * s * sy, *y1 = y0 + sy;
-        for (int64_t j = 0; j < m; j++) {
-            y0[j * st] = r[2 * j] * sc;
-            y1[j * st] = r[2 * j + 1] * sc;
-        }
-    }
-    DN(rodd_bwd)(rp->rsub, vl, y + (P - 1) * sy, st, sc, tmp);
+    if (L > 1) DN(rleaf_bwd)(rp, p1, K, y, sy, sc, lw);
+    else if (!direct)
+        for (int64_t j = 0; j < n; j++) y[j * sy] = p1[j] * sc;
 }
 
 typedef struct {
@@ -673,11 +598,11 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     const int64_t n = J->n, h = n / 2;
     /* the line buffer (n + 1 complex: c2r reads h + 1 entries into it) and the work */
     const fft_plan *cp = (p->kind & 1) ? p->half : p;
-    /* odd real lines by rodd_fwd / rodd_bwd: split plans, and lines alone of a plan with
-     * a half Bluestein one (the rest in pairs, odd_pair); their result (h + 1), work
-     * and a padded copy of the input */
-    const int rsplit = (p->kind & 1) && (p->rsp || p->hblue);
-    int64_t nb = (p->kind & 1) && p->rsp ? h + 2 : cp->n + 2, nw = cp->work;
+    /* odd real lines by rodd_fwd / rodd_bwd: plans with real passes, and lines alone of
+     * a plan with a half Bluestein one (the rest in pairs, odd_pair); their result
+     * (h + 1), work and a padded copy of the input */
+    const int rpass = (p->kind & 1) && p->nfct, rsplit = rpass || ((p->kind & 1) && p->hblue);
+    int64_t nb = rpass ? h + 2 : cp->n + 2, nw = rpass ? 0 : cp->work;
     if (rsplit && p->work + h + 1 > nw) nw = p->work + h + 1;
     const size_t nbytes = (size_t)(nb + nw) * 2 * sizeof(T);
     T *buf = scratch_get(nbytes);
@@ -688,7 +613,7 @@ static void DN(lines)(void *ctx, int64_t b0, int64_t b1) {
     T *work = buf + 2 * nb;
     const int even = (n % 2) == 0;
     for (int64_t li = b0; li < b1; li++) {
-        if (J->kind && !even && !p->rsp && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
+        if (J->kind && !even && !rpass && li + 1 < b1 && DN(odd_pair)(J, li, buf, work)) {
             li++;
             continue;
         }
@@ -826,8 +751,7 @@ static int DN(run)(int kind, const fft_plan *p, const void *in, void *out, int64
     return J.failed ? -1 : 0;
 }
 
-#undef FD_RCOMB_ANY
-#undef FD_RCOMB
+#undef FD_RPASS
 #undef FD_PASS
 #undef FD_BPASS
 #undef VO

@@ -248,6 +248,142 @@ static void KN(passg)(int64_t IP, int64_t ido, int64_t l1, FK_RANGE,
         }
 }
 
+#ifndef FK_BATCH
+/* Real passes (odd radix P, FFTPACK's radf / radb in a Stockham order): a real
+ * transform is a sequence of them over halfcomplex spectra (length L odd: entry 0 the
+ * real X_0, then Re X_k, Im X_k for k = 1 .. (L - 1) / 2). The forward pass turns
+ * the P spectra of length L at in + (g + r K) L (the decimated lines x[g + K (P j + r)],
+ * r < P) into the spectrum of length P L at out + g P L: X[k + q L] = sum_r w_P^(rq)
+ * W_PL^(rk) Y_r[k], X[-f] = conj X[f]; the backward pass undoes it (the inverse
+ * radix-P DFT, then the conjugate twiddles; unnormalised). tw[(r - 1) hL + k - 1] =
+ * W_PL^(rk) and rt[e] = w_P^e carry the direction's sign. These cover k >= 1; k = 0 is
+ * real (rpass0f / rpass0b in fft_drv.h). */
+
+/* U_q = sum_r u_r rt^(rq), q < P: the radix-P DFT both passes share. */
+FFT_INLINE void KN(rdft)(const int64_t P, const CV *u, CV *U, const T *restrict rt) {
+    const int64_t S = (P - 1) / 2;
+    CV tp[FFT_MAX_GENERIC / 2 + 1], tm[FFT_MAX_GENERIC / 2 + 1], s0 = u[0];
+    for (int64_t r = 1; r <= S; r++) {
+        tp[r] = O(add)(u[r], u[P - r]);
+        tm[r] = O(sub)(u[r], u[P - r]);
+        s0 = O(add)(s0, tp[r]);
+    }
+    U[0] = s0;
+    for (int64_t q = 1; q <= S; q++) {
+        CV a = O(fma)(tp[1], rt[2 * q], u[0]), b = O(scale)(tm[1], rt[2 * q + 1]);
+        int64_t e = q;
+        for (int64_t r = 2; r <= S; r++) {
+            e += q;
+            if (e >= P) e -= P;
+            a = O(fma)(tp[r], rt[2 * e], a);
+            b = O(fma)(tm[r], rt[2 * e + 1], b);
+        }
+        b = O(rotp)(b);
+        U[q] = O(add)(a, b);
+        U[P - q] = O(sub)(a, b);
+    }
+}
+
+/* Entry k of a halfcomplex spectrum (k >= 1). */
+#define HC(p, k) ((p) + 2 * (k) - 1)
+
+/* g in [g0, g1), k in [k0, k1): VL values of k at a time (lines of length L >= 2 VL + 1,
+ * the far half of the spectrum stored reversed), or with byg VL lines g at a time
+ * (short lines: strided loads and stores, one twiddle for every lane). */
+FFT_INLINE void KN(rpassf_)(const int64_t P, const int byg, int64_t L, int64_t K,
+                            int64_t g0, int64_t g1, int64_t k0, int64_t k1,
+                            const T *restrict in, T *restrict out, const T *restrict tw,
+                            const T *restrict rt) {
+    const int64_t hL = (L - 1) / 2, S = (P - 1) / 2, KL = K * L, PL = P * L;
+    for (int64_t g = g0; g < g1; g += byg ? VL : 1) {
+        const T *c = in + g * L;
+        T *o = out + g * PL;
+        for (int64_t k = k0; k < k1; k += byg ? 1 : VL) {
+            CV u[FFT_MAX_GENERIC], U[FFT_MAX_GENERIC];
+            u[0] = byg ? O(ldg)(HC(c, k), L) : O(ld)(HC(c, k));
+            for (int64_t r = 1; r < P; r++) {
+                const T *w = tw + 2 * ((r - 1) * hL + k - 1);
+                u[r] = byg ? O(mul)(O(ldg)(HC(c + r * KL, k), L), O(bc)(w))
+                           : O(mul)(O(ld)(HC(c + r * KL, k)), O(ld)(w));
+            }
+            KN(rdft)(P, u, U, rt);
+            if (byg) O(stg)(HC(o, k), PL, U[0]);
+            else O(st)(HC(o, k), U[0]);
+            for (int64_t q = 1; q <= S; q++) {    /* X[k + q L], conj X[(P - q) L + k] */
+                if (byg) {
+                    O(stg)(HC(o, k + q * L), PL, U[q]);
+                    O(stg)(HC(o, q * L - k), PL, O(conj)(U[P - q]));
+                } else {
+                    O(st)(HC(o, k + q * L), U[q]);
+                    O(st)(HC(o, q * L - k - VL + 1), O(rev)(O(conj)(U[P - q])));
+                }
+            }
+        }
+    }
+}
+
+FFT_INLINE void KN(rpassb_)(const int64_t P, const int byg, int64_t L, int64_t K,
+                            int64_t g0, int64_t g1, int64_t k0, int64_t k1,
+                            const T *restrict in, T *restrict out, const T *restrict tw,
+                            const T *restrict rt) {
+    const int64_t hL = (L - 1) / 2, S = (P - 1) / 2, KL = K * L, PL = P * L;
+    for (int64_t g = g0; g < g1; g += byg ? VL : 1) {
+        const T *c = in + g * PL;
+        T *o = out + g * L;
+        for (int64_t k = k0; k < k1; k += byg ? 1 : VL) {
+            CV u[FFT_MAX_GENERIC], U[FFT_MAX_GENERIC];
+            if (byg) {
+                u[0] = O(ldg)(HC(c, k), PL);
+                for (int64_t q = 1; q <= S; q++) {
+                    u[q] = O(ldg)(HC(c, k + q * L), PL);
+                    u[P - q] = O(conj)(O(ldg)(HC(c, q * L - k), PL));
+                }
+            } else {
+                u[0] = O(ld)(HC(c, k));
+                for (int64_t q = 1; q <= S; q++) {
+                    u[q] = O(ld)(HC(c, k + q * L));
+                    u[P - q] = O(conj)(O(rev)(O(ld)(HC(c, q * L - k - VL + 1))));
+                }
+            }
+            KN(rdft)(P, u, U, rt);
+            if (byg) O(stg)(HC(o, k), L, U[0]);
+            else O(st)(HC(o, k), U[0]);
+            for (int64_t r = 1; r < P; r++) {
+                const T *w = tw + 2 * ((r - 1) * hL + k - 1);
+                if (byg) O(stg)(HC(o + r * KL, k), L, O(mul)(U[r], O(bc)(w)));
+                else O(st)(HC(o + r * KL, k), O(mul)(U[r], O(ld)(w)));
+            }
+        }
+    }
+}
+#undef HC
+
+/* constant P for 3, 5, 7 (the loops unrolled) */
+#define FK_RPASS(name)                                                                  \
+    static void KN(name)(int64_t P, int byg, int64_t L, int64_t K, int64_t g0,         \
+                         int64_t g1, int64_t k0, int64_t k1, const T *restrict in,      \
+                         T *restrict out, const T *restrict tw, const T *restrict rt) { \
+        if (byg && VL > 1) {                                                            \
+            switch (P) {                                                                \
+            case 3: KN(name##_)(3, 1, L, K, g0, g1, k0, k1, in, out, tw, rt); break;    \
+            case 5: KN(name##_)(5, 1, L, K, g0, g1, k0, k1, in, out, tw, rt); break;    \
+            case 7: KN(name##_)(7, 1, L, K, g0, g1, k0, k1, in, out, tw, rt); break;    \
+            default: KN(name##_)(P, 1, L, K, g0, g1, k0, k1, in, out, tw, rt);          \
+            }                                                                           \
+            return;                                                                     \
+        }                                                                               \
+        switch (P) {                                                                    \
+        case 3: KN(name##_)(3, 0, L, K, g0, g1, k0, k1, in, out, tw, rt); break;        \
+        case 5: KN(name##_)(5, 0, L, K, g0, g1, k0, k1, in, out, tw, rt); break;        \
+        case 7: KN(name##_)(7, 0, L, K, g0, g1, k0, k1, in, out, tw, rt); break;        \
+        default: KN(name##_)(P, 0, L, K, g0, g1, k0, k1, in, out, tw, rt);              \
+        }                                                                               \
+    }
+FK_RPASS(rpassf)
+FK_RPASS(rpassb)
+#undef FK_RPASS
+#endif
+
 #undef ROT
 #undef TWL
 #undef EL
