@@ -65,11 +65,12 @@ def _class_targets(input, target, index_shape, C, ignore_index, op):
                          f"input {tuple(input.shape)}: expected {index_shape}")
     with _core._no_record():
         t = _work(target, _int64)
-        bad = kernel("check_targets", op, t)(t, C, ignore_index)
-        if bad >= 0:
-            v = t.reshape(-1)[bad].item()
-            raise IndexError(f"{op}: target {v} is out of bounds for {C} classes (expected "
-                             f"values in [0, {C - 1}] or ignore_index={ignore_index})")
+
+        def error(bad):   # raised at once on the CPU, at the next sync on a device
+            v = target.reshape(-1)[bad].item()
+            return IndexError(f"{op}: target {v} is out of bounds for {C} classes (expected "
+                              f"values in [0, {C - 1}] or ignore_index={ignore_index})")
+        kernel("check_targets", op, t)(t, C, ignore_index, error)
     return t
 
 
