@@ -59,16 +59,14 @@ class CPUBackend(Backend):
 
     # the checks raise error(position) at the first bad value (a device raises it at
     # its next synchronizing read: backends/gpu deferred_check)
-    @staticmethod
-    def normalize(index, size, allow_negative, error):
+    def normalize(self, index, size, allow_negative, error):
         c = _core.astype(index, int64)     # a contiguous copy, wrapped in place
         bad = _index.normalize(c, size, allow_negative)
         if bad >= 0:
             raise error(bad)
         return c
 
-    @staticmethod
-    def check_targets(target, C, ignore_index, error):
+    def check_targets(self, target, C, ignore_index, error):
         bad = _loss.check_targets(target, C, ignore_index)
         if bad >= 0:
             raise error(bad)
