@@ -218,6 +218,43 @@ def test_opencl_fused_kernels_take_views_at_an_offset():
         assert p.cpu().tolist() == [-0.5 * k] * (k + 1)
 
 
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL device")
+def test_opencl_multi_tensor_work_groups_cover_every_element():
+    """optim.h's work-groups: a tensor of more than CHUNK elements in pieces, smaller
+    ones together up to CHUNK; every element of every slot updated once (SGD exactly,
+    Adam as the CPU's fused loop, the clipping scale exactly)."""
+    from ember._C import foreach as _fe
+    from ember.backends.gpu.optim import CHUNK, _chunk_rows
+    dev = em.device("opencl")
+    backend = em._C.core.backend_for(dev)
+    h = CHUNK // 2
+    sizes = [CHUNK + 1, 1, h, h - 1, CHUNK, 0, 2 * CHUNK + 3, 5, 3]
+    assert _chunk_rows(sizes) == [(0, 1, 0, CHUNK), (0, 1, CHUNK, CHUNK + 1), (1, 4, 0, h - 1),
+                                  (4, 6, 0, 0), (6, 7, 0, CHUNK), (6, 7, CHUNK, 2 * CHUNK),
+                                  (6, 7, 2 * CHUNK, 2 * CHUNK + 3), (7, 9, 0, 3)]
+    rng = np.random.default_rng(5)
+    host = [[rng.standard_normal(n).astype(np.float32) for n in sizes] for _ in range(4)]
+    ps = [em.zeros(n, device=dev) for n in sizes]
+    gs = [em.from_numpy(g).to(dev) for g in host[1]]
+    assert backend.sgd_(ps, gs, [None] * 9, [False] * 9, 0.5, 0, 0, 0, False, False) == []
+    for p, g in zip(ps, host[1]):
+        np.testing.assert_array_equal(p.cpu().numpy(), -0.5 * g)
+    assert backend.mul_multi_(gs, em.full((1,), 2.0, device=dev)) == []
+    for g, h in zip(gs, host[1]):
+        np.testing.assert_array_equal(g.cpu().numpy(), 2 * h)
+    host[3] = [np.abs(v) for v in host[3]]
+    cpu = [[em.from_numpy(a.copy()) for a in arrays] for arrays in host]
+    on = [[t.to(dev) for t in ts] for ts in cpu]
+    args = (0.01, 0.9, 0.95, 1e-8, 0.1, True, False)
+    assert _fe.adam_(*cpu, [None] * 9, [1 - 0.9] * 9, [(1 - 0.95) ** 0.5] * 9, *args) == []
+    steps = [em.zeros((), device=dev) for _ in sizes]
+    assert backend.adam_(*on, [None] * 9, steps, *args) == []
+    for ts, ds in zip(cpu, on):
+        for c, d in zip(ts, ds):
+            np.testing.assert_allclose(d.cpu().numpy(), c.numpy(), rtol=1e-5, atol=1e-6)
+    assert [s.item() for s in steps] == [1.0] * 9
+
+
 def test_what_the_fused_loop_does_not_take_runs_composed():
     """A transposed (non-contiguous) parameter and a float16 one take the composed ops;
     the others the fused loop; every one is updated as the composed ops would."""

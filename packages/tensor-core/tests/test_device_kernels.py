@@ -230,12 +230,41 @@ def test_indexing_gather_scatter(dev, shape, seed, dt):
     same(dev, run, x, rows, cols, g, src)
 
 
-def test_bad_index_raises_at_the_line(dev):
-    x = em.zeros((3, 4), device=dev)
-    with pytest.raises(IndexError, match="index 3 is out of bounds"):
-        x[em.tensor([0, 3], device=dev)]
-    with pytest.raises(IndexError, match="index -5 is out of bounds"):
-        x[:, em.tensor([-5], device=dev)]
+def test_bad_index_raises_at_the_next_sync(dev, monkeypatch):
+    # checked on the device: the op's IndexError (its name, the value, the size) comes
+    # at the next synchronizing read (cpu, item, synchronize), the first bad check's
+    x = em.arange(12.0, device=dev).reshape(3, 4)
+    with pytest.raises(IndexError, match="getitem: index 3 is out of bounds for dim 0 "
+                                         "with size 3"):
+        y = x[em.tensor([0, 3], device=dev)]
+        x[:, em.tensor([-5], device=dev)]           # a second bad one: the first is named
+        y.cpu()
+    with pytest.raises(IndexError, match="embedding: index -1 is out of bounds"):
+        F.embedding(em.tensor([1, -1], device=dev), x)
+        em.accelerator.synchronize(dev)
+    # the flag is clear again: correct ops read back correctly
+    np.testing.assert_array_equal(x[em.tensor([2, -1], device=dev)].cpu().numpy(),
+                                  np.arange(12.0).reshape(3, 4)[[2, -1]])
+    monkeypatch.setenv("EMBER_SYNC", "1")             # at the line, as on the CPU
+    with pytest.raises(IndexError, match="index_select: index 7 is out of bounds"):
+        x.index_select(1, em.tensor([7], device=dev))
+
+
+def test_checked_step_reads_once(dev):
+    # embedding's and cross entropy's index checks, forward and backward, cost no host
+    # read of their own: their flag rides with the loss's read
+    w = em.randn(5, 3, device=dev, requires_grad=True)
+    i, t = em.tensor([[0, 4], [2, 3]], device=dev), em.tensor([0, 1, 2, 2], device=dev)
+    backend = em._C.core.backend_for(em.device(dev))
+    backend.reset_counters()
+    loss = F.cross_entropy(F.embedding(i, w).reshape(-1, 3), t)
+    loss.backward()
+    value = loss.item()
+    c = backend.counters()
+    assert (c["host_transfers"], c["check_reads"]) == (1, 0)
+    ref = F.cross_entropy(F.embedding(i.cpu(), w.detach().cpu()).reshape(-1, 3),
+                          em.tensor([0, 1, 2, 2]))
+    assert value == pytest.approx(ref.item(), rel=1e-6)
 
 
 def test_gradcheck_on_the_device(dev):

@@ -961,10 +961,12 @@ def test_issue16_item2_index_put_with_host_indices(device):
     expect[1] = 7
     expect[0, 1], expect[2, 3] = 1, 5
     np.testing.assert_array_equal(t.cpu().numpy(), expect)
-    with pytest.raises(IndexError, match="out of bounds"):
-        t[[0, 3]]
-    with pytest.raises(IndexError, match="out of bounds"):
+    # a device raises at the next synchronizing read (its error flag), the CPU at once
+    with pytest.raises(IndexError, match="getitem: index 3 is out of bounds"):
+        t[[0, 3]].cpu()
+    with pytest.raises(IndexError, match="setitem: index -4 is out of bounds"):
         t[[-4]] = 1.0
+        t.cpu()
     # the device is still sound after the errors (a stale buffer would crash here)
     assert em.tensor([0, 2], device=device).tolist() == [0, 2]
 

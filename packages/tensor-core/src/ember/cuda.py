@@ -129,8 +129,10 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 def synchronize(device=None) -> None:
     """Wait for every kernel and copy queued on the device (all devices when None
-    is given and none is current)."""
+    is given and none is current); raises a deferred index check's IndexError."""
     _runtime().synchronize(None if device is None else _index(device))
+    if ember.backends.cuda._backend is not None:
+        ember.backends.cuda._backend.check_errors()
 
 
 def manual_seed(seed: int) -> None:

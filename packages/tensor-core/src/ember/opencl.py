@@ -70,8 +70,11 @@ def get_device_name(device=None) -> str:
 
 
 def synchronize(device=None):
+    """Wait for every launch and copy queued; raises a deferred index check's
+    IndexError (an index or class target out of range found by an earlier launch)."""
     if _backend is not None:
         _backend.synchronize(device)
+        _backend.check_errors()
 
 
 def memory_allocated(device=None) -> int:

@@ -1173,7 +1173,7 @@ def _(n, g):
                                   a["reduction"], a["label_smoothing"])
         return _by_composite(n, g, forward)
     return cross_entropy_backward(g, n.inputs[0], a["target"], a["weight"], a["ignore_index"],
-                                  a["reduction"], a["label_smoothing"]),
+                                  a["reduction"], a["label_smoothing"], a.get("total")),
 
 
 @formula("nll_loss", inputs=(0,))

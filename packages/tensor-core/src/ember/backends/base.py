@@ -117,8 +117,11 @@ HAND_WRITTEN_KERNELS = {
     "dropout_backward": "dropout",
     "lstm_cell": "rnn",
     "lstm_cell_backward": "rnn",
-    # indexing (normalize: negative indices wrapped and every index checked against
-    # the dim's size), sorting, scans
+    # indexing (normalize(index, size, allow_negative, error): a contiguous int64 copy
+    # of the index, negatives wrapped, every value checked against the dim's size; it
+    # and check_targets raise
+    # error(position) for a bad value, at once on the CPU and at the next synchronizing
+    # read on a device), sorting, scans
     "normalize": "index",
     "gather": "index",
     "scatter": "index",

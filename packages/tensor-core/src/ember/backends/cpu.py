@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 from ember._C import core as _core
-from ember._dtypes import bfloat16, float16, float32, float64, low_float_below
+from ember._dtypes import bfloat16, float16, float32, float64, int64, low_float_below
 from ember.backends.base import HAND_WRITTEN_KERNELS, Backend
 
 
@@ -57,6 +57,23 @@ class CPUBackend(Backend):
         return out
 
 
+    # the checks raise error(position) at the first bad value (a device raises it at
+    # its next synchronizing read: backends/gpu deferred_check)
+    def normalize(self, index, size, allow_negative, error):
+        c = _core.astype(index, int64)     # a contiguous copy, wrapped in place
+        bad = _index.normalize(c, size, allow_negative)
+        if bad >= 0:
+            raise error(bad)
+        return c
+
+    def check_targets(self, target, C, ignore_index, error):
+        bad = _loss.check_targets(target, C, ignore_index)
+        if bad >= 0:
+            raise error(bad)
+
+
+_index = importlib.import_module("ember._C.index")
+_loss = importlib.import_module("ember._C.loss")
 _random = importlib.import_module("ember._C.random")
 _matmul = importlib.import_module("ember._C.matmul")
 for _name, _family in HAND_WRITTEN_KERNELS.items():

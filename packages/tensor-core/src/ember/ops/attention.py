@@ -36,6 +36,25 @@ def additive_mask(mask, like):
     return mask if mask.dtype == like.dtype else mask.to(like.dtype)
 
 
+_CAUSAL = {}               # (L, S, device) -> the causal bool mask, made once
+_CAUSAL_CACHED = 1 << 20   # masks of at most this many elements are kept
+
+
+def _causal_mask(L, S, device):
+    """ones(L, S, bool).tril() on device, kept for the next call of the same size (on a
+    device, making it is 6 launches)."""
+    import ember as em
+    key = (L, S, str(device))
+    m = _CAUSAL.get(key)
+    if m is None:
+        m = em.ones(L, S, dtype=em.bool, device=device).tril()
+        if L * S <= _CAUSAL_CACHED:
+            if len(_CAUSAL) >= 16:
+                _CAUSAL.clear()
+            _CAUSAL[key] = m
+    return m
+
+
 def sdpa_composite(query, key, value, mask, is_causal, scale, dropout_p=0.0):
     """The attention of ember ops: the fallback on devices (and with dropout) and the
     create_graph path. mask: None or an additive float mask broadcasting with the
@@ -44,11 +63,11 @@ def sdpa_composite(query, key, value, mask, is_causal, scale, dropout_p=0.0):
     L, S = query.shape[-2], key.shape[-2]
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
-        causal = em.ones(L, S, dtype=em.bool, device=query.device).tril()
-        scores = em.where(causal, scores, -math.inf)
+        scores = em.where(_causal_mask(L, S, query.device), scores, -math.inf)
     if mask is not None:
         scores = scores + mask
-    if not is_causal and mask is None:
+    if mask is None:
+        # the causal mask alone leaves every row a key (row i has key 0)
         attn = em.softmax(scores, -1)
     else:
         # softmax of an all -inf row is NaN, and NaN gradients would reach every key

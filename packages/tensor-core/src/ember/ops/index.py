@@ -152,13 +152,13 @@ def _on(t, device):
 
 def _prep(index, size, op, where, allow_negative=True):
     """A contiguous int64 copy of index with every value checked against size (and
-    negatives wrapped when allowed); IndexError naming op, value and dim otherwise."""
-    c = _core.astype(index, _int64)
-    bad = _run("normalize", op, c, size, allow_negative)
-    if bad >= 0:
-        v = c._view((), (), bad).item()
-        raise IndexError(f"{op}: index {v} is out of bounds for {where} with size {size}")
-    return c
+    negatives wrapped when allowed); IndexError naming op, value and dim otherwise (on
+    a device at the next synchronizing read: the index is checked there without a
+    host read, a bad value standing as 0 until then)."""
+    def error(bad):   # raised at once on the CPU, at the next sync on a device
+        v = index.reshape(-1)[bad].item()
+        return IndexError(f"{op}: index {v} is out of bounds for {where} with size {size}")
+    return _run("normalize", op, index, size, allow_negative, error)
 
 
 def _scalar_tensor(value, dtype, device, op):

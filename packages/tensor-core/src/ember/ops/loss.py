@@ -65,19 +65,27 @@ def _class_targets(input, target, index_shape, C, ignore_index, op):
                          f"input {tuple(input.shape)}: expected {index_shape}")
     with _core._no_record():
         t = _work(target, _int64)
-        bad = kernel("check_targets", op, t)(t, C, ignore_index)
-        if bad >= 0:
-            v = t.reshape(-1)[bad].item()
-            raise IndexError(f"{op}: target {v} is out of bounds for {C} classes (expected "
-                             f"values in [0, {C - 1}] or ignore_index={ignore_index})")
+
+        def error(bad):   # raised at once on the CPU, at the next sync on a device
+            v = target.reshape(-1)[bad].item()
+            return IndexError(f"{op}: target {v} is out of bounds for {C} classes (expected "
+                              f"values in [0, {C - 1}] or ignore_index={ignore_index})")
+        kernel("check_targets", op, t)(t, C, ignore_index, error)
     return t
 
 
-def _reduce_loss(loss, wrow, reduction):
+def _reduce_loss(loss, wrow, reduction, attrs=None):
+    """The reduced loss; 'mean' divides by the sum of the targets' weights, which it
+    keeps in attrs["total"] (when given) for the backward."""
     if reduction == "none":
         return loss
     total = loss.sum()
-    return total if reduction == "sum" else total / wrow.sum()
+    if reduction == "sum":
+        return total
+    den = wrow.sum()
+    if attrs is not None:
+        attrs["total"] = den
+    return total / den
 
 
 def _classes_last(input, work):
@@ -165,26 +173,31 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     with _core._no_record():
         x, _ = _classes_last(input, work)
         loss, wrow = kernel("cross_entropy", op, input)(x, t, _work(weight, work), ignore_index, ls)
-        loss = _cast_back(_reduce_loss(loss, wrow, reduction), input.dtype)
+        loss = _cast_back(_reduce_loss(loss, wrow, reduction, attrs), input.dtype)
     return _core.record(op, (input,), loss, attrs)
 
 
-def _grad_scale(grad, t, weight, ignore_index, reduction, work):
+def _grad_scale(grad, t, weight, ignore_index, reduction, work, total=None):
     """(the output's grad in the work dtype, contiguous, scale): each position's loss
-    enters the output times grad (its own, or the one value) * scale."""
+    enters the output times grad (its own, or the one value) * scale. total: the
+    forward's sum of the targets' weights ('mean''s divisor), else summed here."""
     g = _work(grad, work)
     if reduction != "mean":
         return g, 1.0
-    valid = t != ignore_index
-    if weight is None:
-        total = valid.sum()
-    else:
-        from ember.ops.elementwise import where
-        total = (weight.to(work).index_select(0, where(valid, t, 0).reshape(-1))
-                 * valid.reshape(-1)).sum()
+    if total is None:
+        valid = t != ignore_index
+        if weight is None:
+            total = valid.sum()
+        else:
+            from ember.ops.elementwise import where
+            total = (weight.to(work).index_select(0, where(valid, t, 0).reshape(-1))
+                     * valid.reshape(-1)).sum()
     if g.device.type != "cpu":
         # divide on the device: reading the total back would stall every backward
         total = total.to(work)
+        if weight is None:
+            # total is 0 only when every target is ignored: the kernel skips every row
+            return (g / total).contiguous(), 1.0
         g = _core.elementwise("where", total == 0, 0.0, g / total).contiguous()
         return g, 1.0
     total = total.item()
@@ -192,9 +205,10 @@ def _grad_scale(grad, t, weight, ignore_index, reduction, work):
 
 
 def cross_entropy_backward(grad, input, target, weight=None, ignore_index=-100,
-                           reduction="mean", label_smoothing=0.0):
+                           reduction="mean", label_smoothing=0.0, total=None):
     """The gradient of cross_entropy w.r.t. its input (logits). Class-index targets
-    recompute the softmax from the input in the fused backward kernel."""
+    recompute the softmax from the input in the fused backward kernel; total: the
+    forward's 'mean' divisor (its attrs["total"]), summed again when None."""
     op = "cross_entropy_backward"
     work = _work_dtype(input.dtype)
     with _core._no_record():
@@ -207,7 +221,7 @@ def cross_entropy_backward(grad, input, target, weight=None, ignore_index=-100,
         C, index_shape = _classes(input)
         t = _class_targets(input, target, index_shape, C, ignore_index, op)
         x, back = _classes_last(input, work)
-        g, scale = _grad_scale(grad, t, weight, ignore_index, reduction, work)
+        g, scale = _grad_scale(grad, t, weight, ignore_index, reduction, work, total)
         dx = kernel("cross_entropy_backward", op, input)(x, t, _work(weight, work), g, scale,
                                                    ignore_index, float(label_smoothing))
         return _cast_back(back(dx), input.dtype)

@@ -20,6 +20,7 @@ exactly those C types.
 """
 from __future__ import annotations
 
+import os
 import struct
 
 from ember._C import core as _core
@@ -50,6 +51,20 @@ from ember.backends.gpu.sort import SortKernels
 from ember.ops import render, table
 
 REDUCE_GROUP = render.GPU_REDUCE_GROUP   # work-items per row of the row-wise kernels
+CHECK_SLOTS = 256        # deferred checks a device holds between two synchronizing reads
+_NO_ERROR = (1 << 63) - 1    # an untouched check slot (the kernels atomic_min a position)
+_RIDE_BYTES = 1 << 16        # reads up to this size carry the check slots along
+
+
+class _DeviceChecks:
+    """A device's error flag: CHECK_SLOTS int64 slots on the device (one per deferred
+    check since the last synchronizing read, _NO_ERROR until a kernel records the first
+    bad position there) and the checks' error builders (position -> exception), in
+    order."""
+    __slots__ = ("flag", "errors")
+
+    def __init__(self, flag):
+        self.flag, self.errors = flag, []
 
 
 class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKernels,
@@ -63,9 +78,9 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
     def __init__(self):
         self.launches = 0          # kernel launches since the last reset_counters()
         self.host_transfers = 0    # host<->device copies since the last reset_counters()
-        self._pending = []         # deferred device-side checks (check_targets)
+        self._checks = {}          # device -> _DeviceChecks (the deferred index checks)
         self._checked = []         # the last targets checked (check once per tensor version)
-        self.check_reads = 0       # reads of deferred check flags (8 bytes at a sync point)
+        self.check_reads = 0       # reads of the check slots on their own (not riding along)
 
     # primitives (a subclass supplies these) -------------------------------------------
     def allocate(self, nbytes, device):
@@ -110,8 +125,8 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
 
     def counters(self):
         """launches: kernels run; host_transfers: copies of tensor data between host and
-        device; check_reads: 8-byte reads of deferred device-side checks (at most one
-        per synchronizing read that follows a checked op)."""
+        device; check_reads: reads of the deferred checks' slots on their own (a small
+        read rides along with them instead: see to_cpu)."""
         return {"launches": self.launches, "host_transfers": self.host_transfers,
                 "check_reads": self.check_reads}
 
@@ -133,12 +148,73 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
     def handle(t):
         return t.untyped_storage().handle
 
-    def _read_flag(self, flag):
-        """The value of a one-element int64 check flag (a synchronizing 8-byte read)."""
-        self.check_reads += 1
-        buf = _core.empty((1,), flag.dtype)
-        self.read(self.handle(flag), flag.storage_offset() * 8, _host_bytes(buf))
-        return _core.item(buf)
+    # deferred checks (the device error flag) ----------------------------------------
+    def deferred_check(self, device, kernel, n, args, error):
+        """Launch the check `kernel` over n items with args + [flag, slot]: it records
+        the first bad position in its slot of the device's error flag (atomic_min) and
+        leaves the data safe to use (an index clamped in range). Nothing is read now:
+        error(position) (an exception) is raised at the next synchronizing read of this
+        device (item(), cpu(), synchronize(); at once under EMBER_SYNC=1), as CUDA's
+        device-side asserts are, but as the op's own exception."""
+        key = str(device)
+        ch = self._checks.get(key)
+        if ch is None:
+            flag = self.empty((CHECK_SLOTS,), _core._dtype_by_name("int64"), device)
+            self.fill(flag, _NO_ERROR)
+            ch = self._checks[key] = _DeviceChecks(flag)
+        elif len(ch.errors) == CHECK_SLOTS:
+            self.check_errors(device)       # every slot taken: read them now (a sync)
+        self.run(device, kernel, n, list(args) + [self.handle(ch.flag), len(ch.errors)])
+        ch.errors.append(error)
+        if os.environ.get("EMBER_SYNC") == "1":
+            self.check_errors(device)
+
+    def check_errors(self, device=None):
+        """Read the deferred checks' slots of `device` (every device: None) and raise
+        the first failure; one read per device that has checks waiting."""
+        for key, ch in list(self._checks.items()):
+            if ch.errors and (device is None or key == str(device)):
+                self.check_reads += 1
+                n = len(ch.errors)
+                host = _core.empty((n,), ch.flag.dtype)
+                self.read(self.handle(ch.flag), 0, _host_bytes(host))
+                self._raise_first(ch, memoryview(host).cast("B").cast("q"))
+
+    def _raise_first(self, ch, slots):
+        """Forget ch's checks; raise the first failed one's exception (the slots reset
+        first, so the next checks start clean)."""
+        errors, ch.errors = ch.errors, []
+        for error, pos in zip(errors, slots):
+            if pos != _NO_ERROR:
+                self.fill(ch.flag, _NO_ERROR)
+                raise error(pos)
+
+    def _read_checked(self, src, out):
+        """src's bytes into the CPU tensor out, raising a deferred check's failure
+        first: a small src rides in one read with the slots of its device (copied
+        beside it on the device), so a correct step's checks cost no host read."""
+        ch = self._checks.get(str(src.device))
+        nb = src.nbytes
+        if ch is None or not ch.errors or nb > _RIDE_BYTES:
+            self.check_errors(src.device)
+            if nb:
+                self.host_transfers += 1
+                self.read(self.handle(src), src.storage_offset() * src.itemsize,
+                          _host_bytes(out))
+            return
+        n, words = len(ch.errors), -(-nb // 8)
+        stage = self.empty((words + n,), ch.flag.dtype, src.device)
+        if nb:
+            self.copy_buffer(self.handle(stage), 0, self.handle(src),
+                             src.storage_offset() * src.itemsize, nb)
+        self.copy_buffer(self.handle(stage), words * 8, self.handle(ch.flag), 0, n * 8)
+        host = _core.empty((words + n,), ch.flag.dtype)
+        self.host_transfers += 1
+        self.read(self.handle(stage), 0, _host_bytes(host))
+        raw = memoryview(host).cast("B")
+        self._raise_first(ch, raw[words * 8:].cast("q"))
+        if nb:
+            _host_bytes(out)[:] = raw[:nb]
 
     def dense(self, x):
         """x itself when contiguous from element 0 of its buffer (what hand-written
@@ -182,13 +258,9 @@ class GPUBackend(MatmulKernels, ConvKernels, PoolKernels, SoftmaxKernels, NormKe
         return out
 
     def to_cpu(self, tensor):
-        if self._pending:
-            self.raise_pending()
         src = tensor if tensor.is_contiguous() else self.contiguous(tensor)
         out = _core.empty(tuple(src.shape), src.dtype)
-        if src.nbytes:
-            self.host_transfers += 1
-            self.read(self.handle(src), src.storage_offset() * src.itemsize, _host_bytes(out))
+        self._read_checked(src, out)
         return out
 
     def contiguous(self, x):

@@ -12,18 +12,25 @@ from ember.backends.gpu.layout import LAYOUT_WORDS, MAXD, pack_layout
 class IndexKernels:
     """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
 
-    def normalize(self, idx, size, allow_negative):
-        """Wrap negative indices in place, return the first bad position or -1 (read
-        at once: an index error is raised at the line that indexes)."""
-        n = idx.numel()
+    def normalize(self, index, size, allow_negative, error):
+        """A contiguous int64 copy of index, negatives wrapped, checked against size on
+        the device without waiting: a bad index becomes 0 (the kernels that follow stay
+        in bounds) and error(its position) is raised at the next synchronizing read
+        (deferred_check). One launch from a dense int64 index (copy and check at once)."""
+        int64 = _core._dtype_by_name("int64")
+        if index.dtype is int64 and index.is_contiguous() and index.storage_offset() == 0:
+            src, out = index, self.empty(tuple(index.shape), int64, index.device)
+        else:
+            src = out = _core.astype(index, int64)
+        n = out.numel()
         if n == 0:
-            return -1
-        flag = self.empty((1,), idx.dtype, idx.device)
-        self.fill(flag, n)
-        self.run(idx.device, "index_normalize", n,
-                 [n, self.handle(idx), size, int(allow_negative), self.handle(flag)])
-        bad = self._read_flag(flag)
-        return -1 if bad >= n else bad
+            return out
+        if size == 0:
+            raise error(0)    # no index is valid and none could stand in for a bad one
+        self.deferred_check(out.device, "index_normalize", n,
+                            [n, self.handle(src), self.handle(out), size, int(allow_negative)],
+                            error)
+        return out
 
     def _index_layout(self, out_shape, first, second, indices, op):
         """em_layout over out_shape for two strided operands and up to two index
@@ -77,7 +84,7 @@ class IndexKernels:
         total = self.empty((1,), _core._dtype_by_name("int64"), mask.device)
         self.reduce("sum", mask, tuple(range(mask.ndim)), total.reshape((1,) * mask.ndim)
                     if mask.ndim else total.reshape(()))
-        return self._read_flag(total)
+        return _core.item(self.to_cpu(total))
 
     def nonzero(self, mask):
         mask = self.dense(mask)

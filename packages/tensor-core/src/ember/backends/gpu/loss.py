@@ -3,7 +3,6 @@ deferred check of the targets."""
 from __future__ import annotations
 
 import math
-import os
 
 from ember._C import core as _core
 
@@ -11,37 +10,20 @@ from ember._C import core as _core
 class LossKernels:
     """Mixed into GPUBackend, whose helpers (run, dense, empty, ...) it uses."""
 
-    def check_targets(self, target, C, ignore_index):
-        """Checked on the device without waiting: a bad target is reported (IndexError)
-        at the next synchronizing read (item(), cpu(), ...; at once under EMBER_SYNC=1),
-        as CUDA's device-side asserts do. Always returns -1."""
+    def check_targets(self, target, C, ignore_index, error):
+        """Checked on the device without waiting (deferred_check): error(the first bad
+        position) is raised at the next synchronizing read. The loss kernels skip a bad
+        target's row meanwhile."""
         n = target.numel()
         if n == 0:
-            return -1
+            return
         target = self.dense(target)
         key = (target.untyped_storage(), target._version, tuple(target.shape), C, ignore_index)
         if any(k[0] is key[0] and k[1:] == key[1:] for k in self._checked):
-            return -1   # the backward re-checks the forward's targets: once is enough
+            return   # the backward re-checks the forward's targets: once is enough
         self._checked = (self._checked + [key])[-4:]
-        flag = self.empty((1,), _core._dtype_by_name("int64"), target.device)
-        self.fill(flag, n)
-        self.run(target.device, "check_targets", n,
-                 [n, self.handle(target), C, ignore_index, self.handle(flag)])
-        self._pending.append((flag, target, C, ignore_index))
-        if os.environ.get("EMBER_SYNC") == "1":
-            self.raise_pending()
-        return -1
-
-    def raise_pending(self):
-        """Read the deferred checks (one small read each) and raise the first failure."""
-        pending, self._pending = self._pending, []
-        for flag, target, C, ignore in pending:
-            bad = self._read_flag(flag)
-            if bad < target.numel():
-                v = _core.item(self.to_cpu(target.reshape(-1)[bad]))
-                raise IndexError(f"cross_entropy/nll_loss: target {v} is out of bounds for {C} "
-                                 f"classes (expected values in [0, {C - 1}] or "
-                                 f"ignore_index={ignore}); found by an earlier launch")
+        self.deferred_check(target.device, "check_targets", n,
+                            [n, self.handle(target), C, ignore_index], error)
 
     def _weights(self, w, like):
         """(buffer, has_w) of optional class weights (`like`'s buffer stands in)."""

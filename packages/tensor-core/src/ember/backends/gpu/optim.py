@@ -12,8 +12,10 @@ import struct
 
 from ember._C import core as _core
 from ember._dtypes import float32, float64, int64
+from ember.backends.gpu.layout import GROUP
 
 NSLOTS = 16                                   # EM_SLOTS16 in optim.h
+CHUNK = 1 << 12                               # elements per work-group (optim.h)
 _OPT_DTYPES = ("float32", "float64")          # what the CPU's fused loops take
 _UNSCALE_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _TABLES_KEPT = 256                            # slot tables kept on each device
@@ -40,21 +42,46 @@ def _chunks(idx):
     return [idx[k:k + NSLOTS] for k in range(0, len(idx), NSLOTS)]
 
 
+def _chunk_rows(sizes):
+    """The work-groups of an elementwise multi-tensor launch (optim.h's chunks): a
+    slot of more than CHUNK elements in pieces of CHUNK, consecutive smaller ones
+    together up to CHUNK (PoCL pays per work-group, and a group per small tensor cost
+    the GPT's AdamW 1.5x a flat buffer's time); rows (first slot, end slot, lo, hi)."""
+    rows, k = [], 0
+    while k < len(sizes):
+        if sizes[k] > CHUNK:
+            rows += [(k, k + 1, lo, min(lo + CHUNK, sizes[k]))
+                     for lo in range(0, sizes[k], CHUNK)]
+            k += 1
+            continue
+        end, total = k, 0
+        while end < len(sizes) and sizes[end] <= CHUNK and total + sizes[end] <= CHUNK:
+            total += sizes[end]
+            end += 1
+        rows.append((k, end, 0, sizes[end - 1]))
+        k = end
+    return rows
+
+
 class OptimKernels:
     """Mixed into GPUBackend."""
 
     def _slot_table(self, dev, rows):
-        """The em_int64 table of one launch's slots (rows of ints) on dev: uploaded once
-        per distinct content and kept, so a training loop's steps make no transfer."""
+        """(the em_int64 table of one launch's slots on dev, its work-groups): the rows
+        (ints, each slot's element count first), then the count of chunks and the
+        chunks (_chunk_rows); uploaded once per distinct content and kept, so a
+        training loop's steps make no transfer."""
         tables = self.__dict__.setdefault("_slot_tables", {})
         key = (str(dev), tuple(v for r in rows for v in r))
         t = tables.get(key)
         if t is None:
             if len(tables) >= _TABLES_KEPT:
                 tables.clear()
-            host = _core.empty((len(key[1]),), int64)
-            memoryview(host).cast("B")[:] = struct.pack(f"{len(key[1])}q", *key[1])
-            t = tables[key] = self.from_cpu(host, dev)
+            chunks = _chunk_rows([r[0] for r in rows])
+            words = key[1] + (len(chunks),) + tuple(v for c in chunks for v in c)
+            host = _core.empty((len(words),), int64)
+            memoryview(host).cast("B")[:] = struct.pack(f"{len(words)}q", *words)
+            t = tables[key] = (self.from_cpu(host, dev), len(chunks) * GROUP)
         return t
 
     def _slots(self, tensors, fill):
@@ -83,7 +110,7 @@ class OptimKernels:
         out = self.empty((len(tensors),), float64 if dt is float64 else float32, dev)
         for k, chunk in enumerate(_chunks(list(range(len(tensors))))):
             ts = [tensors[i] for i in chunk]
-            tab = self._slot_table(dev, [(t.numel(), t.storage_offset()) for t in ts])
+            tab, _ = self._slot_table(dev, [(t.numel(), t.storage_offset()) for t in ts])
             h = self.handle(tab)
             self.rows_launch(dev, f"sumsq_multi_{dt.name}", len(ts),
                              [len(ts), h, *self._slots(ts, h), self.handle(out), k * NSLOTS])
@@ -107,9 +134,9 @@ class OptimKernels:
                 factor.to(float64 if dt is float64 else float32)
             for chunk in _chunks(idx):
                 gs = [grads[i] for i in chunk]
-                tab = self._slot_table(dev, [(g.numel(), g.storage_offset()) for g in gs])
+                tab, items = self._slot_table(dev, [(g.numel(), g.storage_offset()) for g in gs])
                 h = self.handle(tab)
-                self.run(dev, f"scale_multi_{dt.name}", max(g.numel() for g in gs),
+                self.run(dev, f"scale_multi_{dt.name}", items,
                          [len(gs), h, *self._slots(gs, h), self.handle(f), f.storage_offset(),
                           *self._found_args(found_inf, h)])
                 for g in gs:
@@ -155,12 +182,12 @@ class OptimKernels:
                 xs = [max_sqs[i] if max_sqs[i] is not None else exp_avg_sqs[i] for i in chunk]
                 lists = (ps, [grads[i] for i in chunk], [exp_avgs[i] for i in chunk],
                          [exp_avg_sqs[i] for i in chunk], xs, [steps[i] for i in chunk])
-                tab = self._slot_table(dev, [(ps[k].numel(), *(ts[k].storage_offset()
+                tab, items = self._slot_table(dev, [(ps[k].numel(), *(ts[k].storage_offset()
                                                                for ts in lists))
                                              for k in range(len(chunk))])
                 h = self.handle(tab)
                 found = self._found_args(found_inf, h)
-                self.run(dev, f"adam_multi_{dt.name}", max(p.numel() for p in ps),
+                self.run(dev, f"adam_multi_{dt.name}", items,
                          [len(chunk), h, *(b for ts in lists for b in self._slots(ts, h)),
                           *found, int(max_sqs[chunk[0]] is not None), shrink, l2,
                           int(bool(maximize)), 1 - beta1, 1 - beta2, *logs, eps, lr])
@@ -198,12 +225,12 @@ class OptimKernels:
                 ps = [params[i] for i in chunk]
                 lists = (ps, [grads[i] for i in chunk],
                          [bufs[i] if has_buf else params[i] for i in chunk])
-                tab = self._slot_table(dev, [(ps[k].numel(), *(ts[k].storage_offset()
+                tab, items = self._slot_table(dev, [(ps[k].numel(), *(ts[k].storage_offset()
                                                                for ts in lists),
                                               int(bool(fresh[i])))
                                              for k, i in enumerate(chunk)])
                 h = self.handle(tab)
-                self.run(dev, f"sgd_multi_{dt.name}", max(p.numel() for p in ps),
+                self.run(dev, f"sgd_multi_{dt.name}", items,
                          [len(chunk), h, *(b for ts in lists for b in self._slots(ts, h)),
                           *self._found_args(found_inf, h), int(has_buf), weight_decay,
                           int(bool(maximize)), momentum, 1 - dampening, int(bool(nesterov)),

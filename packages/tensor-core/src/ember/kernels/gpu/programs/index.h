@@ -92,15 +92,20 @@ EM_KERNEL void EM_NAME(iota)(em_int64 n, EM_GLOBAL EM_T *out) {
 
 #else /* the dtype-free program */
 
-/* wrap negative indices in place (when allowed) and record the first index outside
- * [0, size) (flag[0] starts at n) */
-EM_KERNEL void index_normalize(em_int64 n, EM_GLOBAL em_int64 *idx, em_int64 size,
-                               int allow_negative, EM_GLOBAL em_int64 *flag) {
+/* out = idx (out may be idx) with negative indices wrapped (when allowed); the first
+ * index outside [0, size) goes to flag[slot] (the device error flag, backends/gpu
+ * deferred_check) */
+EM_KERNEL void index_normalize(em_int64 n, EM_GLOBAL const em_int64 *idx,
+                               EM_GLOBAL em_int64 *out, em_int64 size, int allow_negative,
+                               EM_GLOBAL em_int64 *flag, em_int64 slot) {
     for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE()) {
         em_int64 v = idx[i];
         if (v < 0 && allow_negative) v += size;
-        if (v < 0 || v >= size) em_atomic_min_int64(flag, i);
-        else idx[i] = v;
+        if (v < 0 || v >= size) {
+            em_atomic_min_int64(flag + slot, i);
+            v = 0;    /* the kernels that follow read in bounds until the error is raised */
+        }
+        out[i] = v;
     }
 }
 

@@ -18,7 +18,9 @@ EM_KERNEL void EM_NAME(cross_entropy)(em_int64 rows, em_int64 C, EM_GLOBAL const
     for (em_int64 r = EM_GROUP(); r < rows; r += EM_NGROUPS()) {
         const em_int64 t = target[r];
         EM_GLOBAL const EM_T *xr = x + r * C;
-        const int skip = t == ignore;   /* no early exit: every work-item reaches every barrier */
+        /* no early exit: every work-item reaches every barrier; a target out of range
+         * (its error raised at the next sync) is skipped so nothing reads outside x */
+        const int skip = t == ignore || t < 0 || t >= C;
         EM_CT m = -INFINITY;
         for (em_int64 k = lid; k < C; k += ls) m = xr[k] > m ? xr[k] : m;
         m = EM_NAME(group_max)(buf, m);
@@ -55,7 +57,7 @@ EM_KERNEL void EM_NAME(cross_entropy_backward)(em_int64 rows, em_int64 C, EM_GLO
         EM_GLOBAL const EM_T *xr = x + r * C;
         EM_GLOBAL EM_T *dr = dx + r * C;
         /* no early exit for ignored rows: every work-item reaches every barrier */
-        const int skip = t == ignore;
+        const int skip = t == ignore || t < 0 || t >= C;   /* out of range: raised later */
         EM_CT m = -INFINITY;
         for (em_int64 k = lid; k < C; k += ls) m = xr[k] > m ? xr[k] : m;
         m = EM_NAME(group_max)(buf, m);
@@ -82,7 +84,7 @@ EM_KERNEL void EM_NAME(nll_loss)(em_int64 N, em_int64 C, em_int64 S, EM_GLOBAL c
                                  em_int64 ignore) {
     for (em_int64 p = EM_GID(); p < N * S; p += EM_GSIZE()) {
         const em_int64 n = p / S, s = p % S, t = target[p];
-        if (t == ignore) { loss[p] = 0; wrow[p] = 0; continue; }
+        if (t == ignore || t < 0 || t >= C) { loss[p] = 0; wrow[p] = 0; continue; }
         const EM_CT wt = has_w ? w[t] : (EM_CT)1;
         loss[p] = -wt * x[(n * C + t) * S + s];
         wrow[p] = wt;
@@ -96,7 +98,7 @@ EM_KERNEL void EM_NAME(nll_loss_backward)(em_int64 N, em_int64 C, em_int64 S,
                                           EM_CT scale, EM_GLOBAL EM_T *dx, em_int64 ignore) {
     for (em_int64 p = EM_GID(); p < N * S; p += EM_GSIZE()) {
         const em_int64 n = p / S, s = p % S, t = target[p];
-        if (t == ignore) continue;
+        if (t == ignore || t < 0 || t >= C) continue;
         const EM_CT wt = has_w ? w[t] : (EM_CT)1;
         dx[(n * C + t) * S + s] = -wt * g[p * gstride] * scale;
     }
@@ -104,12 +106,12 @@ EM_KERNEL void EM_NAME(nll_loss_backward)(em_int64 N, em_int64 C, em_int64 S,
 
 #else /* the dtype-free program */
 
-/* flag[0] starts at n and ends as the first position whose target is neither a class
- * in [0, C) nor ignore (or n) */
+/* flag[slot] (the device error flag, backends/gpu deferred_check) = the least of
+ * itself and the first position whose target is neither a class in [0, C) nor ignore */
 EM_KERNEL void check_targets(em_int64 n, EM_GLOBAL const em_int64 *t, em_int64 C,
-                             em_int64 ignore, EM_GLOBAL em_int64 *flag) {
+                             em_int64 ignore, EM_GLOBAL em_int64 *flag, em_int64 slot) {
     for (em_int64 i = EM_GID(); i < n; i += EM_GSIZE())
-        if ((t[i] < 0 || t[i] >= C) && t[i] != ignore) em_atomic_min_int64(flag, i);
+        if ((t[i] < 0 || t[i] >= C) && t[i] != ignore) em_atomic_min_int64(flag + slot, i);
 }
 
 #endif
