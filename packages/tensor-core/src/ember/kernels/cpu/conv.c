@@ -238,7 +238,7 @@ static int gemm_wide(void) { return strncmp(em_gemm_kernel_name(), "avx512", 6) 
 #undef SUF
 #undef VL
 #undef DT
-#define CONV_IM2COL_ONLY   /* bfloat16: only im2col, which moves the 2-byte values */
+#define CONV_IM2COL_ONLY   /* bfloat16: only im2col/im2row, which move the 2-byte values */
 #define T uint16_t
 #define SUF bf16
 #define VL 16
@@ -293,6 +293,29 @@ static void FN(im2col)(const em_conv_params *p, int64_t cg, const T *restrict x,
                     for (int64_t j = hi; j < p->ow; j++) r[j] = 0;
                 }
             }
+}
+
+/* rows[q - q0, (a * kw + b) * cg + ci] = x[image, ih, iw, ci] of output pixel q, 0
+ * outside; q = image * (oh * ow) + pixel may run across images (the rows of an NHWC
+ * output are the batch's pixels in order); x points at channel g * cg of image 0. */
+static void FN(im2row)(const em_conv_params *p, int64_t cg, const T *restrict x, int64_t q0,
+                       int64_t q1, T *restrict rows) {
+    int64_t P = p->oh * p->ow, kg = p->kh * p->kw * cg;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t i = q % P / p->ow, j = q % p->ow;
+        const T *xn = x + q / P * p->h * p->w * p->c;
+        T *restrict r = rows + (q - q0) * kg;
+        for (int64_t a = 0; a < p->kh; a++) {
+            int64_t ih = i * p->sh - p->ph + a * p->dh;
+            for (int64_t b = 0; b < p->kw; b++, r += cg) {
+                int64_t iw = j * p->sw - p->pw + b * p->dw;
+                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w)
+                    memset(r, 0, cg * sizeof(T));
+                else
+                    memcpy(r, xn + (ih * p->w + iw) * p->c, cg * sizeof(T));
+            }
+        }
+    }
 }
 
 #ifndef CONV_IM2COL_ONLY
@@ -1395,27 +1418,6 @@ int FN(em_conv2d_backward_weight)(const em_conv_params *p, const T *x, const T *
  * as (oc, kh, kw, cg) ("OHWI"), so every product is one GEMM of row-major operands;
  * a 1x1 stride-1 unpadded convolution multiplies the input in place, over all
  * images at once. */
-
-/* rows[q - q0, (a * kw + b) * cg + ci] = x[ih, iw, ci] of output pixel q, 0 outside;
- * x points at channel g * cg of the image. */
-static void FN(im2row)(const em_conv_params *p, int64_t cg, const T *restrict x, int64_t q0,
-                       int64_t q1, T *restrict rows) {
-    int64_t kg = p->kh * p->kw * cg;
-    for (int64_t q = q0; q < q1; q++) {
-        int64_t i = q / p->ow, j = q % p->ow;
-        T *restrict r = rows + (q - q0) * kg;
-        for (int64_t a = 0; a < p->kh; a++) {
-            int64_t ih = i * p->sh - p->ph + a * p->dh;
-            for (int64_t b = 0; b < p->kw; b++, r += cg) {
-                int64_t iw = j * p->sw - p->pw + b * p->dw;
-                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w)
-                    memset(r, 0, cg * sizeof(T));
-                else
-                    memcpy(r, x + (ih * p->w + iw) * p->c, cg * sizeof(T));
-            }
-        }
-    }
-}
 
 /* The adjoint of im2row: gx[ih, iw, ci] += rows[q - q0, tap] for every valid pair. */
 static void FN(row2im)(const em_conv_params *p, int64_t cg, const T *restrict rows, int64_t q0,

@@ -39,29 +39,6 @@ static void bf16_round_rows(const float *restrict src, int64_t lds, int64_t rows
     }
 }
 
-/* im2row over the pixels Q in [Q0, Q1) of the whole batch (Q = image * P + pixel; the
- * rows of an NHWC output are those pixels in order): rows[Q - Q0, (a * kw + b) * cg +
- * ci] = x[image, ih, iw, ci], 0 outside; x points at channel g * cg of image 0. */
-static void bf16_im2row(const em_conv_params *p, int64_t cg, const uint16_t *restrict x,
-                        int64_t Q0, int64_t Q1, uint16_t *restrict rows) {
-    int64_t P = p->oh * p->ow, kg = p->kh * p->kw * cg;
-    for (int64_t Q = Q0; Q < Q1; Q++) {
-        int64_t q = Q % P, i = q / p->ow, j = q % p->ow;
-        const uint16_t *xn = x + Q / P * p->h * p->w * p->c;
-        uint16_t *restrict r = rows + (Q - Q0) * kg;
-        for (int64_t a = 0; a < p->kh; a++) {
-            int64_t ih = i * p->sh - p->ph + a * p->dh;
-            for (int64_t b = 0; b < p->kw; b++, r += cg) {
-                int64_t iw = j * p->sw - p->pw + b * p->dw;
-                if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->w)
-                    memset(r, 0, cg * sizeof(uint16_t));
-                else
-                    memcpy(r, xn + (ih * p->w + iw) * p->c, cg * sizeof(uint16_t));
-            }
-        }
-    }
-}
-
 /* Images per GEMM of the NCHW paths: several small images side by side (their
  * columns, ld = nb * P), as conv.c's images_per_item, else 1. */
 static int64_t bf16_images(const em_conv_params *p, int64_t kg) {
@@ -222,7 +199,7 @@ int em_conv2d_forward_nhwc_bf16(const em_conv_params *p, const uint16_t *x, cons
     for (int64_t g = 0; g < p->groups && !rc; g++)
         for (int64_t Q0 = 0; Q0 < NP && !rc; Q0 += qb) {
             int64_t np = MIN(qb, NP - Q0);
-            bf16_im2row(p, cg, x + g * cg, Q0, Q0 + np, rows);
+            im2row_bf16(p, cg, x + g * cg, Q0, Q0 + np, rows);
             rc = em_gemm(EM_BFLOAT16, np, ocg, kg, 1.0, rows, kg, 1, w + g * ocg * kg, 1, kg,
                          beta, y + Q0 * p->oc + g * ocg, p->oc, 1);
         }
@@ -364,7 +341,7 @@ int em_conv2d_backward_weight_nhwc_bf16(const em_conv_params *p, const uint16_t 
     for (int64_t g = 0; g < p->groups && !rc; g++) {
         for (int64_t Q0 = 0; Q0 < NP && !rc; Q0 += qb) {
             int64_t np = MIN(qb, NP - Q0);
-            bf16_im2row(p, cg, x + g * cg, Q0, Q0 + np, rows);
+            im2row_bf16(p, cg, x + g * cg, Q0, Q0 + np, rows);
             rc = em_gemm_bf16_f32(ocg, kg, np, gy + Q0 * p->oc + g * ocg, 1, p->oc, rows, kg, 1,
                                   Q0 ? 1.0f : 0.0f, acc, kg, 1);
         }

@@ -5,18 +5,10 @@
  * real tridiagonal or bidiagonal matrix is solved in double, by linalg.c's real
  * solvers). The reduced diagonal and off-diagonal are real (larfg's beta), returned as
  * double. */
-#define CAT_(a, b) a##_##b         /* linalg_impl.h's, which it undefines at its end */
-#define CAT(a, b) CAT_(a, b)
-#define FN(name) CAT(name, SFX)
+#include "linalg_scalar.h"
 #if CPLX
-#define CONJ(x) conj(x)
-#define RE(x) creal(x)
-#define IM(x) cimag(x)
 #define HERM_CLONES LEAF_CLONES
 #else
-#define CONJ(x) (x)
-#define RE(x) (x)
-#define IM(x) ((R)0)
 #define HERM_CLONES CLONES
 #endif
 

@@ -10,18 +10,10 @@
  * For the complex dtypes the same text applies with conjugation where LAPACK's
  * complex routines have it (the reflectors of QR, the transposes of Cholesky's
  * update and of trans solves): the CONJ() marks below. */
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define FN(name) CAT(name, SFX)
+#include "linalg_scalar.h"
 #if CPLX
-#define CONJ(x) conj(x)
-#define RE(x) creal(x)
-#define IM(x) cimag(x)
 #define ABS1(x) (fabs(creal(x)) + fabs(cimag(x)))   /* LAPACK's cabs1, for pivoting */
 #else
-#define CONJ(x) (x)
-#define RE(x) (x)
-#define IM(x) ((R)0)
 #define ABS1(x) fabs(x)
 #endif
 
